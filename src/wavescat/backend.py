@@ -1,0 +1,101 @@
+"""The one place that decides between CuPy (GPU) and NumPy/Numba (CPU).
+
+Every other module asks `get_backend(...)` for an array module and never imports CuPy
+itself, so the rest of the code is written once against `backend.xp`.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import BackendError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """An array module plus what a report needs to know about where work runs."""
+
+    name: str  # "cpu" or "gpu"
+    xp: Any  # numpy or cupy
+    device_name: str
+    device_count: int = 1
+    reason: str = ""  # why this backend was chosen (logged and written to summary.json)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "gpu"
+
+    def asnumpy(self, a):
+        """A host (NumPy) copy of `a`, whichever backend made it."""
+        if self.is_gpu:
+            return self.xp.asnumpy(a)
+        return np.asarray(a)
+
+    def describe(self) -> dict:
+        return {"backend": self.name, "device": self.device_name,
+                "device_count": self.device_count, "reason": self.reason}
+
+
+@functools.lru_cache(maxsize=1)
+def _probe_gpu() -> tuple[Any, str, int] | str:
+    """(cupy, device name, device count) when CuPy sees a GPU, else why not."""
+    try:
+        import cupy  # noqa: PLC0415 - optional dependency, imported only here
+    except Exception as exc:  # ImportError, or a broken CUDA install
+        return f"CuPy not importable ({type(exc).__name__}: {exc})"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return f"CuPy sees no CUDA device ({type(exc).__name__})"
+    if count < 1:
+        return "CuPy sees no CUDA device"
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return cupy, name, count
+
+
+def gpu_available() -> bool:
+    return not isinstance(_probe_gpu(), str)
+
+
+def cpu_name() -> str:
+    import os
+    import platform
+
+    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
+
+
+def get_backend(name: str = "auto") -> Backend:
+    """Return the backend for `name` in {"auto", "cpu", "gpu"}.
+
+    `auto` takes the GPU when CuPy sees one and says why it fell back otherwise;
+    `gpu` without a GPU is an error, never a silent fallback.
+    """
+    if name not in ("auto", "cpu", "gpu"):
+        raise BackendError(f"solver.backend = {name!r}: must be one of auto, cpu, gpu")
+    if name == "cpu":
+        return Backend("cpu", np, cpu_name(), reason="requested cpu")
+    probe = _probe_gpu()
+    if isinstance(probe, str):
+        if name == "gpu":
+            raise BackendError(f"solver.backend = 'gpu' but no GPU is usable: {probe}")
+        log.info("backend auto: running on the CPU (%s)", probe)
+        return Backend("cpu", np, cpu_name(), reason=f"auto: no GPU ({probe})")
+    cupy, dev, count = probe
+    return Backend("gpu", cupy, dev, count, reason=f"{name}: CuPy sees {count} GPU(s)")
+
+
+def real_dtype(precision: str):
+    if precision not in ("single", "double"):
+        raise BackendError(f"solver.precision = {precision!r}: must be single or double")
+    return np.float32 if precision == "single" else np.float64
+
+
+def complex_dtype(precision: str):
+    return np.complex64 if real_dtype(precision) == np.float32 else np.complex128

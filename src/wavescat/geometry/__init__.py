@@ -1,0 +1,1 @@
+"""Surface meshes of the bodies a case describes (gmsh builders, mesh checks)."""

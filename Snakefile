@@ -1,0 +1,54 @@
+# wavescat: target strength of rigid bodies (see README.md).
+# Thin on purpose: configuration and helpers live in workflow/rules/common.smk,
+# one rule file per stage, numerics in the `wavescat` package.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/mesh.smk"
+include: "workflow/rules/bem.smk"
+include: "workflow/rules/timedomain.smk"
+
+
+rule target_strength:
+    """Far field, TS tables, plots and summary of every case under `run:`."""
+    input:
+        expand("results/{case}/farfield.csv", case=RUN),
+        expand("results/{case}/summary.json", case=RUN),
+        expand("results/{case}/plots", case=RUN),
+
+
+rule meshes:
+    """The checked surface mesh of every case under `run:`."""
+    input:
+        expand("results/{case}/mesh.msh", case=RUN),
+        expand("results/{case}/mesh_stats.json", case=RUN),
+
+
+rule verify_bem:
+    """Exact rigid-sphere far fields for the sphere cases, and the BEM compared with them."""
+    input:
+        expand("results/{case}/reference_farfield.csv", case=SPHERE_CASES),
+
+
+rule verify_hermite:
+    input:
+        "results/verification/hermite_convergence.csv",
+
+
+rule verify_dg:
+    input:
+        "results/verification/dg_convergence.csv",
+        expand("results/{case}/dg_vs_bem.csv", case=DG_CASES),
+
+
+rule verify:
+    input:
+        rules.verify_bem.input,
+        rules.verify_hermite.input,
+        rules.verify_dg.input,

@@ -1,0 +1,209 @@
+"""Validation and normalisation of a wavescat configuration.
+
+`prepare_config(config)` checks a config dict against workflow/schemas/config.schema.yaml,
+fills in the defaults, then applies the checks a schema cannot express (keys that belong
+to another geometry kind, a missing mesh file, a `run:` entry with no case, ...). Every
+error names the key path and the value, e.g. ``cases.sub.frequencies_hz[0] = -50: must be > 0``.
+The result is what the Snakemake rules hand to `wavescat` subcommands, one case at a time.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from .errors import ConfigError
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+# Keys each geometry kind accepts besides `kind` and `center`; the ones in REQUIRED must be given.
+GEOMETRY_KEYS = {
+    "sphere": {"radius"},
+    "spheroid": {"semi_axes"},
+    "box": {"size"},
+    "file": {"path", "scale"},
+    "submarine": {
+        "hull_length", "hull_diameter", "middle_body_length", "bow_length", "stern",
+        "stern_tip_diameter", "sail_length", "sail_height", "sail_thickness", "sail_position",
+        "rudder_span", "rudder_chord", "rudder_thickness", "depth_rudder_span",
+        "depth_rudder_chord", "depth_rudder_thickness",
+    },
+}
+REQUIRED_GEOMETRY_KEYS = {"sphere": {"radius"}, "spheroid": {"semi_axes"}, "box": {"size"},
+                          "file": {"path"}, "submarine": set()}
+MESH_SUFFIXES = {".step", ".stp", ".stl", ".msh", ".geo"}
+
+
+def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def key_path(parts) -> str:
+    """('cases', 'sub', 'frequencies_hz', 0) -> 'cases.sub.frequencies_hz[0]'."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "<config>"
+
+
+def _show(value) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+_WHAT = {
+    "exclusiveMinimum": lambda a: f"must be > {a}",
+    "minimum": lambda a: f"must be >= {a}",
+    "exclusiveMaximum": lambda a: f"must be < {a}",
+    "maximum": lambda a: f"must be <= {a}",
+    "enum": lambda a: "must be one of " + ", ".join(map(str, a)),
+    "type": lambda a: "must be of type " + (a if isinstance(a, str) else " or ".join(a)),
+    "minItems": lambda a: f"must have at least {a} item(s)",
+    "maxItems": lambda a: f"must have at most {a} item(s)",
+    "minProperties": lambda a: f"must have at least {a} entr{'y' if a == 1 else 'ies'}",
+    "pattern": lambda a: f"must match {a}",
+    "oneOf": lambda a: "must be a list of positive numbers or {start, stop, count}",
+}
+
+
+def _describe(error) -> str:
+    """A one-line message for a jsonschema error: '<path> = <value>: <what is wrong>'."""
+    path = key_path(error.absolute_path)
+    v, kind, arg = error.instance, error.validator, error.validator_value
+    if kind == "additionalProperties":
+        extra = sorted(set(v) - set(error.schema.get("properties", {})))
+        allowed = ", ".join(sorted(error.schema.get("properties", {})))
+        where = path if error.absolute_path else "top level"
+        return f"{where}: unknown key {', '.join(map(repr, extra))} (allowed: {allowed})"
+    if kind == "required":
+        missing = [k for k in arg if k not in v]
+        return f"{path}: missing required key {', '.join(map(repr, missing))}"
+    what = _WHAT[kind](arg) if kind in _WHAT else error.message
+    if kind == "enum" and error.absolute_path and error.absolute_path[-1] == "kind":
+        what = "unknown geometry kind; " + what
+    return f"{path} = {_show(v)}: {what}"
+
+
+def _best_error(errors):
+    """For a oneOf failure, report the branch error that went deepest (the most specific)."""
+    def depth(e):
+        return len(e.absolute_path)
+    err = max(errors, key=depth)
+    if err.validator == "oneOf" and err.context:
+        # a number that fails inside the list branch: say which element and why
+        list_branch = [c for c in err.context if c.validator in ("exclusiveMinimum", "type")
+                       and len(c.absolute_path) > len(err.absolute_path)]
+        if list_branch and isinstance(err.instance, list):
+            return list_branch[0]
+    return err
+
+
+def _validator(schema: dict):
+    from jsonschema import Draft202012Validator, validators
+
+    base = Draft202012Validator
+    validate_properties = base.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, sch):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub:
+                    instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from validate_properties(validator, properties, instance, sch)
+
+    return validators.extend(base, {"properties": set_defaults})(schema)
+
+
+def frequencies(spec) -> list[float]:
+    """A list of frequencies from a list or a {start, stop, count} sweep (linear spacing)."""
+    if isinstance(spec, dict):
+        return [float(f) for f in np.linspace(spec["start"], spec["stop"], spec["count"])]
+    return [float(f) for f in spec]
+
+
+def _unit(vec, where: str) -> list[float]:
+    n = math.sqrt(sum(float(x) ** 2 for x in vec))
+    if not n > 0 or not math.isfinite(n):
+        raise ConfigError(f"{where} = {_show(vec)}: must be a non-zero finite vector")
+    return [float(x) / n for x in vec]
+
+
+def _check_case(name: str, case: dict, base_dir: Path) -> None:
+    where = f"cases.{name}"
+    geo = case["geometry"]
+    kind = geo["kind"]
+    given = set(geo) - {"kind", "center"}
+    foreign = given - GEOMETRY_KEYS[kind]
+    if foreign:
+        key = sorted(foreign)[0]
+        raise ConfigError(f"{where}.geometry.{key} = {_show(geo[key])}: not a key of geometry kind "
+                          f"{kind!r} (allowed: {', '.join(sorted(GEOMETRY_KEYS[kind] | {'center'}))})")
+    missing = REQUIRED_GEOMETRY_KEYS[kind] - given
+    if missing:
+        raise ConfigError(f"{where}.geometry: kind {kind!r} needs key {sorted(missing)[0]!r}")
+    geo.setdefault("center", [0.0, 0.0, 0.0])
+    if kind == "file":
+        path = Path(geo["path"])
+        full = path if path.is_absolute() else base_dir / path
+        if path.suffix.lower() not in MESH_SUFFIXES:
+            raise ConfigError(f"{where}.geometry.path = {geo['path']!r}: unsupported file type "
+                              f"(use one of {', '.join(sorted(MESH_SUFFIXES))})")
+        if not full.is_file():
+            raise ConfigError(f"{where}.geometry.path = {geo['path']!r}: file not found "
+                              f"(relative paths are taken from {base_dir})")
+    spec = case["frequencies_hz"]
+    if isinstance(spec, dict) and spec["stop"] < spec["start"]:
+        raise ConfigError(f"{where}.frequencies_hz.stop = {spec['stop']}: must be >= start "
+                          f"({spec['start']})")
+    case["frequencies_hz"] = frequencies(spec)
+    inc = case["incident"]
+    modes = [k for k in ("direction", "directions", "aspect") if k in inc]
+    if len(modes) != 1:
+        raise ConfigError(f"{where}.incident = {_show(inc)}: give exactly one of direction, "
+                          "directions, aspect")
+    if "direction" in inc:
+        inc["direction"] = _unit(inc["direction"], f"{where}.incident.direction")
+    if "directions" in inc:
+        inc["directions"] = [_unit(d, f"{where}.incident.directions[{i}]")
+                             for i, d in enumerate(inc["directions"])]
+    rec = case["receivers"]
+    if ("directions_deg" in rec) == ("plane" in rec):
+        raise ConfigError(f"{where}.receivers = {_show(rec)}: give either plane (with count) or "
+                          "directions_deg")
+    if "plane" in rec:
+        rec.setdefault("count", 361)
+    elif "count" in rec:
+        raise ConfigError(f"{where}.receivers.count = {rec['count']}: only used with plane")
+
+
+def prepare_config(config: dict, base_dir: str | Path = ".", schema_path=SCHEMA_PATH) -> dict:
+    """Validate `config`, fill defaults and normalise it; raise ConfigError naming the key."""
+    from jsonschema import exceptions
+
+    cfg = copy.deepcopy(dict(config))
+    validator = _validator(load_schema(schema_path))
+    errors = list(validator.iter_errors(cfg))
+    if errors:
+        best = exceptions.best_match(errors, key=exceptions.relevance)
+        raise ConfigError(_describe(_best_error([best] + list(best.context or []))))
+    for i, name in enumerate(cfg["run"]):
+        if name not in cfg["cases"]:
+            raise ConfigError(f"run[{i}] = {name!r}: no such case (cases: "
+                              f"{', '.join(sorted(cfg['cases']))})")
+    for name, case in cfg["cases"].items():
+        _check_case(name, case, Path(base_dir).resolve())
+    return cfg
+
+
+def case_json(config: dict, name: str) -> str:
+    """The normalised case as a compact JSON string (what rules pass to subcommands)."""
+    return json.dumps(config["cases"][name], sort_keys=True, separators=(",", ":"))
+
+
+def medium_json(config: dict) -> str:
+    return json.dumps(config["medium"], sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,49 @@
+rule solve:
+    """OSRC Burton-Miller solve of one case at one frequency, all incidence directions."""
+    input:
+        mesh="results/{case}/mesh.msh",
+    output:
+        "results/{case}/solutions/f{index}.h5",
+    params:
+        case=case_param,
+        medium=MEDIUM,
+        frequency=frequency,
+    log:
+        "results/{case}/logs/solve_f{index}.log",
+    shell:
+        "wavescat solve --case {params.case:q} --medium {params.medium:q} --mesh {input.mesh}"
+        " --frequency {params.frequency} --out {output} > {log} 2>&1"
+
+
+rule far_field:
+    """Far field and TS tables, summary and plots of one case over all its frequencies."""
+    input:
+        solutions=solutions,
+        reference=reference_if_sphere,
+    output:
+        farfield="results/{case}/farfield.csv",
+        summary="results/{case}/summary.json",
+        plots=directory("results/{case}/plots"),
+    params:
+        case=case_param,
+        reference=lambda wc, input: f"--reference {input.reference}" if input.reference else "",
+    log:
+        "results/{case}/logs/far_field.log",
+    shell:
+        "wavescat collect --name {wildcards.case} --case {params.case:q} --inputs {input.solutions}"
+        " {params.reference} --farfield {output.farfield} --summary {output.summary}"
+        " --plots {output.plots} > {log} 2>&1"
+
+
+rule reference_farfield:
+    """Exact far field of a rigid sphere case (partial-wave series) in the farfield.csv format."""
+    output:
+        "results/{case}/reference_farfield.csv",
+    params:
+        case=case_param,
+        medium=MEDIUM,
+    log:
+        "results/{case}/logs/reference_farfield.log",
+    shell:
+        "wavescat reference --case {params.case:q} --medium {params.medium:q} --out {output}"
+        " > {log} 2>&1"

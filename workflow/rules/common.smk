@@ -1,0 +1,55 @@
+# Configuration checks and helpers shared by all rule files.
+import json
+import os
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from wavescat.config import case_json, medium_json, prepare_config
+from wavescat.errors import ConfigError
+
+# Our own pass first: it names the key and value of the first problem and checks what a
+# schema cannot (geometry keys per kind, mesh files on disk, `run` entries).
+try:
+    CONFIG = prepare_config(config, base_dir=os.getcwd())
+except ConfigError as exc:
+    raise WorkflowError(f"invalid configuration: {exc}") from None
+validate(CONFIG, "../schemas/config.schema.yaml")
+
+RUN = list(CONFIG["run"])
+CASES = CONFIG["cases"]
+SPHERE_CASES = [c for c in RUN if CASES[c]["geometry"]["kind"] == "sphere"]
+DG_CASES = [c for c, v in CASES.items()
+            if v.get("dg_cross_check", {}).get("enabled", False)
+            and v["geometry"]["kind"] == "sphere"]
+
+
+wildcard_constraints:
+    case="[A-Za-z0-9_.-]+",
+    index="[0-9]+",
+
+
+def case_param(wildcards):
+    return case_json(CONFIG, wildcards.case)
+
+
+MEDIUM = medium_json(CONFIG)
+
+
+def frequency_indices(case):
+    return [f"{i:03d}" for i in range(len(CASES[case]["frequencies_hz"]))]
+
+
+def frequency(wildcards):
+    return CASES[wildcards.case]["frequencies_hz"][int(wildcards.index)]
+
+
+def solutions(wildcards):
+    return expand("results/{case}/solutions/f{index}.h5", case=wildcards.case,
+                  index=frequency_indices(wildcards.case))
+
+
+def reference_if_sphere(wildcards):
+    if CASES[wildcards.case]["geometry"]["kind"] == "sphere":
+        return f"results/{wildcards.case}/reference_farfield.csv"
+    return []

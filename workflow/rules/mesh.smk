@@ -1,0 +1,13 @@
+rule mesh:
+    """Surface mesh of one case sized from its highest frequency, checked, with statistics."""
+    output:
+        mesh="results/{case}/mesh.msh",
+        stats="results/{case}/mesh_stats.json",
+    params:
+        case=case_param,
+        medium=MEDIUM,
+    log:
+        "results/{case}/logs/mesh.log",
+    shell:
+        "wavescat mesh --name {wildcards.case} --case {params.case:q} --medium {params.medium:q}"
+        " --mesh {output.mesh} --stats {output.stats} > {log} 2>&1"

@@ -1,0 +1,56 @@
+"""Checks of the arguments the exact solutions take; errors name the argument and value."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+
+
+def positive(name: str, value) -> float:
+    """A finite real number > 0."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} = {value!r}: must be a real number > 0") from None
+    if not np.isfinite(x) or x <= 0:
+        raise ConfigError(f"{name} = {value!r}: must be a real number > 0")
+    return x
+
+
+def vector3(name: str, value) -> np.ndarray:
+    """A finite 3-vector."""
+    v = np.asarray(value, dtype=np.float64)
+    if v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise ConfigError(f"{name} = {value!r}: must be three finite numbers")
+    return v
+
+
+def unit_vector(name: str, value) -> np.ndarray:
+    """A nonzero 3-vector, returned normalised."""
+    v = vector3(name, value)
+    norm = np.linalg.norm(v)
+    if norm == 0:
+        raise ConfigError(f"{name} = {value!r}: must be a nonzero vector")
+    return v / norm
+
+
+def points3(name: str, value) -> np.ndarray:
+    """An (n, 3) array of finite points (a single point (3,) is accepted as n = 1)."""
+    p = np.asarray(value, dtype=np.float64)
+    if p.ndim == 1 and p.shape == (3,):
+        p = p[None, :]
+    if p.ndim != 2 or p.shape[1] != 3:
+        raise ConfigError(f"{name} must have shape (n, 3), got {p.shape}")
+    if not np.all(np.isfinite(p)):
+        raise ConfigError(f"{name} contains non-finite values")
+    return p
+
+
+def unit_vectors(name: str, value) -> np.ndarray:
+    """An (n, 3) array of nonzero vectors, returned normalised row by row."""
+    p = points3(name, value)
+    norms = np.linalg.norm(p, axis=1)
+    bad = np.flatnonzero(norms == 0)
+    if bad.size:
+        raise ConfigError(f"{name}[{bad[0]}] = {p[bad[0]].tolist()}: must be a nonzero vector")
+    return p / norms[:, None]

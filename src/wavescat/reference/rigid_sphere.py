@@ -1,0 +1,176 @@
+"""Exact scattering of a plane wave by a sound-hard (rigid) sphere: the partial-wave series.
+
+Conventions (docs/conventions.md): time dependence exp(-i w t); incident wave
+p_inc(x) = exp(i k d.x) with unit amplitude and d the direction of travel;
+dp_tot/dn = 0 on the sphere |x - c| = a; p_scat(r xhat) = F(xhat) exp(i k r)/r + O(1/r^2).
+
+With gamma the angle between d and (x - c), and c_l = j_l'(ka) / h_l'(ka)
+(h_l = h_l^(1) = j_l + i y_l, the outgoing spherical Hankel function):
+    p_inc  = e^{ik d.c} sum_l (2l+1) i^l j_l(kr) P_l(cos gamma)
+    p_scat = -e^{ik d.c} sum_l (2l+1) i^l c_l h_l(kr) P_l(cos gamma)
+    F      = (i/k) e^{ik (d - xhat).c} sum_l (2l+1) c_l P_l(cos gamma)
+    p_tot(r = a) = e^{ik d.c} (i/(ka)^2) sum_l (2l+1) i^l P_l(cos gamma) / h_l'(ka)
+The last line follows from the Wronskian j_l h_l' - j_l' h_l = i/x^2; it is evaluated
+independently of the other series, which the tests use as a cross-check.
+
+Truncation is adaptive: the order starts at ka + 4 (ka)^(1/3) + 10 and grows until the last
+terms fall below `tol` times the largest term (beyond l ~ ka the terms decay faster than
+geometrically, so a few extra orders gain many digits).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from numpy.polynomial import legendre
+from scipy.special import spherical_jn, spherical_yn
+
+from ..errors import SolverError, WavescatError
+from . import _validate
+
+_CHUNK = 4096  # points per block of the near-field series: bounds memory at (order x chunk)
+
+
+def _hankel(l, x, derivative=False):
+    """Outgoing spherical Hankel function h_l^(1)(x) (or its derivative)."""
+    return spherical_jn(l, x, derivative) + 1j * spherical_yn(l, x, derivative)
+
+
+def _scaled_by_hankel_derivative(numerator, l, ka):
+    """numerator / h_l'(ka), kept finite (-> 0) where y_l'(ka) overflows at high order."""
+    jp = spherical_jn(l, ka, True)
+    yp = spherical_yn(l, ka, True)
+    with np.errstate(all="ignore"):
+        # divide through by y_l' where it dominates: 1/h' = (1/y') / (j'/y' + i)
+        scaled = (numerator / yp) / (jp / yp + 1j)
+        direct = numerator / (jp + 1j * yp)
+    return np.where(np.abs(yp) >= np.abs(jp), scaled, direct)
+
+
+def _hard_coefficients(l, ka):
+    """c_l = j_l'(ka) / h_l'(ka), the sound-hard reflection coefficient of order l."""
+    return _scaled_by_hankel_derivative(spherical_jn(l, ka, True), l, ka)
+
+
+def truncation_order(ka: float, term_size: Callable[[np.ndarray], np.ndarray],
+                     tol: float = 1e-15) -> int:
+    """Smallest series order L whose neglected terms are below `tol` x the largest term.
+
+    `term_size(l)` returns the magnitude of term l (an upper bound over the evaluation
+    points). Starts at ka + 4 (ka)^(1/3) + 10 and grows until the last terms are negligible.
+    """
+    order = int(np.ceil(ka + 4.0 * np.cbrt(ka) + 10.0))
+    cap = int(np.ceil(2.0 * ka + 40.0 * np.cbrt(ka) + 200.0))
+    while True:
+        size = np.asarray(term_size(np.arange(order + 1)), dtype=np.float64)
+        size = np.where(np.isfinite(size), size, 0.0)  # overflowed y_l: the term is ~0
+        largest = size.max()
+        if largest == 0.0 or size[-3:].max() <= tol * largest:
+            above = np.flatnonzero(size > tol * largest)
+            return min(order, int(above[-1]) + 2) if above.size else 0
+        if order >= cap:
+            raise SolverError(
+                f"rigid-sphere series did not converge to tol = {tol} by order {order} (ka = {ka})")
+        order = min(cap, int(1.5 * order) + 10)
+
+
+def _arguments(k, radius, incident_direction, center):
+    return (_validate.positive("k", k), _validate.positive("radius", radius),
+            _validate.unit_vector("incident_direction", incident_direction),
+            _validate.vector3("center", center))
+
+
+def _outside_points(points, center, a):
+    """Offsets x - c and distances r for points that must lie on or outside the sphere."""
+    offset = _validate.points3("points", points) - center
+    r = np.linalg.norm(offset, axis=1)
+    inside = np.flatnonzero(r < a * (1.0 - 1e-9))
+    if inside.size:
+        i = inside[0]
+        raise WavescatError(
+            f"points[{i}] = {(offset[i] + center).tolist()} lies inside the sphere "
+            f"(distance {r[i]:.6g} from the centre < radius {a:.6g}); the series holds for r >= a")
+    return offset, r
+
+
+def far_field(k, radius, incident_direction, directions, center=(0.0, 0.0, 0.0),
+              tol: float = 1e-15) -> np.ndarray:
+    """Far-field amplitude F(xhat) in metres of the rigid sphere, shape (n,) complex.
+
+    k: wavenumber (rad/m, > 0); radius: a (m); incident_direction: d (normalised here);
+    directions: (n, 3) observation directions xhat (normalised here); center: c (m).
+    p_scat(r xhat) = F(xhat) e^{ikr}/r + O(1/r^2) for a unit-amplitude incident wave
+    exp(i k d.x), time dependence exp(-i w t). Monostatic (backscatter) is xhat = -d;
+    TS = 20 log10|F|. The centre enters only through the phase exp(i k (d - xhat).c).
+    """
+    k, a, d, c = _arguments(k, radius, incident_direction, center)
+    xhat = _validate.unit_vectors("directions", directions)
+    ka = k * a
+    order = truncation_order(ka, lambda l: (2 * l + 1) * np.abs(_hard_coefficients(l, ka)), tol)
+    l = np.arange(order + 1)
+    coeff = (2 * l + 1) * _hard_coefficients(l, ka)
+    coeff[~np.isfinite(coeff)] = 0.0
+    cos_gamma = np.clip(xhat @ d, -1.0, 1.0)
+    phase = np.exp(1j * k * ((d - xhat) @ c))
+    return (1j / k) * phase * legendre.legval(cos_gamma, coeff)
+
+
+def incident_field(k, incident_direction, points) -> np.ndarray:
+    """The unit plane wave exp(i k d.x) at points (n, 3), shape (n,) complex."""
+    k = _validate.positive("k", k)
+    d = _validate.unit_vector("incident_direction", incident_direction)
+    return np.exp(1j * k * (_validate.points3("points", points) @ d))
+
+
+def scattered_field(k, radius, incident_direction, points, center=(0.0, 0.0, 0.0),
+                    tol: float = 1e-15) -> np.ndarray:
+    """Scattered pressure p_scat at points (n, 3) on or outside the sphere, shape (n,) complex.
+
+    Same conventions as `far_field`: unit incident wave exp(i k d.x), exp(-i w t),
+    p_scat ~ F e^{ikr}/r. Raises WavescatError for a point inside the sphere.
+    """
+    k, a, d, c = _arguments(k, radius, incident_direction, center)
+    offset, r = _outside_points(points, c, a)
+    ka = k * a
+    kr_min = k * r.min()
+    order = truncation_order(
+        ka, lambda l: (2 * l + 1) * np.abs(_hard_coefficients(l, ka) * _hankel(l, kr_min)), tol)
+    l = np.arange(order + 1)
+    base = -(2 * l + 1) * (1j ** l) * _hard_coefficients(l, ka)
+    cos_gamma = np.clip((offset @ d) / r, -1.0, 1.0)
+    out = np.empty(len(r), dtype=np.complex128)
+    for start in range(0, len(r), _CHUNK):
+        block = slice(start, start + _CHUNK)
+        with np.errstate(all="ignore"):
+            coeff = base[:, None] * _hankel(l[:, None], k * r[None, block])
+        coeff[~np.isfinite(coeff)] = 0.0  # tiny c_l times overflowed h_l(kr) at high order
+        out[block] = legendre.legval(cos_gamma[block], coeff, tensor=False)
+    return np.exp(1j * k * (d @ c)) * out
+
+
+def total_field(k, radius, incident_direction, points, center=(0.0, 0.0, 0.0),
+                tol: float = 1e-15) -> np.ndarray:
+    """Total pressure p_inc + p_scat at points (n, 3) on or outside the sphere, (n,) complex."""
+    return (incident_field(k, incident_direction, points)
+            + scattered_field(k, radius, incident_direction, points, center, tol))
+
+
+def surface_pressure(k, radius, incident_direction, points_on_surface, center=(0.0, 0.0, 0.0),
+                     tol: float = 1e-15) -> np.ndarray:
+    """Total pressure on the sphere surface, (n,) complex: the Dirichlet trace a BEM solves for.
+
+    Points are projected radially onto |x - c| = a (only their direction from the centre
+    matters), so mesh vertices of a polyhedral sphere can be passed as they are.
+    Uses p_tot(a) = e^{ik d.c} (i/(ka)^2) sum (2l+1) i^l P_l(cos gamma) / h_l'(ka).
+    """
+    k, a, d, c = _arguments(k, radius, incident_direction, center)
+    xhat = _validate.unit_vectors("points_on_surface", _validate.points3(
+        "points_on_surface", points_on_surface) - c)
+    ka = k * a
+    order = truncation_order(
+        ka, lambda l: (2 * l + 1) * np.abs(_scaled_by_hankel_derivative(1.0, l, ka)), tol)
+    l = np.arange(order + 1)
+    coeff = (2 * l + 1) * (1j ** l) * _scaled_by_hankel_derivative(1.0, l, ka)
+    coeff[~np.isfinite(coeff)] = 0.0
+    cos_gamma = np.clip(xhat @ d, -1.0, 1.0)
+    return np.exp(1j * k * (d @ c)) * (1j / ka**2) * legendre.legval(cos_gamma, coeff)

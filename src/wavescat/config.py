@@ -200,9 +200,12 @@ def prepare_config(config: dict, base_dir: str | Path = ".", schema_path=SCHEMA_
     return cfg
 
 
-def case_json(config: dict, name: str) -> str:
-    """The normalised case as a compact JSON string (what rules pass to subcommands)."""
-    return json.dumps(config["cases"][name], sort_keys=True, separators=(",", ":"))
+def case_json(config: dict, name: str, keys=None) -> str:
+    """The normalised case (only `keys` of it, if given) as compact JSON for a subcommand."""
+    case = config["cases"][name]
+    if keys is not None:
+        case = {k: case[k] for k in keys if k in case}
+    return json.dumps(case, sort_keys=True, separators=(",", ":"))
 
 
 def medium_json(config: dict) -> str:

@@ -5,13 +5,13 @@ rule solve:
     output:
         "results/{case}/solutions/f{index}.h5",
     params:
-        case=case_param,
+        case=case_param("geometry", "incident", "receivers", "solver", "mesh"),
         medium=MEDIUM,
         frequency=frequency,
     log:
         "results/{case}/logs/solve_f{index}.log",
     shell:
-        "wavescat solve --case {params.case:q} --medium {params.medium:q} --mesh {input.mesh}"
+        "{WAVESCAT} solve --case {params.case:q} --medium {params.medium:q} --mesh {input.mesh}"
         " --frequency {params.frequency} --out {output} > {log} 2>&1"
 
 
@@ -25,12 +25,12 @@ rule far_field:
         summary="results/{case}/summary.json",
         plots=directory("results/{case}/plots"),
     params:
-        case=case_param,
+        case=case_param(),
         reference=lambda wc, input: f"--reference {input.reference}" if input.reference else "",
     log:
         "results/{case}/logs/far_field.log",
     shell:
-        "wavescat collect --name {wildcards.case} --case {params.case:q} --inputs {input.solutions}"
+        "{WAVESCAT} collect --name {wildcards.case} --case {params.case:q} --inputs {input.solutions}"
         " {params.reference} --farfield {output.farfield} --summary {output.summary}"
         " --plots {output.plots} > {log} 2>&1"
 
@@ -40,10 +40,10 @@ rule reference_farfield:
     output:
         "results/{case}/reference_farfield.csv",
     params:
-        case=case_param,
+        case=case_param("geometry", "frequencies_hz", "incident", "receivers"),
         medium=MEDIUM,
     log:
         "results/{case}/logs/reference_farfield.log",
     shell:
-        "wavescat reference --case {params.case:q} --medium {params.medium:q} --out {output}"
+        "{WAVESCAT} reference --case {params.case:q} --medium {params.medium:q} --out {output}"
         " > {log} 2>&1"

@@ -1,6 +1,8 @@
 # Configuration checks and helpers shared by all rule files.
 import json
 import os
+import shlex
+import sys
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
@@ -16,6 +18,9 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 validate(CONFIG, "../schemas/config.schema.yaml")
 
+# The wavescat CLI of the interpreter that runs Snakemake (no PATH set-up needed).
+WAVESCAT = f"{shlex.quote(sys.executable)} -m wavescat"
+
 RUN = list(CONFIG["run"])
 CASES = CONFIG["cases"]
 SPHERE_CASES = [c for c in RUN if CASES[c]["geometry"]["kind"] == "sphere"]
@@ -29,8 +34,14 @@ wildcard_constraints:
     index="[0-9]+",
 
 
-def case_param(wildcards):
-    return case_json(CONFIG, wildcards.case)
+def case_param(*keys):
+    """Params function: the normalised case as JSON, restricted to `keys` when given, so a
+    change to solver settings does not re-trigger meshing (params are a rerun trigger)."""
+
+    def param(wildcards):
+        return case_json(CONFIG, wildcards.case, keys or None)
+
+    return param
 
 
 MEDIUM = medium_json(CONFIG)

@@ -4,10 +4,10 @@ rule mesh:
         mesh="results/{case}/mesh.msh",
         stats="results/{case}/mesh_stats.json",
     params:
-        case=case_param,
+        case=case_param("geometry", "frequencies_hz", "mesh"),
         medium=MEDIUM,
     log:
         "results/{case}/logs/mesh.log",
     shell:
-        "wavescat mesh --name {wildcards.case} --case {params.case:q} --medium {params.medium:q}"
+        "{WAVESCAT} mesh --name {wildcards.case} --case {params.case:q} --medium {params.medium:q}"
         " --mesh {output.mesh} --stats {output.stats} > {log} 2>&1"

@@ -13,7 +13,7 @@ rule hermite_convergence:
     log:
         "results/verification/logs/hermite.log",
     shell:
-        "wavescat verify-hermite --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
+        "{WAVESCAT} verify-hermite --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
 
 
 rule dg_convergence:
@@ -26,7 +26,7 @@ rule dg_convergence:
     log:
         "results/verification/logs/dg.log",
     shell:
-        "wavescat verify-dg --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
+        "{WAVESCAT} verify-dg --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
 
 
 rule dg_vs_bem:
@@ -38,12 +38,12 @@ rule dg_vs_bem:
         csv="results/{case}/dg_vs_bem.csv",
         plot="results/{case}/dg_vs_bem.png",
     params:
-        case=case_param,
+        case=case_param(),
         medium=MEDIUM,
         flags=VERIFY_FLAGS,
     log:
         "results/{case}/logs/dg_vs_bem.log",
     shell:
-        "wavescat dg-vs-bem --case {params.case:q} --medium {params.medium:q} --mesh {input.mesh}"
+        "{WAVESCAT} dg-vs-bem --case {params.case:q} --medium {params.medium:q} --mesh {input.mesh}"
         " --solution {input.solution} --csv {output.csv} --plot {output.plot} {params.flags}"
         " > {log} 2>&1"

@@ -1,0 +1,88 @@
+"""The Snakemake workflow: DAG of the named targets, config errors before any job, and real
+runs of the `meshes` and `verify_bem` targets on a tiny config in a temporary directory."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+
+TINY = """
+run: [ball, egg]
+cases:
+  ball:
+    geometry: {kind: sphere, radius: 0.5}
+    frequencies_hz: {start: 150, stop: 300, count: 2}
+    receivers: {plane: xz, count: 13}
+    mesh: {elements_per_wavelength: 6}
+  egg:
+    geometry: {kind: spheroid, semi_axes: [0.6, 0.4, 0.4], center: [0.1, 0, 0]}
+    frequencies_hz: [200]
+    receivers: {directions_deg: [[90, 0], [90, 180]]}
+    mesh: {elements_per_wavelength: 6}
+"""
+
+
+def snakemake(args, cwd, config_text=TINY, timeout=600):
+    (cwd / "study.yaml").write_text(config_text)
+    return subprocess.run(SNAKEMAKE + ["--configfile", "study.yaml", "--cores", "2"] + args,
+                          cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def jobs(stdout: str) -> dict:
+    """Job counts from Snakemake's 'Job stats' table."""
+    counts, inside = {}, False
+    for line in stdout.splitlines():
+        parts = line.split()
+        if parts[:2] == ["job", "count"]:
+            inside = True
+            continue
+        if inside and parts and parts[0] == "total":
+            break
+        if inside and len(parts) == 2 and parts[1].isdigit():
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def test_dry_run_shows_whole_pipeline(tmp_path):
+    out = snakemake(["-n", "target_strength"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    counts = jobs(out.stdout)
+    # 2 cases meshed, 3 (case, frequency) solves, 2 far-field collections, 1 sphere reference
+    assert counts == {"mesh": 2, "solve": 3, "far_field": 2, "reference_farfield": 1,
+                      "target_strength": 1}
+
+
+def test_dry_run_of_verify(tmp_path):
+    out = snakemake(["-n", "verify"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    counts = jobs(out.stdout)
+    assert counts["hermite_convergence"] == 1 and counts["dg_convergence"] == 1
+    assert counts["reference_farfield"] == 1
+
+
+def test_default_config_dry_run():
+    out = subprocess.run(SNAKEMAKE + ["-n", "target_strength", "--cores", "1"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert jobs(out.stdout)["mesh"] == 2
+
+
+@pytest.mark.parametrize("text, message", [
+    ("run: [ball]\ncases:\n  ball:\n    geometry: {kind: sphere, radius: 1}\n"
+     "    frequencies_hz: [-50]\n", "cases.ball.frequencies_hz[0] = -50: must be > 0"),
+    ("run: [ball]\ncases:\n  ball:\n    geometry: {kind: cone, radius: 1}\n"
+     "    frequencies_hz: [50]\n", "cases.ball.geometry.kind = 'cone'"),
+    ("run: [part]\ncases:\n  part:\n    geometry: {kind: file, path: missing.step}\n"
+     "    frequencies_hz: [50]\n", "cases.part.geometry.path = 'missing.step': file not found"),
+])
+def test_bad_config_stops_before_any_job(tmp_path, text, message):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "keep.txt").write_text("precious")
+    out = snakemake(["target_strength"], tmp_path, config_text=text)
+    assert out.returncode != 0
+    assert message in out.stdout + out.stderr
+    assert "Building DAG" not in out.stdout + out.stderr
+    assert (tmp_path / "results" / "keep.txt").read_text() == "precious"

@@ -1,0 +1,123 @@
+"""On-surface radiation condition (OSRC): a sparse approximation of the exterior
+Neumann-to-Dirichlet map, after Antoine & Darbas (2007) and as used by Bempp.
+
+For an outgoing field (time dependence exp(-i w t)) the Dirichlet-to-Neumann map is
+approximately `ik sqrt(1 + Δ_Γ / k_eps^2)`, so the NtD map is
+
+    NtD ≈ (1 / ik) (1 + X)^(-1/2),   X = Δ_Γ / k_eps^2,   k_eps = k + 0.4i k^(1/3) R^(-2/3),
+
+the damping (k_eps) keeping the grazing modes l(l+1) ≈ (kR)^2 away from the singularity.
+(1 + X)^(-1/2) is applied as (1 + X)^(-1) sqrt(1 + X), the square root by a Padé
+approximant with its branch cut rotated by `branch_angle` (Milinazzo et al.) so that the
+evanescent modes (1 + X < 0) get the right branch. In P1 weak form -Δ_Γ is the
+stiffness matrix S and the identity the mass matrix M, so X -> -S / k_eps^2 and every
+inverse is a sparse LU factorisation made once per frequency.
+
+On a sphere of radius R a spherical harmonic of degree l is an eigenfunction with
+eigenvalue (1/ik) (1 - l(l+1)/(k_eps R)^2)^(-1/2); the exact NtD eigenvalue is
+h_l(kR) / (k h_l'(kR)), close to it for l << kR.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ..errors import ConfigError
+
+
+def mass_and_stiffness(space) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """P1 surface mass M[i, j] = ∫ φ_i φ_j and Laplace-Beltrami stiffness
+    S[i, j] = ∫ grad_Γ φ_i . grad_Γ φ_j, assembled over all triangles at once."""
+    if space.kind != "P1":
+        raise ConfigError(f"OSRC needs a P1 space, got {space.kind}")
+    areas = space.mesh.areas
+    grads = space.surface_gradients  # (m, 3, 3): local function c, component
+    local_mass = areas[:, None, None] * (np.ones((3, 3)) + np.eye(3)) / 12.0
+    local_stiff = areas[:, None, None] * np.einsum("mak,mbk->mab", grads, grads)
+    dofs = space.element_dofs
+    rows = np.repeat(dofs, 3, axis=1).ravel()
+    cols = np.tile(dofs, (1, 3)).ravel()
+    shape = (space.n_dofs, space.n_dofs)
+    mass = sp.coo_matrix((local_mass.ravel(), (rows, cols)), shape=shape).tocsr()
+    stiff = sp.coo_matrix((local_stiff.ravel(), (rows, cols)), shape=shape).tocsr()
+    return mass, stiff
+
+
+def pade_coefficients(n_terms: int, branch_angle: float):
+    """(c0, a, b) with sqrt(1 + z) ≈ c0 + Σ_j a_j z / (1 + b_j z), branch cut rotated by
+    `branch_angle`: sqrt(1+z) = e^{iθ/2} sqrt(1 + ((1+z) e^{-iθ} - 1)) and the real
+    Padé approximant R_N(z) = 1 + Σ α_j z / (1 + β_j z) applied to the inner argument."""
+    if int(n_terms) != n_terms or n_terms < 1:
+        raise ConfigError(f"solver.osrc.pade_terms = {n_terms!r}: must be a positive integer")
+    if not 0.0 <= branch_angle < np.pi:
+        raise ConfigError(f"solver.osrc.branch_angle = {branch_angle!r}: must lie in [0, pi)")
+    n = int(n_terms)
+    j = np.arange(1, n + 1)
+    alpha = 2.0 / (2 * n + 1) * np.sin(j * np.pi / (2 * n + 1)) ** 2
+    beta = np.cos(j * np.pi / (2 * n + 1)) ** 2
+    rot = np.exp(-1j * branch_angle)
+    c0 = np.exp(0.5j * branch_angle) * (1.0 + np.sum(alpha * (rot - 1) / (1 + beta * (rot - 1))))
+    a = np.exp(-0.5j * branch_angle) * alpha / (1 + beta * (rot - 1)) ** 2
+    b = rot * beta / (1 + beta * (rot - 1))
+    return complex(c0), a, b
+
+
+def pade_sqrt(z, n_terms: int = 8, branch_angle: float = np.pi / 3):
+    """The rotated Padé approximant of sqrt(1 + z) at scalar or array z (for tests)."""
+    c0, a, b = pade_coefficients(n_terms, branch_angle)
+    z = np.asarray(z, dtype=complex)[..., None]
+    return c0 + np.sum(a * z / (1 + b * z), axis=-1)
+
+
+def characteristic_radius(mesh) -> float:
+    """Half the bounding-box diagonal (Bempp's choice), a size that needs no user input."""
+    lo, hi = mesh.vertices.min(axis=0), mesh.vertices.max(axis=0)
+    return 0.5 * float(np.linalg.norm(hi - lo))
+
+
+def damped_wavenumber(k: float, radius: float) -> complex:
+    if radius <= 0:
+        raise ConfigError(f"solver.osrc.radius = {radius!r}: must be positive")
+    return k + 0.4j * k ** (1.0 / 3.0) * radius ** (-2.0 / 3.0)
+
+
+class OsrcNtD:
+    """The OSRC NtD approximation on a P1 space, factorised once for wavenumber k.
+
+    `apply(x)` is the strong form M^{-1} N_weak acting on coefficient vectors (n,) or
+    (n, r); `weak(x) = M apply(x)` is the Galerkin form <φ_i, NtD u>.
+    """
+
+    def __init__(self, space, k: float, pade_terms: int = 8, branch_angle: float = np.pi / 3,
+                 radius: float | None = None, mass=None, stiffness=None):
+        if k <= 0:
+            raise ConfigError(f"wavenumber = {k!r}: OSRC needs k > 0")
+        if mass is None or stiffness is None:
+            mass, stiffness = mass_and_stiffness(space)
+        self.k = float(k)
+        self.radius = characteristic_radius(space.mesh) if radius is None else float(radius)
+        self.k_eps = damped_wavenumber(self.k, self.radius)
+        self.mass, self.stiffness = mass.tocsr(), stiffness.tocsr()
+        self.c0, a, b = pade_coefficients(pade_terms, branch_angle)
+        s = self.stiffness / self.k_eps**2
+        m = self.mass.astype(complex)
+        # X -> -S/k_eps^2: sqrt(1+X) = c0 - Σ a_j (S/k_eps^2) (M - b_j S/k_eps^2)^{-1} M
+        self._terms = [(a_j, spla.splu((m - b_j * s).tocsc())) for a_j, b_j in zip(a, b)]
+        self._scaled_stiffness = s.tocsr()
+        self._inverse = spla.splu((m - s).tocsc())  # (1 + X)^{-1}
+
+    @property
+    def n_dofs(self) -> int:
+        return self.mass.shape[0]
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        mx = np.asarray(self.mass @ x, dtype=complex)
+        series = self.c0 * mx
+        for a_j, lu in self._terms:
+            series -= a_j * (self._scaled_stiffness @ lu.solve(mx))
+        return self._inverse.solve(series) / (1j * self.k)
+
+    def weak(self, x: np.ndarray) -> np.ndarray:
+        return self.mass @ self.apply(x)

@@ -1,0 +1,71 @@
+"""OSRC NtD: Padé square root, P1 mass/stiffness, and the NtD symbol on the unit sphere."""
+import numpy as np
+import pytest
+import scipy.special as ss
+
+from wavescat.bem import spaces
+from wavescat.bem.osrc import (OsrcNtD, characteristic_radius, mass_and_stiffness,
+                               pade_coefficients, pade_sqrt)
+from wavescat.errors import ConfigError
+from wavescat.geometry.icosphere import icosphere
+
+
+@pytest.fixture(scope="module")
+def sphere_space():
+    return spaces.p1(icosphere(4))
+
+
+def test_pade_sqrt_matches_principal_branch_in_upper_half_plane():
+    # with k_eps = k + i delta, the symbol 1 - l(l+1)/k_eps^2 lies in the upper half plane,
+    # away from the rotated cut (arg(1 + z) = theta - pi)
+    x, y = np.meshgrid(np.linspace(-4, 3, 29), np.linspace(0, 1, 6))
+    z = (x + 1j * y).ravel()
+    z = z[np.abs(1 + z) > 0.3]
+    assert np.abs(pade_sqrt(z, 8, np.pi / 3) - np.sqrt(1 + z)).max() < 2e-3
+    # evanescent modes (1 + z < 0 real) get +i sqrt(|1+z|), the outgoing branch
+    assert np.allclose(pade_sqrt(-3.0), np.sqrt(2) * 1j, atol=2e-3)
+
+
+def test_pade_rejects_bad_parameters():
+    with pytest.raises(ConfigError, match="pade_terms"):
+        pade_coefficients(0, 1.0)
+    with pytest.raises(ConfigError, match="branch_angle"):
+        pade_coefficients(4, 4.0)
+
+
+def test_mass_and_stiffness_identities(sphere_space):
+    mass, stiff = mass_and_stiffness(sphere_space)
+    v = sphere_space.mesh.vertices
+    assert mass.sum() == pytest.approx(sphere_space.mesh.total_area, rel=1e-12)
+    assert np.abs(stiff @ np.ones(sphere_space.n_dofs)).max() < 1e-12
+    # ∫ |grad_Γ x|^2 = ∫ (1 - n_x^2) = 8π/3 on the unit sphere
+    assert v[:, 0] @ stiff @ v[:, 0] == pytest.approx(8 * np.pi / 3, rel=3e-3)
+    assert abs(stiff - stiff.T).max() < 1e-12
+
+
+def _exact_ntd(l, k):
+    h = ss.spherical_jn(l, k) + 1j * ss.spherical_yn(l, k)
+    dh = ss.spherical_jn(l, k, True) + 1j * ss.spherical_yn(l, k, True)
+    return h / (k * dh)
+
+
+@pytest.mark.parametrize("k", [20.0, 40.0])
+def test_ntd_of_spherical_harmonics_on_unit_sphere(sphere_space, k):
+    op = OsrcNtD(sphere_space, k, radius=1.0)
+    mass = op.mass
+    z = sphere_space.mesh.vertices[:, 2]
+    for l in range(5):
+        y = ss.eval_legendre(l, z)
+        ny = op.apply(y)
+        lam = (ny @ mass @ y) / (y @ mass @ y)
+        symbol = 1 / (1j * k) / np.sqrt(1 - l * (l + 1) / op.k_eps**2)
+        # Y_l is an eigenvector of the discrete operator up to discretisation error ...
+        assert np.linalg.norm(ny - lam * y) < 1e-3 * np.linalg.norm(lam * y)
+        assert abs(lam - symbol) < 1e-3 * abs(symbol)
+        # ... and its eigenvalue approximates the exact NtD one to O(1/k) for l << k
+        assert abs(lam - _exact_ntd(l, k)) < 1.1 / k * abs(_exact_ntd(l, k))
+    assert np.allclose(op.weak(y), mass @ op.apply(y))
+
+
+def test_characteristic_radius_is_half_box_diagonal():
+    assert characteristic_radius(icosphere(2, radius=2.0)) == pytest.approx(2 * np.sqrt(3), rel=1e-12)

@@ -8,6 +8,11 @@ rule solve:
         case=case_param("geometry", "incident", "receivers", "solver", "mesh"),
         medium=MEDIUM,
         frequency=frequency,
+    threads: solve_resource("threads")
+    resources:
+        mem_mb=solve_resource("mem_mb"),
+        runtime=solve_resource("runtime"),
+        gpu=solve_resource("gpu"),
     log:
         "results/{case}/logs/solve_f{index}.log",
     shell:

@@ -9,6 +9,7 @@ from snakemake.utils import validate
 
 from wavescat.config import case_json, medium_json, prepare_config
 from wavescat.errors import ConfigError
+from wavescat.resources import mesh_resources, solve_resources
 
 # Our own pass first: it names the key and value of the first problem and checks what a
 # schema cannot (geometry keys per kind, mesh files on disk, `run` entries).
@@ -64,3 +65,13 @@ def reference_if_sphere(wildcards):
     if CASES[wildcards.case]["geometry"]["kind"] == "sphere":
         return f"results/{wildcards.case}/reference_farfield.csv"
     return []
+
+
+def solve_resource(key):
+    """Resource `key` of a solve job, estimated from the case (see wavescat.resources)."""
+    return lambda wildcards: solve_resources(CASES[wildcards.case], CONFIG["medium"],
+                                             workflow.cores)[key]
+
+
+def mesh_resource(key):
+    return lambda wildcards: mesh_resources(CASES[wildcards.case], CONFIG["medium"])[key]

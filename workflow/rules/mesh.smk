@@ -6,6 +6,9 @@ rule mesh:
     params:
         case=case_param("geometry", "frequencies_hz", "mesh"),
         medium=MEDIUM,
+    resources:
+        mem_mb=mesh_resource("mem_mb"),
+        runtime=mesh_resource("runtime"),
     log:
         "results/{case}/logs/mesh.log",
     shell:

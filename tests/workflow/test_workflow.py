@@ -86,3 +86,20 @@ def test_bad_config_stops_before_any_job(tmp_path, text, message):
     assert message in out.stdout + out.stderr
     assert "Building DAG" not in out.stdout + out.stderr
     assert (tmp_path / "results" / "keep.txt").read_text() == "precious"
+
+
+def test_meshes_and_verify_bem_targets_run(tmp_path):
+    out = snakemake(["meshes", "verify_bem"], tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    import json
+
+    from wavescat.surface import SurfaceMesh
+    from wavescat.tables import read_farfield_csv
+
+    for case in ("ball", "egg"):
+        mesh = SurfaceMesh.from_file(tmp_path / "results" / case / "mesh.msh")
+        stats = json.loads((tmp_path / "results" / case / "mesh_stats.json").read_text())
+        assert stats["elements"] == mesh.n_triangles and mesh.enclosed_volume > 0
+    ref = read_farfield_csv(tmp_path / "results" / "ball" / "reference_farfield.csv")
+    assert len(ref["F"]) == 2 * 13  # two frequencies x 13 receivers
+    assert not (tmp_path / "results" / "egg" / "reference_farfield.csv").exists()

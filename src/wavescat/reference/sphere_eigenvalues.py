@@ -81,7 +81,7 @@ def helmholtz_eigenvalues(l, k, radius=1.0) -> dict:
         raise ConfigError(f"k = {k!r}: must be finite")
     if k == 0:
         lap = laplace_eigenvalues(deg, a)
-        values = {name: v.astype(np.complex128) for name, v in lap.items()}
+        values = {name: np.asarray(v, dtype=np.complex128) for name, v in lap.items()}
         return _as_output(values, np.ndim(l) == 0)
     x = k * a if k.imag != 0 else k.real * a  # scipy's real path is the more accurate one
     j, jp = spherical_jn(deg, x), spherical_jn(deg, x, True)

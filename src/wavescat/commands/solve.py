@@ -1,0 +1,105 @@
+"""`wavescat solve` (one case, one frequency -> HDF5) and `wavescat collect` (all
+frequencies of a case -> farfield.csv, summary.json, plots)."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+
+log = logging.getLogger("wavescat.solve")
+
+
+def _json_arg(text: str, name: str) -> dict:
+    """A JSON object given inline or as a path to a .json file."""
+    try:
+        if not text.lstrip().startswith("{") and Path(text).is_file():
+            text = Path(text).read_text()
+        value = json.loads(text)
+    except (json.JSONDecodeError, OSError) as exc:
+        raise ConfigError(f"--{name} = {text[:80]!r}: not a JSON object ({exc})") from exc
+    if not isinstance(value, dict):
+        raise ConfigError(f"--{name} = {text[:80]!r}: not a JSON object")
+    return value
+
+
+def run_solve(args) -> int:
+    from ..solve.driver import solve_frequency  # noqa: PLC0415
+    from ..solve.records import write_solution  # noqa: PLC0415
+    from ..surface import SurfaceMesh  # noqa: PLC0415
+
+    case = _json_arg(args.case, "case")
+    medium = _json_arg(args.medium, "medium")
+    mesh = SurfaceMesh.from_file(args.mesh)
+    result = solve_frequency(case, medium, mesh, float(args.frequency))
+    write_solution(args.out, result, mesh, case_name=args.name or "")
+    t = result.timings
+    log.info("wrote %s: %d DOFs, iterations %s, assembly %.2f s, preconditioner %.2f s, "
+             "solve %.2f s, far field %.2f s", args.out, result.dofs, result.iterations.tolist(),
+             t["assembly"], t["preconditioner"], t["solve"], t["far_field"])
+    return 0
+
+
+def run_collect(args) -> int:
+    from ..solve import records  # noqa: PLC0415
+
+    solutions = sorted((records.read_solution(p) for p in args.inputs),
+                       key=lambda s: s["frequency_hz"])
+    prints = {s["mesh_fingerprint"] for s in solutions}
+    if len(prints) > 1:
+        log.warning("solutions of %s come from %d different meshes", args.name, len(prints))
+    reference = records.read_farfield_csv(args.reference) if args.reference else None
+    records.write_farfield_csv(args.farfield, solutions)
+    records.write_json(args.summary, records.summary(solutions, args.name or "", reference))
+    for w in {w for s in solutions for w in s["warnings"]}:
+        log.warning(w)
+    if args.plots:
+        make_plots(solutions, Path(args.plots), args.name or "", reference)
+    log.info("wrote %s and %s", args.farfield, args.summary)
+    return 0
+
+
+def make_plots(solutions, folder: Path, name: str, reference=None) -> list[Path]:
+    from .. import plots  # noqa: PLC0415
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    if solutions[0]["monostatic"]:
+        out.append(plots.monostatic_vs_aspect(solutions, folder / "monostatic_ts.png", name))
+    else:
+        out.append(plots.polar_ts(solutions, folder / "bistatic_ts_polar.png", name))
+        if len(solutions) > 1:
+            out.append(plots.ts_vs_frequency(solutions, folder / "ts_vs_frequency.png", name))
+        if reference is not None:
+            for i, s in enumerate(solutions):
+                sel = np.isclose(reference["frequency_hz"], s["frequency_hz"], rtol=1e-9, atol=0)
+                exact = (reference["re_F"] + 1j * reference["im_F"])[sel]
+                if len(exact) == s["far_field"].shape[1]:
+                    out.append(plots.computed_vs_exact(
+                        s, exact, folder / f"ts_vs_exact_f{i}.png",
+                        f"{name}: {s['frequency_hz']:.6g} Hz, computed vs exact"))
+    return out
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("solve", help="OSRC Burton-Miller solve of one case at one frequency")
+    p.add_argument("--case", required=True, help="case config as JSON (inline or a .json file)")
+    p.add_argument("--medium", required=True, help="medium as JSON: {sound_speed, density}")
+    p.add_argument("--mesh", required=True, help="surface mesh (.msh)")
+    p.add_argument("--frequency", required=True, type=float, help="frequency in Hz")
+    p.add_argument("--out", required=True, help="HDF5 file to write")
+    p.add_argument("--name", default="", help="case name stored in the file")
+    p.set_defaults(func=run_solve)
+
+    c = subparsers.add_parser("collect", help="far-field table, summary and plots of a case")
+    c.add_argument("--name", default="", help="case name")
+    c.add_argument("--case", default="{}", help="case config as JSON (inline or a .json file)")
+    c.add_argument("--inputs", nargs="+", required=True, help="HDF5 files of `wavescat solve`")
+    c.add_argument("--farfield", required=True, help="farfield.csv to write")
+    c.add_argument("--summary", required=True, help="summary.json to write")
+    c.add_argument("--plots", default="", help="folder for the PNG plots")
+    c.add_argument("--reference", default="", help="exact reference_farfield.csv (sphere cases)")
+    c.set_defaults(func=run_collect)

@@ -1,0 +1,207 @@
+"""One case at one frequency: assemble -> OSRC Burton-Miller GMRES for every incidence
+direction -> far field at the receivers. Holds numerics only; files are in solve/records.py.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import farfield
+from ..backend import get_backend
+from ..errors import ConfigError, SolverError
+from .gmres import gmres
+
+log = logging.getLogger(__name__)
+
+GMRES_DEFAULTS = {"tol": 1e-5, "restart": 100, "maxiter": 500}
+OSRC_DEFAULTS = {"pade_terms": 8, "branch_angle": math.pi / 3, "radius": None}
+HMATRIX_DEFAULTS = {"eps": 1e-4, "eta": 1.5, "leaf_size": 64, "dense_below": 6000}
+MIN_ELEMENTS_PER_WAVELENGTH = 5.0
+_KRYLOV_BYTES = 2**29  # memory for the Krylov bases of one batch of incidence directions
+
+
+def solver_settings(solver: dict | None) -> dict:
+    """The solver block of a case with every default filled in (what the records store)."""
+    solver = dict(solver or {})
+    out = {"operator_format": solver.get("operator_format", "auto"),
+           "backend": solver.get("backend", "auto"),
+           "precision": solver.get("precision", "double"),
+           "gmres": {**GMRES_DEFAULTS, **(solver.get("gmres") or {})},
+           "osrc": {**OSRC_DEFAULTS, **(solver.get("osrc") or {})},
+           "hmatrix": {**HMATRIX_DEFAULTS, **(solver.get("hmatrix") or {})},
+           "quadrature": dict(solver.get("quadrature") or {})}
+    if out["operator_format"] not in ("auto", "dense", "hmatrix"):
+        raise ConfigError(f"solver.operator_format = {out['operator_format']!r}: "
+                          "must be one of auto, dense, hmatrix")
+    return out
+
+
+def _hmatrix_assembler():
+    try:
+        from ..bem import hmatrix  # noqa: PLC0415
+    except ImportError:
+        return None
+    return getattr(hmatrix, "assemble", None)
+
+
+def operator_format_for(requested: str, n_dofs: int, dense_below: int) -> str:
+    """The format `auto` resolves to: dense below `dense_below` DOFs or without H-matrices."""
+    if requested == "dense":
+        return "dense"
+    available = _hmatrix_assembler() is not None
+    if requested == "hmatrix":
+        if not available:
+            raise ConfigError("solver.operator_format = 'hmatrix': H-matrix assembly is not "
+                              "available in this installation (use dense or auto)")
+        return "hmatrix"
+    return "hmatrix" if available and n_dofs >= dense_below else "dense"
+
+
+def boundary_operator(name, space, k, *, operator_format, backend, precision, quadrature=None,
+                      hmatrix_options=None):
+    """The seam between formats: an object with `shape`, `dtype` and `op @ X` for (n, r)
+    arrays of the backend, for boundary operator `name` on `space` (trial = test)."""
+    from ..bem import operators  # noqa: PLC0415
+
+    if operator_format == "dense":
+        return operators.assemble(name, space, space, k, backend=backend, precision=precision,
+                                  quadrature=quadrature)
+    if operator_format == "hmatrix":
+        opts = {key: v for key, v in (hmatrix_options or {}).items() if key != "dense_below"}
+        return _hmatrix_assembler()(name, space, space, k, backend=backend, precision=precision,
+                                    quadrature=quadrature, **opts)
+    raise ConfigError(f"solver.operator_format = {operator_format!r}: must be dense or hmatrix")
+
+
+def elements_per_wavelength(mesh, k: float) -> float:
+    """Wavelength over the mean edge length."""
+    return float(2 * math.pi / k / mesh.edge_lengths.mean())
+
+
+@dataclass
+class FrequencyResult:
+    frequency_hz: float
+    wavenumber: float
+    sound_speed: float
+    incidence: farfield.Incidence
+    receivers: farfield.Directions
+    surface_pressure: np.ndarray  # (n_dofs, n_incidence) complex, P1 coefficients
+    far_field: np.ndarray  # (n_receivers, n_incidence) complex, metres
+    monostatic_far_field: np.ndarray | None  # (n_incidence,) at -d, for aspect sweeps
+    iterations: np.ndarray
+    residuals: np.ndarray
+    timings: dict
+    settings: dict
+    operator_format: str
+    backend: dict
+    dofs: int
+    elements: int
+    elements_per_wavelength: float
+    mesh_fingerprint: str
+    warnings: list = field(default_factory=list)
+    residual_history: list = field(default_factory=list)
+
+
+def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> FrequencyResult:
+    """Solve case `case` (validated config dict) on `mesh` at `frequency_hz`."""
+    from ..bem import potentials, spaces  # noqa: PLC0415
+    from ..bem.burton_miller import OsrcBurtonMiller, plane_wave_data  # noqa: PLC0415
+    from ..bem.osrc import OsrcNtD, mass_and_stiffness  # noqa: PLC0415
+
+    if not frequency_hz > 0 or not math.isfinite(frequency_hz):
+        raise ConfigError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
+    c = float(medium.get("sound_speed", 1500.0))
+    if not c > 0:
+        raise ConfigError(f"medium.sound_speed = {c!r}: must be positive")
+    k = 2 * math.pi * frequency_hz / c
+    settings = solver_settings(case.get("solver"))
+    be = get_backend(settings["backend"])
+    precision = settings["precision"]
+    incidence = farfield.incident_directions(case.get("incident", {"direction": [0, 0, 1]}))
+    receivers = farfield.receiver_directions(case.get("receivers", {"plane": "xz", "count": 361}))
+    quadrature = None
+    if settings["quadrature"]:
+        from ..bem.quadrature import QuadratureOrders  # noqa: PLC0415
+        quadrature = QuadratureOrders(**settings["quadrature"])
+
+    warnings = []
+    epw = elements_per_wavelength(mesh, k)
+    if epw < MIN_ELEMENTS_PER_WAVELENGTH:
+        msg = (f"mesh coarser than {MIN_ELEMENTS_PER_WAVELENGTH:g} elements per wavelength at "
+               f"{frequency_hz:g} Hz: {epw:.2f} (mean edge {mesh.edge_lengths.mean():.4g} m, "
+               f"wavelength {2 * math.pi / k:.4g} m); results may be inaccurate")
+        log.warning(msg)
+        warnings.append(msg)
+
+    timings = {}
+    space = spaces.p1(mesh)
+    fmt = operator_format_for(settings["operator_format"], space.n_dofs,
+                              settings["hmatrix"]["dense_below"])
+    log.info("%d DOFs, %d elements, k = %.6g, %.2f elements per wavelength, %s on %s (%s)",
+             space.n_dofs, mesh.n_triangles, k, epw, fmt, be.name, be.device_name)
+
+    t0 = time.perf_counter()
+    ops = [boundary_operator(name, space, k, operator_format=fmt, backend=be, precision=precision,
+                             quadrature=quadrature, hmatrix_options=settings["hmatrix"])
+           for name in ("double_layer", "hypersingular")]
+    _synchronise(be)
+    timings["assembly"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    osrc = settings["osrc"]
+    mass, stiffness = mass_and_stiffness(space)
+    ntd = OsrcNtD(space, k, pade_terms=osrc["pade_terms"], branch_angle=osrc["branch_angle"],
+                  radius=osrc["radius"], mass=mass, stiffness=stiffness)
+    system = OsrcBurtonMiller(ops[0], ops[1], mass, ntd, xp=be.xp)
+    g, h = plane_wave_data(space, k, incidence.directions)
+    rhs = system.rhs(g, h)
+    timings["preconditioner"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    gm = settings["gmres"]
+    n_inc = len(incidence.directions)
+    batch = max(1, int(_KRYLOV_BYTES // (16 * space.n_dofs * (min(gm["restart"], gm["maxiter"]) + 1))))
+    pressure = np.zeros((space.n_dofs, n_inc), dtype=complex)
+    iterations = np.zeros(n_inc, dtype=np.int64)
+    residuals = np.zeros(n_inc)
+    history = []
+    for start in range(0, n_inc, batch):
+        cols = slice(start, min(start + batch, n_inc))
+        try:
+            res = gmres(system.matvec, rhs[:, cols], xp=be.xp, tol=gm["tol"],
+                        restart=gm["restart"], maxiter=gm["maxiter"])
+        except SolverError as exc:
+            raise SolverError(f"{exc} at {frequency_hz:g} Hz (incidence directions "
+                              f"{start}..{cols.stop - 1})") from exc
+        pressure[:, cols] = be.asnumpy(res.x)
+        iterations[cols], residuals[cols] = res.iterations, res.residuals
+        history.extend(res.history)
+    timings["solve"] = time.perf_counter() - t0
+    log.info("GMRES iterations %s, residuals <= %.2e", iterations.tolist(), residuals.max())
+
+    t0 = time.perf_counter()
+    ff = be.asnumpy(potentials.double_layer_far_field(space, receivers.vectors, k, backend=be))
+    far = ff @ pressure
+    mono = None
+    if incidence.monostatic:
+        fm = be.asnumpy(potentials.double_layer_far_field(space, -incidence.directions, k,
+                                                          backend=be))
+        mono = np.einsum("ij,ji->i", fm, pressure)
+    timings["far_field"] = time.perf_counter() - t0
+
+    return FrequencyResult(
+        frequency_hz=float(frequency_hz), wavenumber=k, sound_speed=c, incidence=incidence,
+        receivers=receivers, surface_pressure=pressure, far_field=far,
+        monostatic_far_field=mono, iterations=iterations, residuals=residuals, timings=timings,
+        settings=settings, operator_format=fmt, backend=be.describe(), dofs=space.n_dofs,
+        elements=mesh.n_triangles, elements_per_wavelength=epw,
+        mesh_fingerprint=mesh.fingerprint(), warnings=warnings, residual_history=history)
+
+
+def _synchronise(be):
+    if be.is_gpu:
+        be.xp.cuda.Device().synchronize()

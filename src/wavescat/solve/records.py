@@ -1,0 +1,191 @@
+"""Files of the solve stage: one HDF5 file per frequency, then the case tables.
+
+HDF5 layout (all angles in degrees, complex data as complex128):
+  attrs: frequency_hz, wavenumber, sound_speed, formulation, space ("P1"), solver_settings
+         (JSON), operator_format, mesh_fingerprint, dofs, elements, elements_per_wavelength,
+         backend, device, precision, time_<stage>_s for assembly/preconditioner/solve/far_field,
+         warnings (JSON list), monostatic (bool), wavescat_version
+  vertices (nv, 3), triangles (m, 3)                          the mesh the solution lives on
+  incident_directions (ni, 3), aspect_deg (ni,) [aspect sweeps]
+  surface_pressure (ni, n_dofs)        total pressure, P1 coefficients (vertex values)
+  iterations (ni,), residuals (ni,)    GMRES operator applications, final relative residual
+  receivers/{theta_deg, phi_deg, directions, angle_deg [plane receivers]}
+  far_field (ni, nr)                   F(xhat_r; d_i) in metres
+  monostatic_far_field (ni,)           F(-d_i; d_i) [aspect sweeps]
+Every file is written to a temporary name beside the target and moved into place.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__, farfield
+from ..errors import WavescatError
+
+FARFIELD_HEADER = ["frequency_hz", "theta_deg", "phi_deg", "re_F", "im_F", "ts_db"]
+STAGES = ("assembly", "preconditioner", "solve", "far_field")
+
+
+@contextmanager
+def atomic_path(path):
+    """Yield a temporary path next to `path`; move it into place only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_solution(path, result, mesh, case_name: str = "") -> None:
+    import h5py
+
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        a = f.attrs
+        a["case"] = case_name
+        a["frequency_hz"] = result.frequency_hz
+        a["wavenumber"] = result.wavenumber
+        a["sound_speed"] = result.sound_speed
+        a["formulation"] = "osrc_burton_miller"
+        a["space"] = "P1"
+        a["solver_settings"] = json.dumps(result.settings, sort_keys=True)
+        a["operator_format"] = result.operator_format
+        a["mesh_fingerprint"] = result.mesh_fingerprint
+        a["dofs"], a["elements"] = result.dofs, result.elements
+        a["elements_per_wavelength"] = result.elements_per_wavelength
+        a["backend"] = result.backend["backend"]
+        a["device"] = result.backend["device"]
+        a["backend_reason"] = result.backend.get("reason", "")
+        a["precision"] = result.settings["precision"]
+        for stage in STAGES:
+            a[f"time_{stage}_s"] = result.timings[stage]
+        a["warnings"] = json.dumps(result.warnings)
+        a["monostatic"] = bool(result.incidence.monostatic)
+        a["wavescat_version"] = __version__
+        f["vertices"], f["triangles"] = mesh.vertices, mesh.triangles
+        f["incident_directions"] = result.incidence.directions
+        if result.incidence.aspect_deg is not None:
+            f["aspect_deg"] = result.incidence.aspect_deg
+            f.attrs["aspect_plane"] = result.incidence.plane
+        f["surface_pressure"] = result.surface_pressure.T
+        f["iterations"], f["residuals"] = result.iterations, result.residuals
+        rec = f.create_group("receivers")
+        rec["theta_deg"], rec["phi_deg"] = result.receivers.theta_deg, result.receivers.phi_deg
+        rec["directions"] = result.receivers.vectors
+        if result.receivers.angle_deg is not None:
+            rec["angle_deg"] = result.receivers.angle_deg
+            rec.attrs["plane"] = result.receivers.plane
+        f["far_field"] = result.far_field.T
+        if result.monostatic_far_field is not None:
+            f["monostatic_far_field"] = result.monostatic_far_field
+
+
+def read_solution(path) -> dict:
+    """Everything of one HDF5 solution file as plain NumPy arrays and Python values."""
+    import h5py
+
+    path = Path(path)
+    if not path.is_file():
+        raise WavescatError(f"solution file {str(path)!r} does not exist")
+    with h5py.File(path, "r") as f:
+        out = {key: (v.decode() if isinstance(v, bytes) else v) for key, v in f.attrs.items()}
+        for key in ("vertices", "triangles", "incident_directions", "aspect_deg",
+                    "surface_pressure", "iterations", "residuals", "far_field",
+                    "monostatic_far_field"):
+            if key in f:
+                out[key] = f[key][()]
+        out["receivers"] = {key: f["receivers"][key][()] for key in f["receivers"]}
+        out["receivers"].update(dict(f["receivers"].attrs))
+    out["solver_settings"] = json.loads(out["solver_settings"])
+    out["warnings"] = json.loads(out["warnings"])
+    out["path"] = str(path)
+    return out
+
+
+def farfield_rows(solution: dict):
+    """The farfield.csv rows of one frequency: the receivers (single incidence), or the
+    monostatic directions of an aspect sweep; several incidences follow one another."""
+    f = solution["frequency_hz"]
+    if "monostatic_far_field" in solution:
+        theta, phi = farfield.directions_to_angles(-solution["incident_directions"])
+        values = solution["monostatic_far_field"]
+    else:
+        rec = solution["receivers"]
+        ninc = solution["far_field"].shape[0]
+        theta, phi = np.tile(rec["theta_deg"], ninc), np.tile(rec["phi_deg"], ninc)
+        values = solution["far_field"].ravel()
+    ts = farfield.target_strength(values)
+    return [[repr(float(f)), f"{t:.10g}", f"{p:.10g}", repr(float(v.real)), repr(float(v.imag)),
+             f"{s:.8f}"] for t, p, v, s in zip(theta, phi, values, ts)]
+
+
+def write_farfield_csv(path, solutions) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(FARFIELD_HEADER)
+        for s in solutions:
+            w.writerows(farfield_rows(s))
+
+
+def read_farfield_csv(path) -> dict:
+    """farfield.csv (or reference_farfield.csv) as columns of floats."""
+    path = Path(path)
+    if not path.is_file():
+        raise WavescatError(f"far-field table {str(path)!r} does not exist")
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    if rows[0] != FARFIELD_HEADER:
+        raise WavescatError(f"{str(path)!r}: header {','.join(rows[0])!r} is not "
+                            f"{','.join(FARFIELD_HEADER)!r}")
+    data = np.array(rows[1:], dtype=float).reshape(-1, len(FARFIELD_HEADER))
+    return {name: data[:, i] for i, name in enumerate(FARFIELD_HEADER)}
+
+
+def summary(solutions, case_name: str = "", reference=None) -> dict:
+    first = solutions[0]
+    out = {"case": case_name, "formulation": first["formulation"], "space": first["space"],
+           "dofs": int(first["dofs"]), "elements": int(first["elements"]),
+           "mesh_fingerprint": first["mesh_fingerprint"],
+           "backend": first["backend"], "device": first["device"], "precision": first["precision"],
+           "operator_format": first["operator_format"],
+           "solver_settings": first["solver_settings"],
+           "incidence_directions": int(len(first["incident_directions"])),
+           "monostatic": bool(first["monostatic"]), "frequencies": [], "warnings": []}
+    for s in solutions:
+        entry = {"frequency_hz": float(s["frequency_hz"]), "wavenumber": float(s["wavenumber"]),
+                 "elements_per_wavelength": float(s["elements_per_wavelength"]),
+                 "iterations": [int(i) for i in s["iterations"]],
+                 "max_iterations": int(np.max(s["iterations"])),
+                 "max_residual": float(np.max(s["residuals"])),
+                 "stage_times_s": {stage: float(s[f"time_{stage}_s"]) for stage in STAGES}}
+        entry["total_time_s"] = sum(entry["stage_times_s"].values())
+        if reference is not None:
+            entry.update(_errors_against(s, reference))
+        out["frequencies"].append(entry)
+        out["warnings"].extend(s["warnings"])
+    return out
+
+
+def _errors_against(solution, reference) -> dict:
+    rows = np.array([[float(x) for x in r] for r in farfield_rows(solution)])
+    sel = np.isclose(reference["frequency_hz"], solution["frequency_hz"], rtol=1e-9, atol=0)
+    if sel.sum() != len(rows):
+        raise WavescatError(f"reference far field has {sel.sum()} rows at "
+                            f"{solution['frequency_hz']:g} Hz, the solution {len(rows)}")
+    exact = reference["re_F"][sel] + 1j * reference["im_F"][sel]
+    return farfield.far_field_errors(rows[:, 3] + 1j * rows[:, 4], exact)
+
+
+def write_json(path, data) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")

@@ -1,0 +1,58 @@
+"""OSRC Burton-Miller algebra with dense stand-in operators, and the plane-wave data."""
+import numpy as np
+import pytest
+
+from wavescat.bem import spaces
+from wavescat.bem.burton_miller import OsrcBurtonMiller, plane_wave_data
+from wavescat.bem.osrc import OsrcNtD, mass_and_stiffness
+from wavescat.geometry.icosphere import icosphere
+
+
+@pytest.fixture(scope="module")
+def small():
+    space = spaces.p1(icosphere(2))
+    mass, stiff = mass_and_stiffness(space)
+    ntd = OsrcNtD(space, 3.0, mass=mass, stiffness=stiff)
+    rng = np.random.default_rng(1)
+    n = space.n_dofs
+    k_weak = (rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))) * 1e-3
+    w_weak = (rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))) * 1e-2
+    return space, mass, ntd, k_weak, w_weak
+
+
+def test_system_matches_dense_formula(small, backend):
+    space, mass, ntd, k_weak, w_weak = small
+    xp = backend.xp
+    system = OsrcBurtonMiller(xp.asarray(k_weak), xp.asarray(w_weak), mass, ntd, xp=xp)
+    n = space.n_dofs
+    m_dense = mass.toarray()
+    ntd_dense = ntd.apply(np.eye(n))  # strong form M^{-1} N_weak
+    a_dense = 0.5 * np.eye(n) - np.linalg.solve(m_dense, k_weak) \
+        - ntd_dense @ np.linalg.solve(m_dense, w_weak)
+    x = np.random.default_rng(2).standard_normal((n, 3)) + 0j
+    assert np.allclose(backend.asnumpy(system.matvec(xp.asarray(x))), a_dense @ x, atol=1e-12)
+
+
+def test_exact_traces_solve_the_system(small):
+    """If p satisfies both trace equations (M/2 - K) p = g and W p = h, it solves A p = f."""
+    space, mass, ntd, k_weak, w_weak = small
+    system = OsrcBurtonMiller(k_weak, w_weak, mass, ntd)
+    p = np.random.default_rng(3).standard_normal((space.n_dofs, 2)) + 1j
+    g = 0.5 * (mass @ p) - k_weak @ p
+    h = w_weak @ p
+    assert np.allclose(system.matvec(p), system.rhs(g, h), atol=1e-12)
+
+
+def test_plane_wave_data_integrates_exactly_on_sphere():
+    space = spaces.p1(icosphere(4))
+    k = 2.0
+    d = np.array([[0.0, 0.0, 1.0], [0.6, 0.0, 0.8]])
+    g, h = plane_wave_data(space, k, d)
+    # Σ_i φ_i = 1: ∫ exp(ik d.x) over the unit sphere, and ∫ dp/dn = ∫_ball Δp = -k^2 ∫_ball p
+    assert np.allclose(g.sum(axis=0), 4 * np.pi * np.sin(k) / k, rtol=2e-3)
+    ball = 4 * np.pi * (np.sin(k) - k * np.cos(k)) / k**3
+    assert np.allclose(h.sum(axis=0), -k**2 * ball, rtol=5e-3)
+    # and against each vertex coordinate: ∫ z exp(ikz) = 4π i j_1(k)
+    z = space.mesh.vertices[:, 2]
+    j1 = np.sin(k) / k**2 - np.cos(k) / k
+    assert z @ g[:, 0] == pytest.approx(4j * np.pi * j1, rel=3e-3)

@@ -9,6 +9,9 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/mesh.smk"
 include: "workflow/rules/bem.smk"

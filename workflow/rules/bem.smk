@@ -26,9 +26,12 @@ rule far_field:
         solutions=solutions,
         reference=reference_if_sphere,
     output:
-        farfield="results/{case}/farfield.csv",
+        farfield=report("results/{case}/farfield.csv", caption="../report/farfield_table.rst",
+                         category="Tables", subcategory="{case}"),
         summary="results/{case}/summary.json",
-        plots=directory("results/{case}/plots"),
+        plots=report(directory("results/{case}/plots"), patterns=["{name}.png"],
+                     caption="../report/ts_plots.rst", category="Target strength",
+                     subcategory="{case}"),
     params:
         case=case_param(),
         reference=lambda wc, input: f"--reference {input.reference}" if input.reference else "",

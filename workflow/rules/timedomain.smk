@@ -7,7 +7,8 @@ rule hermite_convergence:
     """Hermite-Taylor convergence study (m = 1, 2, 3) against exact solutions."""
     output:
         csv="results/verification/hermite_convergence.csv",
-        plot="results/verification/hermite_convergence.png",
+        plot=report("results/verification/hermite_convergence.png",
+                    caption="../report/hermite.rst", category="Verification"),
     params:
         flags=VERIFY_FLAGS,
     log:
@@ -20,7 +21,8 @@ rule dg_convergence:
     """Nodal DG convergence study (cavity mode in a rigid box, N = 1..5)."""
     output:
         csv="results/verification/dg_convergence.csv",
-        plot="results/verification/dg_convergence.png",
+        plot=report("results/verification/dg_convergence.png", caption="../report/dg.rst",
+                    category="Verification"),
     params:
         flags=VERIFY_FLAGS,
     log:
@@ -36,7 +38,8 @@ rule dg_vs_bem:
         solution="results/{case}/solutions/f000.h5",
     output:
         csv="results/{case}/dg_vs_bem.csv",
-        plot="results/{case}/dg_vs_bem.png",
+        plot=report("results/{case}/dg_vs_bem.png", caption="../report/dg_vs_bem.rst",
+                    category="Verification", subcategory="{case}"),
     params:
         case=case_param(),
         medium=MEDIUM,

@@ -91,6 +91,21 @@ def test_sound_hard_boundary_condition(ka):
     assert np.allclose(p0, surface, rtol=0, atol=1e-11 * max(1.0, ka))
 
 
+def test_surface_pressure_matches_total_field_at_high_frequency():
+    """Two independent series for the surface trace agree at ka = 150 (order ~ 200)."""
+    k, a, d = 100.0, 1.5, np.array([1.0, 1.0, 1.0])
+    n = angle_directions(d, np.linspace(0, np.pi, 40))
+    assert np.allclose(rs.total_field(k, a, d, a * n), rs.surface_pressure(k, a, d, n),
+                       rtol=0, atol=1e-10)
+
+
+def test_monostatic_matches_bistatic():
+    k, a, c = 7.0, 0.6, np.array([0.2, -0.4, 1.0])
+    dirs = angle_directions([1.0, 0.0, 0.0], np.linspace(0, 2 * np.pi, 11))
+    expected = [rs.far_field(k, a, d, [-d], center=c)[0] for d in dirs]
+    assert np.allclose(rs.monostatic_far_field(k, a, dirs, center=c), expected, rtol=1e-13)
+
+
 def test_rotation_invariance():
     """Rotating d, xhat and the centre together leaves F and p_scat unchanged."""
     k, a = 4.0, 0.8

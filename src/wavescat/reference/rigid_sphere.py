@@ -32,8 +32,27 @@ _CHUNK = 4096  # points per block of the near-field series: bounds memory at (or
 
 
 def _hankel(l, x, derivative=False):
-    """Outgoing spherical Hankel function h_l^(1)(x) (or its derivative)."""
-    return spherical_jn(l, x, derivative) + 1j * spherical_yn(l, x, derivative)
+    """Outgoing spherical Hankel function h_l^(1)(x) (or its derivative); y_l may overflow to
+    -inf at orders far above x, which callers treat as a negligible term."""
+    with np.errstate(all="ignore"):
+        return spherical_jn(l, x, derivative) + 1j * spherical_yn(l, x, derivative)
+
+
+def _hankel_orders(order, x):
+    """h_l^(1)(x) for l = 0..order at many arguments x >= ka, shape (order + 1, n).
+
+    Upward recurrence h_{l+1} = (2l+1)/x h_l - h_{l-1}: stable for h_l as a whole since y_l
+    grows with l (much cheaper than per-entry evaluation); overflow gives inf, treated as 0.
+    """
+    h = np.empty((order + 1, len(x)), dtype=np.complex128)
+    e = np.exp(1j * x)
+    h[0] = -1j * e / x
+    if order >= 1:
+        h[1] = -e * (x + 1j) / x**2
+    with np.errstate(all="ignore"):
+        for l in range(1, order):
+            h[l + 1] = (2 * l + 1) / x * h[l] - h[l - 1]
+    return h
 
 
 def _scaled_by_hankel_derivative(numerator, l, ka):
@@ -59,8 +78,9 @@ def truncation_order(ka: float, term_size: Callable[[np.ndarray], np.ndarray],
     `term_size(l)` returns the magnitude of term l (an upper bound over the evaluation
     points). Starts at ka + 4 (ka)^(1/3) + 10 and grows until the last terms are negligible.
     """
-    order = int(np.ceil(ka + 4.0 * np.cbrt(ka) + 10.0))
-    cap = int(np.ceil(2.0 * ka + 40.0 * np.cbrt(ka) + 200.0))
+    step = int(np.ceil(4.0 * np.cbrt(ka) + 10.0))  # the width of the transition zone l ~ ka
+    order = int(np.ceil(ka)) + step
+    cap = int(np.ceil(ka)) + 20 * step
     while True:
         size = np.asarray(term_size(np.arange(order + 1)), dtype=np.float64)
         size = np.where(np.isfinite(size), size, 0.0)  # overflowed y_l: the term is ~0
@@ -71,7 +91,7 @@ def truncation_order(ka: float, term_size: Callable[[np.ndarray], np.ndarray],
         if order >= cap:
             raise SolverError(
                 f"rigid-sphere series did not converge to tol = {tol} by order {order} (ka = {ka})")
-        order = min(cap, int(1.5 * order) + 10)
+        order = min(cap, order + step)
 
 
 def _arguments(k, radius, incident_direction, center):
@@ -115,6 +135,18 @@ def far_field(k, radius, incident_direction, directions, center=(0.0, 0.0, 0.0),
     return (1j / k) * phase * legendre.legval(cos_gamma, coeff)
 
 
+def monostatic_far_field(k, radius, incident_directions, center=(0.0, 0.0, 0.0),
+                         tol: float = 1e-15) -> np.ndarray:
+    """Backscatter F(-d) for each incident direction d of (n, 3) (normalised here), (n,) complex.
+
+    Same conventions as `far_field`; on a sphere only the phase exp(2ik d.c) depends on d.
+    """
+    k, a, _, c = _arguments(k, radius, (0.0, 0.0, 1.0), center)
+    d = _validate.unit_vectors("incident_directions", incident_directions)
+    f0 = far_field(k, a, (0.0, 0.0, 1.0), [(0.0, 0.0, -1.0)], tol=tol)[0]
+    return f0 * np.exp(2j * k * (d @ c))
+
+
 def incident_field(k, incident_direction, points) -> np.ndarray:
     """The unit plane wave exp(i k d.x) at points (n, 3), shape (n,) complex."""
     k = _validate.positive("k", k)
@@ -142,7 +174,7 @@ def scattered_field(k, radius, incident_direction, points, center=(0.0, 0.0, 0.0
     for start in range(0, len(r), _CHUNK):
         block = slice(start, start + _CHUNK)
         with np.errstate(all="ignore"):
-            coeff = base[:, None] * _hankel(l[:, None], k * r[None, block])
+            coeff = base[:, None] * _hankel_orders(order, k * r[block])
         coeff[~np.isfinite(coeff)] = 0.0  # tiny c_l times overflowed h_l(kr) at high order
         out[block] = legendre.legval(cos_gamma[block], coeff, tensor=False)
     return np.exp(1j * k * (d @ c)) * out

@@ -28,7 +28,7 @@ def angle_directions(d, theta):
     return np.cos(theta)[:, None] * d + np.sin(theta)[:, None] * e
 
 
-@pytest.mark.parametrize("ka", [0.3, 2.0, 25.0])
+@pytest.mark.parametrize("ka", [0.3, 2.0, 25.0, 150.0])
 def test_optical_theorem(ka):
     """sigma = int |F|^2 dOmega = (4 pi / k) Im F(d) (no absorption in a rigid body)."""
     a, d, c = 1.3, np.array([1.0, -2.0, 0.5]), np.array([0.4, 0.1, -0.7])

@@ -1,0 +1,1 @@
+"""Galerkin boundary element method: spaces, quadrature, operators, potentials, fast formats and solvers."""

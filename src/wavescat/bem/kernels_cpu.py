@@ -1,0 +1,265 @@
+"""Numba kernels of the Galerkin boundary integral operators (CPU twin of kernels_gpu.py).
+
+Operator codes (shared with the CUDA source): 0 single layer V, 1 double layer K,
+2 adjoint double layer K', 3 hypersingular W (integration by parts: curl.curl G - k^2 n.n G).
+Kernel, with G = exp(ikr)/(4 pi r), r = |x - y|, x on the test element (A), y on the
+trial element (B):
+    V, W: G          K: dG/dn_y = G (ikr - 1)/r^2 (y - x).n_y     K': G (ikr - 1)/r^2 (x - y).n_x
+Complex k = kr + i ki is carried as two reals; Laplace is kr = ki = 0.
+
+Regular pairs use tensor Gauss rules with points and weights precomputed per element
+(`pts` (m, nq, 3), `wts` (m, nq) = rule weight * element area); for P1 the 3x3 local
+matrix shares one kernel evaluation per pair of quadrature points.
+Touching pairs use paired (Sauter-Schwab) points given per rule kind on the reference
+triangles, with the local vertex permutation of each pair.
+All kernels compute in float64.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+V, K, KP, W = 0, 1, 2, 3
+INV4PI = 1.0 / (4.0 * math.pi)
+CHUNK = 64  # pairs per parallel task (one scratch allocation per task)
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _kernel(op, dx, dy, dz, na0, na1, na2, nb0, nb1, nb2, kr, ki):
+    """Kernel value (re, im) at x - y = (dx, dy, dz)."""
+    r2 = dx * dx + dy * dy + dz * dz
+    r = math.sqrt(r2)
+    g = INV4PI / r
+    if kr == 0.0 and ki == 0.0:
+        gre = g
+        gim = 0.0
+    else:
+        if ki != 0.0:
+            g *= math.exp(-ki * r)
+        gre = g * math.cos(kr * r)
+        gim = g * math.sin(kr * r)
+    if op == 0 or op == 3:
+        return gre, gim
+    fre = (-ki * r - 1.0) / r2  # (ikr - 1)/r^2
+    fim = kr * r / r2
+    if op == 1:
+        proj = -(dx * nb0 + dy * nb1 + dz * nb2)
+    else:
+        proj = dx * na0 + dy * na1 + dz * na2
+    return (gre * fre - gim * fim) * proj, (gre * fim + gim * fre) * proj
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _regular_pair(op, a, b, pts_a, wts_a, nrm_a, phi_a, pts_b, wts_b, nrm_b, phi_b,
+                  kr, ki, t_re, t_im, loc_re, loc_im):
+    """Local matrix S_ij = sum_qa sum_qb w w kernel phi_a_i(qa) phi_b_j(qb) into loc."""
+    nla = phi_a.shape[1]
+    nlb = phi_b.shape[1]
+    for i in range(nla):
+        for j in range(nlb):
+            loc_re[i, j] = 0.0
+            loc_im[i, j] = 0.0
+    na0, na1, na2 = nrm_a[a, 0], nrm_a[a, 1], nrm_a[a, 2]
+    nb0, nb1, nb2 = nrm_b[b, 0], nrm_b[b, 1], nrm_b[b, 2]
+    for qa in range(pts_a.shape[1]):
+        x0, x1, x2 = pts_a[a, qa, 0], pts_a[a, qa, 1], pts_a[a, qa, 2]
+        for j in range(nlb):
+            t_re[j] = 0.0
+            t_im[j] = 0.0
+        for qb in range(pts_b.shape[1]):
+            gre, gim = _kernel(op, x0 - pts_b[b, qb, 0], x1 - pts_b[b, qb, 1],
+                               x2 - pts_b[b, qb, 2], na0, na1, na2, nb0, nb1, nb2, kr, ki)
+            wb = wts_b[b, qb]
+            for j in range(nlb):
+                c = wb * phi_b[qb, j]
+                t_re[j] += gre * c
+                t_im[j] += gim * c
+        wa = wts_a[a, qa]
+        for i in range(nla):
+            c = wa * phi_a[qa, i]
+            for j in range(nlb):
+                loc_re[i, j] += c * t_re[j]
+                loc_im[i, j] += c * t_im[j]
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _hypersingular_finish(a, b, curl_a, curl_b, nrm_a, nrm_b, k2re, k2im, loc_re, loc_im):
+    """Turn S_ij = int int G phi_i phi_j into curl_i.curl_j int int G - k^2 n.n S_ij (P1: sum S = int int G)."""
+    nla = loc_re.shape[0]
+    nlb = loc_re.shape[1]
+    s0re = 0.0
+    s0im = 0.0
+    for i in range(nla):
+        for j in range(nlb):
+            s0re += loc_re[i, j]
+            s0im += loc_im[i, j]
+    nn = nrm_a[a, 0] * nrm_b[b, 0] + nrm_a[a, 1] * nrm_b[b, 1] + nrm_a[a, 2] * nrm_b[b, 2]
+    for i in range(nla):
+        for j in range(nlb):
+            cc = (curl_a[a, i, 0] * curl_b[b, j, 0] + curl_a[a, i, 1] * curl_b[b, j, 1]
+                  + curl_a[a, i, 2] * curl_b[b, j, 2])
+            sre = loc_re[i, j]
+            sim = loc_im[i, j]
+            loc_re[i, j] = cc * s0re - nn * (k2re * sre - k2im * sim)
+            loc_im[i, j] = cc * s0im - nn * (k2re * sim + k2im * sre)
+
+
+@njit(parallel=True, cache=True, fastmath=False, error_model="numpy")
+def regular_local(op, pa, pb, pts_a, wts_a, nrm_a, phi_a, curl_a,
+                  pts_b, wts_b, nrm_b, phi_b, curl_b, kr, ki, out_re, out_im):
+    """Local matrices (npairs, nla, nlb) of the element pairs (pa[p], pb[p]), regular rule."""
+    npairs = len(pa)
+    nla = phi_a.shape[1]
+    nlb = phi_b.shape[1]
+    k2re = kr * kr - ki * ki
+    k2im = 2.0 * kr * ki
+    nchunks = (npairs + CHUNK - 1) // CHUNK
+    for c in prange(nchunks):
+        t_re = np.empty(nlb)
+        t_im = np.empty(nlb)
+        for p in range(c * CHUNK, min(npairs, (c + 1) * CHUNK)):
+            a = pa[p]
+            b = pb[p]
+            _regular_pair(op, a, b, pts_a, wts_a, nrm_a, phi_a, pts_b, wts_b, nrm_b, phi_b,
+                          kr, ki, t_re, t_im, out_re[p], out_im[p])
+            if op == 3:
+                _hypersingular_finish(a, b, curl_a, curl_b, nrm_a, nrm_b, k2re, k2im,
+                                      out_re[p], out_im[p])
+
+
+@njit(cache=True, error_model="numpy")
+def _touch(tri_a, tri_b, a, b):
+    for i in range(3):
+        for j in range(3):
+            if tri_a[a, i] == tri_b[b, j]:
+                return True
+    return False
+
+
+@njit(parallel=True, cache=True, fastmath=False, error_model="numpy")
+def dense_regular(op, color_elements, tri_a, tri_b, dofs_a, dofs_b,
+                  pts_a, wts_a, nrm_a, phi_a, curl_a, pts_b, wts_b, nrm_b, phi_b, curl_b,
+                  kr, ki, out):
+    """Add all regular (non-touching) pairs of the test elements `color_elements` x every
+    trial element into the dense matrix `out` (n_test, n_trial, 1 or 2: re[, im]).
+    Test elements of one color share no test dof, so rows are race-free."""
+    nla = phi_a.shape[1]
+    nlb = phi_b.shape[1]
+    k2re = kr * kr - ki * ki
+    k2im = 2.0 * kr * ki
+    cplx = out.shape[2] == 2
+    for e in prange(len(color_elements)):
+        a = color_elements[e]
+        t_re = np.empty(nlb)
+        t_im = np.empty(nlb)
+        loc_re = np.empty((nla, nlb))
+        loc_im = np.empty((nla, nlb))
+        for b in range(pts_b.shape[0]):
+            if _touch(tri_a, tri_b, a, b):
+                continue
+            _regular_pair(op, a, b, pts_a, wts_a, nrm_a, phi_a, pts_b, wts_b, nrm_b, phi_b,
+                          kr, ki, t_re, t_im, loc_re, loc_im)
+            if op == 3:
+                _hypersingular_finish(a, b, curl_a, curl_b, nrm_a, nrm_b, k2re, k2im,
+                                      loc_re, loc_im)
+            for i in range(nla):
+                r = dofs_a[a, i]
+                for j in range(nlb):
+                    cidx = dofs_b[b, j]
+                    out[r, cidx, 0] += loc_re[i, j]
+                    if cplx:
+                        out[r, cidx, 1] += loc_im[i, j]
+
+
+@njit(parallel=True, cache=True, fastmath=False, error_model="numpy")
+def singular_local(op, pa, pb, kind, perm_a, perm_b, offsets, ref_a, ref_b, ref_w,
+                   corners_a, areas_a, nrm_a, curl_a, nla, corners_b, areas_b, nrm_b, curl_b, nlb,
+                   kr, ki, out_re, out_im):
+    """Local matrices of touching pairs with paired rules: rule `kind[p]` has points
+    ref_a/ref_b[offsets[kind]:offsets[kind+1]] on the reference triangles whose corners
+    are the element corners in the order perm_a[p] / perm_b[p]; ref_w sum to 1 for a
+    smooth integrand over the pair of unit-area triangles."""
+    npairs = len(pa)
+    k2re = kr * kr - ki * ki
+    k2im = 2.0 * kr * ki
+    for p in prange(npairs):
+        a = pa[p]
+        b = pb[p]
+        loc_re = out_re[p]
+        loc_im = out_im[p]
+        for i in range(nla):
+            for j in range(nlb):
+                loc_re[i, j] = 0.0
+                loc_im[i, j] = 0.0
+        pa0, pa1, pa2 = perm_a[p, 0], perm_a[p, 1], perm_a[p, 2]
+        pb0, pb1, pb2 = perm_b[p, 0], perm_b[p, 1], perm_b[p, 2]
+        scale = areas_a[a] * areas_b[b]
+        ba = np.empty(3)
+        bb = np.empty(3)
+        d = np.empty(3)
+        for q in range(offsets[kind[p]], offsets[kind[p] + 1]):
+            s, t = ref_a[q, 0], ref_a[q, 1]
+            u, v = ref_b[q, 0], ref_b[q, 1]
+            ba[0], ba[1], ba[2] = 1.0 - s - t, s, t
+            bb[0], bb[1], bb[2] = 1.0 - u - v, u, v
+            for c in range(3):
+                xa = ba[0] * corners_a[a, pa0, c] + s * corners_a[a, pa1, c] + t * corners_a[a, pa2, c]
+                yb = bb[0] * corners_b[b, pb0, c] + u * corners_b[b, pb1, c] + v * corners_b[b, pb2, c]
+                d[c] = xa - yb
+            gre, gim = _kernel(op, d[0], d[1], d[2], nrm_a[a, 0], nrm_a[a, 1], nrm_a[a, 2],
+                               nrm_b[b, 0], nrm_b[b, 1], nrm_b[b, 2], kr, ki)
+            w = ref_w[q] * scale
+            gre *= w
+            gim *= w
+            if nla == 1 and nlb == 1:
+                loc_re[0, 0] += gre
+                loc_im[0, 0] += gim
+            else:
+                for ci in range(nla):
+                    fa = 1.0 if nla == 1 else ba[ci]
+                    ia = 0 if nla == 1 else perm_a[p, ci]
+                    for cj in range(nlb):
+                        fb = 1.0 if nlb == 1 else bb[cj]
+                        jb = 0 if nlb == 1 else perm_b[p, cj]
+                        loc_re[ia, jb] += gre * fa * fb
+                        loc_im[ia, jb] += gim * fa * fb
+        if op == 3:
+            _hypersingular_finish(a, b, curl_a, curl_b, nrm_a, nrm_b, k2re, k2im, loc_re, loc_im)
+
+
+@njit(cache=True, error_model="numpy")
+def scatter_local(pa, pb, dofs_a, dofs_b, loc, row_pos, col_pos, out):
+    """out[row_pos[dof_a], col_pos[dof_b]] += loc[p] for local dofs that are in the block."""
+    for p in range(len(pa)):
+        a = pa[p]
+        b = pb[p]
+        for i in range(loc.shape[1]):
+            r = row_pos[dofs_a[a, i]]
+            if r < 0:
+                continue
+            for j in range(loc.shape[2]):
+                c = col_pos[dofs_b[b, j]]
+                if c >= 0:
+                    out[r, c] += loc[p, i, j]
+
+
+@njit(cache=True, error_model="numpy")
+def greedy_coloring(element_dofs, n_dofs):
+    """Colors of elements such that elements of one color share no dof (greedy)."""
+    m, nloc = element_dofs.shape
+    color = np.full(m, -1, np.int64)
+    # bitmask of colors already used at each dof (up to 64 colors)
+    used = np.zeros(n_dofs, np.int64)
+    for e in range(m):
+        mask = 0
+        for i in range(nloc):
+            mask |= used[element_dofs[e, i]]
+        c = 0
+        while (mask >> c) & 1:
+            c += 1
+        color[e] = c
+        for i in range(nloc):
+            used[element_dofs[e, i]] |= (1 << c)
+    return color

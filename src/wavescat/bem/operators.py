@@ -1,0 +1,304 @@
+"""Galerkin matrices of the Laplace/Helmholtz boundary integral operators.
+
+A[i, j] = <test_i, Op trial_j> (real L2 pairing, docs/conventions.md) for Op in
+single_layer V, double_layer K, adjoint_double_layer K', hypersingular W, with
+G(x, y) = exp(ik|x-y|)/(4 pi |x-y|) and the outward normal n:
+    V: G    K: dG/dn_y    K': dG/dn_x    W = -d/dn_x K, assembled by integration by parts
+    <W u, v> = int int G(x,y) [curl u(y) . curl v(x) - k^2 (n_x . n_y) u(y) v(x)]
+(positive semi-definite for Laplace). On a closed surface K 1 = -1/2.
+
+Element pairs that share no vertex use tensor Gauss rules on both triangles; pairs that
+touch (coincident, edge, vertex) use the Sauter-Schwab rules of quadrature.py. Everything
+is built on one service, `EntryEvaluator`: local element matrices of element pairs,
+blocks rows x cols of the global matrix, and the dense matrix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..backend import Backend, get_backend, real_dtype
+from ..errors import WavescatError
+from . import kernels_cpu
+from .spaces import FunctionSpace, same_mesh
+
+OPERATORS = {"single_layer": kernels_cpu.V, "double_layer": kernels_cpu.K,
+             "adjoint_double_layer": kernels_cpu.KP, "hypersingular": kernels_cpu.W}
+SINGULAR_KINDS = ("coincident", "edge", "vertex")
+
+
+def _resolve_backend(backend) -> Backend:
+    return backend if isinstance(backend, Backend) else get_backend(backend)
+
+
+def _check_spaces(name, trial, test):
+    if name not in OPERATORS:
+        raise WavescatError(f"operator name = {name!r}: must be one of {', '.join(OPERATORS)}")
+    for label, s in (("trial", trial), ("test", test)):
+        if not isinstance(s, FunctionSpace):
+            raise WavescatError(f"{label} = {type(s).__name__}: a wavescat.bem.spaces space is needed")
+    if not same_mesh(trial, test):
+        raise WavescatError("trial and test spaces live on different meshes "
+                            f"({trial.mesh.n_triangles} and {test.mesh.n_triangles} triangles)")
+    if name == "hypersingular" and (trial.kind != "P1" or test.kind != "P1"):
+        raise WavescatError(f"hypersingular needs P1 trial and test spaces, got trial={trial.kind}, "
+                            f"test={test.kind}")
+
+
+def _wavenumber(k) -> complex:
+    kc = complex(k)
+    if not np.isfinite(kc.real) or not np.isfinite(kc.imag) or kc.imag < 0:
+        raise WavescatError(f"wavenumber k = {k!r}: must be finite with Im k >= 0")
+    return kc
+
+
+@dataclass(frozen=True, eq=False)
+class ElementData:
+    """Per-element arrays a kernel reads: quadrature points/weights of the regular rule,
+    normals, basis values at the rule's points, surface curls, corners, vertex indices."""
+
+    pts: np.ndarray  # (m, nq, 3)
+    wts: np.ndarray  # (m, nq): rule weight * element area
+    nrm: np.ndarray  # (m, 3)
+    phi: np.ndarray  # (nq, nloc)
+    curl: np.ndarray  # (m, nloc, 3)
+    corners: np.ndarray  # (m, 3, 3)
+    areas: np.ndarray  # (m,)
+    tri: np.ndarray  # (m, 3) mesh vertex indices (decides which pairs touch)
+    dofs: np.ndarray  # (m, nloc)
+
+
+def element_data(space: FunctionSpace, ref_points, ref_weights) -> ElementData:
+    mesh = space.mesh
+    ref_points = np.asarray(ref_points, dtype=np.float64)
+    w = np.asarray(ref_weights, dtype=np.float64)
+    c = mesh.corners
+    pts = (c[:, None, 0] + ref_points[None, :, 0, None] * (c[:, None, 1] - c[:, None, 0])
+           + ref_points[None, :, 1, None] * (c[:, None, 2] - c[:, None, 0]))
+    wts = mesh.areas[:, None] * (w / w.sum())[None, :]
+    return ElementData(np.ascontiguousarray(pts), np.ascontiguousarray(wts), mesh.normals,
+                       space.basis_values(ref_points), np.ascontiguousarray(space.surface_curls),
+                       c, mesh.areas, mesh.triangles, space.element_dofs)
+
+
+def _quadrature():
+    from . import quadrature  # noqa: PLC0415 - written alongside, imported when used
+
+    return quadrature
+
+
+@dataclass(frozen=True)
+class SingularRules:
+    """The three Sauter-Schwab rules stacked: rule c is rows offsets[c]:offsets[c+1]."""
+
+    offsets: np.ndarray
+    ref_a: np.ndarray
+    ref_b: np.ndarray
+    weights: np.ndarray  # normalised: a smooth integrand over two unit-area triangles sums to 1
+
+
+def singular_rules(order: int) -> SingularRules:
+    q = _quadrature()
+    ra, rb, rw, offs = [], [], [], [0]
+    for kind in SINGULAR_KINDS:
+        xa, xb, w = q.singular_rule(kind, order)
+        ra.append(np.asarray(xa, float))
+        rb.append(np.asarray(xb, float))
+        w = np.asarray(w, float)
+        rw.append(w / w.sum())
+        offs.append(offs[-1] + len(w))
+    return SingularRules(np.asarray(offs, np.int64), np.concatenate(ra), np.concatenate(rb),
+                         np.concatenate(rw))
+
+
+def touching_pairs(test: FunctionSpace, trial: FunctionSpace) -> tuple[np.ndarray, np.ndarray]:
+    """All element pairs (test element, trial element) that share at least one vertex."""
+    mesh = test.mesh
+    m = mesh.n_triangles
+    inc = sp.csr_matrix((np.ones(3 * m), (np.repeat(np.arange(m), 3), mesh.triangles.ravel())),
+                        shape=(m, mesh.n_vertices))
+    adj = (inc @ inc.T).tocoo()
+    return adj.row.astype(np.int64), adj.col.astype(np.int64)
+
+
+class EntryEvaluator:
+    """Galerkin entries of one operator on (trial, test) as a service: element-pair local
+    matrices, blocks rows x cols, and the dense matrix, on the CPU (Numba) or GPU (CuPy)."""
+
+    def __init__(self, name, trial, test, k, backend="cpu", precision="double", quadrature=None):
+        _check_spaces(name, trial, test)
+        self.name = name
+        self.op = OPERATORS[name]
+        self.trial, self.test = trial, test
+        self.k = _wavenumber(k)
+        self.backend = _resolve_backend(backend)
+        self.precision = precision
+        self.real_dtype = real_dtype(precision)
+        self.is_real = self.k == 0
+        self.dtype = np.dtype(self.real_dtype) if self.is_real else np.result_type(self.real_dtype, 1j)
+        q = _quadrature()
+        self.orders = quadrature if quadrature is not None else q.QuadratureOrders()
+        pts, wts = q.triangle_rule(self.orders.regular)
+        self.rule_points = len(wts)
+        self.data_a = element_data(test, pts, wts)
+        self.data_b = element_data(trial, pts, wts)
+        self.rules = singular_rules(self.orders.singular)
+        self._gpu = None
+        if self.backend.is_gpu:
+            from .kernels_gpu import GpuIntegrator  # noqa: PLC0415 - needs CuPy
+
+            self._gpu = GpuIntegrator(self)
+
+    # --- shapes -----------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.test.n_dofs, self.trial.n_dofs
+
+    @property
+    def kernel_evaluations_per_regular_pair(self) -> int:
+        return self.rule_points * self.rule_points
+
+    # --- element pairs ----------------------------------------------------------------
+    def _regular_host(self, pa, pb):
+        a, b = self.data_a, self.data_b
+        out_re = np.empty((len(pa), a.phi.shape[1], b.phi.shape[1]))
+        out_im = np.empty_like(out_re)
+        kernels_cpu.regular_local(self.op, pa, pb, a.pts, a.wts, a.nrm, a.phi, a.curl,
+                                  b.pts, b.wts, b.nrm, b.phi, b.curl,
+                                  self.k.real, self.k.imag, out_re, out_im)
+        return out_re, out_im
+
+    def _singular_host(self, pa, pb):
+        """Local matrices of touching pairs (float64 re, im on the host)."""
+        a, b = self.data_a, self.data_b
+        nla, nlb = a.phi.shape[1], b.phi.shape[1]
+        out_re = np.empty((len(pa), nla, nlb))
+        out_im = np.empty_like(out_re)
+        if len(pa) == 0:
+            return out_re, out_im
+        kind, perm_a, perm_b = _quadrature().classify_pairs(a.tri[pa], b.tri[pb])
+        kind = np.asarray(kind)
+        if kind.dtype.kind in "US":
+            kind = np.searchsorted(np.array(SINGULAR_KINDS), kind)  # noqa - names to codes
+            kind = np.array([SINGULAR_KINDS.index(s) for s in np.asarray(
+                _quadrature().classify_pairs(a.tri[pa], b.tri[pb])[0])], np.int64)
+        r = self.rules
+        kernels_cpu.singular_local(self.op, pa, pb, np.ascontiguousarray(kind, np.int64),
+                                   np.ascontiguousarray(perm_a, np.int64),
+                                   np.ascontiguousarray(perm_b, np.int64),
+                                   r.offsets, r.ref_a, r.ref_b, r.weights,
+                                   a.corners, a.areas, a.nrm, a.curl, nla,
+                                   b.corners, b.areas, b.nrm, b.curl, nlb,
+                                   self.k.real, self.k.imag, out_re, out_im)
+        return out_re, out_im
+
+    def _combine(self, re, im, xp=np):
+        if self.is_real:
+            return re.astype(self.dtype, copy=False)
+        out = xp.empty(re.shape, dtype=self.dtype)
+        out.real = re
+        out.imag = im
+        return out
+
+    def element_pairs(self, test_elements, trial_elements, regular_only=False):
+        """Local matrices (npairs, nloc_test, nloc_trial) of the pairs (test_elements[p],
+        trial_elements[p]); touching pairs get the singular rules unless regular_only."""
+        xp = self.backend.xp
+        pa = np.ascontiguousarray(self.backend.asnumpy(test_elements), dtype=np.int64).ravel()
+        pb = np.ascontiguousarray(self.backend.asnumpy(trial_elements), dtype=np.int64).ravel()
+        if pa.shape != pb.shape:
+            raise WavescatError(f"element_pairs: {len(pa)} test elements but {len(pb)} trial elements")
+        if regular_only:
+            touch = np.zeros(len(pa), bool)
+        else:
+            touch = (self.data_a.tri[pa][:, :, None] == self.data_b.tri[pb][:, None, :]).any(axis=(1, 2))
+        if self._gpu is not None:
+            re, im = self._gpu.regular_local(pa, pb)
+        else:
+            re, im = self._regular_host(pa, pb)
+        if touch.any():
+            idx = np.flatnonzero(touch)
+            sre, sim = self._singular_host(pa[idx], pb[idx])
+            if self._gpu is not None:
+                idx, sre, sim = xp.asarray(idx), xp.asarray(sre), xp.asarray(sim)
+            re[idx] = sre.astype(re.dtype)
+            im[idx] = sim.astype(im.dtype)
+        return self._combine(re, im, xp)
+
+    # --- blocks and the dense matrix --------------------------------------------------
+    def block(self, rows, cols):
+        """Entries A[rows][:, cols] (backend array), singular pairs included."""
+        rows = np.asarray(self.backend.asnumpy(rows), dtype=np.int64).ravel()
+        cols = np.asarray(self.backend.asnumpy(cols), dtype=np.int64).ravel()
+        el_a = np.unique(self.test.dof_to_elements[rows].indices)
+        el_b = np.unique(self.trial.dof_to_elements[cols].indices)
+        pa = np.repeat(el_a, len(el_b))
+        pb = np.tile(el_b, len(el_a))
+        loc = self.element_pairs(pa, pb)
+        row_pos = np.full(self.test.n_dofs, -1, np.int64)
+        row_pos[rows] = np.arange(len(rows))
+        col_pos = np.full(self.trial.n_dofs, -1, np.int64)
+        col_pos[cols] = np.arange(len(cols))
+        if self._gpu is not None:
+            return self._gpu.scatter(pa, pb, loc, row_pos, col_pos, (len(rows), len(cols)))
+        out = np.zeros((len(rows), len(cols)), dtype=loc.dtype)
+        kernels_cpu.scatter_local(pa, pb, self.data_a.dofs, self.data_b.dofs, loc, row_pos, col_pos, out)
+        return out
+
+    @cached_property
+    def _colors(self):
+        color = kernels_cpu.greedy_coloring(self.test.element_dofs, self.test.n_dofs)
+        order = np.argsort(color, kind="stable")
+        bounds = np.searchsorted(color[order], np.arange(color.max() + 2))
+        return [order[bounds[c]:bounds[c + 1]] for c in range(len(bounds) - 1)]
+
+    def dense(self):
+        """The full matrix (n_test, n_trial) on the backend."""
+        if self._gpu is not None:
+            out = self._gpu.dense_regular()
+        else:
+            a, b = self.data_a, self.data_b
+            parts = 1 if self.is_real else 2
+            acc = np.zeros(self.shape + (parts,))
+            for elements in self._colors:
+                kernels_cpu.dense_regular(self.op, elements, a.tri, b.tri, a.dofs, b.dofs,
+                                          a.pts, a.wts, a.nrm, a.phi, a.curl,
+                                          b.pts, b.wts, b.nrm, b.phi, b.curl,
+                                          self.k.real, self.k.imag, acc)
+            out = acc[..., 0] if self.is_real else acc.view(np.complex128)[..., 0]
+        pa, pb = touching_pairs(self.test, self.trial)
+        sre, sim = self._singular_host(pa, pb)
+        loc = self._combine(sre, sim)
+        if self._gpu is not None:
+            return self._gpu.add_local(out, pa, pb, loc)
+        ident = np.arange(max(self.shape), dtype=np.int64)
+        kernels_cpu.scatter_local(pa, pb, self.data_a.dofs, self.data_b.dofs,
+                                  loc.astype(out.dtype), ident, ident, out)
+        return out.astype(self.dtype, copy=False)
+
+
+def assemble(name, trial, test, k, backend="cpu", precision="double", quadrature=None):
+    """Dense Galerkin matrix A[i, j] = <test_i, Op trial_j> (see module docstring)."""
+    return EntryEvaluator(name, trial, test, k, backend, precision, quadrature).dense()
+
+
+_REF_MASS = {("P0", "P0"): np.array([[1.0]]),
+             ("P1", "P0"): np.full((3, 1), 1.0 / 3.0),  # (test, trial)
+             ("P0", "P1"): np.full((1, 3), 1.0 / 3.0),
+             ("P1", "P1"): (np.ones((3, 3)) + np.eye(3)) / 12.0}
+
+
+def mass_matrix(trial: FunctionSpace, test: FunctionSpace) -> sp.csr_matrix:
+    """Sparse identity (Gram) matrix M[i, j] = int test_i trial_j ds, exact on flat triangles."""
+    if not same_mesh(trial, test):
+        raise WavescatError("mass_matrix: trial and test spaces live on different meshes")
+    ref = _REF_MASS[(test.kind, trial.kind)]
+    areas = test.mesh.areas
+    vals = areas[:, None, None] * ref[None]
+    rows = np.broadcast_to(test.element_dofs[:, :, None], vals.shape)
+    cols = np.broadcast_to(trial.element_dofs[:, None, :], vals.shape)
+    return sp.csr_matrix((vals.ravel(), (rows.ravel(), cols.ravel())),
+                         shape=(test.n_dofs, trial.n_dofs))

@@ -1,12 +1,15 @@
 # wavescat: target strength of rigid bodies (see README.md).
 # Thin on purpose: configuration and helpers live in workflow/rules/common.smk,
 # one rule file per stage, numerics in the `wavescat` package.
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The embedded default study; found beside this Snakefile wherever Snakemake runs.
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 report: "workflow/report/workflow.rst"
@@ -24,6 +27,7 @@ rule target_strength:
         expand("results/{case}/farfield.csv", case=RUN),
         expand("results/{case}/summary.json", case=RUN),
         expand("results/{case}/plots", case=RUN),
+        expand("results/{study}/ts.csv", study=STUDIES),
 
 
 rule meshes:

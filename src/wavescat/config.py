@@ -17,6 +17,7 @@ import numpy as np
 import yaml
 
 from .errors import ConfigError
+from .studies import expand_studies, study_cases
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -181,19 +182,39 @@ def _check_case(name: str, case: dict, base_dir: Path) -> None:
         raise ConfigError(f"{where}.receivers.count = {rec['count']}: only used with plane")
 
 
-def prepare_config(config: dict, base_dir: str | Path = ".", schema_path=SCHEMA_PATH) -> dict:
-    """Validate `config`, fill defaults and normalise it; raise ConfigError naming the key."""
+def _raise_first(validator, cfg) -> None:
     from jsonschema import exceptions
 
-    cfg = copy.deepcopy(dict(config))
-    validator = _validator(load_schema(schema_path))
     errors = list(validator.iter_errors(cfg))
     if errors:
         best = exceptions.best_match(errors, key=exceptions.relevance)
         raise ConfigError(_describe(_best_error([best] + list(best.context or []))))
+
+
+def run_cases(config: dict) -> list[str]:
+    """Cases that `target_strength` builds: those named in `run` and those of named studies."""
+    out = []
+    for name in config["run"]:
+        names = study_cases(config, name) if name in config["studies"] else [name]
+        out += [n for n in names if n not in out]
+    return out
+
+
+def run_studies(config: dict) -> list[str]:
+    return [n for n in config["run"] if n in config["studies"]]
+
+
+def prepare_config(config: dict, base_dir: str | Path = ".", schema_path=SCHEMA_PATH) -> dict:
+    """Validate `config`, fill defaults and normalise it; raise ConfigError naming the key."""
+    cfg = copy.deepcopy(dict(config))
+    validator = _validator(load_schema(schema_path))
+    _raise_first(validator, cfg)
+    # Studies copy their (defaults-filled) base cases; check the generated ones again.
+    expand_studies(cfg)
+    _raise_first(validator, cfg)
     for i, name in enumerate(cfg["run"]):
-        if name not in cfg["cases"]:
-            raise ConfigError(f"run[{i}] = {name!r}: no such case (cases: "
+        if name not in cfg["cases"] and name not in cfg["studies"]:
+            raise ConfigError(f"run[{i}] = {name!r}: no such case or study (cases: "
                               f"{', '.join(sorted(cfg['cases']))})")
     for name, case in cfg["cases"].items():
         _check_case(name, case, Path(base_dir).resolve())

@@ -55,3 +55,22 @@ rule reference_farfield:
     shell:
         "{WAVESCAT} reference --case {params.case:q} --medium {params.medium:q} --out {output}"
         " > {log} 2>&1"
+
+
+rule study_table:
+    """One long TS table and plots over all cases of a parameter study."""
+    input:
+        lambda wc: expand("results/{case}/farfield.csv", case=study_cases(CONFIG, wc.study)),
+    output:
+        table=report("results/{study}/ts.csv", caption="../report/study_table.rst",
+                     category="Studies", subcategory="{study}"),
+        plots=report(directory("results/{study}/study_plots"), patterns=["{name}.png"],
+                     caption="../report/study_plots.rst", category="Studies",
+                     subcategory="{study}"),
+    params:
+        cases=study_cases_json,
+    log:
+        "results/{study}/logs/study_table.log",
+    shell:
+        "{WAVESCAT} study --cases {params.cases:q} --farfields {input} --out {output.table}"
+        " --plots {output.plots} > {log} 2>&1"

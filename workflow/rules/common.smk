@@ -7,7 +7,8 @@ import sys
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from wavescat.config import case_json, medium_json, prepare_config
+from wavescat.config import case_json, medium_json, prepare_config, run_cases, run_studies
+from wavescat.studies import study_cases
 from wavescat.errors import ConfigError
 from wavescat.resources import mesh_resources, solve_resources
 
@@ -22,7 +23,8 @@ validate(CONFIG, "../schemas/config.schema.yaml")
 # The wavescat CLI of the interpreter that runs Snakemake (no PATH set-up needed).
 WAVESCAT = f"{shlex.quote(sys.executable)} -m wavescat"
 
-RUN = list(CONFIG["run"])
+RUN = run_cases(CONFIG)
+STUDIES = run_studies(CONFIG)
 CASES = CONFIG["cases"]
 SPHERE_CASES = [c for c in RUN if CASES[c]["geometry"]["kind"] == "sphere"]
 DG_CASES = [c for c, v in CASES.items()
@@ -33,6 +35,7 @@ DG_CASES = [c for c, v in CASES.items()
 wildcard_constraints:
     case="[A-Za-z0-9_.-]+",
     index="[0-9]+",
+    study="[A-Za-z0-9_.-]+",
 
 
 def case_param(*keys):
@@ -75,3 +78,8 @@ def solve_resource(key):
 
 def mesh_resource(key):
     return lambda wildcards: mesh_resources(CASES[wildcards.case], CONFIG["medium"])[key]
+
+
+def study_cases_json(wildcards):
+    names = study_cases(CONFIG, wildcards.study)
+    return json.dumps({n: CASES[n] for n in names}, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,204 @@
+"""CuPy RawKernels of the DG right-hand side (Kloeckner, Warburton & Hesthaven style):
+one thread per output node, KB elements per block, element data staged in shared memory,
+the reference operators read through the read-only cache or staged in shared memory.
+
+- volume:  rhs = -A . grad q on each element (6 matrix-vector rows of length Np per node:
+  grad p and div v = Dr (r_x . v) + Ds (s_x . v) + Dt (t_x . v), using affine factors);
+- surface: upwind flux at the 4 Nfp face nodes into shared memory, then rhs += LIFT flux;
+- update:  the low-storage RK stage res = a res + dt rhs, q += b res.
+
+The CPU twin is cpu_kernels.CpuKernels; tests check that both give the same rhs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_SOURCE = r"""
+typedef REAL real;
+struct __align__(ALIGN4) real4 { real a, b, c, d; };
+#define NFN (4 * NFP)
+__constant__ int c_fmask[NFN] = { FMASK };
+
+extern "C" __global__ void __launch_bounds__(KBV * NP)
+dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
+          const real* __restrict__ D, const real* __restrict__ sigma, real* __restrict__ rhs,
+          const real inv_rho, const real rhoc2)
+{
+    __shared__ real4 s_q[KBV * NP];
+#if D_SHARED
+    __shared__ real s_D[3 * NP * NP];
+    for (int i = threadIdx.x; i < 3 * NP * NP; i += blockDim.x) s_D[i] = D[i];
+    const real* Dm = s_D;
+#else
+    const real* __restrict__ Dm = D;
+#endif
+    const int e = threadIdx.x / NP, n = threadIdx.x - e * NP;
+    const int k = blockIdx.x * KBV + e;
+    const size_t KN = (size_t)K * NP;
+    const size_t id = (size_t)k * NP + n;
+    real g[9];
+    real p = 0, u = 0, v = 0, w = 0;
+    if (k < K) {
+        #pragma unroll
+        for (int j = 0; j < 9; ++j) g[j] = __ldg(geo + 9 * (size_t)k + j);
+        p = q[id]; u = q[KN + id]; v = q[2 * KN + id]; w = q[3 * KN + id];
+        real4 f;
+        f.a = p;
+        f.b = g[0] * u + g[1] * v + g[2] * w;
+        f.c = g[3] * u + g[4] * v + g[5] * w;
+        f.d = g[6] * u + g[7] * v + g[8] * w;
+        s_q[threadIdx.x] = f;
+    }
+    __syncthreads();
+    if (k >= K) return;
+    const real4* sq = s_q + e * NP;
+    real pr = 0, ps = 0, pt = 0, dv = 0;
+    #pragma unroll
+    for (int m = 0; m < NP; ++m) {
+        const real4 f = sq[m];
+#if D_SHARED
+        const real dr = Dm[m * NP + n], ds = Dm[(NP + m) * NP + n], dt = Dm[(2 * NP + m) * NP + n];
+#else
+        const real dr = __ldg(Dm + m * NP + n), ds = __ldg(Dm + (NP + m) * NP + n),
+                   dt = __ldg(Dm + (2 * NP + m) * NP + n);
+#endif
+        pr += dr * f.a; ps += ds * f.a; pt += dt * f.a;
+        dv += dr * f.b + ds * f.c + dt * f.d;
+    }
+    real rp = -rhoc2 * dv;
+    real ru = -inv_rho * (g[0] * pr + g[3] * ps + g[6] * pt);
+    real rv = -inv_rho * (g[1] * pr + g[4] * ps + g[7] * pt);
+    real rw = -inv_rho * (g[2] * pr + g[5] * ps + g[8] * pt);
+#if SPONGE
+    const real sg = sigma[id];
+    rp -= sg * p; ru -= sg * u; rv -= sg * v; rw -= sg * w;
+#endif
+    rhs[id] = rp; rhs[KN + id] = ru; rhs[2 * KN + id] = rv; rhs[3 * KN + id] = rw;
+}
+
+extern "C" __global__ void
+dg_surface(const int K, const real* __restrict__ q, const long long* __restrict__ vmapP,
+           const real* __restrict__ face_geo, const real* __restrict__ bvn,
+           const real* __restrict__ LIFT, real* __restrict__ rhs,
+           const real rho, const real c, const real rhoc2, const real alpha)
+{
+    __shared__ real4 s_f[KBS * NFN];
+    const int k0 = blockIdx.x * KBS;
+    const size_t KN = (size_t)K * NP;
+    for (int i = threadIdx.x; i < KBS * NFN; i += blockDim.x) {
+        const int e = i / NFN, fn = i - e * NFN, k = k0 + e;
+        if (k >= K) break;
+        const int f = fn / NFP;
+        const real* fg = face_geo + 16 * (size_t)k + 4 * f;
+        const real nx = fg[0], ny = fg[1], nz = fg[2], fs = fg[3];
+        const size_t idM = (size_t)k * NP + c_fmask[fn];
+        const real pM = q[idM];
+        const real vnM = nx * q[KN + idM] + ny * q[2 * KN + idM] + nz * q[3 * KN + idM];
+        const long long idP = vmapP[(size_t)k * NFN + fn];
+        real dp, dvn;
+        if (idP >= 0) {
+            dp = pM - q[idP];
+            dvn = vnM - (nx * q[KN + idP] + ny * q[2 * KN + idP] + nz * q[3 * KN + idP]);
+        } else {
+            const long long dec = -1 - idP;
+            const int code = (int)(dec & 3);
+            if (code == 2) {            /* absorbing: zero exterior state */
+                dp = pM; dvn = vnM;
+            } else {                    /* rigid wall, scatterer: mirrored normal velocity */
+                dp = 0; dvn = 2 * vnM;
+                if (code == 1) dvn += 2 * bvn[dec >> 2];
+            }
+        }
+        const real fp = (real)0.5 * (rhoc2 * dvn - alpha * c * dp) * fs;
+        const real fv = (real)0.5 * (dp / rho - alpha * c * dvn) * fs;
+        real4 r; r.a = fp; r.b = nx * fv; r.c = ny * fv; r.d = nz * fv;
+        s_f[i] = r;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < KBS * NP; i += blockDim.x) {
+        const int e = i / NP, n = i - e * NP, k = k0 + e;
+        if (k >= K) break;
+        const real4* sf = s_f + e * NFN;
+        real a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        #pragma unroll 4
+        for (int m = 0; m < NFN; ++m) {
+            const real L = __ldg(LIFT + m * NP + n);
+            const real4 f = sf[m];
+            a0 += L * f.a; a1 += L * f.b; a2 += L * f.c; a3 += L * f.d;
+        }
+        const size_t id = (size_t)k * NP + n;
+        rhs[id] += a0; rhs[KN + id] += a1; rhs[2 * KN + id] += a2; rhs[3 * KN + id] += a3;
+    }
+}
+
+extern "C" __global__ void
+lserk_update(const size_t n, real* __restrict__ q, real* __restrict__ res,
+             const real* __restrict__ rhs, const real a, const real b, const real dt)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const real r = a * res[i] + dt * rhs[i];
+        res[i] = r;
+        q[i] += b * r;
+    }
+}
+"""
+
+
+def default_elements_per_block(n_nodes: int, target_threads: int = 256) -> int:
+    return max(1, target_threads // n_nodes)
+
+
+def kernel_source(order_nodes: int, face_nodes: int, face_mask, dtype, kb_volume: int,
+                  kb_surface: int, d_shared: bool, sponge: bool) -> str:
+    real = "double" if np.dtype(dtype) == np.float64 else "float"
+    defs = {"REAL": real, "ALIGN4": str(4 * np.dtype(dtype).itemsize), "NP": str(order_nodes),
+            "NFP": str(face_nodes), "KBV": str(kb_volume), "KBS": str(kb_surface),
+            "D_SHARED": str(int(d_shared)), "SPONGE": str(int(sponge))}
+    head = "".join(f"#define {k} {v}\n" for k, v in defs.items())
+    return head + _SOURCE.replace("FMASK", ", ".join(str(int(i)) for i in np.ravel(face_mask)))
+
+
+class GpuKernels:
+    """The three kernels compiled for one space, precision and tuning (KB, D in shared)."""
+
+    def __init__(self, ops, xp, kb_volume: int | None = None, kb_surface: int | None = None,
+                 d_shared: bool | None = None):
+        self.ops, self.xp = ops, xp
+        npn, nfn = ops.Dr.shape[0], ops.lift.shape[1]
+        self.dtype = np.dtype(ops.geo.dtype)
+        self.kbv = kb_volume or default_elements_per_block(npn)
+        self.kbs = kb_surface or default_elements_per_block(max(npn, nfn))
+        if d_shared is None:  # static shared memory is limited to 48 KB
+            d_shared = (3 * npn * npn + 4 * self.kbv * npn) * self.dtype.itemsize <= 40 * 1024
+        self.d_shared = bool(d_shared)
+        src = kernel_source(npn, nfn // 4, ops.face_mask, self.dtype, self.kbv, self.kbs,
+                            self.d_shared, ops.sigma is not None)
+        module = xp.RawModule(code=src, options=("-std=c++17",))
+        self._vol = module.get_function("dg_volume")
+        self._surf = module.get_function("dg_surface")
+        self._upd = module.get_function("lserk_update")
+        self.D = xp.ascontiguousarray(xp.stack([ops.Dr.T, ops.Ds.T, ops.Dt.T]))  # D[d, m, n]
+        self.L = xp.ascontiguousarray(ops.lift.T)  # L[m, n]
+        self.surf_threads = min(1024, 32 * -(-self.kbs * max(npn, nfn) // 32))
+        self.scalar = self.dtype.type
+        self._empty = xp.zeros(1, dtype=self.dtype)
+
+    def volume(self, q, out):
+        o, k = self.ops, self.ops.geo.shape[0]
+        npn = o.Dr.shape[0]
+        sigma = o.sigma if o.sigma is not None else self._empty
+        self._vol((-(-k // self.kbv),), (self.kbv * npn,),
+                  (np.int32(k), q, o.geo, self.D, sigma, out, self.scalar(1 / o.rho), self.scalar(o.rhoc2)))
+
+    def surface(self, q, out, boundary_vn):
+        o, k = self.ops, self.ops.geo.shape[0]
+        bvn = boundary_vn if boundary_vn is not None and boundary_vn.size else self._empty
+        s = self.scalar
+        self._surf((-(-k // self.kbs),), (self.surf_threads,),
+                   (np.int32(k), q, o.vmap_p, o.face_geo, bvn, self.L, out,
+                    s(o.rho), s(o.c), s(o.rhoc2), s(o.alpha)))
+
+    def update(self, q, res, rhs, a, b, dt):
+        s = self.scalar
+        n = q.size
+        self._upd((min(65535, -(-n // 256)),), (256,), (np.uint64(n), q, res, rhs, s(a), s(b), s(dt)))

@@ -171,62 +171,65 @@ class EntryEvaluator:
                                   self.k.real, self.k.imag, out_re, out_im)
         return out_re, out_im
 
-    def _singular_host(self, pa, pb):
-        """Local matrices of touching pairs (float64 re, im on the host)."""
+    def _classify(self, pa, pb):
+        """Kind codes (index into SINGULAR_KINDS) and vertex permutations of touching pairs."""
+        kind, perm_a, perm_b = _quadrature().classify_pairs(self.data_a.tri[pa], self.data_b.tri[pb])
+        kind = np.asarray(kind)
+        if kind.dtype.kind in "US":
+            kind = np.searchsorted(np.array(SINGULAR_KINDS), kind)
+        return (np.ascontiguousarray(kind, np.int64), np.ascontiguousarray(perm_a, np.int64),
+                np.ascontiguousarray(perm_b, np.int64))
+
+    def _singular(self, pa, pb):
+        """Local matrices (re, im) of touching pairs, on the backend."""
+        kind, perm_a, perm_b = self._classify(pa, pb)
+        if self._gpu is not None:
+            return self._gpu.singular_local(pa, pb, kind, perm_a, perm_b)
         a, b = self.data_a, self.data_b
         nla, nlb = a.phi.shape[1], b.phi.shape[1]
         out_re = np.empty((len(pa), nla, nlb))
         out_im = np.empty_like(out_re)
-        if len(pa) == 0:
-            return out_re, out_im
-        kind, perm_a, perm_b = _quadrature().classify_pairs(a.tri[pa], b.tri[pb])
-        kind = np.asarray(kind)
-        if kind.dtype.kind in "US":
-            kind = np.searchsorted(np.array(SINGULAR_KINDS), kind)  # noqa - names to codes
-            kind = np.array([SINGULAR_KINDS.index(s) for s in np.asarray(
-                _quadrature().classify_pairs(a.tri[pa], b.tri[pb])[0])], np.int64)
         r = self.rules
-        kernels_cpu.singular_local(self.op, pa, pb, np.ascontiguousarray(kind, np.int64),
-                                   np.ascontiguousarray(perm_a, np.int64),
-                                   np.ascontiguousarray(perm_b, np.int64),
+        kernels_cpu.singular_local(self.op, pa, pb, kind, perm_a, perm_b,
                                    r.offsets, r.ref_a, r.ref_b, r.weights,
                                    a.corners, a.areas, a.nrm, a.curl, nla,
                                    b.corners, b.areas, b.nrm, b.curl, nlb,
                                    self.k.real, self.k.imag, out_re, out_im)
         return out_re, out_im
 
-    def _combine(self, re, im, xp=np):
+    def _combine(self, re, im):
         if self.is_real:
             return re.astype(self.dtype, copy=False)
-        out = xp.empty(re.shape, dtype=self.dtype)
+        out = self.backend.xp.empty(re.shape, dtype=self.dtype)
         out.real = re
         out.imag = im
         return out
 
-    def element_pairs(self, test_elements, trial_elements, regular_only=False):
-        """Local matrices (npairs, nloc_test, nloc_trial) of the pairs (test_elements[p],
-        trial_elements[p]); touching pairs get the singular rules unless regular_only."""
-        xp = self.backend.xp
-        pa = np.ascontiguousarray(self.backend.asnumpy(test_elements), dtype=np.int64).ravel()
-        pb = np.ascontiguousarray(self.backend.asnumpy(trial_elements), dtype=np.int64).ravel()
-        if pa.shape != pb.shape:
-            raise WavescatError(f"element_pairs: {len(pa)} test elements but {len(pb)} trial elements")
-        if regular_only:
-            touch = np.zeros(len(pa), bool)
-        else:
-            touch = (self.data_a.tri[pa][:, :, None] == self.data_b.tri[pb][:, None, :]).any(axis=(1, 2))
+    def _pairs(self, pa, pb, regular_only=False):
+        """(re, im) local matrices of element pairs on the backend."""
         if self._gpu is not None:
             re, im = self._gpu.regular_local(pa, pb)
         else:
             re, im = self._regular_host(pa, pb)
-        if touch.any():
-            idx = np.flatnonzero(touch)
-            sre, sim = self._singular_host(pa[idx], pb[idx])
-            if self._gpu is not None:
-                idx, sre, sim = xp.asarray(idx), xp.asarray(sre), xp.asarray(sim)
-            re[idx] = sre.astype(re.dtype)
-            im[idx] = sim.astype(im.dtype)
-        return self._combine(re, im, xp)
+        if not regular_only:
+            touch = (self.data_a.tri[pa][:, :, None] == self.data_b.tri[pb][:, None, :]).any(axis=(1, 2))
+            if touch.any():
+                idx = np.flatnonzero(touch)
+                sre, sim = self._singular(pa[idx], pb[idx])
+                if self._gpu is not None:
+                    idx = self.backend.xp.asarray(idx)
+                re[idx] = sre
+                im[idx] = sim
+        return re, im
+
+    def element_pairs(self, test_elements, trial_elements, regular_only=False):
+        """Local matrices (npairs, nloc_test, nloc_trial) of the pairs (test_elements[p],
+        trial_elements[p]); touching pairs get the singular rules unless regular_only."""
+        pa = np.ascontiguousarray(self.backend.asnumpy(test_elements), dtype=np.int64).ravel()
+        pb = np.ascontiguousarray(self.backend.asnumpy(trial_elements), dtype=np.int64).ravel()
+        if pa.shape != pb.shape:
+            raise WavescatError(f"element_pairs: {len(pa)} test elements but {len(pb)} trial elements")
+        return self._combine(*self._pairs(pa, pb, regular_only))
 
     # --- blocks and the dense matrix --------------------------------------------------
     def block(self, rows, cols):
@@ -237,16 +240,18 @@ class EntryEvaluator:
         el_b = np.unique(self.trial.dof_to_elements[cols].indices)
         pa = np.repeat(el_a, len(el_b))
         pb = np.tile(el_b, len(el_a))
-        loc = self.element_pairs(pa, pb)
+        re, im = self._pairs(pa, pb)
         row_pos = np.full(self.test.n_dofs, -1, np.int64)
         row_pos[rows] = np.arange(len(rows))
         col_pos = np.full(self.trial.n_dofs, -1, np.int64)
         col_pos[cols] = np.arange(len(cols))
         if self._gpu is not None:
-            return self._gpu.scatter(pa, pb, loc, row_pos, col_pos, (len(rows), len(cols)))
-        out = np.zeros((len(rows), len(cols)), dtype=loc.dtype)
+            acc = self._gpu._empty_matrix((len(rows), len(cols)))
+            return self._gpu._as_matrix(self._gpu.scatter(pa, pb, re, im, row_pos, col_pos, acc))
+        out = np.zeros((len(rows), len(cols)), dtype=np.float64 if self.is_real else np.complex128)
+        loc = re if self.is_real else re + 1j * im
         kernels_cpu.scatter_local(pa, pb, self.data_a.dofs, self.data_b.dofs, loc, row_pos, col_pos, out)
-        return out
+        return out.astype(self.dtype, copy=False)
 
     @cached_property
     def _colors(self):
@@ -257,26 +262,23 @@ class EntryEvaluator:
 
     def dense(self):
         """The full matrix (n_test, n_trial) on the backend."""
-        if self._gpu is not None:
-            out = self._gpu.dense_regular()
-        else:
-            a, b = self.data_a, self.data_b
-            parts = 1 if self.is_real else 2
-            acc = np.zeros(self.shape + (parts,))
-            for elements in self._colors:
-                kernels_cpu.dense_regular(self.op, elements, a.tri, b.tri, a.dofs, b.dofs,
-                                          a.pts, a.wts, a.nrm, a.phi, a.curl,
-                                          b.pts, b.wts, b.nrm, b.phi, b.curl,
-                                          self.k.real, self.k.imag, acc)
-            out = acc[..., 0] if self.is_real else acc.view(np.complex128)[..., 0]
         pa, pb = touching_pairs(self.test, self.trial)
-        sre, sim = self._singular_host(pa, pb)
-        loc = self._combine(sre, sim)
+        sre, sim = self._singular(pa, pb)
+        ident_a = np.arange(self.test.n_dofs, dtype=np.int64)
+        ident_b = np.arange(self.trial.n_dofs, dtype=np.int64)
         if self._gpu is not None:
-            return self._gpu.add_local(out, pa, pb, loc)
-        ident = np.arange(max(self.shape), dtype=np.int64)
-        kernels_cpu.scatter_local(pa, pb, self.data_a.dofs, self.data_b.dofs,
-                                  loc.astype(out.dtype), ident, ident, out)
+            acc = self._gpu.dense_regular()
+            return self._gpu._as_matrix(self._gpu.scatter(pa, pb, sre, sim, ident_a, ident_b, acc))
+        a, b = self.data_a, self.data_b
+        acc = np.zeros(self.shape + (1 if self.is_real else 2,))
+        for elements in self._colors:
+            kernels_cpu.dense_regular(self.op, elements, a.tri, b.tri, a.dofs, b.dofs,
+                                      a.pts, a.wts, a.nrm, a.phi, a.curl,
+                                      b.pts, b.wts, b.nrm, b.phi, b.curl,
+                                      self.k.real, self.k.imag, acc)
+        out = acc[..., 0] if self.is_real else acc.view(np.complex128)[..., 0]
+        loc = sre if self.is_real else sre + 1j * sim
+        kernels_cpu.scatter_local(pa, pb, a.dofs, b.dofs, loc, ident_a, ident_b, out)
         return out.astype(self.dtype, copy=False)
 
 

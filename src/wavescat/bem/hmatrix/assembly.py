@@ -1,0 +1,208 @@
+"""H-matrix assembly: trees, dense near field, batched ACA+ on every device, report.
+
+`assemble_from_clouds` works on any pair of quadrature clouds plus an optional sparse
+correction of the touching pairs; `assemble_hmatrix` (galerkin.py) feeds it the Galerkin
+operators of `wavescat.bem`.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...backend import Backend, get_backend
+from ...errors import WavescatError
+from .batched_aca import assemble_near, compress_far, near_block_of, sync
+from .block_tree import build_block_tree
+from .cluster_tree import build_cluster_tree
+from .hmatrix import DevicePart, HMatrix
+from .kernels import PairKernel
+from .report import host_peak_bytes, log_report, rank_histogram
+
+log = logging.getLogger("wavescat.hmatrix")
+
+
+def check_parameters(eps, eta, leaf_size):
+    if not (isinstance(eps, (float, int)) and 0 < eps < 1):
+        raise WavescatError(f"hmatrix.eps = {eps!r}: must be a number in (0, 1)")
+    if not (isinstance(eta, (float, int)) and eta > 0):
+        raise WavescatError(f"hmatrix.eta = {eta!r}: must be a positive number")
+    if not (isinstance(leaf_size, (int, np.integer)) and leaf_size >= 2):
+        raise WavescatError(f"hmatrix.leaf_size = {leaf_size!r}: must be an integer >= 2")
+
+
+def _resolve(backend) -> Backend:
+    return backend if isinstance(backend, Backend) else get_backend(backend)
+
+
+def _device_free_bytes(backend, device_id) -> int:
+    xp = backend.xp
+    with xp.cuda.Device(device_id):
+        free, _total = xp.cuda.runtime.memGetInfo()
+        pool = xp.get_default_memory_pool()
+        return int(free + pool.free_bytes())
+
+
+def _share(blocks: dict, part: int, nparts: int) -> np.ndarray:
+    """Every nparts-th block of each level: a balanced share of the work per device."""
+    order = np.lexsort((np.arange(len(blocks["r0"])), blocks["level"]))
+    return np.sort(order[part::nparts])
+
+
+def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
+                         backend="auto", precision="double", eps=1e-4, eta=1.0, leaf_size=64,
+                         recompression=True, devices=None, work_bytes=None, label=None):
+    """H-matrix of the regular-quadrature kernel matrix between two clouds plus
+    `correction` = (rows, cols, values) in original numbering (touching pairs only)."""
+    check_parameters(eps, eta, leaf_size)
+    be = _resolve(backend)
+    t_all = time.perf_counter()
+    times = {"trees": 0.0, "near_field": 0.0, "aca": 0.0, "transfers": 0.0, "correction": 0.0}
+    t0 = time.perf_counter()
+    rtree = build_cluster_tree(test_cloud.lo, test_cloud.hi, leaf_size)
+    ctree = rtree if trial_cloud is test_cloud else build_cluster_tree(trial_cloud.lo, trial_cloud.hi, leaf_size)
+    btree = build_block_tree(rtree, ctree, eta)
+    times["trees"] = time.perf_counter() - t0
+
+    corr = corr_block = None
+    if correction is not None and len(correction[0]):
+        t0 = time.perf_counter()
+        ri, ci = rtree.iperm, ctree.iperm
+        c = sp.coo_matrix((correction[2], (ri[correction[0]], ci[correction[1]])),
+                          shape=(rtree.n, ctree.n)).tocsr().tocoo()  # sums duplicates
+        corr = (c.row.astype(np.int64), c.col.astype(np.int64), c.data)
+        corr_block = near_block_of(btree.near, corr[0], corr[1])
+        times["correction"] += time.perf_counter() - t0
+
+    ndev = 1
+    if be.is_gpu:
+        ndev = be.device_count if devices is None else int(devices)
+    device_ids = list(range(ndev))
+    tcl, scl = test_cloud.permuted(rtree.perm), trial_cloud.permuted(ctree.perm)
+
+    def build_part(d):
+        xp = be.xp
+        ctx = xp.cuda.Device(d) if be.is_gpu else _null()
+        st = {"evaluations_near": 0, "evaluations_aca": 0, "pairs_near": 0, "pairs_aca": 0}
+        with ctx:
+            t0 = time.perf_counter()
+            kern = PairKernel(name, k, tcl, scl, be, precision)
+            sync(xp)
+            st["transfers"] = time.perf_counter() - t0
+            pick = _share(btree.near, d, ndev)
+            near = {key: v[pick] for key, v in btree.near.items()}
+            far = {key: v[_share(btree.far, d, ndev)] for key, v in btree.far.items()}
+            itemsize = np.dtype(kern.dtype).itemsize
+            need_near = int(np.sum(len(near["r0"])) * near["m"].max(initial=0)
+                            * near["n"].max(initial=0) * itemsize)
+            budget = work_bytes or (2 << 30)
+            if be.is_gpu:
+                free = _device_free_bytes(be, d)
+                # low-rank storage is not known before ACA: guess rank 16 per block side
+                guess = int(np.sum((far["m"] + far["n"]) * 16) * itemsize)
+                need = need_near + kern.device_bytes + guess + min(budget, free // 4)
+                if need > free:
+                    raise WavescatError(
+                        f"H-matrix of {name} with {rtree.n} x {ctree.n} dofs needs about "
+                        f"{need / 2**30:.1f} GiB on GPU {d} (dense near field "
+                        f"{need_near / 2**30:.1f} GiB, low-rank part ~{guess / 2**30:.1f} GiB) "
+                        f"but {free / 2**30:.1f} GiB are available; use more GPUs, a larger "
+                        f"hmatrix.eps or a smaller hmatrix.leaf_size, or backend: cpu")
+                budget = min(budget, max(free - need_near - guess, 256 << 20) // 2)
+            t0 = time.perf_counter()
+            ev0 = kern.evaluations
+            dense = assemble_near(kern, near, xp, _part_correction(corr, corr_block, pick))
+            sync(xp)
+            st["near_field"] = time.perf_counter() - t0
+            st["evaluations_near"] = kern.evaluations - ev0
+            st["pairs_near"] = int(np.sum(near["m"] * near["n"]))
+            scale = float(abs(xp.max(xp.abs(dense.D)))) if dense is not None else 1.0
+            zero_tol = 10 * np.finfo(np.dtype(kern.dtype).type(0).real.dtype).eps * scale
+            t0 = time.perf_counter()
+            ev0 = kern.evaluations
+            low = compress_far(kern, far, eps, xp, recompression=recompression,
+                               budget_bytes=budget, zero_tol=zero_tol, stats=st) \
+                if len(far["r0"]) else []
+            sync(xp)
+            st["aca"] = time.perf_counter() - t0
+            st["evaluations_aca"] = kern.evaluations - ev0
+            st["pairs_aca"] = st["evaluations_aca"] // max(kern.qq, 1)
+            return DevicePart(be, d, [dense], low, btree.shape), st, kern
+
+    try:
+        if ndev == 1:
+            results = [build_part(0)]
+        else:
+            with ThreadPoolExecutor(ndev) as pool:
+                results = list(pool.map(build_part, device_ids))
+    except Exception as exc:
+        if type(exc).__name__ == "OutOfMemoryError":  # cupy.cuda.memory.OutOfMemoryError
+            raise WavescatError(f"H-matrix of {name} with {rtree.n} x {ctree.n} dofs ran out "
+                                f"of GPU memory ({exc}); use more GPUs, a larger hmatrix.eps, "
+                                f"or backend: cpu") from None
+        raise
+    parts = [r[0] for r in results]
+    stats = [r[1] for r in results]
+    kern = results[0][2]
+    for key in ("near_field", "aca", "transfers"):
+        times[key] += max(s[key] for s in stats)  # devices run concurrently
+    times["total"] = time.perf_counter() - t_all
+    H = HMatrix(parts, rtree.perm, ctree.perm, kern.dtype, btree, {})
+    H.report = _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label, kern)
+    log_report(H.report)
+    return H
+
+
+def _part_correction(corr, corr_block, pick):
+    """The corrections that fall in this device's share `pick` of the dense blocks."""
+    if corr is None:
+        return None
+    mine = np.isin(corr_block, pick)
+    return tuple(c[mine] for c in corr)
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label, kern) -> dict:
+    m, n = H.shape
+    ranks = np.concatenate([g.rank for g in H.groups() if g.D is None] or [np.zeros(0, int)])
+    n_far = len(H.block_tree.far["r0"])
+    ranks_all = np.concatenate([ranks, np.zeros(n_far - len(ranks), int)])
+    stored = sum(g.stored_entries() for g in H.groups())
+    padded = sum(g.nbytes for g in H.groups())
+    item = H.dtype.itemsize
+    dev_bytes = padded + kern.device_bytes * len(H.parts) if be.is_gpu else 0
+    evals = sum(s["evaluations_near"] + s["evaluations_aca"] for s in stats)
+    pairs = sum(s["pairs_near"] + s["pairs_aca"] for s in stats)
+    busy = times["near_field"] + times["aca"]
+    return {
+        "operator": name, "label": label, "wavenumber": float(np.real(k)),
+        "shape": [m, n], "dtype": str(H.dtype), "precision": precision,
+        "backend": be.describe(), "devices": len(H.parts),
+        "eps": eps, "eta": eta, "leaf_size": leaf_size,
+        "blocks": {"admissible": n_far, "dense": int(len(H.block_tree.near["r0"])),
+                   "aca_steps": int(sum(s.get("aca_steps", 0) for s in stats))},
+        "compression_ratio": stored / (m * n),
+        "stored_entries": int(stored),
+        "bytes_tight": int(stored * item),
+        "device_bytes": int(dev_bytes),
+        "host_bytes": int(host_peak_bytes()),
+        "storage_bytes": int(padded),
+        "rank_histogram": rank_histogram(ranks_all),
+        "rank_max": int(ranks_all.max(initial=0)),
+        "rank_mean": float(ranks_all.mean()) if len(ranks_all) else 0.0,
+        "time_s": times,
+        "entries": int(pairs),
+        "kernel_evaluations": int(evals),
+        "entries_per_s": pairs / busy if busy > 0 else 0.0,
+        "kernel_evaluations_per_s": evals / busy if busy > 0 else 0.0,
+    }

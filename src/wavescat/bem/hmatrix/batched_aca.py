@@ -1,0 +1,157 @@
+"""Compression of all admissible blocks and assembly of all dense blocks of one device.
+
+Admissible blocks of one tree level have (nearly) the same shape, so they are compressed
+together by `aca_plus_batched` in chunks sized to a working-memory budget; the factors
+are then regrouped by rank (a few rank buckets per level) so the H-matvec multiplies
+padded (B, L, K) stacks with little waste. Dense blocks are evaluated as flat pair lists
+in chunks and receive the singular correction of the touching element pairs.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .aca import aca_plus_batched, recompress
+
+_RANK_EDGES = (0, 1, 2, 4, 6, 8, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256)
+
+
+@dataclass
+class BlockGroup:
+    """Blocks of one shape class: dense D (B, Lr, Lc) or low rank U (B, L, K), V (B, L, K)."""
+
+    r0: object
+    c0: object
+    m: object
+    n: object
+    D: object = None
+    U: object = None
+    V: object = None
+    rank: object = None  # host int array (low rank)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(a.nbytes) for a in (self.D, self.U, self.V) if a is not None)
+
+    def stored_entries(self) -> int:
+        """Entries a tight (unpadded) storage would hold."""
+        m, n = _host(self.m), _host(self.n)
+        if self.D is not None:
+            return int(np.sum(m * n))
+        return int(np.sum(self.rank * (m + n)))
+
+
+def _host(a):
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+def sync(xp):
+    if hasattr(xp, "cuda"):
+        xp.cuda.runtime.deviceSynchronize()
+
+
+def rank_bucket(rank: np.ndarray) -> np.ndarray:
+    """Padded rank of each block: the smallest edge >= rank (beyond the table: x32)."""
+    edges = np.asarray(_RANK_EDGES)
+    idx = np.searchsorted(edges, rank)
+    big = -(-rank // 32) * 32
+    return np.where(idx < len(edges), edges[np.minimum(idx, len(edges) - 1)], big)
+
+
+def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
+                 budget_bytes=2 << 30, zero_tol=0.0, stats=None):
+    """Low-rank groups for the admissible blocks `far` (dict of host arrays)."""
+    stats = stats if stats is not None else {}
+    dtype = kernel.dtype
+    item = np.dtype(dtype).itemsize
+    groups = {}
+    steps = 0
+    for level in np.unique(far["level"]):
+        sel = np.nonzero(far["level"] == level)[0]
+        L = int(max(far["m"][sel].max(), far["n"][sel].max()))
+        # working set per block: U, V with room for rank ~ 64 plus (B, L) vectors
+        per_block = item * L * (2 * min(L, 64) + 12)
+        chunk = max(1, int(budget_bytes // per_block))
+        for c in range(0, len(sel), chunk):
+            ids = sel[c:c + chunk]
+            r0, m, c0, n = (xp.asarray(far[key][ids]) for key in ("r0", "m", "c0", "n"))
+            res = aca_plus_batched(kernel, r0, m, c0, n, eps, xp, dtype, zero_tol=zero_tol)
+            steps += res.steps
+            U, V, rank = res.U, res.V, res.rank
+            if recompression:
+                U, V, rank = recompress(xp, U, V, rank, eps)
+            rank_h = _host(rank)
+            bucket = rank_bucket(rank_h)
+            for kb in np.unique(bucket):
+                if kb == 0:
+                    continue
+                pick = np.nonzero(bucket == kb)[0]
+                pd = xp.asarray(pick)
+                kk = min(int(kb), U.shape[2])
+                g = (r0[pd], c0[pd], m[pd], n[pd], U[pd, :, :kk], V[pd, :, :kk], rank_h[pick])
+                groups.setdefault((int(level), int(kb)), []).append(g)
+            del U, V, res
+    out = []
+    for key in sorted(groups):
+        parts = groups.pop(key)
+        cat = [xp.concatenate([p[i] for p in parts]) if len(parts) > 1 else parts[0][i]
+               for i in range(6)]
+        out.append(BlockGroup(*cat[:4], U=cat[4], V=cat[5],
+                              rank=np.concatenate([p[6] for p in parts])))
+    stats["aca_steps"] = stats.get("aca_steps", 0) + steps
+    return out
+
+
+def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24):
+    """One dense group for the inadmissible blocks `near`, plus `correction` =
+    (row positions, col positions, values) in the permuted numbering (host arrays,
+    duplicates summed) added where touching supports need singular quadrature."""
+    if len(near["r0"]) == 0:
+        return None
+    Lr, Lc = int(near["m"].max()), int(near["n"].max())
+    B = len(near["r0"])
+    r0, m, c0, n = (xp.asarray(near[key]) for key in ("r0", "m", "c0", "n"))
+    D = xp.zeros((B, Lr, Lc), dtype=kernel.dtype)
+    ar, ac = xp.arange(Lr), xp.arange(Lc)
+    step = max(1, chunk_entries // (Lr * Lc))
+    for s in range(0, B, step):
+        sl = slice(s, min(B, s + step))
+        ti = r0[sl, None, None] + xp.minimum(ar[None, :, None], m[sl, None, None] - 1)
+        sj = c0[sl, None, None] + xp.minimum(ac[None, None, :], n[sl, None, None] - 1)
+        ti, sj = xp.broadcast_arrays(ti, sj)
+        vals = kernel(ti.ravel(), sj.ravel()).reshape(-1, Lr, Lc)
+        inside = (ar[None, :, None] < m[sl, None, None]) & (ac[None, None, :] < n[sl, None, None])
+        D[sl] = xp.where(inside, vals, 0)
+    if correction is not None and len(correction[0]):
+        flat = _near_positions(near, Lr, Lc, *correction[:2])
+        D.reshape(-1)[xp.asarray(flat)] += xp.asarray(correction[2].astype(D.dtype))
+    return BlockGroup(r0, c0, m, n, D=D)
+
+
+def near_block_of(near, rows, cols):
+    """Index of the dense block holding each (row, col) of the permuted matrix."""
+    from ...errors import WavescatError  # noqa: PLC0415
+
+    # dense blocks pair leaf clusters; leaf starts are the distinct block starts
+    rstarts, cstarts = np.unique(near["r0"]), np.unique(near["c0"])
+    key_blocks = (np.searchsorted(rstarts, near["r0"]) * len(cstarts)
+                  + np.searchsorted(cstarts, near["c0"]))
+    order = np.argsort(key_blocks)
+    key = ((np.searchsorted(rstarts, rows, side="right") - 1) * len(cstarts)
+           + np.searchsorted(cstarts, cols, side="right") - 1)
+    blk = order[np.minimum(np.searchsorted(key_blocks[order], key), len(order) - 1)]
+    bad = ((key_blocks[blk] != key) | (rows - near["r0"][blk] >= near["m"][blk])
+           | (cols - near["c0"][blk] >= near["n"][blk]) | (rows < near["r0"][blk])
+           | (cols < near["c0"][blk]))
+    if bad.any():
+        raise WavescatError(f"{int(bad.sum())} singular corrections fall outside the dense "
+                            "near field (admissibility must exclude touching supports)")
+    return blk
+
+
+def _near_positions(near, Lr, Lc, rows, cols):
+    """Flat index into the dense stack of each (row, col) position of the permuted matrix."""
+    blk = near_block_of(near, rows, cols)
+    return blk * (Lr * Lc) + (rows - near["r0"][blk]) * Lc + (cols - near["c0"][blk])

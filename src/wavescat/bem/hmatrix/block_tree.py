@@ -1,0 +1,109 @@
+"""Block cluster tree: the partition of the matrix into admissible (low-rank) and dense
+blocks.
+
+A pair of clusters (t, s) is admissible when min(diam t, diam s) <= eta dist(t, s) with
+distances between the bounding boxes of the supports (touching supports are never
+admissible). Pairs are processed one level at a time with array operations: admissible
+pairs become low-rank leaves, inadmissible pairs of two leaf clusters become dense
+leaves, the rest are split into the products of their children. Blocks are ranges of the
+permuted dof orders of the row (test) and column (trial) trees.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import WavescatError
+from .cluster_tree import ClusterTree
+
+
+@dataclass(frozen=True, eq=False)
+class BlockTree:
+    rows: ClusterTree
+    cols: ClusterTree
+    eta: float
+    # admissible leaves: row start, rows, col start, cols, level
+    far: dict
+    # dense leaves
+    near: dict
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.rows.n, self.cols.n
+
+    def coverage(self) -> np.ndarray:
+        """How many blocks cover each entry (an (m, n) int array; for tests on small sizes)."""
+        c = np.zeros(self.shape, dtype=np.int64)
+        for b in (self.far, self.near):
+            for r0, m, c0, n in zip(b["r0"], b["m"], b["c0"], b["n"]):
+                c[r0:r0 + m, c0:c0 + n] += 1
+        return c
+
+
+def box_distance(lo1, hi1, lo2, hi2) -> np.ndarray:
+    gap = np.maximum(0.0, np.maximum(lo1 - hi2, lo2 - hi1))
+    return np.linalg.norm(gap, axis=-1)
+
+
+def admissible(rows: ClusterTree, cols: ClusterTree, level_r, t, level_c, s, eta) -> np.ndarray:
+    dt = np.linalg.norm(rows.hi[level_r][t] - rows.lo[level_r][t], axis=1)
+    ds = np.linalg.norm(cols.hi[level_c][s] - cols.lo[level_c][s], axis=1)
+    dist = box_distance(rows.lo[level_r][t], rows.hi[level_r][t],
+                        cols.lo[level_c][s], cols.hi[level_c][s])
+    return (dist > 0) & (np.minimum(dt, ds) <= eta * dist)
+
+
+def _empty():
+    return {k: np.zeros(0, np.int64) for k in ("r0", "m", "c0", "n", "level")}
+
+
+def build_block_tree(rows: ClusterTree, cols: ClusterTree, eta: float = 1.0) -> BlockTree:
+    if not (np.isfinite(eta) and eta > 0):
+        raise WavescatError(f"hmatrix.eta = {eta!r}: must be a positive number")
+    far, near = [], []
+    t = np.array([0])
+    s = np.array([0])
+    level = 0
+    while len(t):
+        lr, lc = min(level, rows.depth - 1), min(level, cols.depth - 1)
+        adm = admissible(rows, cols, lr, t, lc, s, eta)
+        rleaf = (lr == rows.depth - 1) | rows.is_leaf(lr)[t]
+        cleaf = (lc == cols.depth - 1) | cols.is_leaf(lc)[s]
+        dense = ~adm & rleaf & cleaf
+        split = ~adm & ~dense
+
+        def record(mask, out):
+            tt, ss = t[mask], s[mask]
+            out.append({"r0": rows.starts[lr][tt], "m": rows.sizes[lr][tt],
+                        "c0": cols.starts[lc][ss], "n": cols.sizes[lc][ss],
+                        "level": np.full(len(tt), level)})
+
+        record(adm, far)
+        record(dense, near)
+        t, s = t[split], s[split]
+        if not len(t):
+            break
+        # children: a cluster that is a leaf (or at the last level) is its own only child
+        if lr < rows.depth - 1:
+            tf, tn = rows.first_child[lr][t], rows.n_children[lr][t]
+        else:
+            tf, tn = t, np.ones_like(t)
+        if lc < cols.depth - 1:
+            sf, sn = cols.first_child[lc][s], cols.n_children[lc][s]
+        else:
+            sf, sn = s, np.ones_like(s)
+        # all (child of t) x (child of s) products
+        nprod = tn * sn
+        owner = np.repeat(np.arange(len(t)), nprod)
+        k = np.arange(nprod.sum()) - np.repeat(np.cumsum(nprod) - nprod, nprod)
+        t = tf[owner] + k // sn[owner]
+        s = sf[owner] + k % sn[owner]
+        level += 1
+
+    def cat(parts):
+        if not parts:
+            return _empty()
+        return {key: np.concatenate([p[key] for p in parts]).astype(np.int64) for key in parts[0]}
+
+    return BlockTree(rows, cols, float(eta), cat(far), cat(near))

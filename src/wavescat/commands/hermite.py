@@ -1,0 +1,103 @@
+"""`wavescat verify-hermite`: the Hermite-Taylor convergence study (files and plot only).
+
+Advection rows go to the contract file (--csv, header m,q,cells,h,error_max,observed_order);
+acoustics rows, with the same header, to the file beside it named <stem>_acoustics.csv.
+`cells` is the number of grid cells (n^3), `h` the largest grid spacing.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+import tempfile
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("verify-hermite", help="Hermite-Taylor convergence study (m = 1, 2, 3)",
+                              description=__doc__)
+    p.add_argument("--csv", required=True, type=Path, help="advection table (contract header)")
+    p.add_argument("--plot", required=True, type=Path, help="log-log plot of error against h")
+    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"))
+    p.add_argument("--precision", default="double", choices=("double", "single"))
+    p.add_argument("--quick", action="store_true", help="coarser grids only (smoke test)")
+    p.set_defaults(func=run)
+
+
+def acoustics_path(csv_path: Path) -> Path:
+    return csv_path.with_name(f"{csv_path.stem}_acoustics{csv_path.suffix}")
+
+
+def _atomic_target(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    return tmp
+
+
+def write_table(path: Path, rows) -> None:
+    from wavescat.timedomain.hermite.convergence import HEADER
+
+    tmp = _atomic_target(path)
+    try:
+        with open(tmp, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(HEADER)
+            for r in rows:
+                w.writerow([r["m"], r["q"], r["cells"], f"{r['h']:.8g}", f"{r['error_max']:.6e}",
+                            "" if math.isnan(r["observed_order"]) else f"{r['observed_order']:.3f}"])
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def plot_study(path: Path, tables: dict, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(tables), figsize=(5.5 * len(tables), 4.5), squeeze=False)
+    for ax, (name, rows) in zip(axes[0], tables.items()):
+        for i, m in enumerate(sorted({r["m"] for r in rows})):
+            rs = [r for r in rows if r["m"] == m]
+            h = [r["h"] for r in rs]
+            e = [r["error_max"] for r in rs]
+            line, = ax.loglog(h, e, "o-", label=f"m = {m} (q = {rs[0]['q']})")
+            ref = [e[0] * (x / h[0]) ** (2 * m + 1) for x in h]
+            ax.loglog(h, ref, "--", color=line.get_color(), alpha=0.6, label=f"slope {2 * m + 1}")
+        ax.set_xlabel("grid spacing h (largest axis)")
+        ax.set_ylabel("max relative error after one period")
+        ax.set_title(name)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    tmp = _atomic_target(path)
+    try:
+        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def run(args) -> int:
+    from wavescat.backend import get_backend
+    from wavescat.timedomain.hermite.convergence import convergence_study
+
+    backend = get_backend(args.backend)
+    tables = {eq: convergence_study(eq, quick=args.quick, backend=backend.name,
+                                    precision=args.precision)
+              for eq in ("advection", "acoustics")}
+    write_table(args.csv, tables["advection"])
+    write_table(acoustics_path(args.csv), tables["acoustics"])
+    plot_study(args.plot, tables, f"Hermite-Taylor convergence ({backend.name}: "
+                                  f"{backend.device_name}, {args.precision})")
+    for eq, rows in tables.items():
+        for r in rows:
+            print(f"{eq:9s} m={r['m']} q={r['q']:2d} cells={r['cells']:6d} h={r['h']:.4f} "
+                  f"error={r['error_max']:.3e} order={r['observed_order']:.2f}")
+    return 0

@@ -1,0 +1,16 @@
+"""Hermite-Taylor method (Goodrich, Hagstrom & Lorenz 2006; GPU form after Vargas et al.)
+for constant-coefficient linear hyperbolic systems on periodic Cartesian grids.
+
+- interpolation: the 1D Hermite operator H and the tensor-product interpolant
+- equations: advection and linear acoustics as coupling lists u_t = sum_d A_d u_{x_d}
+- exact: smooth periodic exact solutions and their nodal Hermite data
+- solver: HermiteSolver (two half steps per step, CPU via Numba or GPU via CuPy)
+- cpu / gpu: the half-step kernels (Numba twin and CUDA monolithic / two-kernel forms)
+- convergence: the verification study behind `wavescat verify-hermite`
+"""
+from .equations import LinearSystem, acoustics, advection
+from .interpolation import hermite_matrix_1d, interpolate_1d, interpolate_3d
+from .solver import CFL_LIMIT, HermiteSolver, default_stages
+
+__all__ = ["CFL_LIMIT", "HermiteSolver", "LinearSystem", "acoustics", "advection",
+           "default_stages", "hermite_matrix_1d", "interpolate_1d", "interpolate_3d"]

@@ -1,0 +1,271 @@
+"""CUDA kernels of the Hermite-Taylor half step (the GPU twin of cpu.py).
+
+Layout (Vargas et al. 3.1): data u[f][k0][k1][k2][i0][i1][i2], grid index innermost,
+so the threads of a warp, which take neighbouring cells along i2, read consecutive
+addresses; the vertex shared by neighbouring cells comes from L1/L2 rather than DRAM.
+
+Work split (their "two levels of parallelism"): a block takes CELLS cells; inside a cell
+each thread owns one column of the (2m+2)^3 coefficient cube. The 1D operator H (in
+constant memory) is applied along axis 0, 1, 2 in turn with the cube in shared memory;
+in the Taylor stages the thread keeps its column along axis 2 in registers (d/dz_2 is
+local) and reads the neighbouring columns for d/dz_0 and d/dz_1 from shared memory.
+
+Two forms, as in the paper: `interpolate` + `evolve` (coefficients through global memory)
+and one monolithic kernel. The source is generated per (m, q, system, dtype) so every
+loop over a degree index has a compile-time trip count and is unrolled.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .interpolation import hermite_matrix_1d
+
+FORMS = ("monolithic", "two-kernel")
+_SHARED_LIMIT = 48 * 1024
+
+
+def cells_per_block(m: int, n_fields: int, itemsize: int) -> int:
+    n = 2 * m + 2
+    return max(1, min(32, 1024 // (n * n), _SHARED_LIMIT // (n_fields * n ** 3 * itemsize)))
+
+
+def _taylor_terms(couplings, f: int) -> str:
+    """Right-hand side of d/dt u_f at coefficient (j0, j1, j2) from the stage-(s-1) data."""
+    terms = []
+    for c, (d, ff, g, _) in enumerate(couplings):
+        if ff != f:
+            continue
+        if d == 2:
+            terms.append(f"(j2 + 1 < N ? lam[{c}] * (T)(j2 + 1) * cur[{g}][j2 + 1 < N ? j2 + 1 : 0] : (T)0)")
+        elif d == 1:
+            terms.append(f"(j1 + 1 < N ? lam[{c}] * (T)(j1 + 1) * SH({g}, j0, j1 + 1, j2) : (T)0)")
+        else:
+            terms.append(f"(j0 + 1 < N ? lam[{c}] * (T)(j0 + 1) * SH({g}, j0 + 1, j1, j2) : (T)0)")
+    return " + ".join(terms) if terms else "(T)0"
+
+
+def kernel_source(m: int, q: int, couplings, n_fields: int, dtype) -> str:
+    ctype = "float" if np.dtype(dtype) == np.float32 else "double"
+    cells = cells_per_block(m, n_fields, np.dtype(dtype).itemsize)
+    nc = len(couplings)
+    rhs = "\n".join(f"            nxt[{f}][j2] = inv * ({_taylor_terms(couplings, f)});"
+                    for f in range(n_fields))
+    return f"""
+typedef {ctype} T;
+#define M {m}
+#define M1 {m + 1}
+#define N {2 * m + 2}
+#define NF {n_fields}
+#define Q {q}
+#define NCPL {max(nc, 1)}
+#define CELLS {cells}
+#define SH(f, a, b, c) sh[((((f) * N + (a)) * N + (b)) * N + (c)) * CELLS + cl]
+
+__constant__ T Hc[N * N];
+
+// axis-0 pass: thread (p1, p2) gathers its 2(m+1) vertex data along axis 0 and applies H
+__device__ __forceinline__ void gather_interpolate(const T* __restrict__ src, T* sh, int cl, int col,
+        long long cell, int shift, int n0, int n1, int n2) {{
+    const int p1 = col / N, p2 = col % N;
+    const int a1 = p1 / M1, k1 = p1 % M1, a2 = p2 / M1, k2 = p2 % M1;
+    const int i2 = (int)(cell % n2), i1 = (int)((cell / n2) % n1), i0 = (int)(cell / ((long long)n2 * n1));
+    int v0[2], v1 = i1 + shift + a1, v2 = i2 + shift + a2;
+    v1 += (v1 < 0) ? n1 : ((v1 >= n1) ? -n1 : 0);
+    v2 += (v2 < 0) ? n2 : ((v2 >= n2) ? -n2 : 0);
+    #pragma unroll
+    for (int a0 = 0; a0 < 2; ++a0) {{
+        int v = i0 + shift + a0;
+        v0[a0] = v + ((v < 0) ? n0 : ((v >= n0) ? -n0 : 0));
+    }}
+    const long long plane = (long long)n0 * n1 * n2;
+    #pragma unroll
+    for (int f = 0; f < NF; ++f) {{
+        T r[N];
+        #pragma unroll
+        for (int a0 = 0; a0 < 2; ++a0) {{
+            #pragma unroll
+            for (int k0 = 0; k0 < M1; ++k0) {{
+                const long long dof = ((f * M1 + k0) * M1 + k1) * M1 + k2;
+                r[a0 * M1 + k0] = __ldg(src + dof * plane + ((long long)v0[a0] * n1 + v1) * n2 + v2);
+            }}
+        }}
+        #pragma unroll
+        for (int j = 0; j < N; ++j) {{
+            T t = 0;
+            #pragma unroll
+            for (int i = 0; i < N; ++i) t += Hc[j * N + i] * r[i];
+            SH(f, j, p1, p2) = t;
+        }}
+    }}
+}}
+
+// axis-1 then axis-2 passes; afterwards thread (j0, j1) holds column j2 in cur
+__device__ __forceinline__ void interpolate_axes12(T* sh, int cl, int col, T cur[NF][N]) {{
+    __syncthreads();
+    {{
+        const int j0 = col / N, p2 = col % N;
+        #pragma unroll
+        for (int f = 0; f < NF; ++f) {{
+            T r[N];
+            #pragma unroll
+            for (int i = 0; i < N; ++i) r[i] = SH(f, j0, i, p2);
+            #pragma unroll
+            for (int j = 0; j < N; ++j) {{
+                T t = 0;
+                #pragma unroll
+                for (int i = 0; i < N; ++i) t += Hc[j * N + i] * r[i];
+                SH(f, j0, j, p2) = t;
+            }}
+        }}
+    }}
+    __syncthreads();
+    const int j0 = col / N, j1 = col % N;
+    #pragma unroll
+    for (int f = 0; f < NF; ++f) {{
+        T r[N];
+        #pragma unroll
+        for (int i = 0; i < N; ++i) r[i] = SH(f, j0, j1, i);
+        #pragma unroll
+        for (int j = 0; j < N; ++j) {{
+            T t = 0;
+            #pragma unroll
+            for (int i = 0; i < N; ++i) t += Hc[j * N + i] * r[i];
+            cur[f][j] = t;
+            SH(f, j0, j1, j) = t;
+        }}
+    }}
+}}
+
+// q-stage Taylor series, forward: cur_s = (1/s) L cur_(s-1); sum the centre data (index <= m)
+__device__ __forceinline__ void evolve_store(T* sh, int cl, int col, T cur[NF][N],
+        const T* __restrict__ lam_g, T* __restrict__ dst, long long cell, long long ncells) {{
+    const int j0 = col / N, j1 = col % N;
+    T lam[NCPL];
+    #pragma unroll
+    for (int c = 0; c < NCPL; ++c) lam[c] = lam_g[c];
+    T acc[NF][M1];
+    #pragma unroll
+    for (int f = 0; f < NF; ++f)
+        #pragma unroll
+        for (int j2 = 0; j2 < M1; ++j2) acc[f][j2] = cur[f][j2];
+    #pragma unroll 1
+    for (int s = 1; s <= Q; ++s) {{
+        const T inv = (T)1 / (T)s;
+        T nxt[NF][N];
+        __syncthreads();  // stage s-1 is in shared memory
+        #pragma unroll
+        for (int j2 = 0; j2 < N; ++j2) {{
+{rhs}
+        }}
+        __syncthreads();  // everyone has read stage s-1
+        #pragma unroll
+        for (int f = 0; f < NF; ++f)
+            #pragma unroll
+            for (int j2 = 0; j2 < N; ++j2) {{
+                cur[f][j2] = nxt[f][j2];
+                SH(f, j0, j1, j2) = nxt[f][j2];
+                if (j2 < M1) acc[f][j2] += nxt[f][j2];
+            }}
+    }}
+    if (j0 < M1 && j1 < M1 && cell < ncells) {{
+        #pragma unroll
+        for (int f = 0; f < NF; ++f)
+            #pragma unroll
+            for (int j2 = 0; j2 < M1; ++j2)
+                dst[((long long)((f * M1 + j0) * M1 + j1) * M1 + j2) * ncells + cell] = acc[f][j2];
+    }}
+}}
+
+#define PROLOGUE \\
+    extern __shared__ unsigned char sh_raw[]; \\
+    T* sh = reinterpret_cast<T*>(sh_raw); \\
+    const int cl = threadIdx.x % CELLS, col = threadIdx.x / CELLS; \\
+    const long long ncells = (long long)n0 * n1 * n2; \\
+    long long cell = (long long)blockIdx.x * CELLS + cl; \\
+    const long long cell_in = cell < ncells ? cell : ncells - 1;
+
+extern "C" __global__ void __launch_bounds__(CELLS * N * N)
+hermite_monolithic(const T* __restrict__ src, T* __restrict__ dst, const T* __restrict__ lam,
+                   int shift, int n0, int n1, int n2) {{
+    PROLOGUE
+    T cur[NF][N];
+    gather_interpolate(src, sh, cl, col, cell_in, shift, n0, n1, n2);
+    interpolate_axes12(sh, cl, col, cur);
+    evolve_store(sh, cl, col, cur, lam, dst, cell, ncells);
+}}
+
+extern "C" __global__ void __launch_bounds__(CELLS * N * N)
+hermite_interpolate(const T* __restrict__ src, T* __restrict__ coef, int shift, int n0, int n1, int n2) {{
+    PROLOGUE
+    T cur[NF][N];
+    gather_interpolate(src, sh, cl, col, cell_in, shift, n0, n1, n2);
+    interpolate_axes12(sh, cl, col, cur);
+    if (cell < ncells) {{
+        #pragma unroll
+        for (int f = 0; f < NF; ++f)
+            #pragma unroll
+            for (int j2 = 0; j2 < N; ++j2)
+                coef[((long long)(f * N * N + col) * N + j2) * ncells + cell] = cur[f][j2];
+    }}
+}}
+
+extern "C" __global__ void __launch_bounds__(CELLS * N * N)
+hermite_evolve(const T* __restrict__ coef, T* __restrict__ dst, const T* __restrict__ lam,
+               int n0, int n1, int n2) {{
+    PROLOGUE
+    T cur[NF][N];
+    const int j0 = col / N, j1 = col % N;
+    #pragma unroll
+    for (int f = 0; f < NF; ++f)
+        #pragma unroll
+        for (int j2 = 0; j2 < N; ++j2) {{
+            cur[f][j2] = __ldg(coef + ((long long)(f * N * N + col) * N + j2) * ncells + cell_in);
+            SH(f, j0, j1, j2) = cur[f][j2];
+        }}
+    evolve_store(sh, cl, col, cur, lam, dst, cell, ncells);
+}}
+"""
+
+
+class HermiteKernels:
+    """Compiled kernels for one (m, q, system, dtype); `half_step` runs either form."""
+
+    def __init__(self, xp, m: int, q: int, system, dtype, form: str = "monolithic"):
+        self.xp = xp
+        self.m, self.q, self.form = m, q, form
+        self.dtype = np.dtype(dtype)
+        self.n_fields = system.n_fields
+        self.couplings = system.couplings()
+        self.module = _compile(xp, kernel_source(m, q, tuple(self.couplings), self.n_fields, self.dtype))
+        n = 2 * m + 2
+        hc = xp.ndarray((n * n,), self.dtype, self.module.get_global("Hc"))
+        hc[...] = xp.asarray(hermite_matrix_1d(m).ravel(), dtype=self.dtype)
+        self.cells = cells_per_block(m, self.n_fields, self.dtype.itemsize)
+        self.threads = self.cells * n * n
+        self.shared = self.n_fields * n ** 3 * self.cells * self.dtype.itemsize
+        self._coef = None
+
+    def half_step(self, src, dst, lam, shift: int) -> None:
+        xp = self.xp
+        n0, n1, n2 = src.shape[-3:]
+        ncells = n0 * n1 * n2
+        blocks = (ncells + self.cells - 1) // self.cells
+        dims = (np.int32(n0), np.int32(n1), np.int32(n2))
+        if self.form == "monolithic":
+            self.module.get_function("hermite_monolithic")(
+                (blocks,), (self.threads,), (src, dst, lam, np.int32(shift)) + dims, shared_mem=self.shared)
+            return
+        n = 2 * self.m + 2
+        if self._coef is None or self._coef.size != self.n_fields * n ** 3 * ncells:
+            self._coef = xp.empty(self.n_fields * n ** 3 * ncells, dtype=self.dtype)
+        self.module.get_function("hermite_interpolate")(
+            (blocks,), (self.threads,), (src, self._coef, np.int32(shift)) + dims, shared_mem=self.shared)
+        self.module.get_function("hermite_evolve")(
+            (blocks,), (self.threads,), (self._coef, dst, lam) + dims, shared_mem=self.shared)
+
+
+@functools.lru_cache(maxsize=32)
+def _compile(xp, source: str):
+    return xp.RawModule(code=source, options=("--use_fast_math",) if "typedef float" in source else ())

@@ -1,0 +1,127 @@
+"""The Hermite-Taylor time stepper on a periodic Cartesian grid (CPU or GPU).
+
+A full step is two half steps: primary nodes -> cell centres (the dual grid) over
+dt/2, then dual -> primary over dt/2 (Goodrich, Hagstrom and Lorenz 2006).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...backend import get_backend, real_dtype
+from ...errors import ConfigError
+from . import cpu
+from .equations import LinearSystem
+from .interpolation import check_degree, hermite_matrix_1d
+
+#: A half step is stable while no wave crosses from a cell face to the cell centre:
+#: max_d (speed_d * dt / h_d) <= 1.
+CFL_LIMIT = 1.0
+BOUNDARIES = ("periodic",)
+
+
+def default_stages(m: int) -> int:
+    """q = 3(2m+1): the Taylor series is then exact for the degree-(2m+1) tensor interpolant."""
+    return 3 * (2 * m + 1)
+
+
+class HermiteSolver:
+    """Evolve `system` with degree-m Hermite data on an (n0, n1, n2)-cell periodic box.
+
+    state: (F, m+1, m+1, m+1, n0, n1, n2) array of the backend, entry [f, k0, k1, k2, i]
+    = h0^k0 h1^k1 h2^k2 / (k0! k1! k2!) d^k u_f / dx^k at node i * h.
+    """
+
+    def __init__(self, system: LinearSystem, cells, lengths, m: int, *, q: int | None = None,
+                 cfl: float = 0.9, backend: str = "cpu", precision: str = "double",
+                 boundary: str = "periodic", kernel: str = "monolithic"):
+        self.m = check_degree(m)
+        self.q = default_stages(self.m) if q is None else q
+        if isinstance(self.q, bool) or not isinstance(self.q, (int, np.integer)) or self.q < 1:
+            raise ConfigError(f"hermite stages q = {q!r}: must be an integer >= 1")
+        if boundary not in BOUNDARIES:
+            raise ConfigError(f"hermite boundary = {boundary!r}: only {', '.join(BOUNDARIES)} "
+                              "grids are supported")
+        cells = tuple(int(c) for c in np.broadcast_to(cells, 3))
+        if min(cells) < 2:
+            raise ConfigError(f"hermite cells = {cells}: need at least 2 cells per axis")
+        self.cells = cells
+        self.lengths = tuple(float(x) for x in np.broadcast_to(lengths, 3))
+        if min(self.lengths) <= 0:
+            raise ConfigError(f"hermite lengths = {self.lengths}: must be positive")
+        self.h = tuple(L / n for L, n in zip(self.lengths, cells))
+        self.system = system
+        self.speeds = system.max_speeds()
+        self.backend = get_backend(backend)
+        self.dtype = real_dtype(precision)
+        if kernel not in ("monolithic", "two-kernel"):
+            raise ConfigError(f"hermite kernel = {kernel!r}: must be monolithic or two-kernel")
+        self.kernel = kernel
+        self.dt = self.max_dt(cfl)
+        xp = self.backend.xp
+        self.state = xp.zeros((system.n_fields,) + (self.m + 1,) * 3 + cells, dtype=self.dtype)
+        self._work = xp.empty_like(self.state)
+        self.time = 0.0
+        self._gpu = None
+        if self.backend.is_gpu:
+            from .gpu import HermiteKernels
+            self._gpu = HermiteKernels(xp, self.m, self.q, system, self.dtype, kernel)
+
+    # -- time step ----------------------------------------------------------------
+    def cfl_number(self, dt: float) -> float:
+        return float(max(s * dt / h for s, h in zip(self.speeds, self.h)))
+
+    def max_dt(self, cfl: float) -> float:
+        if not (0 < cfl <= CFL_LIMIT):
+            raise ConfigError(f"hermite cfl = {cfl!r}: must be in (0, {CFL_LIMIT}] (stability limit "
+                              f"max_d speed_d*dt/h_d <= {CFL_LIMIT}: a half step must not carry a "
+                              "wave from a cell face to its centre)")
+        return cfl / max(s / h for s, h in zip(self.speeds, self.h))
+
+    def set_time_step(self, dt: float) -> None:
+        c = self.cfl_number(dt)
+        if not (dt > 0) or c > CFL_LIMIT * (1 + 1e-12):
+            raise ConfigError(f"hermite dt = {dt!r} gives CFL {c:.4g} beyond the stability limit "
+                              f"{CFL_LIMIT} (max_d speed_d*dt/h_d)")
+        self.dt = float(dt)
+
+    def _lam(self, tau: float) -> np.ndarray:
+        """Coupling factors A_d[f, g] * tau / h_d for the kernels, in coupling order."""
+        return np.array([a * tau / self.h[d] for d, _, _, a in self.system.couplings()])
+
+    def half_step(self, src, dst, shift: int) -> None:
+        lam = self._lam(0.5 * self.dt)
+        if self._gpu is not None:
+            self._gpu.half_step(src, dst, self.backend.xp.asarray(lam, dtype=self.dtype), shift)
+            return
+        cpl = self.system.couplings()
+        cd, cf, cg = (np.array([c[i] for c in cpl], dtype=np.int64) for i in range(3))
+        cpu.half_step(src, dst, hermite_matrix_1d(self.m), cd, cf, cg, lam, self.q, shift)
+
+    def step(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.half_step(self.state, self._work, 0)    # primary -> dual
+            self.half_step(self._work, self.state, -1)   # dual -> primary
+            self.time += self.dt
+
+    def run_to(self, t_end: float, cfl: float | None = None) -> int:
+        """Advance to exactly t_end with equal steps no larger than the current dt (or cfl's)."""
+        dt_max = self.max_dt(cfl) if cfl is not None else self.dt
+        n = max(1, math.ceil((t_end - self.time) / dt_max * (1 - 1e-12)))
+        self.set_time_step((t_end - self.time) / n)
+        self.step(n)
+        return n
+
+    # -- data ---------------------------------------------------------------------
+    def node_coords(self):
+        return [np.arange(n) * h for n, h in zip(self.cells, self.h)]
+
+    def set_state(self, data: np.ndarray) -> None:
+        data = np.asarray(data)
+        if data.shape != self.state.shape:
+            raise ConfigError(f"hermite state shape {data.shape}: expected {self.state.shape}")
+        self.state[...] = self.backend.xp.asarray(data, dtype=self.dtype)
+
+    def get_state(self) -> np.ndarray:
+        return self.backend.asnumpy(self.state)

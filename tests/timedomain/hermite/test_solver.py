@@ -1,0 +1,99 @@
+"""Hermite-Taylor steps: exactness on polynomials, convergence order, refused input."""
+import numpy as np
+import pytest
+
+from wavescat.errors import ConfigError
+from wavescat.timedomain.hermite import CFL_LIMIT, HermiteSolver, acoustics, advection
+from wavescat.timedomain.hermite.convergence import observed_orders, period_error
+
+
+def _poly_data(coeffs, coords, h, shift, m):
+    """Hermite data of prod_d p_d(x_d + shift_d), p_d with coefficients coeffs[d] (low first)."""
+    from math import factorial
+
+    per_axis = []
+    for d in range(3):
+        p = np.polynomial.Polynomial(coeffs[d])
+        x = coords[d] + shift[d]
+        per_axis.append(np.array([p.deriv(k)(x) * h[d] ** k / factorial(k) for k in range(m + 1)]))
+    return np.einsum("ai,bj,ck->abcijk", *per_axis)[None]
+
+
+@pytest.mark.parametrize("m", [1, 2])
+def test_one_step_of_advection_is_exact_for_degree_2m_plus_1(m):
+    rng = np.random.default_rng(m)
+    a = np.array([0.7, -0.4, 0.55])
+    solver = HermiteSolver(advection(a), (6, 5, 7), (0.6, 0.5, 0.7), m, cfl=0.9)
+    coeffs = rng.standard_normal((3, 2 * m + 2))  # degree 2m+1 in every variable
+    coords = solver.node_coords()
+    solver.set_state(_poly_data(coeffs, coords, solver.h, (0, 0, 0), m))
+    solver.step()
+    exact = _poly_data(coeffs, coords, solver.h, a * solver.dt, m)
+    # a node's new data depends on its neighbours only: away from the periodic seam it is exact
+    inner = (slice(None),) * 4 + (slice(1, -1),) * 3
+    got = solver.get_state()
+    np.testing.assert_allclose(got[inner], exact[inner], rtol=0, atol=1e-11 * np.abs(exact).max())
+
+
+def test_fewer_taylor_stages_are_not_exact():
+    m = 1
+    a = np.array([0.7, -0.4, 0.55])
+    solver = HermiteSolver(advection(a), 6, 0.6, m, q=2, cfl=0.9)
+    coeffs = np.random.default_rng(0).standard_normal((3, 2 * m + 2))
+    coords = solver.node_coords()
+    solver.set_state(_poly_data(coeffs, coords, solver.h, (0, 0, 0), m))
+    solver.step()
+    exact = _poly_data(coeffs, coords, solver.h, a * solver.dt, m)
+    inner = (slice(None),) * 4 + (slice(1, -1),) * 3
+    assert np.abs(solver.get_state()[inner] - exact[inner]).max() > 1e-6
+
+
+def _fitted_order(equation, m, grids):
+    hs, errs = [], []
+    for n in grids:
+        solver, err = period_error(equation, m, n)
+        hs.append(max(solver.h))
+        errs.append(err)
+    return np.polyfit(np.log(hs), np.log(errs), 1)[0], observed_orders(hs, errs)
+
+
+@pytest.mark.parametrize("equation, m, grids", [("advection", 1, (8, 12, 16)),
+                                                ("advection", 2, (6, 8, 10)),
+                                                ("acoustics", 1, (6, 8, 12)),
+                                                ("acoustics", 2, (4, 6, 8))])
+def test_convergence_order_is_2m_plus_1(equation, m, grids):
+    fitted, orders = _fitted_order(equation, m, grids)
+    assert abs(fitted - (2 * m + 1)) < 0.3, (fitted, orders)
+    assert abs(orders[-1] - (2 * m + 1)) < 0.3, orders
+
+
+def test_acoustic_energy_is_bounded_at_the_stability_limit():
+    # at CFL exactly 1 the scheme is still stable: a period leaves the solution bounded
+    solver, err = period_error("acoustics", 1, 6, cfl=CFL_LIMIT)
+    assert err < 0.5
+
+
+def test_cfl_beyond_limit_is_refused_with_the_limit_named():
+    with pytest.raises(ConfigError, match=r"cfl = 1\.2.*stability limit.*1\.0"):
+        HermiteSolver(advection(), 4, 1.0, 1, cfl=1.2)
+    solver = HermiteSolver(acoustics(2.0, 1.0), 4, 1.0, 1, cfl=0.5)
+    with pytest.raises(ConfigError, match=r"CFL 2 beyond the stability limit 1\.0"):
+        solver.set_time_step(0.25)  # c dt / h = 2 * 0.25 / 0.25
+
+
+@pytest.mark.parametrize("kwargs, match", [({"m": 0}, "degree m = 0"),
+                                           ({"boundary": "wall"}, "boundary = 'wall'.*periodic"),
+                                           ({"q": 0}, "stages q = 0"),
+                                           ({"kernel": "fused"}, "kernel = 'fused'"),
+                                           ({"cells": 1}, "cells")])
+def test_bad_input_is_refused(kwargs, match):
+    args = {"cells": 4, "lengths": 1.0, "m": 1} | kwargs
+    with pytest.raises(ConfigError, match=match):
+        HermiteSolver(advection(), args.pop("cells"), args.pop("lengths"), args.pop("m"), **args)
+
+
+def test_bad_physics_is_refused():
+    with pytest.raises(ConfigError, match="sound_speed"):
+        acoustics(-1.0, 1.0)
+    with pytest.raises(ConfigError, match="velocity"):
+        advection((1.0, 2.0))

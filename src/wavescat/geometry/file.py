@@ -1,0 +1,94 @@
+"""Geometry from a file: CAD (.step/.stp through OpenCASCADE, gmsh .geo) is meshed at the
+case's element size; surface meshes (.stl, .msh) are taken as they are.
+
+A relative `path` is relative to the current working directory. Coordinates are used as
+stored (metres): no unit conversion of STEP files.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError, MeshError
+from ..surface import SurfaceMesh
+from .gmsh_model import generate_surface_mesh, gmsh_session, mesh_occ_model, surface_from_model
+from .params import center
+from .sizing import MeshOptions
+
+log = logging.getLogger(__name__)
+
+CAD_SUFFIXES = (".step", ".stp", ".geo")
+MESH_SUFFIXES = (".stl", ".msh")
+
+
+def read_triangle_file(path: Path) -> SurfaceMesh:
+    """Triangles of an .stl or .msh file through meshio (other cells are ignored)."""
+    import meshio
+
+    try:
+        m = meshio.read(path)
+    except Exception as exc:
+        raise MeshError(f"cannot read mesh file {str(path)!r}: {exc}") from exc
+    tris = [np.asarray(c.data) for c in m.cells if c.type == "triangle"]
+    if not tris or sum(len(t) for t in tris) == 0:
+        raise MeshError(f"mesh file {str(path)!r} holds no triangles")
+    pts = np.asarray(m.points, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[1] not in (2, 3):
+        raise MeshError(f"mesh file {str(path)!r}: points of shape {pts.shape} are not 3-D")
+    if pts.shape[1] == 2:
+        pts = np.column_stack([pts, np.zeros(len(pts))])
+    tri = np.concatenate(tris).astype(np.int64)
+    used, tri = np.unique(tri, return_inverse=True)  # drop nodes no triangle uses
+    return SurfaceMesh(pts[used], tri.reshape(-1, 3), {"source": str(path)})
+
+
+def _mesh_cad(path: Path, options: MeshOptions) -> SurfaceMesh:
+    with gmsh_session(options.verbose) as gmsh:
+        try:
+            if path.suffix.lower() == ".geo":
+                gmsh.open(str(path))
+            else:
+                gmsh.model.occ.importShapes(str(path))
+        except Exception as exc:
+            raise MeshError(f"cannot read geometry file {str(path)!r}: {exc}") from exc
+        if path.suffix.lower() == ".geo":
+            gmsh.model.geo.synchronize()
+            gmsh.model.occ.synchronize()
+            if not gmsh.model.getEntities(2):
+                raise MeshError(f"geometry file {str(path)!r} defines no surfaces")
+            # A .geo may set its own point sizes; h still caps them.
+            generate_surface_mesh(gmsh, options, size_from_points=True)
+            return surface_from_model(gmsh, str(path))
+        gmsh.model.occ.synchronize()
+        if not gmsh.model.getEntities(2):
+            raise MeshError(f"geometry file {str(path)!r} holds no surfaces")
+        if len(gmsh.model.getEntities(3)) > 1:
+            # Several solids touching or overlapping: one body without internal faces.
+            vols = gmsh.model.getEntities(3)
+            gmsh.model.occ.fuse(vols[:1], vols[1:])
+        return mesh_occ_model(gmsh, options, str(path))
+
+
+def file(geometry: dict, options: MeshOptions) -> SurfaceMesh:
+    raw = geometry.get("path")
+    if not raw:
+        raise ConfigError(f"geometry.path = {raw!r}: a file geometry needs a path")
+    path = Path(raw)
+    if not path.is_file():
+        raise ConfigError(f"geometry.path = {raw!r}: no such file (relative to {Path.cwd()})")
+    suffix = path.suffix.lower()
+    if suffix in CAD_SUFFIXES:
+        mesh = _mesh_cad(path, options)
+    elif suffix in MESH_SUFFIXES:
+        mesh = read_triangle_file(path)
+        log.info("%s: surface mesh used as stored (%d triangles); h = %.4g m is not applied",
+                 raw, mesh.n_triangles, options.h)
+    else:
+        raise ConfigError(f"geometry.path = {raw!r}: unknown suffix {path.suffix!r}; "
+                          f"use one of {', '.join(CAD_SUFFIXES + MESH_SUFFIXES)}")
+    x0 = center(geometry)
+    if np.any(x0):
+        mesh = SurfaceMesh(mesh.vertices + x0, mesh.triangles, mesh.meta)
+    return mesh

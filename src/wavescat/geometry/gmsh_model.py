@@ -1,0 +1,105 @@
+"""One gmsh session per mesh: quiet, single-threaded, deterministic; and the step that
+turns the meshed gmsh model into an outward-oriented `SurfaceMesh`.
+
+gmsh is imported here only, inside functions, so that the package imports on machines
+without gmsh (the GPU device).
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+
+from ..errors import MeshError
+from ..surface import SurfaceMesh
+from .sizing import MeshOptions
+
+_LOCK = threading.Lock()  # gmsh has one global model per process
+
+
+@contextlib.contextmanager
+def gmsh_session(verbose: bool = False):
+    """Initialise gmsh, yield the module, always finalise (also on errors)."""
+    try:
+        import gmsh
+    except ImportError as exc:  # pragma: no cover - gmsh is a dependency
+        raise MeshError(f"gmsh is not available: {exc}") from exc
+    with _LOCK:
+        gmsh.initialize(readConfigFiles=False, interruptible=False)
+        try:
+            gmsh.option.setNumber("General.Terminal", 1 if verbose else 0)
+            gmsh.option.setNumber("General.Verbosity", 5 if verbose else 2)
+            # CI has 2 cores shared by 2 test workers; one thread also keeps meshes reproducible.
+            gmsh.option.setNumber("General.NumThreads", 1)
+            gmsh.option.setNumber("Mesh.MaxNumThreads1D", 1)
+            gmsh.option.setNumber("Mesh.MaxNumThreads2D", 1)
+            gmsh.option.setNumber("Geometry.OCCParallel", 0)
+            gmsh.option.setNumber("Mesh.RandomSeed", 1)
+            gmsh.model.add("wavescat")
+            yield gmsh
+        finally:
+            gmsh.finalize()
+
+
+def apply_mesh_options(gmsh, options: MeshOptions, size_from_points: bool = False) -> None:
+    """Global size field: h everywhere, smaller only where curvature asks for it."""
+    h = options.h
+    gmsh.option.setNumber("Mesh.MeshSizeMax", h)
+    gmsh.option.setNumber("Mesh.MeshSizeMin",
+                          h * options.min_size_factor if options.curvature_refinement else 0.0)
+    gmsh.option.setNumber("Mesh.MeshSizeFromCurvature", options.curvature_refinement)
+    gmsh.option.setNumber("Mesh.MeshSizeFromPoints", 1 if size_from_points else 0)
+    gmsh.option.setNumber("Mesh.MeshSizeExtendFromBoundary", 1)
+    gmsh.option.setNumber("Mesh.Algorithm", 6)  # Frontal-Delaunay: near-equilateral triangles
+    gmsh.option.setNumber("Mesh.ElementOrder", 1)
+
+
+def generate_surface_mesh(gmsh, options: MeshOptions, size_from_points: bool = False) -> None:
+    apply_mesh_options(gmsh, options, size_from_points)
+    try:
+        gmsh.model.mesh.generate(2)
+    except Exception as exc:
+        raise MeshError(f"gmsh could not mesh the surface (h = {options.h:.4g} m): {exc}") from exc
+
+
+def surface_from_model(gmsh, source: str) -> SurfaceMesh:
+    """Collect the triangles of the meshed model. With volumes, only their boundary
+    surfaces count (construction leftovers such as a revolved profile are skipped);
+    without, every surface. gmsh orients an OpenCASCADE solid's face meshes outward
+    already; the checks that follow verify (and if needed repair) orientation."""
+    vols = gmsh.model.getEntities(3)
+    surfaces = sorted({abs(t) for _, t in gmsh.model.getBoundary(vols, combined=False,
+                                                               oriented=False)}) \
+        if vols else [tag for _, tag in gmsh.model.getEntities(2)]
+    node_tags, coords, _ = gmsh.model.mesh.getNodes()
+    if len(node_tags) == 0:
+        raise MeshError(f"{source}: gmsh produced no mesh nodes")
+    index = np.full(int(node_tags.max()) + 1, -1, dtype=np.int64)
+    index[node_tags.astype(np.int64)] = np.arange(len(node_tags))
+    blocks = []
+    for tag in surfaces:
+        types, _, nodes = gmsh.model.mesh.getElements(2, tag)
+        for etype, enodes in zip(types, nodes):
+            if etype != 2:  # 3-node triangle
+                continue
+            tri = index[np.asarray(enodes, dtype=np.int64).reshape(-1, 3)]
+            blocks.append(tri)
+    if not blocks:
+        raise MeshError(f"{source}: holds no triangles")
+    tri = np.concatenate(blocks)
+    c = np.asarray(coords, dtype=np.float64).reshape(-1, 3)[tri]
+    if np.einsum("ij,ij->i", c[:, 0], np.cross(c[:, 1], c[:, 2])).sum() < 0:
+        tri = tri[:, ::-1]  # a sewn shell may come out inward; orientation is ours to fix
+    used = np.unique(tri)
+    remap = np.full(len(node_tags), -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    vertices = np.asarray(coords, dtype=np.float64).reshape(-1, 3)[used]
+    return SurfaceMesh(vertices, remap[tri], {"source": source})
+
+
+def mesh_occ_model(gmsh, options: MeshOptions, source: str) -> SurfaceMesh:
+    """Synchronise the OpenCASCADE model, mesh its surfaces, return the surface mesh."""
+    gmsh.model.occ.synchronize()
+    generate_surface_mesh(gmsh, options)
+    return surface_from_model(gmsh, source)

@@ -71,8 +71,11 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
     for level in np.unique(far["level"]):
         sel = np.nonzero(far["level"] == level)[0]
         L = int(max(far["m"][sel].max(), far["n"][sel].max()))
-        # working set per block: U, V with room for rank ~ 64 plus (B, L) vectors
-        per_block = item * L * (2 * min(L, 64) + 12)
+        # working set per block: U, V with room for the expected rank (it grows with
+        # (k diam)^2 for Helmholtz) plus a dozen (B, L) vectors
+        kd = kernel.k * float(far["diam"][sel].max())
+        k_est = min(L, 64 + int(0.5 * kd * kd))
+        per_block = item * L * (2 * k_est + 12)
         chunk = max(1, int(budget_bytes // per_block))
         for c in range(0, len(sel), chunk):
             ids = sel[c:c + chunk]

@@ -55,7 +55,9 @@ def admissible(rows: ClusterTree, cols: ClusterTree, level_r, t, level_c, s, eta
 
 
 def _empty():
-    return {k: np.zeros(0, np.int64) for k in ("r0", "m", "c0", "n", "level")}
+    out = {k: np.zeros(0, np.int64) for k in ("r0", "m", "c0", "n", "level")}
+    out["diam"] = np.zeros(0)
+    return out
 
 
 def build_block_tree(rows: ClusterTree, cols: ClusterTree, eta: float = 1.0) -> BlockTree:
@@ -77,7 +79,8 @@ def build_block_tree(rows: ClusterTree, cols: ClusterTree, eta: float = 1.0) -> 
             tt, ss = t[mask], s[mask]
             out.append({"r0": rows.starts[lr][tt], "m": rows.sizes[lr][tt],
                         "c0": cols.starts[lc][ss], "n": cols.sizes[lc][ss],
-                        "level": np.full(len(tt), level)})
+                        "level": np.full(len(tt), level),
+                        "diam": np.maximum(rows.diameters(lr)[tt], cols.diameters(lc)[ss])})
 
         record(adm, far)
         record(dense, near)
@@ -104,6 +107,7 @@ def build_block_tree(rows: ClusterTree, cols: ClusterTree, eta: float = 1.0) -> 
     def cat(parts):
         if not parts:
             return _empty()
-        return {key: np.concatenate([p[key] for p in parts]).astype(np.int64) for key in parts[0]}
+        return {key: np.concatenate([p[key] for p in parts]).astype(
+            np.float64 if key == "diam" else np.int64) for key in parts[0]}
 
     return BlockTree(rows, cols, float(eta), cat(far), cat(near))

@@ -1,0 +1,51 @@
+"""CPU (Numba) and GPU (CuPy) twins agree; device memory faults are user errors."""
+import numpy as np
+import pytest
+
+from wavescat.backend import get_backend
+from wavescat.bem.hmatrix import assemble_from_clouds
+from wavescat.bem.hmatrix.kernels import OPERATORS, PairKernel
+from wavescat.errors import WavescatError
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("precision", ["double", "single"])
+@pytest.mark.parametrize("k", [0.0, 5.0])
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_pair_kernels_agree(p1_cloud, name, k, precision):
+    rng = np.random.default_rng(0)
+    ti = rng.integers(0, p1_cloud.n, 20000)
+    sj = rng.integers(0, p1_cloud.n, 20000)
+    cpu = PairKernel(name, k, p1_cloud, p1_cloud, get_backend("cpu"), "double")(ti, sj)
+    gk = PairKernel(name, k, p1_cloud, p1_cloud, get_backend("gpu"), precision)
+    gpu = gk.backend.asnumpy(gk(gk.xp.asarray(ti), gk.xp.asarray(sj)))
+    tol = 1e-12 if precision == "double" else 2e-5
+    assert np.linalg.norm(gpu - cpu) <= tol * np.linalg.norm(cpu)
+
+
+@pytest.mark.parametrize("name", ["single_layer", "hypersingular"])
+def test_cpu_and_gpu_hmatrices_agree(vertex_cloud, p1_cloud, name):
+    cloud = p1_cloud if name == "hypersingular" else vertex_cloud
+    x = np.random.default_rng(1).standard_normal(cloud.n)
+    ys = [assemble_from_clouds(name, 3.0, cloud, cloud, backend=b, eps=1e-6, leaf_size=16,
+                               eta=2.0).matvec(x) for b in ("cpu", "gpu")]
+    assert np.linalg.norm(ys[0] - ys[1]) <= 1e-5 * np.linalg.norm(ys[0])
+
+
+def test_single_precision_on_gpu(vertex_cloud):
+    x = np.random.default_rng(2).standard_normal(vertex_cloud.n)
+    ref = assemble_from_clouds("single_layer", 0.0, vertex_cloud, vertex_cloud, backend="cpu",
+                               eps=1e-6, leaf_size=32).matvec(x)
+    H = assemble_from_clouds("single_layer", 0.0, vertex_cloud, vertex_cloud, backend="gpu",
+                             precision="single", eps=1e-4, leaf_size=32)
+    assert H.dtype == np.float32
+    assert np.linalg.norm(H.matvec(x) - ref) <= 1e-3 * np.linalg.norm(ref)
+
+
+def test_too_little_device_memory_is_a_clear_error(vertex_cloud, monkeypatch):
+    from wavescat.bem.hmatrix import assembly
+
+    monkeypatch.setattr(assembly, "_device_free_bytes", lambda be, d: 1 << 20)
+    with pytest.raises(WavescatError, match=r"needs about .* GiB .* available"):
+        assemble_from_clouds("single_layer", 0.0, vertex_cloud, vertex_cloud, backend="gpu")

@@ -1,0 +1,97 @@
+"""H-matrix against the dense matrix of the same entries: ||(H - A) x|| <= 10 eps ||A x||."""
+import numpy as np
+import pytest
+import scipy.sparse.linalg as spla
+
+from wavescat.backend import get_backend
+from wavescat.bem.hmatrix import assemble_from_clouds
+from wavescat.bem.hmatrix.kernels import OPERATORS, PairKernel
+from wavescat.errors import WavescatError
+
+from .conftest import dense
+
+EPS = [1e-3, 1e-4, 1e-6]
+_DENSE = {}
+
+
+def dense_of(cloud, name, k, backend):
+    key = (id(cloud), name, k, backend.name)
+    if key not in _DENSE:
+        _DENSE[key] = dense(PairKernel(name, k, cloud, cloud, backend), cloud.n, cloud.n)
+    return _DENSE[key]
+
+
+def relative_matvec_error(H, A, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(A.shape[1]) + 1j * rng.standard_normal(A.shape[1])
+    return np.linalg.norm(H.matvec(x) - A @ x) / np.linalg.norm(A @ x)
+
+
+@pytest.mark.parametrize("k", [0.0, 3.0])
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_galerkin_cloud_operators(p1_cloud, name, k, backend):
+    """All four operators, Laplace and Helmholtz, P1 supports on a 642-dof sphere."""
+    A = dense_of(p1_cloud, name, k, get_backend("cpu"))
+    for eps in EPS:
+        H = assemble_from_clouds(name, k, p1_cloud, p1_cloud, backend=backend, eps=eps,
+                                 leaf_size=16, eta=2.0)
+        assert relative_matvec_error(H, A) <= 10 * eps, (name, k, eps)
+        assert H.report["blocks"]["admissible"] > 0
+
+
+@pytest.mark.parametrize("name", ["single_layer", "double_layer", "adjoint_double_layer"])
+def test_larger_point_cloud(vertex_cloud, name, backend):
+    """2562 dofs, leaf size 32: deeper trees, compression well below 1."""
+    k = 4.0
+    A = dense_of(vertex_cloud, name, k, get_backend("cpu"))
+    for eps in EPS:
+        H = assemble_from_clouds(name, k, vertex_cloud, vertex_cloud, backend=backend, eps=eps,
+                                 leaf_size=32, eta=1.0)
+        assert relative_matvec_error(H, A) <= 10 * eps, (name, eps)
+    assert H.report["compression_ratio"] < 0.8
+
+
+def test_matvec_equals_the_assembled_blocks(p1_cloud):
+    H = assemble_from_clouds("single_layer", 2.0, p1_cloud, p1_cloud, backend="cpu", eps=1e-4,
+                             leaf_size=16, eta=2.0)
+    x = np.random.default_rng(3).standard_normal(H.shape[1])
+    assert np.allclose(H.matvec(x), H.to_dense() @ x, rtol=1e-12, atol=1e-14)
+    op = H.aslinearoperator()
+    assert isinstance(op, spla.LinearOperator) and op.shape == H.shape
+    assert np.allclose(op @ x, H.matvec(x))
+    X = np.stack([x, 2 * x], axis=1)
+    assert np.allclose(H.matvec(X)[:, 1], 2 * H.matvec(x))
+
+
+def test_report_has_the_figures(p1_cloud):
+    H = assemble_from_clouds("hypersingular", 0.0, p1_cloud, p1_cloud, backend="cpu",
+                             eps=1e-4, leaf_size=16, eta=2.0)
+    r = H.report
+    for key in ("compression_ratio", "device_bytes", "host_bytes", "rank_histogram",
+                "time_s", "entries_per_s", "kernel_evaluations_per_s"):
+        assert key in r
+    for key in ("trees", "near_field", "aca", "transfers", "total"):
+        assert r["time_s"][key] >= 0
+    assert sum(r["rank_histogram"].values()) == r["blocks"]["admissible"]
+    assert 0 < r["compression_ratio"] < 1 and r["dtype"] == "float64"
+
+
+def test_correction_lands_in_the_dense_blocks(p1_cloud):
+    """A sparse correction on the diagonal (the 'smooth diagonal' of a collocation
+    kernel) is added exactly."""
+    n = p1_cloud.n
+    diag = np.linspace(1.0, 2.0, n)
+    corr = (np.arange(n), np.arange(n), diag)
+    A = dense_of(p1_cloud, "single_layer", 0.0, get_backend("cpu")) + np.diag(diag)
+    H = assemble_from_clouds("single_layer", 0.0, p1_cloud, p1_cloud, correction=corr,
+                             backend="cpu", eps=1e-6, leaf_size=16, eta=2.0)
+    assert relative_matvec_error(H, A) <= 1e-5
+
+
+def test_parameter_errors_name_the_key(p1_cloud):
+    for kw, key in [({"eps": 0.0}, "eps"), ({"eta": -1.0}, "eta"), ({"leaf_size": 1}, "leaf_size"),
+                    ({"precision": "half"}, "precision")]:
+        with pytest.raises(WavescatError, match=key):
+            assemble_from_clouds("single_layer", 0.0, p1_cloud, p1_cloud, backend="cpu", **kw)
+    with pytest.raises(WavescatError, match="operator"):
+        assemble_from_clouds("volume", 0.0, p1_cloud, p1_cloud, backend="cpu")

@@ -1,0 +1,70 @@
+import numpy as np
+import pytest
+
+from wavescat.bem.hmatrix.block_tree import box_distance, build_block_tree
+from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
+from wavescat.bem.hmatrix.clouds import space_cloud
+from wavescat.errors import WavescatError
+
+from .conftest import p0_space, p1_space
+
+
+@pytest.mark.parametrize("leaf_size", [8, 25])
+def test_cluster_tree_is_a_balanced_partition(p1_cloud, leaf_size):
+    t = build_cluster_tree(p1_cloud.lo, p1_cloud.hi, leaf_size)
+    assert np.array_equal(np.sort(t.perm), np.arange(p1_cloud.n))
+    for lev in range(t.depth):
+        st, sz = t.starts[lev], t.sizes[lev]
+        # clusters of a level tile [0, n) in order, sizes within one of each other
+        assert st[0] == 0 and np.all(st[1:] == st[:-1] + sz[:-1]) and st[-1] + sz[-1] == t.n
+        assert sz.max() - sz.min() <= 1
+        # boxes contain their dofs' supports
+        owner = np.repeat(np.arange(len(st)), sz)
+        lo, hi = p1_cloud.lo[t.perm], p1_cloud.hi[t.perm]
+        assert np.all(lo >= t.lo[lev][owner] - 1e-12) and np.all(hi <= t.hi[lev][owner] + 1e-12)
+    assert t.sizes[-1].max() <= leaf_size < t.sizes[-2].max()
+
+
+@pytest.mark.parametrize("eta", [1.0, 2.0, 4.0])
+@pytest.mark.parametrize("spaces", ["P1-P1", "P0-P1"])
+def test_blocks_cover_every_entry_exactly_once(eta, spaces):
+    test = p1_space(3) if spaces == "P1-P1" else p0_space(3)
+    tc, sc = space_cloud(test, 1), space_cloud(p1_space(3), 1)
+    rt = build_cluster_tree(tc.lo, tc.hi, 16)
+    ct = build_cluster_tree(sc.lo, sc.hi, 16)
+    bt = build_block_tree(rt, ct, eta)
+    assert np.all(bt.coverage() == 1)
+    far = bt.far
+    assert len(far["r0"]) > 0
+    # admissible blocks satisfy min(diam) <= eta dist with a positive distance,
+    # recomputed from the dofs' own supports
+    for r0, m, c0, n in list(zip(far["r0"], far["m"], far["c0"], far["n"]))[::7]:
+        rows, cols = rt.perm[r0:r0 + m], ct.perm[c0:c0 + n]
+        blo, bhi = tc.lo[rows].min(0), tc.hi[rows].max(0)
+        clo, chi = sc.lo[cols].min(0), sc.hi[cols].max(0)
+        dist = box_distance(blo, bhi, clo, chi)
+        assert dist > 0
+        assert min(np.linalg.norm(bhi - blo), np.linalg.norm(chi - clo)) <= eta * dist + 1e-12
+    # dense blocks are between leaves only
+    assert bt.near["m"].max() <= 16 and bt.near["n"].max() <= 16
+
+
+def test_touching_supports_are_never_admissible(p1_cloud):
+    t = build_cluster_tree(p1_cloud.lo, p1_cloud.hi, 8)
+    bt = build_block_tree(t, t, 10.0)
+    iperm = t.iperm
+    # every dof's own diagonal entry and its neighbours lie in dense blocks
+    mesh_pairs = [(0, 0), (5, 5), (17, 17)]
+    for i, j in mesh_pairs:
+        pi, pj = iperm[i], iperm[j]
+        inside = ((bt.near["r0"] <= pi) & (pi < bt.near["r0"] + bt.near["m"])
+                  & (bt.near["c0"] <= pj) & (pj < bt.near["c0"] + bt.near["n"]))
+        assert inside.sum() == 1
+
+
+def test_bad_parameters_name_the_key(p1_cloud):
+    with pytest.raises(WavescatError, match="leaf_size"):
+        build_cluster_tree(p1_cloud.lo, p1_cloud.hi, 1)
+    t = build_cluster_tree(p1_cloud.lo, p1_cloud.hi, 16)
+    with pytest.raises(WavescatError, match="eta"):
+        build_block_tree(t, t, -1.0)

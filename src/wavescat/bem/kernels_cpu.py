@@ -139,11 +139,12 @@ def _touch(tri_a, tri_b, a, b):
 
 
 @njit(parallel=True, cache=True, fastmath=False, error_model="numpy")
-def dense_regular(op, color_elements, tri_a, tri_b, dofs_a, dofs_b,
+def dense_regular(op, color_elements, tri_a, tri_b, dofs_a, dofs_b, cen_a, cen_b, near_a, near_b,
                   pts_a, wts_a, nrm_a, phi_a, curl_a, pts_b, wts_b, nrm_b, phi_b, curl_b,
                   kr, ki, out):
-    """Add all regular (non-touching) pairs of the test elements `color_elements` x every
-    trial element into the dense matrix `out` (n_test, n_trial, 1 or 2: re[, im]).
+    """Add all regular pairs of the test elements `color_elements` x every trial element
+    into the dense matrix `out` (n_test, n_trial, 1 or 2: re[, im]). Touching pairs, and
+    near pairs (centroid distance < max(near_a[a], near_b[b])), are left to other rules.
     Test elements of one color share no test dof, so rows are race-free."""
     nla = phi_a.shape[1]
     nlb = phi_b.shape[1]
@@ -158,6 +159,12 @@ def dense_regular(op, color_elements, tri_a, tri_b, dofs_a, dofs_b,
         loc_im = np.empty((nla, nlb))
         for b in range(pts_b.shape[0]):
             if _touch(tri_a, tri_b, a, b):
+                continue
+            rad = max(near_a[a], near_b[b])
+            d0 = cen_a[a, 0] - cen_b[b, 0]
+            d1 = cen_a[a, 1] - cen_b[b, 1]
+            d2 = cen_a[a, 2] - cen_b[b, 2]
+            if d0 * d0 + d1 * d1 + d2 * d2 < rad * rad:
                 continue
             _regular_pair(op, a, b, pts_a, wts_a, nrm_a, phi_a, pts_b, wts_b, nrm_b, phi_b,
                           kr, ki, t_re, t_im, loc_re, loc_im)

@@ -159,6 +159,8 @@ extern "C" __global__ void regular_local(long long npairs, const int* pa, const 
 // All non-touching pairs (a0 .. a0 + na_tile) x (0 .. mb) added into out[row, col, part].
 extern "C" __global__ void dense_regular(int a0, int na_tile, int ma, int mb,
         const int* tri_a, const int* tri_b, const int* dofs_a, const int* dofs_b, long long ncols,
+        const double* cen_a, const double* cen_b, const double* diam_a, const double* diam_b,
+        double near_factor,
         const T* pts_a, const T* wts_a, const T* nrm_a, const T* curl_a,
         const T* pts_b, const T* wts_b, const T* nrm_b, const T* curl_b, T kr, T ki, T* out) {
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -169,6 +171,14 @@ extern "C" __global__ void dense_regular(int a0, int na_tile, int ma, int mb,
 #pragma unroll
         for (int j = 0; j < 3; ++j)
             if (tri_a[i * ma + a] == tri_b[j * mb + b]) return;  // touching: singular rules
+    {   // near pairs get the higher-order rule separately: the host's test bit for bit
+        // (double precision, no FMA contraction)
+        double rad = fmax(__dmul_rn(near_factor, diam_a[a]), __dmul_rn(near_factor, diam_b[b]));
+        double d0 = __dsub_rn(cen_a[a], cen_b[b]), d1 = __dsub_rn(cen_a[ma + a], cen_b[mb + b]),
+               d2 = __dsub_rn(cen_a[2 * ma + a], cen_b[2 * mb + b]);
+        double dist2 = __dadd_rn(__dadd_rn(__dmul_rn(d0, d0), __dmul_rn(d1, d1)), __dmul_rn(d2, d2));
+        if (dist2 < __dmul_rn(rad, rad)) return;
+    }
     T lre[NLA][NLB], lim[NLA][NLB];
     regular_pair(a, b, ma, mb, pts_a, wts_a, nrm_a, curl_a, pts_b, wts_b, nrm_b, curl_b,
                  kr, ki, lre, lim);
@@ -281,11 +291,11 @@ def _literals(values) -> str:
 class GpuIntegrator:
     """Device copies of an EntryEvaluator's element data and its compiled kernels."""
 
-    def __init__(self, ev):
+    def __init__(self, ev, a, b):
+        """ev: the EntryEvaluator; a, b: its test/trial ElementData (one regular rule)."""
         self.cp = cp = ev.backend.xp
         self.ev = ev
         self.T = np.dtype(ev.real_dtype)
-        a, b = ev.data_a, ev.data_b
         self.ma, self.mb = len(a.pts), len(b.pts)
         self.nla, self.nlb = a.phi.shape[1], b.phi.shape[1]
         self.npart = 1 if ev.is_real else 2
@@ -310,6 +320,8 @@ class GpuIntegrator:
         self.dofs_a, self.dofs_b = soa(a.dofs, np.int32), soa(b.dofs, np.int32)
         self.corners_a, self.corners_b = soa(a.corners, self.T), soa(b.corners, self.T)
         self.areas_a, self.areas_b = cp.asarray(a.areas, self.T), cp.asarray(b.areas, self.T)
+        self.cen_a, self.cen_b = soa(a.centroids, np.float64), soa(b.centroids, np.float64)
+        self.diam_a, self.diam_b = cp.asarray(a.diameters, np.float64), cp.asarray(b.diameters, np.float64)
         r = ev.rules
         self.rule = [cp.asarray(r.offsets, np.int32), cp.asarray(r.ref_a.ravel(), self.T),
                      cp.asarray(r.ref_b.ravel(), self.T), cp.asarray(r.weights, self.T)]
@@ -347,23 +359,24 @@ class GpuIntegrator:
             self.corners_b, self.areas_b, self.geo_b[2], self.geo_b[3], self.kr, self.ki, out_re, out_im))
         return out_re, out_im
 
-    def _empty_matrix(self, shape):
+    def empty_matrix(self, shape):
         return self.cp.zeros(tuple(shape) + (self.npart,), self.T)
 
-    def _as_matrix(self, acc):
+    def as_matrix(self, acc):
         if self.npart == 1:
             return acc[..., 0]
         return acc.view(np.complex128 if self.T == np.float64 else np.complex64)[..., 0]
 
-    def dense_regular(self):
-        """(n_test, n_trial, npart) accumulator with every non-touching pair added."""
-        acc = self._empty_matrix(self.ev.shape)
+    def dense_regular(self, near_factor):
+        """(n_test, n_trial, npart) accumulator with every regular (not touching, not near) pair added."""
+        acc = self.empty_matrix(self.ev.shape)
         tile = max(1, (1 << 27) // self.mb)  # test elements per launch
         for a0 in range(0, self.ma, tile):
             na = min(tile, self.ma - a0)
             self._launch("dense_regular", na * self.mb, (
                 np.int32(a0), np.int32(na), np.int32(self.ma), np.int32(self.mb),
                 self.tri_a, self.tri_b, self.dofs_a, self.dofs_b, np.int64(self.ev.shape[1]),
+                self.cen_a, self.cen_b, self.diam_a, self.diam_b, np.float64(near_factor),
                 *self.geo_a, *self.geo_b, self.kr, self.ki, acc))
         return acc
 

@@ -69,6 +69,8 @@ class ElementData:
     areas: np.ndarray  # (m,)
     tri: np.ndarray  # (m, 3) mesh vertex indices (decides which pairs touch)
     dofs: np.ndarray  # (m, nloc)
+    centroids: np.ndarray  # (m, 3)
+    diameters: np.ndarray  # (m,) longest edge
 
 
 def element_data(space: FunctionSpace, ref_points, ref_weights) -> ElementData:
@@ -81,7 +83,8 @@ def element_data(space: FunctionSpace, ref_points, ref_weights) -> ElementData:
     wts = mesh.areas[:, None] * (w / w.sum())[None, :]
     return ElementData(np.ascontiguousarray(pts), np.ascontiguousarray(wts), mesh.normals,
                        space.basis_values(ref_points), np.ascontiguousarray(space.surface_curls),
-                       c, mesh.areas, mesh.triangles, space.element_dofs)
+                       c, mesh.areas, mesh.triangles, space.element_dofs, mesh.centroids,
+                       mesh.edge_lengths.max(axis=1))
 
 
 def _quadrature():
@@ -92,31 +95,24 @@ def _quadrature():
 
 @dataclass(frozen=True)
 class SingularRules:
-    """The three Sauter-Schwab rules stacked: rule c is rows offsets[c]:offsets[c+1]."""
+    """The Sauter-Schwab rules stacked: rule of kind code c (quadrature.VERTEX, EDGE,
+    COINCIDENT) is rows offsets[c]:offsets[c+1]; weights scaled so that a pair integral is
+    |T_a| |T_b| sum w f (a smooth integrand over two unit-area triangles sums to 1)."""
 
     offsets: np.ndarray
     ref_a: np.ndarray
     ref_b: np.ndarray
-    weights: np.ndarray  # normalised: a smooth integrand over two unit-area triangles sums to 1
+    weights: np.ndarray
 
 
 def singular_rules(order: int) -> SingularRules:
-    q = _quadrature()
-    ra, rb, rw, offs = [], [], [], [0]
-    for kind in SINGULAR_KINDS:
-        xa, xb, w = q.singular_rule(kind, order)
-        ra.append(np.asarray(xa, float))
-        rb.append(np.asarray(xb, float))
-        w = np.asarray(w, float)
-        rw.append(w / w.sum())
-        offs.append(offs[-1] + len(w))
-    return SingularRules(np.asarray(offs, np.int64), np.concatenate(ra), np.concatenate(rb),
-                         np.concatenate(rw))
+    offsets, xa, xb, w = _quadrature().stacked_singular_rules(order)
+    return SingularRules(np.asarray(offsets, np.int64), np.ascontiguousarray(xa, float),
+                         np.ascontiguousarray(xb, float), 4.0 * np.asarray(w, float))
 
 
-def touching_pairs(test: FunctionSpace, trial: FunctionSpace) -> tuple[np.ndarray, np.ndarray]:
-    """All element pairs (test element, trial element) that share at least one vertex."""
-    mesh = test.mesh
+def touching_pairs(mesh) -> tuple[np.ndarray, np.ndarray]:
+    """All element pairs (a, b) of the mesh that share at least one vertex."""
     m = mesh.n_triangles
     inc = sp.csr_matrix((np.ones(3 * m), (np.repeat(np.arange(m), 3), mesh.triangles.ravel())),
                         shape=(m, mesh.n_vertices))
@@ -124,9 +120,32 @@ def touching_pairs(test: FunctionSpace, trial: FunctionSpace) -> tuple[np.ndarra
     return adj.row.astype(np.int64), adj.col.astype(np.int64)
 
 
+def near_pairs(mesh, factor: float) -> tuple[np.ndarray, np.ndarray]:
+    """Element pairs that do not touch but whose centroids are closer than factor * the
+    larger diameter (they get the higher `near` quadrature order)."""
+    from scipy.spatial import cKDTree  # noqa: PLC0415
+
+    if factor <= 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cen = mesh.centroids
+    diam = mesh.edge_lengths.max(axis=1)
+    pairs = cKDTree(cen).query_pairs(factor * diam.max(), output_type="ndarray")
+    pairs = np.concatenate([pairs, pairs[:, ::-1]]).astype(np.int64)
+    a, b = pairs[:, 0], pairs[:, 1]
+    dist2 = ((cen[a] - cen[b]) ** 2).sum(axis=1)  # the same test as the dense kernels make
+    tri = mesh.triangles
+    touch = (tri[a][:, :, None] == tri[b][:, None, :]).any(axis=(1, 2))
+    keep = (dist2 < (factor * np.maximum(diam[a], diam[b])) ** 2) & ~touch
+    return a[keep], b[keep]
+
+
 class EntryEvaluator:
     """Galerkin entries of one operator on (trial, test) as a service: element-pair local
-    matrices, blocks rows x cols, and the dense matrix, on the CPU (Numba) or GPU (CuPy)."""
+    matrices, blocks rows x cols, and the dense matrix, on the CPU (Numba) or GPU (CuPy).
+
+    Pairs are treated by kind: touching (singular rules), near (centroid distance below
+    quadrature.near_factor times the larger diameter: triangle rule of order `near`) and
+    regular (triangle rule of order `regular`)."""
 
     def __init__(self, name, trial, test, k, backend="cpu", precision="double", quadrature=None):
         _check_spaces(name, trial, test)
@@ -141,16 +160,21 @@ class EntryEvaluator:
         self.dtype = np.dtype(self.real_dtype) if self.is_real else np.result_type(self.real_dtype, 1j)
         q = _quadrature()
         self.orders = quadrature if quadrature is not None else q.QuadratureOrders()
+        self.near_factor = float(self.orders.near_factor)
         pts, wts = q.triangle_rule(self.orders.regular)
         self.rule_points = len(wts)
         self.data_a = element_data(test, pts, wts)
         self.data_b = element_data(trial, pts, wts)
+        pts, wts = q.triangle_rule(self.orders.near)
+        self.near_a = element_data(test, pts, wts)
+        self.near_b = element_data(trial, pts, wts)
         self.rules = singular_rules(self.orders.singular)
-        self._gpu = None
+        self._gpu = self._gpu_near = None
         if self.backend.is_gpu:
             from .kernels_gpu import GpuIntegrator  # noqa: PLC0415 - needs CuPy
 
-            self._gpu = GpuIntegrator(self)
+            self._gpu = GpuIntegrator(self, self.data_a, self.data_b)
+            self._gpu_near = GpuIntegrator(self, self.near_a, self.near_b)
 
     # --- shapes -----------------------------------------------------------------------
     @property
@@ -162,8 +186,12 @@ class EntryEvaluator:
         return self.rule_points * self.rule_points
 
     # --- element pairs ----------------------------------------------------------------
-    def _regular_host(self, pa, pb):
-        a, b = self.data_a, self.data_b
+    def _regular(self, pa, pb, near=False):
+        """Local matrices (re, im) with the regular (or near) triangle rule, on the backend."""
+        gpu = self._gpu_near if near else self._gpu
+        if gpu is not None:
+            return gpu.regular_local(pa, pb)
+        a, b = (self.near_a, self.near_b) if near else (self.data_a, self.data_b)
         out_re = np.empty((len(pa), a.phi.shape[1], b.phi.shape[1]))
         out_im = np.empty_like(out_re)
         kernels_cpu.regular_local(self.op, pa, pb, a.pts, a.wts, a.nrm, a.phi, a.curl,
@@ -171,18 +199,9 @@ class EntryEvaluator:
                                   self.k.real, self.k.imag, out_re, out_im)
         return out_re, out_im
 
-    def _classify(self, pa, pb):
-        """Kind codes (index into SINGULAR_KINDS) and vertex permutations of touching pairs."""
-        kind, perm_a, perm_b = _quadrature().classify_pairs(self.data_a.tri[pa], self.data_b.tri[pb])
-        kind = np.asarray(kind)
-        if kind.dtype.kind in "US":
-            kind = np.searchsorted(np.array(SINGULAR_KINDS), kind)
-        return (np.ascontiguousarray(kind, np.int64), np.ascontiguousarray(perm_a, np.int64),
-                np.ascontiguousarray(perm_b, np.int64))
-
     def _singular(self, pa, pb):
         """Local matrices (re, im) of touching pairs, on the backend."""
-        kind, perm_a, perm_b = self._classify(pa, pb)
+        kind, perm_a, perm_b = _quadrature().classify_pairs(self.data_a.tri[pa], self.data_b.tri[pb])
         if self._gpu is not None:
             return self._gpu.singular_local(pa, pb, kind, perm_a, perm_b)
         a, b = self.data_a, self.data_b
@@ -205,17 +224,24 @@ class EntryEvaluator:
         out.imag = im
         return out
 
+    def pair_kinds(self, pa, pb):
+        """(touching, near) boolean masks of element pairs."""
+        a, b = self.data_a, self.data_b
+        touch = (a.tri[pa][:, :, None] == b.tri[pb][:, None, :]).any(axis=(1, 2))
+        dist2 = ((a.centroids[pa] - b.centroids[pb]) ** 2).sum(axis=1)
+        radius = self.near_factor * np.maximum(a.diameters[pa], b.diameters[pb])
+        return touch, (dist2 < radius**2) & ~touch
+
     def _pairs(self, pa, pb, regular_only=False):
         """(re, im) local matrices of element pairs on the backend."""
-        if self._gpu is not None:
-            re, im = self._gpu.regular_local(pa, pb)
-        else:
-            re, im = self._regular_host(pa, pb)
-        if not regular_only:
-            touch = (self.data_a.tri[pa][:, :, None] == self.data_b.tri[pb][:, None, :]).any(axis=(1, 2))
-            if touch.any():
-                idx = np.flatnonzero(touch)
-                sre, sim = self._singular(pa[idx], pb[idx])
+        re, im = self._regular(pa, pb)
+        if regular_only:
+            return re, im
+        touch, near = self.pair_kinds(pa, pb)
+        for mask, fn in ((touch, self._singular), (near, lambda x, y: self._regular(x, y, near=True))):
+            if mask.any():
+                idx = np.flatnonzero(mask)
+                sre, sim = fn(pa[idx], pb[idx])
                 if self._gpu is not None:
                     idx = self.backend.xp.asarray(idx)
                 re[idx] = sre
@@ -224,7 +250,7 @@ class EntryEvaluator:
 
     def element_pairs(self, test_elements, trial_elements, regular_only=False):
         """Local matrices (npairs, nloc_test, nloc_trial) of the pairs (test_elements[p],
-        trial_elements[p]); touching pairs get the singular rules unless regular_only."""
+        trial_elements[p]); touching and near pairs get their rules unless regular_only."""
         pa = np.ascontiguousarray(self.backend.asnumpy(test_elements), dtype=np.int64).ravel()
         pb = np.ascontiguousarray(self.backend.asnumpy(trial_elements), dtype=np.int64).ravel()
         if pa.shape != pb.shape:
@@ -246,8 +272,8 @@ class EntryEvaluator:
         col_pos = np.full(self.trial.n_dofs, -1, np.int64)
         col_pos[cols] = np.arange(len(cols))
         if self._gpu is not None:
-            acc = self._gpu._empty_matrix((len(rows), len(cols)))
-            return self._gpu._as_matrix(self._gpu.scatter(pa, pb, re, im, row_pos, col_pos, acc))
+            acc = self._gpu.empty_matrix((len(rows), len(cols)))
+            return self._gpu.as_matrix(self._gpu.scatter(pa, pb, re, im, row_pos, col_pos, acc))
         out = np.zeros((len(rows), len(cols)), dtype=np.float64 if self.is_real else np.complex128)
         loc = re if self.is_real else re + 1j * im
         kernels_cpu.scatter_local(pa, pb, self.data_a.dofs, self.data_b.dofs, loc, row_pos, col_pos, out)
@@ -262,23 +288,31 @@ class EntryEvaluator:
 
     def dense(self):
         """The full matrix (n_test, n_trial) on the backend."""
-        pa, pb = touching_pairs(self.test, self.trial)
-        sre, sim = self._singular(pa, pb)
+        a, b = self.data_a, self.data_b
+        special = []  # (pa, pb, re, im) of touching and near pairs, added after the regular ones
+        pa, pb = touching_pairs(self.test.mesh)
+        special.append((pa, pb, *self._singular(pa, pb)))
+        pa, pb = near_pairs(self.test.mesh, self.near_factor)
+        special.append((pa, pb, *self._regular(pa, pb, near=True)))
         ident_a = np.arange(self.test.n_dofs, dtype=np.int64)
         ident_b = np.arange(self.trial.n_dofs, dtype=np.int64)
         if self._gpu is not None:
-            acc = self._gpu.dense_regular()
-            return self._gpu._as_matrix(self._gpu.scatter(pa, pb, sre, sim, ident_a, ident_b, acc))
-        a, b = self.data_a, self.data_b
+            acc = self._gpu.dense_regular(self.near_factor)
+            for pa, pb, re, im in special:
+                self._gpu.scatter(pa, pb, re, im, ident_a, ident_b, acc)
+            return self._gpu.as_matrix(acc)
         acc = np.zeros(self.shape + (1 if self.is_real else 2,))
         for elements in self._colors:
             kernels_cpu.dense_regular(self.op, elements, a.tri, b.tri, a.dofs, b.dofs,
+                                      a.centroids, b.centroids, self.near_factor * a.diameters,
+                                      self.near_factor * b.diameters,
                                       a.pts, a.wts, a.nrm, a.phi, a.curl,
                                       b.pts, b.wts, b.nrm, b.phi, b.curl,
                                       self.k.real, self.k.imag, acc)
         out = acc[..., 0] if self.is_real else acc.view(np.complex128)[..., 0]
-        loc = sre if self.is_real else sre + 1j * sim
-        kernels_cpu.scatter_local(pa, pb, a.dofs, b.dofs, loc, ident_a, ident_b, out)
+        for pa, pb, re, im in special:
+            loc = re if self.is_real else re + 1j * im
+            kernels_cpu.scatter_local(pa, pb, a.dofs, b.dofs, loc, ident_a, ident_b, out)
         return out.astype(self.dtype, copy=False)
 
 

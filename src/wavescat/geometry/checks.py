@@ -125,15 +125,26 @@ def _orient(mesh: SurfaceMesh, half, face, edge, source: str) -> tuple[np.ndarra
     return flip, n_inconsistent
 
 
+def orient_outward(mesh: SurfaceMesh, source: str = "mesh"):
+    """(mesh with consistent outward orientation, inconsistent edges found, triangles flipped);
+    the mesh must be closed and manifold (MeshError otherwise)."""
+    half, face, edge, count = _edges(mesh.triangles)
+    _check_closed_manifold(mesh, half, edge, count, source)
+    flip, n_inconsistent = _orient(mesh, half, face, edge, source)
+    if not flip.any():
+        return mesh, n_inconsistent, flip
+    t = mesh.triangles.copy()
+    t[flip] = t[flip][:, ::-1]
+    return SurfaceMesh(mesh.vertices, t, dict(mesh.meta)), n_inconsistent, flip
+
+
 def check_surface(mesh: SurfaceMesh, source: str = "mesh", merge: bool = True) -> SurfaceMesh:
     """The checked, outward-oriented mesh; raises MeshError on defects it cannot repair."""
     if merge:
         mesh = merge_duplicate_vertices(mesh)
     _check_degenerate(mesh, source)
     _check_duplicate_faces(mesh, source)
-    half, face, edge, count = _edges(mesh.triangles)
-    _check_closed_manifold(mesh, half, edge, count, source)
-    flip, n_inconsistent = _orient(mesh, half, face, edge, source)
+    mesh, n_inconsistent, flip = orient_outward(mesh, source)
     if n_inconsistent:
         log.warning("%s: orientation was inconsistent across %d edge(s); re-oriented %d of %d "
                     "triangles by breadth-first propagation, normals now point outward",
@@ -143,8 +154,4 @@ def check_surface(mesh: SurfaceMesh, source: str = "mesh", merge: bool = True) -
     elif flip.any():
         log.warning("%s: %d of %d triangles (whole components) pointed inward; flipped them",
                     source, int(flip.sum()), len(flip))
-    if not flip.any():
-        return mesh
-    t = mesh.triangles.copy()
-    t[flip] = t[flip][:, ::-1]
-    return SurfaceMesh(mesh.vertices, t, dict(mesh.meta))
+    return mesh

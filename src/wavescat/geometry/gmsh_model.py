@@ -7,13 +7,17 @@ without gmsh (the GPU device).
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 
 import numpy as np
 
 from ..errors import MeshError
 from ..surface import SurfaceMesh
+from .checks import orient_outward
 from .sizing import MeshOptions
+
+log = logging.getLogger(__name__)
 
 _LOCK = threading.Lock()  # gmsh has one global model per process
 
@@ -55,8 +59,17 @@ def apply_mesh_options(gmsh, options: MeshOptions, size_from_points: bool = Fals
     gmsh.option.setNumber("Mesh.ElementOrder", 1)
 
 
+# Frontal-Delaunay works in each surface's parameter plane and overshoots h near the poles
+# of doubly curved surfaces (edges up to 2.5 h on a sphere); MeshAdapt keeps them <= 1.4 h
+# at a higher cost, so it is used only there.
+FLAT_OR_RULED = ("Plane", "Cylinder", "Cone", "Discrete")
+
+
 def generate_surface_mesh(gmsh, options: MeshOptions, size_from_points: bool = False) -> None:
     apply_mesh_options(gmsh, options, size_from_points)
+    for _, tag in gmsh.model.getEntities(2):
+        if not gmsh.model.getType(2, tag).startswith(FLAT_OR_RULED):
+            gmsh.model.mesh.setAlgorithm(2, tag, 1)
     try:
         gmsh.model.mesh.generate(2)
     except Exception as exc:
@@ -88,14 +101,19 @@ def surface_from_model(gmsh, source: str) -> SurfaceMesh:
     if not blocks:
         raise MeshError(f"{source}: holds no triangles")
     tri = np.concatenate(blocks)
-    c = np.asarray(coords, dtype=np.float64).reshape(-1, 3)[tri]
-    if np.einsum("ij,ij->i", c[:, 0], np.cross(c[:, 1], c[:, 2])).sum() < 0:
-        tri = tri[:, ::-1]  # a sewn shell may come out inward; orientation is ours to fix
     used = np.unique(tri)
     remap = np.full(len(node_tags), -1, dtype=np.int64)
     remap[used] = np.arange(len(used))
     vertices = np.asarray(coords, dtype=np.float64).reshape(-1, 3)[used]
-    return SurfaceMesh(vertices, remap[tri], {"source": source})
+    mesh = SurfaceMesh(vertices, remap[tri], {"source": source})
+    # Surface meshes follow each surface's own orientation (built-in kernel, sewn shells);
+    # making them agree is gmsh's business, not a defect of the user's input: no warning.
+    try:
+        mesh, _, flip = orient_outward(mesh, source)
+        log.debug("%s: re-oriented %d of %d gmsh triangles", source, int(flip.sum()), len(flip))
+    except MeshError:
+        pass  # open or non-manifold: check_surface reports it
+    return mesh
 
 
 def mesh_occ_model(gmsh, options: MeshOptions, source: str) -> SurfaceMesh:

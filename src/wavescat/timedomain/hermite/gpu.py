@@ -17,6 +17,7 @@ loop over a degree index has a compile-time trip count and is unrolled.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -32,25 +33,42 @@ def cells_per_block(m: int, n_fields: int, itemsize: int) -> int:
 
 
 def _taylor_terms(couplings, f: int) -> str:
-    """Right-hand side of d/dt u_f at coefficient (j0, j1, j2) from the stage-(s-1) data."""
+    """Right-hand side of d/dt u_f at (j0, j1, j2) in derivative form: a pure index shift."""
     terms = []
     for c, (d, ff, g, _) in enumerate(couplings):
         if ff != f:
             continue
         if d == 2:
-            terms.append(f"(j2 + 1 < N ? lam[{c}] * (T)(j2 + 1) * cur[{g}][j2 + 1 < N ? j2 + 1 : 0] : (T)0)")
+            terms.append(f"(j2 + 1 < N ? w[{c}] * cur[{g}][j2 + 1 < N ? j2 + 1 : 0] : (T)0)")
         elif d == 1:
-            terms.append(f"(j1 + 1 < N ? lam[{c}] * (T)(j1 + 1) * SH({g}, j0, j1 + 1, j2) : (T)0)")
+            terms.append(f"(j1 + 1 < N ? w[{c}] * SH({g}, j0, j1 + 1, j2) : (T)0)")
         else:
-            terms.append(f"(j0 + 1 < N ? lam[{c}] * (T)(j0 + 1) * SH({g}, j0 + 1, j1, j2) : (T)0)")
+            terms.append(f"(j0 + 1 < N ? w[{c}] * SH({g}, j0 + 1, j1, j2) : (T)0)")
     return " + ".join(terms) if terms else "(T)0"
+
+
+def interpolation_operator(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """(H~ restricted to the left vertex, 1/j!) for the kernels.
+
+    The kernels hold coefficients in derivative form c~_j = j! b_j (per axis), where
+    d/dz is a plain index shift and the Taylor stages need no (j+1) factors; so
+    H~ = diag(j!) H, and the centre data is c~ / (j0! j1! j2!). By the reflection
+    z -> -z, H~[j, right k] = +-(-1)^k H~[j, left k] (+ for even j), so each output
+    needs only the m+1 sums L_k +- (-1)^k R_k: half the multiplications.
+    """
+    n, m1 = 2 * m + 2, m + 1
+    fact = np.array([math.factorial(j) for j in range(n)], dtype=float)
+    ht = fact[:, None] * hermite_matrix_1d(m)
+    parity = np.array([[(1 if j % 2 == 0 else -1) * (-1) ** k for k in range(m1)] for j in range(n)])
+    assert np.allclose(ht[:, m1:], parity * ht[:, :m1], atol=1e-12 * np.abs(ht).max())
+    return ht[:, :m1].copy(), 1.0 / fact
 
 
 def kernel_source(m: int, q: int, couplings, n_fields: int, dtype) -> str:
     ctype = "float" if np.dtype(dtype) == np.float32 else "double"
     cells = cells_per_block(m, n_fields, np.dtype(dtype).itemsize)
     nc = len(couplings)
-    rhs = "\n".join(f"            nxt[{f}][j2] = inv * ({_taylor_terms(couplings, f)});"
+    rhs = "\n".join(f"                nxt[{f}][j2] = inv * ({_taylor_terms(couplings, f)});"
                     for f in range(n_fields))
     return f"""
 typedef {ctype} T;
@@ -61,9 +79,28 @@ typedef {ctype} T;
 #define Q {q}
 #define NCPL {max(nc, 1)}
 #define CELLS {cells}
+#define TOP {3 * (2 * m + 1)}
 #define SH(f, a, b, c) sh[((((f) * N + (a)) * N + (b)) * N + (c)) * CELLS + cl]
 
-__constant__ T Hc[N * N];
+__constant__ T Hc[N * M1];   // H~ on the left-vertex data (see interpolation_operator)
+__constant__ T Finv[N];      // 1 / j!
+
+// one 1D interpolation: out = H~ r, with r = (left k = 0..m, right k = 0..m)
+__device__ __forceinline__ void apply_h(const T r[N], T out[N]) {{
+    T e[M1], o[M1];
+    #pragma unroll
+    for (int k = 0; k < M1; ++k) {{
+        e[k] = (k % 2 == 0) ? r[k] + r[M1 + k] : r[k] - r[M1 + k];
+        o[k] = (k % 2 == 0) ? r[k] - r[M1 + k] : r[k] + r[M1 + k];
+    }}
+    #pragma unroll
+    for (int j = 0; j < N; ++j) {{
+        T t = 0;
+        #pragma unroll
+        for (int k = 0; k < M1; ++k) t += Hc[j * M1 + k] * ((j % 2 == 0) ? e[k] : o[k]);
+        out[j] = t;
+    }}
+}}
 
 // axis-0 pass: thread (p1, p2) gathers its 2(m+1) vertex data along axis 0 and applies H
 __device__ __forceinline__ void gather_interpolate(const T* __restrict__ src, T* sh, int cl, int col,
@@ -91,13 +128,10 @@ __device__ __forceinline__ void gather_interpolate(const T* __restrict__ src, T*
                 r[a0 * M1 + k0] = __ldg(src + dof * plane + ((long long)v0[a0] * n1 + v1) * n2 + v2);
             }}
         }}
+        T b[N];
+        apply_h(r, b);
         #pragma unroll
-        for (int j = 0; j < N; ++j) {{
-            T t = 0;
-            #pragma unroll
-            for (int i = 0; i < N; ++i) t += Hc[j * N + i] * r[i];
-            SH(f, j, p1, p2) = t;
-        }}
+        for (int j = 0; j < N; ++j) SH(f, j, p1, p2) = b[j];
     }}
 }}
 
@@ -111,13 +145,10 @@ __device__ __forceinline__ void interpolate_axes12(T* sh, int cl, int col, T cur
             T r[N];
             #pragma unroll
             for (int i = 0; i < N; ++i) r[i] = SH(f, j0, i, p2);
+            T b[N];
+            apply_h(r, b);
             #pragma unroll
-            for (int j = 0; j < N; ++j) {{
-                T t = 0;
-                #pragma unroll
-                for (int i = 0; i < N; ++i) t += Hc[j * N + i] * r[i];
-                SH(f, j0, j, p2) = t;
-            }}
+            for (int j = 0; j < N; ++j) SH(f, j0, j, p2) = b[j];
         }}
     }}
     __syncthreads();
@@ -127,14 +158,9 @@ __device__ __forceinline__ void interpolate_axes12(T* sh, int cl, int col, T cur
         T r[N];
         #pragma unroll
         for (int i = 0; i < N; ++i) r[i] = SH(f, j0, j1, i);
+        apply_h(r, cur[f]);
         #pragma unroll
-        for (int j = 0; j < N; ++j) {{
-            T t = 0;
-            #pragma unroll
-            for (int i = 0; i < N; ++i) t += Hc[j * N + i] * r[i];
-            cur[f][j] = t;
-            SH(f, j0, j1, j) = t;
-        }}
+        for (int j = 0; j < N; ++j) SH(f, j0, j1, j) = cur[f][j];
     }}
 }}
 
@@ -142,6 +168,7 @@ __device__ __forceinline__ void interpolate_axes12(T* sh, int cl, int col, T cur
 __device__ __forceinline__ void evolve_store(T* sh, int cl, int col, T cur[NF][N],
         const T* __restrict__ lam_g, T* __restrict__ dst, long long cell, long long ncells) {{
     const int j0 = col / N, j1 = col % N;
+    const int excess = (j0 > M ? j0 - M : 0) + (j1 > M ? j1 - M : 0);
     T lam[NCPL];
     #pragma unroll
     for (int c = 0; c < NCPL; ++c) lam[c] = lam_g[c];
@@ -152,29 +179,49 @@ __device__ __forceinline__ void evolve_store(T* sh, int cl, int col, T cur[NF][N
         for (int j2 = 0; j2 < M1; ++j2) acc[f][j2] = cur[f][j2];
     #pragma unroll 1
     for (int s = 1; s <= Q; ++s) {{
+        T w[NCPL], nxt[NF][N];
         const T inv = (T)1 / (T)s;
-        T nxt[NF][N];
+        #pragma unroll
+        for (int c = 0; c < NCPL; ++c) w[c] = lam[c] * inv;
+        // a column is needed only while it can still reach the centre data (index <= m) in
+        // the Q - s stages left (idle columns keep stage s-1, all that is read of them);
+        // past total degree TOP - s it is zero (the interpolant has degree TOP)
+        const bool needed = excess <= Q - s;
+        const bool compute = needed && j0 + j1 <= TOP - s;
         __syncthreads();  // stage s-1 is in shared memory
-        #pragma unroll
-        for (int j2 = 0; j2 < N; ++j2) {{
-{rhs}
-        }}
-        __syncthreads();  // everyone has read stage s-1
-        #pragma unroll
-        for (int f = 0; f < NF; ++f)
+        if (compute) {{
             #pragma unroll
             for (int j2 = 0; j2 < N; ++j2) {{
-                cur[f][j2] = nxt[f][j2];
-                SH(f, j0, j1, j2) = nxt[f][j2];
-                if (j2 < M1) acc[f][j2] += nxt[f][j2];
+{rhs}
             }}
+        }}
+        __syncthreads();  // everyone has read stage s-1
+        if (compute) {{
+            #pragma unroll
+            for (int f = 0; f < NF; ++f)
+                #pragma unroll
+                for (int j2 = 0; j2 < N; ++j2) {{
+                    cur[f][j2] = nxt[f][j2];
+                    SH(f, j0, j1, j2) = nxt[f][j2];
+                    if (j2 < M1) acc[f][j2] += nxt[f][j2];
+                }}
+        }} else if (needed) {{
+            #pragma unroll
+            for (int f = 0; f < NF; ++f)
+                #pragma unroll
+                for (int j2 = 0; j2 < N; ++j2) {{
+                    cur[f][j2] = (T)0;
+                    SH(f, j0, j1, j2) = (T)0;
+                }}
+        }}
     }}
     if (j0 < M1 && j1 < M1 && cell < ncells) {{
         #pragma unroll
         for (int f = 0; f < NF; ++f)
             #pragma unroll
             for (int j2 = 0; j2 < M1; ++j2)
-                dst[((long long)((f * M1 + j0) * M1 + j1) * M1 + j2) * ncells + cell] = acc[f][j2];
+                dst[((long long)((f * M1 + j0) * M1 + j1) * M1 + j2) * ncells + cell] =
+                    acc[f][j2] * (Finv[j0] * Finv[j1] * Finv[j2]);
     }}
 }}
 
@@ -240,8 +287,10 @@ class HermiteKernels:
         self.couplings = system.couplings()
         self.module = _compile(xp, kernel_source(m, q, tuple(self.couplings), self.n_fields, self.dtype))
         n = 2 * m + 2
-        hc = xp.ndarray((n * n,), self.dtype, self.module.get_global("Hc"))
-        hc[...] = xp.asarray(hermite_matrix_1d(m).ravel(), dtype=self.dtype)
+        hleft, finv = interpolation_operator(m)
+        for name, values in (("Hc", hleft), ("Finv", finv)):
+            const = xp.ndarray((values.size,), self.dtype, self.module.get_global(name))
+            const[...] = xp.asarray(values.ravel(), dtype=self.dtype)
         self.cells = cells_per_block(m, self.n_fields, self.dtype.itemsize)
         self.threads = self.cells * n * n
         self.shared = self.n_fields * n ** 3 * self.cells * self.dtype.itemsize

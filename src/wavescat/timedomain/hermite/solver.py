@@ -64,6 +64,7 @@ class HermiteSolver:
         self._work = xp.empty_like(self.state)
         self.time = 0.0
         self._gpu = None
+        self._lam_dev = None
         if self.backend.is_gpu:
             from .gpu import HermiteKernels
             self._gpu = HermiteKernels(xp, self.m, self.q, system, self.dtype, kernel)
@@ -93,7 +94,9 @@ class HermiteSolver:
     def half_step(self, src, dst, shift: int) -> None:
         lam = self._lam(0.5 * self.dt)
         if self._gpu is not None:
-            self._gpu.half_step(src, dst, self.backend.xp.asarray(lam, dtype=self.dtype), shift)
+            if self._lam_dev is None or self._lam_dev[0] != self.dt:  # upload once per dt
+                self._lam_dev = (self.dt, self.backend.xp.asarray(lam, dtype=self.dtype))
+            self._gpu.half_step(src, dst, self._lam_dev[1], shift)
             return
         cpl = self.system.couplings()
         cd, cf, cg = (np.array([c[i] for c in cpl], dtype=np.int64) for i in range(3))

@@ -1,0 +1,125 @@
+"""Hermite-Taylor GPU benchmark: the Table 1 case of Vargas, Chan, Hagstrom & Warburton.
+
+Advection u_t = u_x + u_y + u_z on a periodic 150^3 grid, 200 time steps (400 half steps),
+m = 1, 2, 3 with q = 3(2m+1), single precision, two-kernel and monolithic forms.
+Prints time per run, speed-up over the paper's GTX 980 (monolithic: 2.09, 13.77, 36.17 s),
+and achieved bandwidth / FLOP rate against the device roofline. FLOPs and bytes are counted
+analytically from what the kernels execute (gpu.py); bytes assume every dof is read once
+(perfect reuse of the shared vertices), so they are the ideal DRAM traffic.
+
+    PYTHONPATH=src python bench/bench_hermite.py [--cells 150] [--steps 200] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+PAPER_SECONDS = {"monolithic": {1: 2.09, 2: 13.77, 3: 36.17}, "two-kernel": {1: 2.42, 2: 13.77, 3: 37.23}}
+# peak DRAM bandwidth (B/s) and fp32 FMA rate (FLOP/s, non-tensor) by device name
+ROOFLINES = {"H200": (4.8e12, 67e12), "H100": (3.35e12, 60e12), "A100": (2.0e12, 19.5e12)}
+
+
+def roofline(device: str):
+    for key, peaks in ROOFLINES.items():
+        if key in device:
+            return peaks
+    return (np.nan, np.nan)
+
+
+def flops_per_cell(m: int, q: int, couplings, n_fields: int) -> dict:
+    """FLOPs one cell costs in one half step, as the CUDA kernels execute them (FMA = 2)."""
+    n, m1, top = 2 * m + 2, m + 1, 3 * (2 * m + 1)
+    # three passes of H~: per column, m+1 even/odd sums of pairs, then n outputs x (m+1) FMAs
+    interp = 3 * n_fields * n * n * (2 * m1 + 2 * n * m1)
+    taylor = 0
+    for s in range(1, q + 1):
+        for j0 in range(n):
+            for j1 in range(n):
+                if max(0, j0 - m) + max(0, j1 - m) > q - s or j0 + j1 > top - s:
+                    continue  # idle or zero column
+                for d, _, _, _ in couplings:
+                    if (d == 0 and j0 + 1 < n) or (d == 1 and j1 + 1 < n):
+                        taylor += 2 * n
+                    elif d == 2:
+                        taylor += 2 * (n - 1)
+                taylor += n_fields * m1  # sums of the centre data
+    return {"interpolate": interp, "evolve": taylor}
+
+
+def bytes_per_cell(m: int, n_fields: int, form: str, itemsize: int) -> int:
+    dofs = n_fields * (m + 1) ** 3
+    moved = 2 * dofs  # read the source once, write the target once
+    if form == "two-kernel":
+        moved += 2 * n_fields * (2 * m + 2) ** 3  # coefficients written, then read back
+    return moved * itemsize
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cells", type=int, default=150)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--degrees", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--forms", nargs="+", default=["two-kernel", "monolithic"])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args(argv)
+
+    from wavescat.backend import get_backend
+    from wavescat.timedomain.hermite import HermiteSolver, advection
+
+    backend = get_backend("gpu")
+    xp = backend.xp
+    bw_peak, fl_peak = roofline(backend.device_name)
+    ncells = args.cells ** 3
+    system = advection((1.0, 1.0, 1.0))
+    print(f"device: {backend.device_name}; roofline {bw_peak / 1e12:.2f} TB/s, {fl_peak / 1e12:.0f} TFLOP/s fp32")
+    print(f"advection, {args.cells}^3 cells, {args.steps} steps ({2 * args.steps} half steps), single precision")
+    print(f"{'m':>2} {'q':>3} {'form':>10} {'time s':>9} {'paper s':>8} {'speed-up':>9} "
+          f"{'TB/s':>6} {'%bw':>5} {'TFLOP/s':>8} {'%peak':>6}")
+    results = []
+    for m in args.degrees:
+        for form in args.forms:
+            solver = HermiteSolver(system, args.cells, 1.0, m, cfl=0.9, backend="gpu",
+                                   precision="single", kernel=form)
+            solver.state[...] = (1e-2 * xp.random.standard_normal(solver.state.shape)).astype(solver.dtype)
+            solver.step(2)  # warm-up: compiles, allocates the coefficient buffer
+            xp.cuda.Device().synchronize()
+            times = []
+            for _ in range(args.repeats):
+                start, end = xp.cuda.Event(), xp.cuda.Event()
+                start.record()
+                solver.step(args.steps)
+                end.record()
+                end.synchronize()
+                times.append(xp.cuda.get_elapsed_time(start, end) / 1e3)
+            finite = bool(xp.isfinite(solver.state).all())
+            t = min(times)
+            fl = flops_per_cell(m, solver.q, system.couplings(), 1)
+            flops = sum(fl.values()) * ncells * 2 * args.steps
+            moved = bytes_per_cell(m, 1, form, 4) * ncells * 2 * args.steps
+            paper = PAPER_SECONDS["monolithic"][m] * (args.cells / 150) ** 3 * args.steps / 200
+            row = {"m": m, "q": solver.q, "form": form, "seconds": t, "all_seconds": times,
+                   "paper_monolithic_s": paper, "speedup_vs_paper_monolithic": paper / t,
+                   "bandwidth_Bps": moved / t, "bandwidth_fraction": moved / t / bw_peak,
+                   "flops_per_s": flops / t, "flop_fraction": flops / t / fl_peak,
+                   "flops_per_cell_half_step": fl, "bytes_per_cell_half_step": bytes_per_cell(m, 1, form, 4),
+                   "cells_per_block": solver._gpu.cells, "threads_per_block": solver._gpu.threads,
+                   "finite": finite}
+            results.append(row)
+            print(f"{m:>2} {solver.q:>3} {form:>10} {t:9.4f} {paper:8.2f} {paper / t:8.1f}x "
+                  f"{moved / t / 1e12:6.2f} {100 * moved / t / bw_peak:4.0f}% {flops / t / 1e12:8.2f} "
+                  f"{100 * flops / t / fl_peak:5.0f}%", flush=True)
+            del solver
+            xp.get_default_memory_pool().free_all_blocks()
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"device": backend.device_name, "cells": args.cells, "steps": args.steps,
+                       "roofline": {"bandwidth_Bps": bw_peak, "fp32_flops": fl_peak}, "runs": results}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

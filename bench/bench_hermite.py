@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import numpy as np
@@ -64,6 +65,8 @@ def main(argv=None) -> int:
     parser.add_argument("--degrees", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--forms", nargs="+", default=["two-kernel", "monolithic"])
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--cells-per-block", type=int, nargs="+", default=[0],
+                        help="caps to try (0: the default choice)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args(argv)
 
@@ -77,43 +80,47 @@ def main(argv=None) -> int:
     system = advection((1.0, 1.0, 1.0))
     print(f"device: {backend.device_name}; roofline {bw_peak / 1e12:.2f} TB/s, {fl_peak / 1e12:.0f} TFLOP/s fp32")
     print(f"advection, {args.cells}^3 cells, {args.steps} steps ({2 * args.steps} half steps), single precision")
-    print(f"{'m':>2} {'q':>3} {'form':>10} {'time s':>9} {'paper s':>8} {'speed-up':>9} "
+    print(f"{'m':>2} {'q':>3} {'form':>10} {'cells/blk':>9} {'time s':>9} {'paper s':>8} {'speed-up':>9} "
           f"{'TB/s':>6} {'%bw':>5} {'TFLOP/s':>8} {'%peak':>6}")
     results = []
-    for m in args.degrees:
-        for form in args.forms:
-            solver = HermiteSolver(system, args.cells, 1.0, m, cfl=0.9, backend="gpu",
-                                   precision="single", kernel=form)
-            solver.state[...] = (1e-2 * xp.random.standard_normal(solver.state.shape)).astype(solver.dtype)
-            solver.step(2)  # warm-up: compiles, allocates the coefficient buffer
-            xp.cuda.Device().synchronize()
-            times = []
-            for _ in range(args.repeats):
-                start, end = xp.cuda.Event(), xp.cuda.Event()
-                start.record()
-                solver.step(args.steps)
-                end.record()
-                end.synchronize()
-                times.append(xp.cuda.get_elapsed_time(start, end) / 1e3)
-            finite = bool(xp.isfinite(solver.state).all())
-            t = min(times)
-            fl = flops_per_cell(m, solver.q, system.couplings(), 1)
-            flops = sum(fl.values()) * ncells * 2 * args.steps
-            moved = bytes_per_cell(m, 1, form, 4) * ncells * 2 * args.steps
-            paper = PAPER_SECONDS["monolithic"][m] * (args.cells / 150) ** 3 * args.steps / 200
-            row = {"m": m, "q": solver.q, "form": form, "seconds": t, "all_seconds": times,
-                   "paper_monolithic_s": paper, "speedup_vs_paper_monolithic": paper / t,
-                   "bandwidth_Bps": moved / t, "bandwidth_fraction": moved / t / bw_peak,
-                   "flops_per_s": flops / t, "flop_fraction": flops / t / fl_peak,
-                   "flops_per_cell_half_step": fl, "bytes_per_cell_half_step": bytes_per_cell(m, 1, form, 4),
-                   "cells_per_block": solver._gpu.cells, "threads_per_block": solver._gpu.threads,
-                   "finite": finite}
-            results.append(row)
-            print(f"{m:>2} {solver.q:>3} {form:>10} {t:9.4f} {paper:8.2f} {paper / t:8.1f}x "
-                  f"{moved / t / 1e12:6.2f} {100 * moved / t / bw_peak:4.0f}% {flops / t / 1e12:8.2f} "
-                  f"{100 * flops / t / fl_peak:5.0f}%", flush=True)
-            del solver
-            xp.get_default_memory_pool().free_all_blocks()
+    runs = [(m, form, cap) for m in args.degrees for form in args.forms for cap in args.cells_per_block]
+    for m, form, cap in runs:
+        if cap:
+            os.environ["WAVESCAT_HERMITE_CELLS_PER_BLOCK"] = str(cap)
+        else:
+            os.environ.pop("WAVESCAT_HERMITE_CELLS_PER_BLOCK", None)
+        solver = HermiteSolver(system, args.cells, 1.0, m, cfl=0.9, backend="gpu",
+                               precision="single", kernel=form)
+        solver.state[...] = (1e-2 * xp.random.standard_normal(solver.state.shape)).astype(solver.dtype)
+        solver.step(2)  # warm-up: compiles, allocates the coefficient buffer
+        xp.cuda.Device().synchronize()
+        times = []
+        for _ in range(args.repeats):
+            start, end = xp.cuda.Event(), xp.cuda.Event()
+            start.record()
+            solver.step(args.steps)
+            end.record()
+            end.synchronize()
+            times.append(xp.cuda.get_elapsed_time(start, end) / 1e3)
+        finite = bool(xp.isfinite(solver.state).all())
+        t = min(times)
+        fl = flops_per_cell(m, solver.q, system.couplings(), 1)
+        flops = sum(fl.values()) * ncells * 2 * args.steps
+        moved = bytes_per_cell(m, 1, form, 4) * ncells * 2 * args.steps
+        paper = PAPER_SECONDS["monolithic"][m] * (args.cells / 150) ** 3 * args.steps / 200
+        row = {"m": m, "q": solver.q, "form": form, "seconds": t, "all_seconds": times,
+               "paper_monolithic_s": paper, "speedup_vs_paper_monolithic": paper / t,
+               "bandwidth_Bps": moved / t, "bandwidth_fraction": moved / t / bw_peak,
+               "flops_per_s": flops / t, "flop_fraction": flops / t / fl_peak,
+               "flops_per_cell_half_step": fl, "bytes_per_cell_half_step": bytes_per_cell(m, 1, form, 4),
+               "cells_per_block": solver._gpu.cells, "threads_per_block": solver._gpu.threads,
+               "finite": finite}
+        results.append(row)
+        print(f"{m:>2} {solver.q:>3} {form:>10} {solver._gpu.cells:>9} {t:9.4f} {paper:8.2f} {paper / t:8.1f}x "
+              f"{moved / t / 1e12:6.2f} {100 * moved / t / bw_peak:4.0f}% {flops / t / 1e12:8.2f} "
+              f"{100 * flops / t / fl_peak:5.0f}%", flush=True)
+        del solver
+        xp.get_default_memory_pool().free_all_blocks()
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"device": backend.device_name, "cells": args.cells, "steps": args.steps,

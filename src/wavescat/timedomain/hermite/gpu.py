@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 
 import numpy as np
 
@@ -28,8 +29,11 @@ _SHARED_LIMIT = 48 * 1024
 
 
 def cells_per_block(m: int, n_fields: int, itemsize: int) -> int:
+    """Cells per thread block: up to a warp's worth, within 1024 threads and 48 KiB of shared
+    memory; WAVESCAT_HERMITE_CELLS_PER_BLOCK caps it (a tuning knob for bench_hermite.py)."""
     n = 2 * m + 2
-    return max(1, min(32, 1024 // (n * n), _SHARED_LIMIT // (n_fields * n ** 3 * itemsize)))
+    fit = max(1, min(1024 // (n * n), _SHARED_LIMIT // (n_fields * n ** 3 * itemsize)))
+    return min(fit, int(os.environ.get("WAVESCAT_HERMITE_CELLS_PER_BLOCK", 32)))
 
 
 def _taylor_terms(couplings, f: int) -> str:

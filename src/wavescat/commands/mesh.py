@@ -39,7 +39,7 @@ def run(args) -> int:
 
     case = _json_arg("case", args.case)
     medium = _json_arg("medium", args.medium)
-    mesh, stats = mesh_case(case, medium, verbose=args.verbose)
+    mesh, stats = mesh_case(case, medium, verbose=args.gmsh_verbose)
     if args.name:
         stats = {"case": args.name, **stats}
     out_mesh, out_stats = Path(args.mesh), Path(args.stats)
@@ -64,5 +64,5 @@ def register(subparsers) -> None:
     p.add_argument("--mesh", required=True, help="output surface mesh (gmsh 2.2 ASCII .msh)")
     p.add_argument("--stats", required=True, help="output mesh statistics (.json)")
     p.add_argument("--name", default=None, help="case name recorded in the statistics")
-    p.add_argument("--verbose", action="store_true", help="let gmsh print to the terminal")
+    p.add_argument("--gmsh-verbose", action="store_true", help="let gmsh print to the terminal")
     p.set_defaults(func=run)

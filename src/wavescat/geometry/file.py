@@ -7,6 +7,7 @@ stored (metres): no unit conversion of STEP files.
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +28,12 @@ def read_triangle_file(path: Path) -> SurfaceMesh:
     """Triangles of an .stl or .msh file through meshio (other cells are ignored)."""
     import meshio
 
+    fmt = "gmsh" if path.suffix.lower() == ".msh" else "stl"
     try:
-        m = meshio.read(path)
-    except Exception as exc:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # meshio's binary-STL size probe
+            m = meshio.read(path, file_format=fmt)
+    except (Exception, SystemExit) as exc:  # meshio may sys.exit on unreadable input
         raise MeshError(f"cannot read mesh file {str(path)!r}: {exc}") from exc
     tris = [np.asarray(c.data) for c in m.cells if c.type == "triangle"]
     if not tris or sum(len(t) for t in tris) == 0:

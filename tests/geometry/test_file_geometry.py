@@ -1,0 +1,112 @@
+"""Geometry kind `file`: .step/.stp (OpenCASCADE), .geo, .stl, .msh, and unreadable inputs."""
+import math
+import shutil
+from pathlib import Path
+
+import meshio
+import numpy as np
+import pytest
+
+from wavescat.errors import ConfigError, MeshError
+from wavescat.geometry import mesh_case
+from wavescat.geometry.icosphere import icosphere
+
+MEDIUM = {"sound_speed": 1500.0, "density": 1000.0}
+MESHES = Path(__file__).resolve().parents[2] / "meshes"
+
+
+def file_case(path, h=0.1, **geometry):
+    return {"geometry": {"kind": "file", "path": str(path), **geometry},
+            "frequencies_hz": [1500.0 / (10 * h)], "mesh": {"elements_per_wavelength": 10}}
+
+
+def write_step(path: Path) -> None:
+    """A sphere of radius 0.5 and a box it overlaps, as two solids in one STEP file."""
+    import gmsh
+    gmsh.initialize(readConfigFiles=False, interruptible=False)
+    try:
+        gmsh.option.setNumber("General.Terminal", 0)
+        gmsh.model.occ.addSphere(0, 0, 0, 0.5)
+        gmsh.model.occ.addBox(0.25, -0.25, -0.25, 1.0, 0.5, 0.5)
+        gmsh.model.occ.synchronize()
+        gmsh.write(str(path))
+    finally:
+        gmsh.finalize()
+
+
+@pytest.mark.parametrize("suffix", [".step", ".stp"])
+def test_step_solids_are_fused_and_meshed_at_h(tmp_path, suffix):
+    path = tmp_path / f"part{suffix}"
+    write_step(path)
+    h = 0.1
+    mesh, s = mesh_case(file_case(path, h), MEDIUM)
+    # Union volume: sphere + box - the part of the box inside the sphere; bounds below.
+    sphere, box = 4 / 3 * math.pi * 0.125, 0.25
+    assert max(sphere, box) < s["enclosed_volume"] < sphere + box
+    assert s["edge_length_max"] <= 1.5 * h and mesh.vertices[:, 0].max() == pytest.approx(1.25)
+
+
+def test_checked_in_step_cylinder_volume():
+    h = 0.1
+    _, s = mesh_case(file_case(MESHES / "cylinder.step", h), MEDIUM)
+    exact = math.pi * 0.25 * 2.0
+    assert 0 < 1 - s["enclosed_volume"] / exact < h**2 / (2 * 0.25)
+    assert s["edge_length_max"] <= 1.5 * h
+
+
+def test_geo_builtin_kernel_box_is_exact_and_oriented(caplog):
+    _, s = mesh_case(file_case(MESHES / "box.geo", 0.2), MEDIUM)
+    assert s["enclosed_volume"] == pytest.approx(1.0, rel=1e-12)
+    assert s["area"] == pytest.approx(7.0, rel=1e-12)
+    assert "re-oriented" not in caplog.text  # gmsh's own orientation is fixed silently
+
+
+@pytest.mark.parametrize("suffix", [".stl", ".msh"])
+def test_surface_mesh_files_are_read_merged_and_shifted(tmp_path, monkeypatch, suffix):
+    sphere = icosphere(2, radius=2.0)
+    sphere.write(tmp_path / f"ball{suffix}")
+    monkeypatch.chdir(tmp_path)  # a relative path is relative to the working directory
+    mesh, s = mesh_case(file_case(f"ball{suffix}", center=[0.0, 0.0, 5.0]), MEDIUM)
+    assert s["vertices"] == sphere.n_vertices and s["elements"] == sphere.n_triangles
+    assert s["enclosed_volume"] == pytest.approx(sphere.enclosed_volume, rel=1e-6)
+    assert np.allclose(mesh.vertices.mean(axis=0), [0, 0, 5.0], atol=1e-6)
+
+
+def test_inward_stl_is_flipped(tmp_path, caplog):
+    sphere = icosphere(1)
+    meshio.write_points_cells(tmp_path / "in.stl", sphere.vertices,
+                              [("triangle", sphere.triangles[:, ::-1])], binary=True)
+    _, s = mesh_case(file_case(tmp_path / "in.stl"), MEDIUM)
+    assert s["enclosed_volume"] > 0 and "pointed inward" in caplog.text
+
+
+def test_file_without_triangles(tmp_path):
+    path = tmp_path / "lines.msh"
+    meshio.write_points_cells(path, np.eye(3), [("line", np.array([[0, 1], [1, 2]]))],
+                              file_format="gmsh22", binary=False)
+    with pytest.raises(MeshError, match="holds no triangles"):
+        mesh_case(file_case(path), MEDIUM)
+
+
+@pytest.mark.parametrize("name", ["garbage.stl", "garbage.msh", "garbage.step", "garbage.geo"])
+def test_garbage_file(tmp_path, name):
+    path = tmp_path / name
+    path.write_bytes(b"this is not a mesh \x00\x01\x02 {{{\n" * 5)
+    with pytest.raises(MeshError, match=r"cannot read|no surfaces|holds no"):
+        mesh_case(file_case(path), MEDIUM)
+
+
+def test_open_surface_file_is_reported(tmp_path):
+    sphere = icosphere(1)
+    meshio.write_points_cells(tmp_path / "open.stl", sphere.vertices,
+                              [("triangle", sphere.triangles[2:])])
+    with pytest.raises(MeshError, match=r"open\.stl.*boundary edge"):
+        mesh_case(file_case(tmp_path / "open.stl"), MEDIUM)
+
+
+def test_missing_file_and_unknown_suffix(tmp_path):
+    with pytest.raises(ConfigError, match=r"geometry\.path = .*nope\.step.*no such file"):
+        mesh_case(file_case(tmp_path / "nope.step"), MEDIUM)
+    shutil.copy(MESHES / "box.geo", tmp_path / "box.iges")
+    with pytest.raises(ConfigError, match=r"unknown suffix '\.iges'"):
+        mesh_case(file_case(tmp_path / "box.iges"), MEDIUM)

@@ -135,3 +135,9 @@ def test_bad_mesh_settings_name_key(medium, mesh, freqs, key):
     c = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": freqs, "mesh": mesh}
     with pytest.raises(ConfigError, match=key):
         mesh_case(c, medium)
+
+
+def test_meshing_is_deterministic():
+    c = case({"kind": "spheroid", "semi_axes": [1.0, 0.7, 0.5]}, 0.3)
+    (m1, _), (m2, _) = mesh_case(c, MEDIUM), mesh_case(c, MEDIUM)
+    assert m1.fingerprint() == m2.fingerprint()

@@ -54,6 +54,15 @@ def test_checked_in_step_cylinder_volume():
     assert s["edge_length_max"] <= 1.5 * h
 
 
+def test_scale_converts_millimetres(tmp_path):
+    """The cylinder read as if it were in millimetres: scale 0.001 and h in metres."""
+    h = 0.0001
+    mesh, s = mesh_case(file_case(MESHES / "cylinder.step", h, scale=0.001), MEDIUM)
+    assert np.ptp(mesh.vertices[:, 0]) == pytest.approx(0.002)
+    assert 0 < 1 - s["enclosed_volume"] / (math.pi * 0.25 * 2.0e-9) < 0.05
+    assert s["edge_length_max"] <= 1.5 * h
+
+
 def test_geo_builtin_kernel_box_is_exact_and_oriented(caplog):
     _, s = mesh_case(file_case(MESHES / "box.geo", 0.2), MEDIUM)
     assert s["enclosed_volume"] == pytest.approx(1.0, rel=1e-12)

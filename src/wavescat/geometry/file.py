@@ -1,13 +1,15 @@
 """Geometry from a file: CAD (.step/.stp through OpenCASCADE, gmsh .geo) is meshed at the
 case's element size; surface meshes (.stl, .msh) are taken as they are.
 
-A relative `path` is relative to the current working directory. Coordinates are used as
-stored (metres): no unit conversion of STEP files.
+A relative `path` is relative to the current working directory. Coordinates are read as
+stored and multiplied by `scale` (default 1; 0.001 for a file in millimetres: STEP files
+are not converted by their declared unit); then the body is shifted by `center`.
 """
 from __future__ import annotations
 
 import logging
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,7 @@ import numpy as np
 from ..errors import ConfigError, MeshError
 from ..surface import SurfaceMesh
 from .gmsh_model import generate_surface_mesh, gmsh_session, mesh_occ_model, surface_from_model
-from .params import center
+from .params import center, positive
 from .sizing import MeshOptions
 
 log = logging.getLogger(__name__)
@@ -82,9 +84,11 @@ def file(geometry: dict, options: MeshOptions) -> SurfaceMesh:
     path = Path(raw)
     if not path.is_file():
         raise ConfigError(f"geometry.path = {raw!r}: no such file (relative to {Path.cwd()})")
+    scale = positive(geometry, "scale", 1.0)
     suffix = path.suffix.lower()
     if suffix in CAD_SUFFIXES:
-        mesh = _mesh_cad(path, options)
+        # Mesh in the file's units so that h is h metres after scaling.
+        mesh = _mesh_cad(path, replace(options, h=options.h / scale))
     elif suffix in MESH_SUFFIXES:
         mesh = read_triangle_file(path)
         log.info("%s: surface mesh used as stored (%d triangles); h = %.4g m is not applied",
@@ -93,6 +97,6 @@ def file(geometry: dict, options: MeshOptions) -> SurfaceMesh:
         raise ConfigError(f"geometry.path = {raw!r}: unknown suffix {path.suffix!r}; "
                           f"use one of {', '.join(CAD_SUFFIXES + MESH_SUFFIXES)}")
     x0 = center(geometry)
-    if np.any(x0):
-        mesh = SurfaceMesh(mesh.vertices + x0, mesh.triangles, mesh.meta)
+    if scale != 1.0 or np.any(x0):
+        mesh = SurfaceMesh(scale * mesh.vertices + x0, mesh.triangles, mesh.meta)
     return mesh

@@ -86,3 +86,16 @@ def test_scaled_submarine_keeps_volume_ratio():
 def test_bad_submarine_keys(geometry, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         mesh_case(sub_case(**geometry), MEDIUM)
+
+
+@pytest.mark.slow
+def test_default_submarine_meshes_at_500_hz():
+    """The issue's acceptance: c = 1500, 10 elements per wavelength at 500 Hz (h = 0.3 m)."""
+    case = {"geometry": {"kind": "submarine"}, "frequencies_hz": [250.0, 500.0],
+            "mesh": {"elements_per_wavelength": 10, "max_element_size": None,
+                     "curvature_refinement": 0}}
+    _, s = mesh_case(case, MEDIUM)  # runs every check
+    assert s["h_requested"] == pytest.approx(0.3)
+    assert s["edge_length_max"] <= 1.5 * 0.3 and s["min_angle_deg"] > 10
+    assert 30_000 < s["elements"] < 60_000
+    assert hull_volume({}) < s["enclosed_volume"] < hull_volume({}) + appendage_volume()

@@ -83,11 +83,13 @@ class ScatteringSetup:
         return self.ramp(tau, xp) * xp.cos(self.omega * (t - dx / self.c))
 
 
-def scattering_mesh_sizes(setup: ScatteringSetup, order: int, points_per_wavelength: float):
-    """(h_inner, h_outer): nodes per wavelength ~ points_per_wavelength near the sphere."""
+def scattering_mesh_sizes(setup: ScatteringSetup, order: int, points_per_wavelength: float,
+                          h_surface: float | None = None):
+    """(h_inner, h_outer): N wavelength / h = points_per_wavelength away from the sphere; at
+    the sphere h_surface (default 0.25 radius: straight facets cut the sphere by h^2 / 8a)."""
     wavelength = 2 * np.pi / setup.k
     h = order * wavelength / points_per_wavelength
-    return min(h, 0.35 * setup.radius), 2.0 * h
+    return min(h, h_surface or 0.25 * setup.radius), h
 
 
 @dataclass
@@ -173,7 +175,7 @@ def write_csv_atomic(path, header: list[str], rows: np.ndarray) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", newline="") as fh:
-            w = csv.writer(fh)
+            w = csv.writer(fh, lineterminator="\n")
             w.writerow(header)
             for row in rows:
                 w.writerow([repr(float(v)) if not isinstance(v, (int, np.integer)) else int(v) for v in row])

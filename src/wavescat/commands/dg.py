@@ -1,0 +1,190 @@
+"""`wavescat verify-dg` (DG convergence on a rigid-box cavity mode) and `wavescat dg-scatter`
+(time-domain rigid-sphere scattering at one frequency, amplitudes at probe points)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+
+import numpy as np
+
+from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+# mesh sequences (cells per side of the unit box) that finish in about a minute on 2 cores
+CELLS = {1: [2, 4, 8], 2: [2, 4, 8], 3: [1, 2, 4], 4: [1, 2, 4], 5: [1, 2, 4], 6: [1, 2, 3]}
+CONVERGENCE_HEADER = ["order", "elements", "h", "error_l2", "observed_order"]
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("verify-dg", help="DG convergence on a rigid-box standing mode")
+    p.add_argument("--csv", required=True, help="output table (dg_convergence.csv)")
+    p.add_argument("--plot", required=True, help="output log-log plot (PNG/SVG)")
+    p.add_argument("--backend", default="cpu", choices=["auto", "cpu", "gpu"])
+    p.add_argument("--precision", default="double", choices=["double", "single"])
+    p.add_argument("--orders", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    p.add_argument("--t-final", type=float, default=0.3, help="final time (periods are ~1.15)")
+    p.add_argument("--quick", action="store_true", help="drop the finest mesh of each order")
+    p.set_defaults(func=verify_dg)
+
+    s = subparsers.add_parser("dg-scatter", help="time-domain DG run of a rigid sphere at one frequency")
+    s.add_argument("--radius", type=float, required=True)
+    s.add_argument("--k", type=float, required=True, help="wavenumber (rad/m), c = 1 unless --sound-speed")
+    s.add_argument("--direction", type=float, nargs=3, required=True, metavar=("DX", "DY", "DZ"))
+    s.add_argument("--center", type=float, nargs=3, default=[0.0, 0.0, 0.0])
+    s.add_argument("--probes", required=True, help="CSV with columns x,y,z")
+    s.add_argument("--out", required=True, help="CSV x,y,z,re_p_dg,im_p_dg")
+    s.add_argument("--order", type=int, default=4)
+    s.add_argument("--outer", default="sphere", choices=["sphere", "box"])
+    s.add_argument("--outer-size", type=float, default=None,
+                   help="outer radius / box half-width (default: probes' reach + 0.6 wavelength)")
+    s.add_argument("--points-per-wavelength", type=float, default=14.0,
+                   help="N * wavelength / h near the sphere")
+    s.add_argument("--h-surface", type=float, default=None, help="element size at the sphere")
+    s.add_argument("--mesh", default=None, help="use this volume mesh (.npz with vertices, tets, or .msh)")
+    s.add_argument("--save-mesh", default=None, help="write the gmsh volume mesh to this .npz")
+    s.add_argument("--sound-speed", type=float, default=1.0)
+    s.add_argument("--density", type=float, default=1.0)
+    s.add_argument("--settle-periods", type=float, default=4.0)
+    s.add_argument("--dft-periods", type=int, default=2)
+    s.add_argument("--backend", default="auto", choices=["auto", "cpu", "gpu"])
+    s.add_argument("--precision", default="double", choices=["double", "single"])
+    s.add_argument("--summary", default=None, help="JSON with run sizes, timing and the error "
+                   "against the exact rigid-sphere series")
+    s.set_defaults(func=dg_scatter)
+
+
+def verify_dg(args) -> int:
+    from ..timedomain.dg.cavity import convergence_study
+    from ..timedomain.dg.reference import check_order
+    from ..timedomain.dg.scattering import write_csv_atomic
+
+    rows = []
+    for order in args.orders:
+        check_order(order)
+        cells = CELLS[order][:-1] if args.quick else CELLS[order]
+        t0 = time.perf_counter()
+        rows += convergence_study([order], cells, args.t_final, args.backend, args.precision)
+        log.info("order %d: %s (%.1f s)", order, ", ".join(f"{r.error_l2:.3e}" for r in rows[-len(cells):]),
+                 time.perf_counter() - t0)
+    table = [[r.order, r.elements, r.h, r.error_l2, r.observed_order] for r in rows]
+    write_csv_atomic(args.csv, CONVERGENCE_HEADER, table)
+    _plot_convergence(rows, args.plot)
+    for r in rows:
+        print(f"N={r.order} K={r.elements:6d} h={r.h:.4f} error={r.error_l2:.3e} order={r.observed_order:.2f}")
+    return 0
+
+
+def _save_figure(fig, path) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    suffix = os.path.splitext(path)[1] or ".png"
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=suffix)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=120)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _plot_convergence(rows, path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for order in sorted({r.order for r in rows}):
+        sel = [r for r in rows if r.order == order]
+        h = np.array([r.h for r in sel])
+        e = np.array([r.error_l2 for r in sel])
+        line, = ax.loglog(h, e, "o-", label=f"N = {order}")
+        ax.loglog(h, e[-1] * (h / h[-1]) ** (order + 1), ":", color=line.get_color(), lw=1)
+    ax.set_xlabel("h (longest edge)")
+    ax.set_ylabel("L2 error of p")
+    ax.set_title("Nodal DG, rigid-box standing mode (dotted: h^(N+1))")
+    ax.legend()
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    _save_figure(fig, path)
+    plt.close(fig)
+
+
+def _load_mesh(path):
+    from ..errors import MeshError
+    from ..timedomain.dg.mesh import TetMesh
+
+    if not os.path.exists(path):
+        raise ConfigError(f"--mesh = {path!r}: file not found")
+    if path.endswith(".npz"):
+        data = np.load(path)
+        return TetMesh(data["vertices"], data["tets"].astype(np.int64))
+    import meshio
+
+    m = meshio.read(path)
+    tets = [c.data for c in m.cells if c.type == "tetra"]
+    if not tets:
+        raise MeshError(f"--mesh = {path!r}: no tetrahedra in the file")
+    return TetMesh(np.asarray(m.points, float), np.concatenate(tets).astype(np.int64))
+
+
+def dg_scatter(args) -> int:
+    from ..timedomain.dg.reference import check_order
+    from ..timedomain.dg.scattering import (ScatteringSetup, read_probes, relative_l2, run_scattering,
+                                            scattering_mesh_sizes, write_dg_amplitudes)
+
+    order = check_order(args.order)
+    probes = read_probes(args.probes)
+    center = np.asarray(args.center, float)
+    if not args.k > 0:
+        raise ConfigError(f"--k = {args.k!r}: must be positive")
+    wavelength = 2 * np.pi / args.k
+    reach = float(np.max(np.linalg.norm(probes - center, axis=1)))
+    sponge_start = max(reach, args.radius) + 0.1 * wavelength
+    outer = args.outer_size or sponge_start + 0.6 * wavelength
+    setup = ScatteringSetup(args.radius, args.k, args.direction, outer, args.outer, center,
+                            sponge_start=sponge_start, c=args.sound_speed, rho=args.density,
+                            settle_periods=args.settle_periods, dft_periods=args.dft_periods)
+    t0 = time.perf_counter()
+    if args.mesh:
+        mesh = _load_mesh(args.mesh)
+    else:
+        from ..timedomain.dg.gmsh_volume import shell_volume_mesh
+
+        h_in, h_out = scattering_mesh_sizes(setup, order, args.points_per_wavelength,
+                                             args.h_surface)
+        mesh = shell_volume_mesh(args.radius, outer, h_in, h_out, args.outer, center)
+        if args.save_mesh:
+            np.savez(args.save_mesh, vertices=mesh.vertices, tets=mesh.tets)
+    t_mesh = time.perf_counter() - t0
+    log.info("dg-scatter: %d tetrahedra, order %d, outer %s %.3f, sponge from %.3f",
+             mesh.n_elements, order, args.outer, outer, sponge_start)
+    t0 = time.perf_counter()
+    res = run_scattering(setup, mesh, order, probes, args.backend, args.precision,
+                         progress=lambda i, n: log.info("step %d / %d", i, n))
+    t_run = time.perf_counter() - t0
+    write_dg_amplitudes(args.out, probes, res.amplitude)
+    summary = {"elements": res.elements, "nodes": res.nodes, "order": order, "steps": res.steps,
+               "dt": res.dt, "t_final": res.t_final, "mesh_s": t_mesh, "run_s": t_run,
+               "outer": args.outer, "outer_size": outer, "sponge_start": sponge_start,
+               "backend": args.backend, "precision": args.precision}
+    try:
+        from ..reference.rigid_sphere import scattered_field
+
+        exact = scattered_field(args.k, args.radius, setup.direction, probes, center)
+        summary["relative_l2_vs_exact"] = relative_l2(res.amplitude, exact)
+        print(f"dg-scatter: relative L2 difference to the exact series at {len(probes)} probes: "
+              f"{summary['relative_l2_vs_exact']:.4f}")
+    except ImportError:  # pragma: no cover - reference module is part of the package
+        pass
+    if args.summary:
+        folder = os.path.dirname(os.path.abspath(args.summary))
+        os.makedirs(folder, exist_ok=True)
+        with open(args.summary, "w") as fh:
+            json.dump(summary, fh, indent=2)
+    print(json.dumps(summary))
+    return 0

@@ -79,6 +79,7 @@ def test_surface_mesh_files_are_read_merged_and_shifted(tmp_path, monkeypatch, s
     assert s["vertices"] == sphere.n_vertices and s["elements"] == sphere.n_triangles
     assert s["enclosed_volume"] == pytest.approx(sphere.enclosed_volume, rel=1e-6)
     assert np.allclose(mesh.vertices.mean(axis=0), [0, 0, 5.0], atol=1e-6)
+    assert s["h_applied"] is False
 
 
 def test_inward_stl_is_flipped(tmp_path, caplog):
@@ -87,6 +88,7 @@ def test_inward_stl_is_flipped(tmp_path, caplog):
                               [("triangle", sphere.triangles[:, ::-1])], binary=True)
     _, s = mesh_case(file_case(tmp_path / "in.stl"), MEDIUM)
     assert s["enclosed_volume"] > 0 and "pointed inward" in caplog.text
+    assert "exceeds 1.5 h" in caplog.text  # a 80-triangle sphere is far coarser than h = 0.1
 
 
 def test_file_without_triangles(tmp_path):

@@ -47,7 +47,7 @@ def read_triangle_file(path: Path) -> SurfaceMesh:
         pts = np.column_stack([pts, np.zeros(len(pts))])
     tri = np.concatenate(tris).astype(np.int64)
     used, tri = np.unique(tri, return_inverse=True)  # drop nodes no triangle uses
-    return SurfaceMesh(pts[used], tri.reshape(-1, 3), {"source": str(path)})
+    return SurfaceMesh(pts[used], tri.reshape(-1, 3), {"source": str(path), "h_applied": False})
 
 
 def _mesh_cad(path: Path, options: MeshOptions) -> SurfaceMesh:
@@ -91,8 +91,6 @@ def file(geometry: dict, options: MeshOptions) -> SurfaceMesh:
         mesh = _mesh_cad(path, replace(options, h=options.h / scale))
     elif suffix in MESH_SUFFIXES:
         mesh = read_triangle_file(path)
-        log.info("%s: surface mesh used as stored (%d triangles); h = %.4g m is not applied",
-                 raw, mesh.n_triangles, options.h)
     else:
         raise ConfigError(f"geometry.path = {raw!r}: unknown suffix {path.suffix!r}; "
                           f"use one of {', '.join(CAD_SUFFIXES + MESH_SUFFIXES)}")

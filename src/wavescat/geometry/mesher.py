@@ -37,10 +37,16 @@ def mesh_case(case: dict, medium: dict, verbose: bool = False) -> tuple[SurfaceM
     seconds = time.perf_counter() - start
     mesh = check_surface(mesh, source=f"{kind} mesh" if kind != "file" else str(geometry["path"]))
     stats = {"kind": kind, **mesh_statistics(mesh, options.h, seconds),
+             "h_applied": bool(mesh.meta.get("h_applied", True)),
              "frequency_max_hz": float(max(case["frequencies_hz"])),
              "elements_per_wavelength": float((case.get("mesh") or {}).get(
                  "elements_per_wavelength", 10.0)),
              "curvature_refinement": options.curvature_refinement}
+    if not stats["h_applied"] and stats["edge_length_max"] > 1.5 * options.h:
+        log.warning("%s: the stored mesh is used as it is; its longest edge %.4g m exceeds "
+                    "1.5 h = %.4g m (fewer than %g elements per wavelength there)",
+                    geometry["path"], stats["edge_length_max"], 1.5 * options.h,
+                    stats["elements_per_wavelength"])
     log.info("%s: %d triangles, %d vertices, h = %.4g m, edges %.4g..%.4g m, %.2f s",
              kind, stats["elements"], stats["vertices"], options.h, stats["edge_length_min"],
              stats["edge_length_max"], seconds)

@@ -18,11 +18,11 @@ C = 1500.0
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("solve")
-    mesh = icosphere(2)
+    mesh = icosphere(1)
     mesh.write(tmp / "mesh.msh")
     case = {"incident": {"direction": [0, 0, 1]}, "receivers": {"plane": "xz", "count": 37},
             "solver": {"operator_format": "dense", "backend": "cpu"}}
-    freqs = [1.0 * C / (2 * math.pi), 1.5 * C / (2 * math.pi)]
+    freqs = [0.5 * C / (2 * math.pi), 0.75 * C / (2 * math.pi)]
     outs = []
     for i, f in enumerate(freqs):
         out = tmp / "solutions" / f"f{i}.h5"
@@ -52,7 +52,7 @@ def test_solution_file_attributes(run):
         a = f.attrs
         assert a["mesh_fingerprint"] == mesh.fingerprint()
         assert a["formulation"] == "osrc_burton_miller" and a["precision"] == "double"
-        assert a["wavenumber"] == pytest.approx(1.0)
+        assert a["wavenumber"] == pytest.approx(0.5)
         assert json.loads(a["solver_settings"])["gmres"]["tol"] == 1e-5
         for stage in records.STAGES:
             assert a[f"time_{stage}_s"] >= 0
@@ -77,18 +77,18 @@ def test_farfield_csv_and_summary(run):
     assert [f["frequency_hz"] for f in s["frequencies"]] == pytest.approx(freqs)
     for f in s["frequencies"]:
         assert set(f["stage_times_s"]) == set(records.STAGES) and f["iterations"][0] > 0
-        assert f["relative_l2_error"] < 0.05
+        assert f["relative_l2_error"] < 0.2  # 42 DOFs: plumbing, not accuracy
     plots = sorted(p.name for p in (tmp / "plots").iterdir())
     assert "bistatic_ts_polar.png" in plots and "ts_vs_frequency.png" in plots
     assert "ts_vs_exact_f0.png" in plots
 
 
 def test_coarse_mesh_warns_and_failure_leaves_no_file(tmp_path, capsys):
-    icosphere(1).write(tmp_path / "coarse.msh")
+    icosphere(0).write(tmp_path / "coarse.msh")
     case = {"incident": {"direction": [1, 0, 0]}, "receivers": {"plane": "xy", "count": 5},
             "solver": {"operator_format": "dense", "backend": "cpu"}}
     args = ["--medium", json.dumps({"sound_speed": C}), "--mesh", str(tmp_path / "coarse.msh"),
-            "--frequency", repr(4.0 * C / (2 * math.pi))]
+            "--frequency", repr(3.0 * C / (2 * math.pi))]
     out = tmp_path / "f0.h5"
     assert cli.main(["solve", "--case", json.dumps(case), *args, "--out", str(out)]) == 0
     assert "elements per wavelength" in records.read_solution(out)["warnings"][0]

@@ -65,12 +65,14 @@ class QuadratureOrders:
               pairs (`singular_rule(kind, singular)`).
     near:     polynomial degree used instead of `regular` for disjoint pairs that are close:
               distance between the centroids < near_factor * the larger triangle diameter.
-    Defaults give about 1e-6 relative accuracy of the element-pair integrals of
-    exp(ikr)/r for k h <~ 1 (see the tables in tests/bem/test_singular_rules.py).
+    Defaults: regular 4 (6 points, as Bempp's default); singular 6, which gives the element-pair
+    integrals of exp(ikr)/r for k h <~ 2 to ~4e-6 relative (coincident, right isosceles) and
+    ~1e-7 (edge, vertex) on well-shaped triangles; slivers converge much more slowly
+    (tests/bem/test_singular_rules.py).
     """
 
     regular: int = 4
-    singular: int = 5
+    singular: int = 6
     near: int = 8
     near_factor: float = 2.0
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -50,6 +51,15 @@ def flops_per_cell(m: int, q: int, couplings, n_fields: int) -> dict:
     return {"interpolate": interp, "evolve": taylor}
 
 
+def register_flops_per_cell(m: int, q: int, couplings) -> dict:
+    """FLOPs of the generated straight-line register kernel: its arithmetic operators."""
+    from wavescat.timedomain.hermite.gpu_cell import generate_body
+
+    rhs = [re.sub(r"L\([^)]*\)", "K", line.split("=", 1)[1]) for line in generate_body(m, q, couplings, 1)]
+    ops = sum(r.count(op) for r in rhs for op in ("+", "-", "*"))
+    return {"total": ops}
+
+
 def bytes_per_cell(m: int, n_fields: int, form: str, itemsize: int) -> int:
     dofs = n_fields * (m + 1) ** 3
     moved = 2 * dofs  # read the source once, write the target once
@@ -63,8 +73,9 @@ def main(argv=None) -> int:
     parser.add_argument("--cells", type=int, default=150)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--degrees", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--forms", nargs="+", default=["two-kernel", "monolithic"])
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--forms", nargs="+",
+                        default=["two-kernel", "monolithic-shared", "monolithic-register"])
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cells-per-block", type=int, nargs="+", default=[0],
                         help="caps to try (0: the default choice)")
     parser.add_argument("--json", help="also write the figures here")
@@ -83,7 +94,10 @@ def main(argv=None) -> int:
     print(f"{'m':>2} {'q':>3} {'form':>10} {'cells/blk':>9} {'time s':>9} {'paper s':>8} {'speed-up':>9} "
           f"{'TB/s':>6} {'%bw':>5} {'TFLOP/s':>8} {'%peak':>6}")
     results = []
-    runs = [(m, form, cap) for m in args.degrees for form in args.forms for cap in args.cells_per_block]
+    from wavescat.timedomain.hermite.gpu_cell import MAX_VALUES
+
+    runs = [(m, form, cap) for m in args.degrees for form in args.forms for cap in args.cells_per_block
+            if form != "monolithic-register" or (2 * m + 2) ** 3 <= MAX_VALUES]
     for m, form, cap in runs:
         if cap:
             os.environ["WAVESCAT_HERMITE_CELLS_PER_BLOCK"] = str(cap)
@@ -104,7 +118,8 @@ def main(argv=None) -> int:
             times.append(xp.cuda.get_elapsed_time(start, end) / 1e3)
         finite = bool(xp.isfinite(solver.state).all())
         t = min(times)
-        fl = flops_per_cell(m, solver.q, system.couplings(), 1)
+        fl = (register_flops_per_cell(m, solver.q, system.couplings()) if form == "monolithic-register"
+              else flops_per_cell(m, solver.q, system.couplings(), 1))
         flops = sum(fl.values()) * ncells * 2 * args.steps
         moved = bytes_per_cell(m, 1, form, 4) * ncells * 2 * args.steps
         paper = PAPER_SECONDS["monolithic"][m] * (args.cells / 150) ** 3 * args.steps / 200
@@ -114,6 +129,7 @@ def main(argv=None) -> int:
                "flops_per_s": flops / t, "flop_fraction": flops / t / fl_peak,
                "flops_per_cell_half_step": fl, "bytes_per_cell_half_step": bytes_per_cell(m, 1, form, 4),
                "cells_per_block": solver._gpu.cells, "threads_per_block": solver._gpu.threads,
+        "kernel": type(solver._gpu).__name__,
                "finite": finite}
         results.append(row)
         print(f"{m:>2} {solver.q:>3} {form:>10} {solver._gpu.cells:>9} {t:9.4f} {paper:8.2f} {paper / t:8.1f}x "

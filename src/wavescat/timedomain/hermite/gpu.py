@@ -22,10 +22,16 @@ import os
 
 import numpy as np
 
+from ...errors import ConfigError
 from .interpolation import hermite_matrix_1d
 
-FORMS = ("monolithic", "two-kernel")
+#: "monolithic" picks the register form (gpu_cell.py) for small cubes, else the shared form
+FORMS = ("monolithic", "monolithic-shared", "monolithic-register", "two-kernel")
+#: the register form is the default while a thread holds at most this many values
+REGISTER_AUTO = 216
 _SHARED_LIMIT = 48 * 1024
+#: fastest cells per block of the shared form on an H100 (bench_hermite.py --cells-per-block)
+_TUNED_CELLS = {1: 16, 2: 8, 3: 16}
 
 
 def cells_per_block(m: int, n_fields: int, itemsize: int) -> int:
@@ -33,7 +39,7 @@ def cells_per_block(m: int, n_fields: int, itemsize: int) -> int:
     memory; WAVESCAT_HERMITE_CELLS_PER_BLOCK caps it (a tuning knob for bench_hermite.py)."""
     n = 2 * m + 2
     fit = max(1, min(1024 // (n * n), _SHARED_LIMIT // (n_fields * n ** 3 * itemsize)))
-    return min(fit, int(os.environ.get("WAVESCAT_HERMITE_CELLS_PER_BLOCK", 32)))
+    return min(fit, int(os.environ.get("WAVESCAT_HERMITE_CELLS_PER_BLOCK", _TUNED_CELLS.get(m, 32))))
 
 
 def _taylor_terms(couplings, f: int) -> str:
@@ -72,7 +78,7 @@ def kernel_source(m: int, q: int, couplings, n_fields: int, dtype) -> str:
     ctype = "float" if np.dtype(dtype) == np.float32 else "double"
     cells = cells_per_block(m, n_fields, np.dtype(dtype).itemsize)
     nc = len(couplings)
-    rhs = "\n".join(f"                nxt[{f}][j2] = inv * ({_taylor_terms(couplings, f)});"
+    rhs = "\n".join(f"                nxt[{f}][j2] = {_taylor_terms(couplings, f)};"
                     for f in range(n_fields))
     return f"""
 typedef {ctype} T;
@@ -111,7 +117,9 @@ __device__ __forceinline__ void gather_interpolate(const T* __restrict__ src, T*
         long long cell, int shift, int n0, int n1, int n2) {{
     const int p1 = col / N, p2 = col % N;
     const int a1 = p1 / M1, k1 = p1 % M1, a2 = p2 / M1, k2 = p2 % M1;
-    const int i2 = (int)(cell % n2), i1 = (int)((cell / n2) % n1), i0 = (int)(cell / ((long long)n2 * n1));
+    const unsigned int c32 = (unsigned int)cell;  // grids stay below 2^31 cells
+    const int i2 = (int)(c32 % (unsigned)n2), i1 = (int)((c32 / (unsigned)n2) % (unsigned)n1),
+              i0 = (int)(c32 / ((unsigned)n2 * (unsigned)n1));
     int v0[2], v1 = i1 + shift + a1, v2 = i2 + shift + a2;
     v1 += (v1 < 0) ? n1 : ((v1 >= n1) ? -n1 : 0);
     v2 += (v2 < 0) ? n2 : ((v2 >= n2) ? -n2 : 0);
@@ -278,6 +286,19 @@ hermite_evolve(const T* __restrict__ coef, T* __restrict__ dst, const T* __restr
     evolve_store(sh, cl, col, cur, lam, dst, cell, ncells);
 }}
 """
+
+
+def make_kernels(xp, m: int, q: int, system, dtype, form: str = "monolithic"):
+    """The half-step kernels of one form for (m, q, system, dtype)."""
+    from .gpu_cell import MAX_VALUES, CellKernel
+
+    values = system.n_fields * (2 * m + 2) ** 3
+    if form == "monolithic-register" or (form == "monolithic" and values <= REGISTER_AUTO):
+        if values > MAX_VALUES:
+            raise ConfigError(f"hermite kernel = {form!r}: a cell of {values} values does not fit in "
+                              f"registers (at most {MAX_VALUES}); use monolithic-shared or two-kernel")
+        return CellKernel(xp, m, q, system, dtype)
+    return HermiteKernels(xp, m, q, system, dtype, "two-kernel" if form == "two-kernel" else "monolithic")
 
 
 class HermiteKernels:

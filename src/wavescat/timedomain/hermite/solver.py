@@ -19,6 +19,8 @@ from .interpolation import check_degree, hermite_matrix_1d
 #: max_d (speed_d * dt / h_d) <= 1.
 CFL_LIMIT = 1.0
 BOUNDARIES = ("periodic",)
+#: GPU kernel forms (gpu.py); the CPU path ignores the choice
+KERNEL_FORMS = ("monolithic", "monolithic-shared", "monolithic-register", "two-kernel")
 
 
 def default_stages(m: int) -> int:
@@ -55,8 +57,8 @@ class HermiteSolver:
         self.speeds = system.max_speeds()
         self.backend = get_backend(backend)
         self.dtype = real_dtype(precision)
-        if kernel not in ("monolithic", "two-kernel"):
-            raise ConfigError(f"hermite kernel = {kernel!r}: must be monolithic or two-kernel")
+        if kernel not in KERNEL_FORMS:
+            raise ConfigError(f"hermite kernel = {kernel!r}: must be one of {', '.join(KERNEL_FORMS)}")
         self.kernel = kernel
         self.dt = self.max_dt(cfl)
         xp = self.backend.xp
@@ -66,8 +68,8 @@ class HermiteSolver:
         self._gpu = None
         self._lam_dev = None
         if self.backend.is_gpu:
-            from .gpu import HermiteKernels
-            self._gpu = HermiteKernels(xp, self.m, self.q, system, self.dtype, kernel)
+            from .gpu import make_kernels
+            self._gpu = make_kernels(xp, self.m, self.q, system, self.dtype, kernel)
 
     # -- time step ----------------------------------------------------------------
     def cfl_number(self, dt: float) -> float:

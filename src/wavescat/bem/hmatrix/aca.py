@@ -171,8 +171,9 @@ def aca_plus_batched(evaluate, r0, m, c0, n, eps, xp, dtype, zero_tol=0.0, k_sta
             V = xp.concatenate([V, xp.zeros((B, L, Kn - K), dtype=dtype)], axis=2)
             K = Kn
         ok_ids = bidx[ok]
-        U[ok_ids, :, rank[ok]] = u[ok]
-        V[ok_ids, :, rank[ok]] = v[ok]
+        rk = rank[ok]
+        xp.swapaxes(U, 1, 2)[ok_ids, rk] = u[ok]  # U[b, :, rank[b]] = u[b]
+        xp.swapaxes(V, 1, 2)[ok_ids, rk] = v[ok]
         rank = rank + ok
         # reference residuals follow the new cross
         refcol = refcol - u * _take_rows(xp, v[:, :, None], jref)

@@ -24,10 +24,13 @@ def scatter_add(xp, y, idx, vals):
         return
     import cupyx  # noqa: PLC0415 - only reached on the GPU backend
 
-    if y.dtype.kind == "c":
-        yr = y.view(y.real.dtype)
-        cupyx.scatter_add(yr, 2 * idx, vals.real)
-        cupyx.scatter_add(yr, 2 * idx + 1, vals.imag)
+    if y.dtype.kind == "c":  # atomic adds on the real and imaginary parts
+        part = xp.zeros(len(y), dtype=y.real.dtype)
+        cupyx.scatter_add(part, idx, xp.ascontiguousarray(vals.real))
+        y += part
+        part[:] = 0
+        cupyx.scatter_add(part, idx, xp.ascontiguousarray(vals.imag))
+        y += 1j * part
     else:
         cupyx.scatter_add(y, idx, vals)
 

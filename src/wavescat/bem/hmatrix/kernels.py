@@ -81,6 +81,13 @@ def _pairs_cpu(op, k, ti, sj, tpos, tnrm, tw, tcurl, spos, snrm, sw, scurl, out_
 
 _CUDA_SRC = r"""
 typedef __T__ T;
+#if __SINGLE__
+#define RSQRT rsqrtf
+#define SINCOS sincosf
+#else
+#define RSQRT rsqrt
+#define SINCOS sincos
+#endif
 extern "C" __global__ void hm_pairs(const long long npairs, const int* __restrict__ ti,
     const int* __restrict__ sj,
     const T* __restrict__ tpos, const T* __restrict__ tnrm, const T* __restrict__ tw,
@@ -105,7 +112,7 @@ extern "C" __global__ void hm_pairs(const long long npairs, const int* __restric
             const T d0 = spos[3*jb] - xa0, d1 = spos[3*jb+1] - xa1, d2 = spos[3*jb+2] - xa2;
             const T r2 = d0*d0 + d1*d1 + d2*d2;
             if (r2 == (T)0) continue;
-            const T rinv = rsqrt(r2);
+            const T rinv = RSQRT(r2);
             T g = inv4pi * rinv;
             T f;
 #if __OP__ == 3
@@ -120,7 +127,7 @@ extern "C" __global__ void hm_pairs(const long long npairs, const int* __restric
 #endif
 #if __HELM__
             T s, c;
-            sincos(k * r2 * rinv, &s, &c);
+            SINCOS(k * r2 * rinv, &s, &c);
 #if __OP__ == 1 || __OP__ == 2
             acc_re += f * g * (-c * rinv - k * s);
             acc_im += f * g * (k * c - s * rinv);
@@ -175,6 +182,7 @@ class PairKernel:
         self._raw = None
         if backend.is_gpu:
             src = (_CUDA_SRC.replace("__T__", "float" if self.rdtype == np.float32 else "double")
+                   .replace("__SINGLE__", str(int(self.rdtype == np.float32)))
                    .replace("__OP__", str(self.op)).replace("__HELM__", str(int(self.helmholtz))))
             self._raw = self.xp.RawKernel(src, "hm_pairs")
 
@@ -187,16 +195,22 @@ class PairKernel:
         npairs = int(ti.shape[0])
         self.evaluations += npairs * self.qq
         if self._raw is not None:
-            out = xp.empty(npairs, dtype=self.dtype)
             if npairs == 0:
-                return out
+                return xp.empty(0, dtype=self.dtype)
+            # complex results are written interleaved (re, im) into a real buffer
+            buf = xp.empty(npairs * (2 if self.helmholtz else 1), dtype=self.rdtype)
             threads = 128
             blocks = (npairs + threads - 1) // threads
             self._raw((blocks,), (threads,),
                       (np.int64(npairs), ti.astype(xp.int32, copy=False),
                        sj.astype(xp.int32, copy=False), *self._t, np.int32(self._qt), *self._s,
-                       np.int32(self._qs), self.rdtype(self.k), out.view(self.rdtype)))
-            return out
+                       np.int32(self._qs), self.rdtype(self.k), buf))
+            if not self.helmholtz:
+                return buf
+            try:
+                return buf.view(self.dtype)
+            except Exception:  # an array module whose view cannot change the item size
+                return (buf[0::2] + 1j * buf[1::2]).astype(self.dtype)
         re = np.empty(npairs, dtype=self.rdtype)
         im = np.empty(npairs, dtype=self.rdtype)
         if npairs:

@@ -85,8 +85,8 @@ def test_bad_order_is_a_config_error(bad):
 
 def test_quadrature_orders_validates():
     q = QuadratureOrders()
-    assert q.regular >= 1 and q.singular >= 1 and q.near >= q.regular
-    with pytest.raises(ConfigError, match="singular=0"):
+    assert q.regular >= 1 and min(q.singular) >= 1 and q.near >= q.regular
+    with pytest.raises(ConfigError, match="singular"):
         QuadratureOrders(singular=0)
     with pytest.raises(ConfigError, match="near_factor"):
         QuadratureOrders(near_factor=-1.0)

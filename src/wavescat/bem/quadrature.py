@@ -36,13 +36,15 @@ from .singular_rules import (  # noqa: F401 - re-exported: one import for the op
     VERTEX,
     canonical_to_element,
     classify_pairs,
+    per_kind_orders,
     singular_rule,
     stacked_singular_rules,
 )
 
 __all__ = [
     "QuadratureOrders", "triangle_rule", "MAX_SYMMETRIC_ORDER",
-    "singular_rule", "stacked_singular_rules", "classify_pairs", "canonical_to_element",
+    "singular_rule", "stacked_singular_rules", "per_kind_orders", "classify_pairs",
+    "canonical_to_element",
     "REGULAR", "VERTEX", "EDGE", "COINCIDENT", "KIND_NAMES",
 ]
 
@@ -62,26 +64,38 @@ class QuadratureOrders:
     regular:  polynomial degree of the symmetric triangle rule used on both triangles of a
               disjoint pair (`triangle_rule(regular)`).
     singular: Gauss-Legendre points per variable of the 4D Sauter-Schwab rules for touching
-              pairs (`singular_rule(kind, singular)`).
+              pairs: one integer, or (vertex, edge, coincident) (`stacked_singular_rules`).
     near:     polynomial degree used instead of `regular` for disjoint pairs that are close:
               distance between the centroids < near_factor * the larger triangle diameter.
-    Defaults: regular 4 (6 points, as Bempp's default); singular 6, which gives the element-pair
-    integrals of exp(ikr)/r for k h <~ 2 to ~4e-6 relative (coincident, right isosceles) and
-    ~1e-7 (edge, vertex) on well-shaped triangles; slivers converge much more slowly
-    (tests/bem/test_singular_rules.py).
+
+    Defaults (measured in tests/bem/test_singular_rules.py and reported with issue 3):
+    regular 4 (6 points, Bempp's default), near 8 for centroid distances below 2 diameters;
+    singular (5, 5, 7): relative errors of the pair integrals of exp(ikr)/r for k h <= 2 on
+    well-shaped triangles about 3e-7 (vertex), 3e-7 (edge), 1e-6 (coincident; 6e-6 for a
+    1:3 triangle), at 2 * 5^4, 5 * 5^4 and 6 * 7^4 points. Obtuse slivers converge much more
+    slowly (a 162-degree sliver: 1e-3 at order 7).
     """
 
     regular: int = 4
-    singular: int = 6
+    singular: int | tuple[int, int, int] = (5, 5, 7)
     near: int = 8
     near_factor: float = 2.0
 
     def __post_init__(self):
-        for name in ("regular", "singular", "near"):
+        for name in ("regular", "near"):
             object.__setattr__(self, name, check_order(getattr(self, name), name))
+        if isinstance(self.singular, (tuple, list, np.ndarray)):
+            orders = per_kind_orders(self.singular)
+            object.__setattr__(self, "singular", tuple(orders[c] for c in (VERTEX, EDGE, COINCIDENT)))
+        else:
+            object.__setattr__(self, "singular", check_order(self.singular, "singular"))
         f = self.near_factor
         if not (isinstance(f, (int, float, np.floating, np.integer)) and np.isfinite(f) and f >= 0):
             raise ConfigError(f"quadrature near_factor must be a finite number >= 0, got near_factor={f!r}")
+
+    def singular_order(self, kind) -> int:
+        """Gauss order of the singular rule of kind VERTEX, EDGE or COINCIDENT."""
+        return per_kind_orders(self.singular)[kind]
 
 
 def triangle_rule(order) -> tuple[np.ndarray, np.ndarray]:

@@ -43,7 +43,7 @@ REGULAR, VERTEX, EDGE, COINCIDENT = 0, 1, 2, 3
 KIND_NAMES = ("regular", "vertex", "edge", "coincident")
 
 __all__ = ["REGULAR", "VERTEX", "EDGE", "COINCIDENT", "KIND_NAMES", "singular_rule",
-           "stacked_singular_rules", "classify_pairs", "canonical_to_element"]
+           "stacked_singular_rules", "per_kind_orders", "classify_pairs", "canonical_to_element"]
 
 
 # --- the Sauter-Schwab regions ------------------------------------------------------------
@@ -128,14 +128,25 @@ def _singular_rule(kind: int, order: int):
 def stacked_singular_rules(order) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """All three rules in one set of arrays, indexed by kind code: (offsets (5,), x_ref, y_ref, w).
 
+    order: one Gauss order for all kinds, or a sequence (vertex, edge, coincident) of three.
     The rule of kind c (VERTEX, EDGE, COINCIDENT) is rows offsets[c]:offsets[c + 1]; REGULAR
     (c = 0) is empty. Convenient for kernels that take `kind` from `classify_pairs` directly.
     """
-    order = _check_order(order)
-    rules = [_singular_rule(c, order) for c in (VERTEX, EDGE, COINCIDENT)]
+    orders = per_kind_orders(order)
+    rules = [_singular_rule(c, orders[c]) for c in (VERTEX, EDGE, COINCIDENT)]
     sizes = [0] + [len(r[2]) for r in rules]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return (offsets, *(np.concatenate([r[i] for r in rules]) for i in range(3)))
+
+
+def per_kind_orders(order) -> dict:
+    """{VERTEX: n, EDGE: n, COINCIDENT: n} from one order or a (vertex, edge, coincident) triple."""
+    if isinstance(order, (tuple, list, np.ndarray)):
+        if len(order) != 3:
+            raise ConfigError("singular quadrature order must be an integer or three integers "
+                              f"(vertex, edge, coincident), got order={order!r}")
+        return {kind: _check_order(o) for kind, o in zip((VERTEX, EDGE, COINCIDENT), order)}
+    return dict.fromkeys((VERTEX, EDGE, COINCIDENT), _check_order(order))
 
 
 # --- pair classification ------------------------------------------------------------------

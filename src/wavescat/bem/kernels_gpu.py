@@ -307,7 +307,7 @@ class GpuIntegrator:
         src = head + _SOURCE.replace("PHI_A_VALUES", _literals(a.phi)).replace(
             "PHI_B_VALUES", _literals(b.phi))
         self._src = src
-        self._kernels = {}
+        self._module = None
         self.kr, self.ki = self.T.type(k.real), self.T.type(k.imag)
 
         def soa(x, dtype):  # (m, ...) -> flat [component * m + element]
@@ -327,9 +327,9 @@ class GpuIntegrator:
                      cp.asarray(r.ref_b.ravel(), self.T), cp.asarray(r.weights, self.T)]
 
     def _kernel(self, name):
-        if name not in self._kernels:
-            self._kernels[name] = self.cp.RawKernel(self._src, name, options=("--std=c++14",))
-        return self._kernels[name]
+        if self._module is None:  # one NVRTC compile for all kernels of this source
+            self._module = self.cp.RawModule(code=self._src, options=("--std=c++14",))
+        return self._module.get_function(name)
 
     def _launch(self, name, n, args):
         blocks = (int(n) + _THREADS - 1) // _THREADS

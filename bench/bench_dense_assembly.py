@@ -1,0 +1,117 @@
+"""Dense assembly speed of the Helmholtz double layer K and hypersingular W (P1 x P1).
+
+Unit sphere meshed as a geodesic icosphere of frequency n (10 n^2 + 2 vertices: about 1k,
+4k, 9k, 20k DOFs for n = 10, 20, 30, 45), k chosen for 10 elements per wavelength (mean
+edge length h, wavelength 10 h). Prints wall time, matrix entries/s, kernel evaluations/s
+(regular pairs x regular-rule points^2 + near pairs x near-rule points^2 + Sauter-Schwab
+points of the touching pairs) and the quadrature orders. GPU timings exclude the one-off
+kernel compilation (a small warm-up assembly first).
+
+    python bench/bench_dense_assembly.py --backend cpu --max-dofs 5000
+    python bench/bench_dense_assembly.py --backend gpu --precision double
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from wavescat.backend import get_backend
+from wavescat.bem import operators, quadrature, spaces
+from wavescat.geometry.icosphere import _icosahedron
+from wavescat.surface import SurfaceMesh
+
+FREQUENCIES = {1000: 10, 4000: 20, 9000: 30, 20000: 45}
+PEAK_EVALS = {"double": 2e11, "single": 4e11}  # exp(ikr)/r per second, H200 (issue 3)
+
+
+def geodesic_sphere(n: int) -> SurfaceMesh:
+    """Icosahedron with every face split into n^2 triangles, vertices projected to the unit sphere."""
+    v, f = _icosahedron()
+    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    keep = i + j <= n
+    i, j = i[keep], j[keep]
+    local = {(a, b): c for c, (a, b) in enumerate(zip(i, j))}
+    tri = [(local[a, b], local[a + 1, b], local[a, b + 1]) for a, b in zip(i, j) if a + b < n]
+    tri += [(local[a + 1, b], local[a + 1, b + 1], local[a, b + 1]) for a, b in zip(i, j) if a + b < n - 1]
+    tri = np.asarray(tri)
+    p = (v[f[:, 0], None] * (1 - (i + j) / n)[None, :, None] + v[f[:, 1], None] * (i / n)[None, :, None]
+         + v[f[:, 2], None] * (j / n)[None, :, None]).reshape(-1, 3)
+    p /= np.linalg.norm(p, axis=1, keepdims=True)
+    tris = (tri[None] + (np.arange(len(f)) * len(i))[:, None, None]).reshape(-1, 3)
+    key = np.round(p * 1e9).astype(np.int64)
+    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    mesh = SurfaceMesh(p[first], inv.ravel()[tris])
+    assert mesh.enclosed_volume > 0
+    return mesh
+
+
+def kernel_evaluations(ev: operators.EntryEvaluator) -> int:
+    mesh = ev.test.mesh
+    m = mesh.n_triangles
+    ta, tb = operators.touching_pairs(mesh)
+    na, _ = operators.near_pairs(mesh, ev.near_factor)
+    kind, _, _ = quadrature.classify_pairs(mesh.triangles[ta], mesh.triangles[tb])
+    sizes = np.diff(ev.rules.offsets)
+    singular = int(sizes[kind].sum())
+    nq_near = ev.near_a.phi.shape[0]
+    return (m * m - len(ta) - len(na)) * ev.rule_points**2 + len(na) * nq_near**2 + singular
+
+
+def run(n, name, backend, precision, orders):
+    mesh = geodesic_sphere(n)
+    space = spaces.p1(mesh)
+    h = mesh.edge_lengths.mean()
+    k = 2 * np.pi / (10 * h)
+    ev = operators.EntryEvaluator(name, space, space, k, backend=backend, precision=precision,
+                                  quadrature=orders)
+    if backend.is_gpu:
+        backend.xp.cuda.Device().synchronize()
+    t = time.perf_counter()
+    a = ev.dense()
+    if backend.is_gpu:
+        backend.xp.cuda.Device().synchronize()
+    dt = time.perf_counter() - t
+    del a
+    evals = kernel_evaluations(ev)
+    return dict(dofs=space.n_dofs, elements=mesh.n_triangles, k=k, seconds=dt,
+                entries=space.n_dofs**2 / dt, evals=evals / dt)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
+    ap.add_argument("--precision", default="double", choices=["double", "single"])
+    ap.add_argument("--max-dofs", type=int, default=None,
+                    help="largest size to run (default: 5000 on the CPU, all on the GPU)")
+    ap.add_argument("--operators", default="double_layer,hypersingular")
+    ap.add_argument("--regular-order", type=int, default=quadrature.QuadratureOrders().regular)
+    args = ap.parse_args(argv)
+    backend = get_backend(args.backend)
+    max_dofs = args.max_dofs or (10**9 if backend.is_gpu else 5000)
+    orders = quadrature.QuadratureOrders(regular=args.regular_order)
+    rule_pts = len(quadrature.triangle_rule(orders.regular)[1])
+    near_pts = len(quadrature.triangle_rule(orders.near)[1])
+    print(f"# device: {backend.device_name}; precision {args.precision}; quadrature: regular order "
+          f"{orders.regular} ({rule_pts} points/triangle, {rule_pts**2} per pair), near order {orders.near} "
+          f"({near_pts} points) below {orders.near_factor} x diameter, Sauter-Schwab {orders.singular} "
+          f"points/dimension")
+    print(f"{'operator':<14} {'dofs':>6} {'elements':>8} {'k':>7} {'seconds':>9} {'entries/s':>10} "
+          f"{'evals/s':>10}" + (f" {'% peak':>7}" if backend.is_gpu else ""))
+    for name in args.operators.split(","):
+        if backend.is_gpu:  # compile outside the timing
+            run(3, name, backend, args.precision, orders)
+        for target, n in FREQUENCIES.items():
+            if 10 * n * n + 2 > max_dofs:
+                continue
+            r = run(n, name, backend, args.precision, orders)
+            line = (f"{name:<14} {r['dofs']:>6} {r['elements']:>8} {r['k']:>7.2f} {r['seconds']:>9.3f} "
+                    f"{r['entries']:>10.3e} {r['evals']:>10.3e}")
+            if backend.is_gpu:
+                line += f" {100 * r['evals'] / PEAK_EVALS[args.precision]:>6.1f}%"
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

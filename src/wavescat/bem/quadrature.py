@@ -69,7 +69,8 @@ class QuadratureOrders:
               distance between the centroids < near_factor * the larger triangle diameter.
 
     Defaults (measured in tests/bem/test_singular_rules.py and reported with issue 3):
-    regular 4 (6 points, Bempp's default), near 8 for centroid distances below 2 diameters;
+    regular 4 (6 points, Bempp's default: ~1e-5 at a centroid distance of 2 diameters, 1e-6
+    at 3), near 10 (25 points: 2e-6 at 1 diameter, 1e-10 at 2) below 2 diameters;
     singular (5, 5, 7): relative errors of the pair integrals of exp(ikr)/r for k h <= 2 on
     well-shaped triangles about 3e-7 (vertex), 3e-7 (edge), 1e-6 (coincident; 6e-6 for a
     1:3 triangle), at 2 * 5^4, 5 * 5^4 and 6 * 7^4 points. Obtuse slivers converge much more
@@ -78,7 +79,7 @@ class QuadratureOrders:
 
     regular: int = 4
     singular: int | tuple[int, int, int] = (5, 5, 7)
-    near: int = 8
+    near: int = 10
     near_factor: float = 2.0
 
     def __post_init__(self):

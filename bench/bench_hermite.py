@@ -60,6 +60,22 @@ def register_flops_per_cell(m: int, q: int, couplings) -> dict:
     return {"total": ops}
 
 
+def _ops(lines) -> int:
+    rhs = [re.sub(r"\bL\([^)]*\)", "K", line.split("=", 1)[1]) for line in lines if "SHFL" not in line]
+    return sum(r.count(op) for r in rhs for op in ("+", "-", "*"))
+
+
+def warp_flops_per_cell(m: int, q: int, couplings) -> dict:
+    """FLOPs of the generated warp kernel: 2m+2 lanes per cell, shuffles not counted."""
+    from wavescat.timedomain.hermite import gpu_warp
+
+    n, top = 2 * m + 2, 3 * (2 * m + 1)
+    interp = n * _ops(gpu_warp._interp_2d(m, 1) + gpu_warp._interp_axis0(m, 1))
+    evolve = n * sum(_ops(st) for s in range(1, q + 1)
+                     for e12, d12, st in gpu_warp._stage(m, q, couplings, 1) if e12 <= q - s and d12 <= top - s)
+    return {"interpolate": interp, "evolve": evolve}
+
+
 def bytes_per_cell(m: int, n_fields: int, form: str, itemsize: int) -> int:
     dofs = n_fields * (m + 1) ** 3
     moved = 2 * dofs  # read the source once, write the target once
@@ -74,7 +90,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--degrees", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--forms", nargs="+",
-                        default=["two-kernel", "monolithic-shared", "monolithic-register"])
+                        default=["two-kernel", "monolithic-shared", "monolithic-register", "monolithic-warp"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cells-per-block", type=int, nargs="+", default=[0],
                         help="caps to try (0: the default choice)")
@@ -94,10 +110,11 @@ def main(argv=None) -> int:
     print(f"{'m':>2} {'q':>3} {'form':>10} {'cells/blk':>9} {'time s':>9} {'paper s':>8} {'speed-up':>9} "
           f"{'TB/s':>6} {'%bw':>5} {'TFLOP/s':>8} {'%peak':>6}")
     results = []
-    from wavescat.timedomain.hermite.gpu_cell import MAX_VALUES
+    from wavescat.timedomain.hermite import gpu_cell, gpu_warp
 
     runs = [(m, form, cap) for m in args.degrees for form in args.forms for cap in args.cells_per_block
-            if form != "monolithic-register" or (2 * m + 2) ** 3 <= MAX_VALUES]
+            if (form != "monolithic-register" or (2 * m + 2) ** 3 <= gpu_cell.MAX_VALUES)
+            and (form != "monolithic-warp" or (2 * m + 2) ** 2 <= gpu_warp.MAX_VALUES)]
     for m, form, cap in runs:
         if cap:
             os.environ["WAVESCAT_HERMITE_CELLS_PER_BLOCK"] = str(cap)
@@ -119,6 +136,7 @@ def main(argv=None) -> int:
         finite = bool(xp.isfinite(solver.state).all())
         t = min(times)
         fl = (register_flops_per_cell(m, solver.q, system.couplings()) if form == "monolithic-register"
+              else warp_flops_per_cell(m, solver.q, system.couplings()) if form == "monolithic-warp"
               else flops_per_cell(m, solver.q, system.couplings(), 1))
         flops = sum(fl.values()) * ncells * 2 * args.steps
         moved = bytes_per_cell(m, 1, form, 4) * ncells * 2 * args.steps

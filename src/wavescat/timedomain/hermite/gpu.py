@@ -25,10 +25,11 @@ import numpy as np
 from ...errors import ConfigError
 from .interpolation import hermite_matrix_1d
 
-#: "monolithic" picks the register form (gpu_cell.py) for small cubes, else the shared form
-FORMS = ("monolithic", "monolithic-shared", "monolithic-register", "two-kernel")
+#: "monolithic" picks the fastest form that fits: register (a cell per thread, gpu_cell.py),
+#: warp (a cell per 2m+2 lanes, gpu_warp.py), else shared (a cell per block slice, here)
+FORMS = ("monolithic", "monolithic-shared", "monolithic-register", "monolithic-warp", "two-kernel")
 #: the register form is the default while a thread holds at most this many values
-REGISTER_AUTO = 216
+REGISTER_AUTO = 64
 _SHARED_LIMIT = 48 * 1024
 #: fastest cells per block of the shared form on an H100 (bench_hermite.py --cells-per-block)
 _TUNED_CELLS = {1: 16, 2: 8, 3: 16}
@@ -290,14 +291,23 @@ hermite_evolve(const T* __restrict__ coef, T* __restrict__ dst, const T* __restr
 
 def make_kernels(xp, m: int, q: int, system, dtype, form: str = "monolithic"):
     """The half-step kernels of one form for (m, q, system, dtype)."""
-    from .gpu_cell import MAX_VALUES, CellKernel
+    from . import gpu_cell, gpu_warp
 
-    values = system.n_fields * (2 * m + 2) ** 3
-    if form == "monolithic-register" or (form == "monolithic" and values <= REGISTER_AUTO):
-        if values > MAX_VALUES:
-            raise ConfigError(f"hermite kernel = {form!r}: a cell of {values} values does not fit in "
-                              f"registers (at most {MAX_VALUES}); use monolithic-shared or two-kernel")
-        return CellKernel(xp, m, q, system, dtype)
+    n = 2 * m + 2
+    cube, plane = system.n_fields * n ** 3, system.n_fields * n ** 2
+    if form == "monolithic":
+        form = ("monolithic-register" if cube <= REGISTER_AUTO else
+                "monolithic-warp" if plane <= gpu_warp.MAX_VALUES else "monolithic-shared")
+    if form == "monolithic-register":
+        if cube > gpu_cell.MAX_VALUES:
+            raise ConfigError(f"hermite kernel = {form!r}: a cell of {cube} values does not fit in "
+                              f"registers (at most {gpu_cell.MAX_VALUES}); use monolithic-shared")
+        return gpu_cell.CellKernel(xp, m, q, system, dtype)
+    if form == "monolithic-warp":
+        if plane > gpu_warp.MAX_VALUES:
+            raise ConfigError(f"hermite kernel = {form!r}: a plane of {plane} values does not fit in "
+                              f"a lane's registers (at most {gpu_warp.MAX_VALUES}); use monolithic-shared")
+        return gpu_warp.WarpKernel(xp, m, q, system, dtype)
     return HermiteKernels(xp, m, q, system, dtype, "two-kernel" if form == "two-kernel" else "monolithic")
 
 

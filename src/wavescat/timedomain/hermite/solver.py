@@ -20,7 +20,7 @@ from .interpolation import check_degree, hermite_matrix_1d
 CFL_LIMIT = 1.0
 BOUNDARIES = ("periodic",)
 #: GPU kernel forms (gpu.py); the CPU path ignores the choice
-KERNEL_FORMS = ("monolithic", "monolithic-shared", "monolithic-register", "two-kernel")
+KERNEL_FORMS = ("monolithic", "monolithic-shared", "monolithic-register", "monolithic-warp", "two-kernel")
 
 
 def default_stages(m: int) -> int:

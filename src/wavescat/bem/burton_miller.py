@@ -71,6 +71,8 @@ class OsrcBurtonMiller:
         self.n_dofs = self.mass.shape[0]
 
     def _apply_operator(self, op, x):
+        if not isinstance(op, type(x)):  # an H-matrix: NumPy in and out
+            x = _host(x)
         dtype = getattr(op, "dtype", None)
         return op @ (x if dtype is None or dtype == x.dtype else x.astype(dtype))
 

@@ -45,7 +45,7 @@ def _hmatrix_assembler():
         from ..bem import hmatrix  # noqa: PLC0415
     except ImportError:
         return None
-    return getattr(hmatrix, "assemble", None)
+    return getattr(hmatrix, "assemble_hmatrix", None)
 
 
 def operator_format_for(requested: str, n_dofs: int, dense_below: int) -> str:

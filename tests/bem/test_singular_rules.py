@@ -327,3 +327,40 @@ def test_regular_product_rule_on_a_near_disjoint_pair():
     assert err[orders.regular] < 5e-5
     assert err[orders.near] < 1e-9
     assert err[13] < 1e-11
+
+
+def solid_angle(x, T):
+    """Signed solid angle of triangle T (normal from its vertex order) seen from points x:
+    Van Oosterom-Strackee, tan(Omega/2) = R1.(R2 x R3) / (r1 r2 r3 + (R1.R2) r3 + ...)."""
+    R = T[None] - x[:, None]
+    r = np.linalg.norm(R, axis=2)
+    dot = lambda i, j: np.einsum("ij,ij->i", R[:, i], R[:, j])  # noqa: E731
+    num = np.einsum("ij,ij->i", R[:, 0], np.cross(R[:, 1], R[:, 2]))
+    den = r[:, 0] * r[:, 1] * r[:, 2] + dot(0, 1) * r[:, 2] + dot(0, 2) * r[:, 1] \
+        + dot(1, 2) * r[:, 0]
+    return 2 * np.arctan2(num, den)
+
+
+@pytest.mark.parametrize("name,tol_5", [("edge-bent", 1e-5), ("vertex-bent", 2e-5)])
+def test_double_layer_kernel_converges_on_touching_pairs(name, tol_5):
+    """The double-layer kernel (x - y).n_y / r^3, whose inner integral over T_y is minus the
+    solid angle of T_y seen from x (closed form), integrated over T_x by tanh-sinh."""
+    kind, A, B = PAIRS[name]
+    x, xc, w = _tanh_sinh01(1 / 8)
+    S, T = np.meshgrid(x, x, indexing="ij")
+    Tc = np.meshgrid(xc, xc, indexing="ij")[1]
+    u, v = (S * Tc).ravel(), (S * T).ravel()
+    X = A[0] + u[:, None] * (A[1] - A[0]) + v[:, None] * (A[2] - A[0])
+    nA, nB = np.cross(A[1] - A[0], A[2] - A[0]), np.cross(B[1] - B[0], B[2] - B[0])
+    area_a, area_b = np.linalg.norm(nA) / 2, np.linalg.norm(nB) / 2
+    ref = 2 * area_a * ((np.outer(w, w) * S).ravel() @ -solid_angle(X, B))
+
+    def rule(order):
+        xr, yr, wr = singular_rule(kind, order)
+        d = (A[0] + xr[:, :1] * (A[1] - A[0]) + xr[:, 1:] * (A[2] - A[0])
+             - B[0] - yr[:, :1] * (B[1] - B[0]) - yr[:, 1:] * (B[2] - B[0]))
+        return 4 * area_a * area_b * (wr @ (d @ (nB / (2 * area_b)) / np.linalg.norm(d, axis=1) ** 3))
+
+    err = {n: abs(rule(n) - ref) / abs(ref) for n in (2, 5, 10)}
+    assert err[5] < tol_5 and err[10] < 1e-9
+    assert err[5] < 1e-2 * err[2] and err[10] < 1e-3 * err[5]

@@ -86,6 +86,7 @@ def bench_order(order: int, target_nodes: float, precisions, tunings, repeats: i
             stage = sum(times.values())
             row = {"order": order, "precision": precision, "elements": k, "nodes": k * npn,
                    "kb_volume": kern.kbv, "kb_surface": kern.kbs, "d_shared": kern.d_shared,
+                   "elements_per_thread": kern.ept,
                    "node_updates_per_s_per_stage": k * npn / stage, "stage_s": stage}
             for kname, t in times.items():
                 f, b = models[kname]
@@ -98,7 +99,7 @@ def bench_order(order: int, target_nodes: float, precisions, tunings, repeats: i
             rows.append(row)
             v, s = row["volume"], row["surface"]
             print(f"N={order} {precision:6s} K={k:7d} nodes={k * npn:8d} kbv={kern.kbv:2d} "
-                  f"Dsh={int(kern.d_shared)} | stage {stage * 1e3:7.3f} ms "
+                  f"Dsh={int(kern.d_shared)} ept={kern.ept} | stage {stage * 1e3:7.3f} ms "
                   f"{row['node_updates_per_s_per_stage'] / 1e9:6.2f} Gnode/s | vol {v['gflops']:8.0f} GF/s "
                   f"{v['gbytes_s']:6.0f} GB/s {v['frac_roofline'] * 100:5.1f}% of {v['bound']} | "
                   f"surf {s['gflops']:7.0f} GF/s {s['gbytes_s']:6.0f} GB/s {s['frac_roofline'] * 100:5.1f}% "
@@ -127,9 +128,10 @@ def main(argv=None) -> int:
         npn = (order + 1) * (order + 2) * (order + 3) // 6
         tunings = [{}]
         if args.tune:
-            for kb in sorted({max(1, 128 // npn), max(1, 512 // npn)}):
-                for dsh in (False, True):
-                    tunings.append({"kb_volume": kb, "kb_surface": kb, "d_shared": dsh})
+            for ept in (1, 2, 4):
+                for kb in sorted({max(1, 64 // npn), max(1, 256 // npn)}):
+                    tunings.append({"kb_volume": kb, "d_shared": False, "elements_per_thread": ept})
+            tunings.append({"d_shared": True})
         rows += bench_order(order, args.nodes, args.precisions, tunings, args.repeats, backend)
     if args.json:
         with open(args.json, "w") as fh:

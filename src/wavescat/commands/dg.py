@@ -40,7 +40,10 @@ def register(subparsers) -> None:
     s.add_argument("--order", type=int, default=4)
     s.add_argument("--outer", default="sphere", choices=["sphere", "box"])
     s.add_argument("--outer-size", type=float, default=None,
-                   help="outer radius / box half-width (default: probes' reach + 0.6 wavelength)")
+                   help="outer radius / box half-width (default: sponge start + sponge width)")
+    s.add_argument("--sponge-gap", type=float, default=0.5,
+                   help="wavelengths between the farthest probe (or the sphere) and the sponge layer")
+    s.add_argument("--sponge-width", type=float, default=1.0, help="sponge thickness in wavelengths")
     s.add_argument("--points-per-wavelength", type=float, default=14.0,
                    help="N * wavelength / h near the sphere")
     s.add_argument("--h-surface", type=float, default=None, help="element size at the sphere")
@@ -144,8 +147,8 @@ def dg_scatter(args) -> int:
         raise ConfigError(f"--k = {args.k!r}: must be positive")
     wavelength = 2 * np.pi / args.k
     reach = float(np.max(np.linalg.norm(probes - center, axis=1)))
-    sponge_start = max(reach, args.radius) + 0.1 * wavelength
-    outer = args.outer_size or sponge_start + 0.6 * wavelength
+    sponge_start = max(reach, args.radius) + args.sponge_gap * wavelength
+    outer = args.outer_size or sponge_start + args.sponge_width * wavelength
     setup = ScatteringSetup(args.radius, args.k, args.direction, outer, args.outer, center,
                             sponge_start=sponge_start, c=args.sound_speed, rho=args.density,
                             settle_periods=args.settle_periods, dft_periods=args.dft_periods)

@@ -44,9 +44,13 @@ def test_rhs_cpu_and_gpu_agree(order, precision):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kb_volume, d_shared", [(1, False), (3, True), (5, False)])
-def test_kernel_tunings_agree(kb_volume, d_shared):
-    cpu, gpu = solvers(3, "double", kb_volume=kb_volume, kb_surface=kb_volume, d_shared=d_shared)
+@pytest.mark.parametrize("order, kb_volume, d_shared, ept",
+                         [(3, 1, False, 1), (3, 3, True, 2), (3, 5, False, 4), (5, 2, False, 3), (6, 1, False, 4)])
+def test_kernel_tunings_agree(order, kb_volume, d_shared, ept):
+    """Elements per block, operators in shared memory, register blocking over elements (EPT),
+    including partly filled last blocks (K = 72 elements)."""
+    cpu, gpu = solvers(order, "double", kb_volume=kb_volume, kb_surface=kb_volume, d_shared=d_shared,
+                       elements_per_thread=ept)
     for dg in (cpu, gpu):
         dt = dg.stable_dt()
         for _ in range(5):

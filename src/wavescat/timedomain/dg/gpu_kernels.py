@@ -1,5 +1,5 @@
 """CuPy RawKernels of the DG right-hand side (Kloeckner, Warburton & Hesthaven style):
-one thread per output node, KB elements per block, element data staged in shared memory,
+one thread per output node (of EPT elements), several elements per block, element data staged in shared memory,
 the reference operators read through the read-only cache or staged in shared memory.
 
 - volume:  rhs = -A . grad q on each element (6 matrix-vector rows of length Np per node:
@@ -19,7 +19,10 @@ struct __align__(ALIGN4) real4 { real a, b, c, d; };
 #define NFN (4 * NFP)
 __constant__ int c_fmask[NFN] = { FMASK };
 
-extern "C" __global__ void __launch_bounds__(KBV * NP)
+/* Volume kernel: TE * NP threads, KBV = TE * EPT elements per block; thread (e0, n) computes
+   node n of the EPT elements e0, e0 + TE, ...: each operator entry fetched is reused EPT times
+   (register blocking over elements), each staged field value is a 16-byte broadcast. */
+extern "C" __global__ void __launch_bounds__(TE * NP)
 dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
           const real* __restrict__ D, const real* __restrict__ sigma, real* __restrict__ rhs,
           const real inv_rho, const real rhoc2)
@@ -32,48 +35,57 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
 #else
     const real* __restrict__ Dm = D;
 #endif
-    const int e = threadIdx.x / NP, n = threadIdx.x - e * NP;
-    const int k = blockIdx.x * KBV + e;
+    const int k0 = blockIdx.x * KBV;
     const size_t KN = (size_t)K * NP;
-    const size_t id = (size_t)k * NP + n;
-    real g[9];
-    real p = 0, u = 0, v = 0, w = 0;
-    if (k < K) {
-        #pragma unroll
-        for (int j = 0; j < 9; ++j) g[j] = __ldg(geo + 9 * (size_t)k + j);
-        p = q[id]; u = q[KN + id]; v = q[2 * KN + id]; w = q[3 * KN + id];
+    for (int i = threadIdx.x; i < KBV * NP; i += TE * NP) {
+        const int k = k0 + i / NP;
+        if (k >= K) break;
+        const size_t id = (size_t)k0 * NP + i;
+        const real* g = geo + 9 * (size_t)k;
+        const real u = q[KN + id], v = q[2 * KN + id], w = q[3 * KN + id];
         real4 f;
-        f.a = p;
-        f.b = g[0] * u + g[1] * v + g[2] * w;
-        f.c = g[3] * u + g[4] * v + g[5] * w;
-        f.d = g[6] * u + g[7] * v + g[8] * w;
-        s_q[threadIdx.x] = f;
+        f.a = q[id];
+        f.b = __ldg(g + 0) * u + __ldg(g + 1) * v + __ldg(g + 2) * w;
+        f.c = __ldg(g + 3) * u + __ldg(g + 4) * v + __ldg(g + 5) * w;
+        f.d = __ldg(g + 6) * u + __ldg(g + 7) * v + __ldg(g + 8) * w;
+        s_q[i] = f;
     }
     __syncthreads();
-    if (k >= K) return;
-    const real4* sq = s_q + e * NP;
-    real pr = 0, ps = 0, pt = 0, dv = 0;
+    const int e0 = threadIdx.x / NP, n = threadIdx.x - e0 * NP;
+    real pr[EPT], ps[EPT], pt[EPT], dv[EPT];
     #pragma unroll
+    for (int j = 0; j < EPT; ++j) { pr[j] = 0; ps[j] = 0; pt[j] = 0; dv[j] = 0; }
+    #pragma unroll __UNROLL__
     for (int m = 0; m < NP; ++m) {
-        const real4 f = sq[m];
 #if D_SHARED
         const real dr = Dm[m * NP + n], ds = Dm[(NP + m) * NP + n], dt = Dm[(2 * NP + m) * NP + n];
 #else
         const real dr = __ldg(Dm + m * NP + n), ds = __ldg(Dm + (NP + m) * NP + n),
                    dt = __ldg(Dm + (2 * NP + m) * NP + n);
 #endif
-        pr += dr * f.a; ps += ds * f.a; pt += dt * f.a;
-        dv += dr * f.b + ds * f.c + dt * f.d;
+        #pragma unroll
+        for (int j = 0; j < EPT; ++j) {
+            const real4 f = s_q[(e0 + j * TE) * NP + m];
+            pr[j] += dr * f.a; ps[j] += ds * f.a; pt[j] += dt * f.a;
+            dv[j] += dr * f.b + ds * f.c + dt * f.d;
+        }
     }
-    real rp = -rhoc2 * dv;
-    real ru = -inv_rho * (g[0] * pr + g[3] * ps + g[6] * pt);
-    real rv = -inv_rho * (g[1] * pr + g[4] * ps + g[7] * pt);
-    real rw = -inv_rho * (g[2] * pr + g[5] * ps + g[8] * pt);
+    #pragma unroll
+    for (int j = 0; j < EPT; ++j) {
+        const int k = k0 + e0 + j * TE;
+        if (k >= K) break;
+        const size_t id = (size_t)k * NP + n;
+        const real* g = geo + 9 * (size_t)k;
+        real rp = -rhoc2 * dv[j];
+        real ru = -inv_rho * (__ldg(g + 0) * pr[j] + __ldg(g + 3) * ps[j] + __ldg(g + 6) * pt[j]);
+        real rv = -inv_rho * (__ldg(g + 1) * pr[j] + __ldg(g + 4) * ps[j] + __ldg(g + 7) * pt[j]);
+        real rw = -inv_rho * (__ldg(g + 2) * pr[j] + __ldg(g + 5) * ps[j] + __ldg(g + 8) * pt[j]);
 #if SPONGE
-    const real sg = sigma[id];
-    rp -= sg * p; ru -= sg * u; rv -= sg * v; rw -= sg * w;
+        const real sg = sigma[id];
+        rp -= sg * q[id]; ru -= sg * q[KN + id]; rv -= sg * q[2 * KN + id]; rw -= sg * q[3 * KN + id];
 #endif
-    rhs[id] = rp; rhs[KN + id] = ru; rhs[2 * KN + id] = rv; rhs[3 * KN + id] = rw;
+        rhs[id] = rp; rhs[KN + id] = ru; rhs[2 * KN + id] = rv; rhs[3 * KN + id] = rw;
+    }
 }
 
 extern "C" __global__ void
@@ -148,31 +160,42 @@ def default_elements_per_block(n_nodes: int, target_threads: int = 256) -> int:
     return max(1, target_threads // n_nodes)
 
 
+def default_elements_per_thread(n_nodes: int) -> int:
+    """Register blocking pays once the element matrices are big enough to be compute-bound."""
+    return 1 if n_nodes <= 20 else 4
+
+
 def kernel_source(order_nodes: int, face_nodes: int, face_mask, dtype, kb_volume: int,
-                  kb_surface: int, d_shared: bool, sponge: bool) -> str:
+                  kb_surface: int, d_shared: bool, sponge: bool, ept: int = 1) -> str:
     real = "double" if np.dtype(dtype) == np.float64 else "float"
     defs = {"REAL": real, "ALIGN4": str(4 * np.dtype(dtype).itemsize), "NP": str(order_nodes),
-            "NFP": str(face_nodes), "KBV": str(kb_volume), "KBS": str(kb_surface),
+            "NFP": str(face_nodes), "TE": str(kb_volume), "EPT": str(ept),
+            "KBV": f"({kb_volume} * {ept})", "KBS": str(kb_surface),
+
             "D_SHARED": str(int(d_shared)), "SPONGE": str(int(sponge))}
     head = "".join(f"#define {k} {v}\n" for k, v in defs.items())
-    return head + _SOURCE.replace("FMASK", ", ".join(str(int(i)) for i in np.ravel(face_mask)))
+    unroll = str(order_nodes if order_nodes <= 56 else 4)
+    return head + _SOURCE.replace("FMASK", ", ".join(str(int(i)) for i in np.ravel(face_mask))) \
+        .replace("__UNROLL__", unroll)
 
 
 class GpuKernels:
     """The three kernels compiled for one space, precision and tuning (KB, D in shared)."""
 
     def __init__(self, ops, xp, kb_volume: int | None = None, kb_surface: int | None = None,
-                 d_shared: bool | None = None):
+                 d_shared: bool | None = None, elements_per_thread: int | None = None):
         self.ops, self.xp = ops, xp
         npn, nfn = ops.Dr.shape[0], ops.lift.shape[1]
         self.dtype = np.dtype(ops.geo.dtype)
-        self.kbv = kb_volume or default_elements_per_block(npn)
+        self.ept = elements_per_thread or default_elements_per_thread(npn)
+        # kbv: element rows of threads per block (the block holds kbv * ept elements)
+        self.kbv = kb_volume or max(1, (128 if self.ept > 1 else 256) // npn)
         self.kbs = kb_surface or default_elements_per_block(max(npn, nfn))
         if d_shared is None:  # static shared memory is limited to 48 KB
-            d_shared = (3 * npn * npn + 4 * self.kbv * npn) * self.dtype.itemsize <= 40 * 1024
+            d_shared = (3 * npn * npn + 4 * self.kbv * self.ept * npn) * self.dtype.itemsize <= 40 * 1024
         self.d_shared = bool(d_shared)
         src = kernel_source(npn, nfn // 4, ops.face_mask, self.dtype, self.kbv, self.kbs,
-                            self.d_shared, ops.sigma is not None)
+                            self.d_shared, ops.sigma is not None, self.ept)
         module = xp.RawModule(code=src, options=("-std=c++17",))
         self._vol = module.get_function("dg_volume")
         self._surf = module.get_function("dg_surface")
@@ -187,7 +210,7 @@ class GpuKernels:
         o, k = self.ops, self.ops.geo.shape[0]
         npn = o.Dr.shape[0]
         sigma = o.sigma if o.sigma is not None else self._empty
-        self._vol((-(-k // self.kbv),), (self.kbv * npn,),
+        self._vol((-(-k // (self.kbv * self.ept)),), (self.kbv * npn,),
                   (np.int32(k), q, o.geo, self.D, sigma, out, self.scalar(1 / o.rho), self.scalar(o.rhoc2)))
 
     def surface(self, q, out, boundary_vn):

@@ -97,3 +97,29 @@ def test_coarse_mesh_warns_and_failure_leaves_no_file(tmp_path, capsys):
     assert cli.main(["solve", "--case", json.dumps(case), *args, "--out", str(bad)]) == 2
     assert "did not converge" in capsys.readouterr().err
     assert list(tmp_path.glob("bad*")) == [] and not list(tmp_path.glob(".*tmp"))
+
+
+def test_monostatic_aspect_sweep(tmp_path):
+    mesh = icosphere(1)
+    mesh.write(tmp_path / "m.msh")
+    case = {"incident": {"aspect": {"plane": "xy", "start_deg": 0, "stop_deg": 90, "count": 4}},
+            "receivers": {"plane": "xz", "count": 5},
+            "solver": {"operator_format": "dense", "backend": "cpu"}}
+    f = 1.0 * C / (2 * math.pi)
+    assert cli.main(["solve", "--case", json.dumps(case), "--medium", json.dumps({"sound_speed": C}),
+                     "--mesh", str(tmp_path / "m.msh"), "--frequency", repr(f),
+                     "--out", str(tmp_path / "f0.h5")]) == 0
+    assert cli.main(["collect", "--name", "aspect", "--inputs", str(tmp_path / "f0.h5"),
+                     "--farfield", str(tmp_path / "ff.csv"), "--summary", str(tmp_path / "s.json"),
+                     "--plots", str(tmp_path / "plots")]) == 0
+    data = records.read_farfield_csv(tmp_path / "ff.csv")
+    # one row per aspect angle: the monostatic receiver sits at the aspect direction
+    assert np.allclose(data["theta_deg"], 90) and np.allclose(data["phi_deg"], [0, 30, 60, 90])
+    sol = records.read_solution(tmp_path / "f0.h5")
+    assert np.allclose(sol["incident_directions"][1], [-np.cos(np.pi / 6), -0.5, 0])
+    assert sol["far_field"].shape == (4, 5)
+    # a sphere: the backscatter is (almost, on a polyhedron) the same from every aspect
+    F = data["re_F"] + 1j * data["im_F"]
+    exact = rigid_sphere.far_field(1.0, 1.0, [1, 0, 0], [[-1, 0, 0]])[0]
+    assert np.abs(F - exact).max() < 0.1 * abs(exact)
+    assert (tmp_path / "plots" / "monostatic_ts.png").is_file()

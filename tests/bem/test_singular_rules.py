@@ -359,7 +359,8 @@ def test_double_layer_kernel_converges_on_touching_pairs(name, tol_5):
         xr, yr, wr = singular_rule(kind, order)
         d = (A[0] + xr[:, :1] * (A[1] - A[0]) + xr[:, 1:] * (A[2] - A[0])
              - B[0] - yr[:, :1] * (B[1] - B[0]) - yr[:, 1:] * (B[2] - B[0]))
-        return 4 * area_a * area_b * (wr @ (d @ (nB / (2 * area_b)) / np.linalg.norm(d, axis=1) ** 3))
+        kernel = d @ (nB / (2 * area_b)) / np.linalg.norm(d, axis=1) ** 3
+        return 4 * area_a * area_b * (wr @ kernel)
 
     err = {n: abs(rule(n) - ref) / abs(ref) for n in (2, 5, 10)}
     assert err[5] < tol_5 and err[10] < 1e-9

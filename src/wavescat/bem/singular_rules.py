@@ -99,9 +99,10 @@ def _kind_code(kind) -> int:
                       f"'coincident'/3, got kind={kind!r}")
 
 
-def _check_order(order) -> int:
+def check_order(order, name="order") -> int:
+    """A quadrature order as a plain int >= 1, else a ConfigError naming it."""
     if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)) or order < 1:
-        raise ConfigError(f"singular quadrature order must be an integer >= 1, got order={order!r}")
+        raise ConfigError(f"quadrature {name} must be an integer >= 1, got {name}={order!r}")
     return int(order)
 
 
@@ -112,7 +113,7 @@ def singular_rule(kind, order) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     per variable of the hypercube. Canonical vertex order and normalisation (sum(w) = 1/4,
     integral = (2|T_x|)(2|T_y|) sum w f) as in the module docstring. Fresh arrays every call.
     """
-    rule = _singular_rule(_kind_code(kind), _check_order(order))
+    rule = _singular_rule(_kind_code(kind), check_order(order))
     return tuple(a.copy() for a in rule)
 
 
@@ -150,10 +151,11 @@ def per_kind_orders(order) -> dict:
     """{VERTEX: n, EDGE: n, COINCIDENT: n} from one order or a (vertex, edge, coincident) triple."""
     if isinstance(order, (tuple, list, np.ndarray)):
         if len(order) != 3:
-            raise ConfigError("singular quadrature order must be an integer or three integers "
-                              f"(vertex, edge, coincident), got order={order!r}")
-        return {kind: _check_order(o) for kind, o in zip((VERTEX, EDGE, COINCIDENT), order)}
-    return dict.fromkeys((VERTEX, EDGE, COINCIDENT), _check_order(order))
+            raise ConfigError("quadrature singular must be an integer or three integers "
+                              f"(vertex, edge, coincident), got singular={order!r}")
+        kinds = (VERTEX, EDGE, COINCIDENT)
+        return {kind: check_order(o, "singular") for kind, o in zip(kinds, order)}
+    return dict.fromkeys((VERTEX, EDGE, COINCIDENT), check_order(order, "singular"))
 
 
 # --- pair classification ------------------------------------------------------------------
@@ -177,7 +179,8 @@ def classify_pairs(tri_a, tri_b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         bad = (t[:, 0] == t[:, 1]) | (t[:, 1] == t[:, 2]) | (t[:, 0] == t[:, 2])
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise MeshError(f"{name} has a degenerate triangle (repeated vertex) at row {i}: {t[i]}")
+            raise MeshError(f"{name} has a degenerate triangle (repeated vertex) at row {i}: "
+                            f"{t[i]}")
     if a.shape != b.shape:
         raise MeshError(f"tri_a and tri_b must have the same shape, got {a.shape} and {b.shape}")
     n = len(a)

@@ -154,3 +154,14 @@ def test_bad_input():
         operators.assemble("single_layer", p1, p1, 1.0 - 1.0j)
     with pytest.raises(WavescatError, match="precision"):
         operators.assemble("single_layer", p1, p1, 1.0, precision="half")
+
+
+@pytest.mark.parametrize("name,k", [("single_layer", 2.0), ("double_layer", 1.0 + 0.5j),
+                                    ("adjoint_double_layer", 0.0), ("hypersingular", 3.0)])
+def test_symmetric_pair_path_matches_general_path(name, k):
+    """A space paired with itself takes each unordered element pair once (V, W symmetric,
+    K <-> K' swapped); a distinct but equal space object takes the general path."""
+    mesh = _mesh(2)
+    same, other = spaces.p1(mesh), spaces.p1(mesh)
+    a, b = operators.assemble(name, same, same, k), operators.assemble(name, same, other, k)
+    assert np.abs(a - b).max() < 1e-14 * np.abs(b).max()

@@ -301,14 +301,28 @@ class EntryEvaluator:
             for pa, pb, re, im in special:
                 self._gpu.scatter(pa, pb, re, im, ident_a, ident_b, acc)
             return self._gpu.as_matrix(acc)
-        acc = np.zeros(self.shape + (1 if self.is_real else 2,))
-        for elements in self._colors:
-            kernels_cpu.dense_regular(self.op, elements, a.tri, b.tri, a.dofs, b.dofs,
-                                      a.centroids, b.centroids, self.near_factor * a.diameters,
-                                      self.near_factor * b.diameters,
-                                      a.pts, a.wts, a.nrm, a.phi, a.curl,
-                                      b.pts, b.wts, b.nrm, b.phi, b.curl,
-                                      self.k.real, self.k.imag, acc)
+        parts = 1 if self.is_real else 2
+        acc = np.zeros(self.shape + (parts,))
+        if self.test is self.trial:  # each unordered pair once: V, W symmetric, K <-> K'
+            swapped = self.op in (kernels_cpu.K, kernels_cpu.KP)
+            acc_sw = np.zeros(self.shape + (parts,)) if swapped else np.zeros((1, 1, parts))
+            for elements in self._colors:
+                # largest and smallest indices alternate: the b > a loops balance over threads
+                half = (len(elements) + 1) // 2
+                order = np.empty(len(elements), np.int64)
+                order[0::2], order[1::2] = elements[:half], elements[half:][::-1]
+                kernels_cpu.dense_regular_symmetric(
+                    self.op, order, a.tri, a.dofs, a.centroids, self.near_factor * a.diameters,
+                    a.pts, a.wts, a.nrm, a.phi, a.curl, self.k.real, self.k.imag, acc, acc_sw)
+            acc += (acc_sw if swapped else acc).transpose(1, 0, 2)
+        else:
+            for elements in self._colors:
+                kernels_cpu.dense_regular(self.op, elements, a.tri, b.tri, a.dofs, b.dofs,
+                                          a.centroids, b.centroids, self.near_factor * a.diameters,
+                                          self.near_factor * b.diameters,
+                                          a.pts, a.wts, a.nrm, a.phi, a.curl,
+                                          b.pts, b.wts, b.nrm, b.phi, b.curl,
+                                          self.k.real, self.k.imag, acc)
         out = acc[..., 0] if self.is_real else acc.view(np.complex128)[..., 0]
         for pa, pb, re, im in special:
             loc = re if self.is_real else re + 1j * im

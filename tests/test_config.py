@@ -101,3 +101,23 @@ def test_user_list_replaces_default_list(default, tmp_path):
     cfg = copy.deepcopy(default)
     update_config(cfg, {"run": ["sphere_ka2"]})
     assert prepare_config(cfg, base_dir=ROOT)["run"] == ["sphere_ka2"]
+
+
+def test_schema_lists_exactly_the_submarine_keys_the_builder_knows():
+    from wavescat.config import GEOMETRY_KEYS, load_schema
+    from wavescat.geometry.submarine import DEFAULTS
+
+    props = set(load_schema()["$defs"]["geometry"]["properties"])
+    assert set(DEFAULTS) == GEOMETRY_KEYS["submarine"]
+    assert set(DEFAULTS) <= props
+
+
+def test_submarine_key_of_other_kind_refused(default):
+    cfg = copy.deepcopy(default)
+    cfg["cases"]["submarine"]["geometry"]["hull_length"] = -3
+    with pytest.raises(ConfigError, match=r"cases.submarine.geometry.hull_length = -3: must be > 0"):
+        prepare_config(cfg, base_dir=ROOT)
+    cfg = copy.deepcopy(default)
+    cfg["cases"]["sphere_ka5"]["geometry"]["hull_length"] = 30
+    with pytest.raises(ConfigError, match="not a key of geometry kind 'sphere'"):
+        prepare_config(cfg, base_dir=ROOT)

@@ -17,6 +17,7 @@ import numpy as np
 import yaml
 
 from .errors import ConfigError
+from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 from .studies import expand_studies, study_cases
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
@@ -27,12 +28,7 @@ GEOMETRY_KEYS = {
     "spheroid": {"semi_axes"},
     "box": {"size"},
     "file": {"path", "scale"},
-    "submarine": {
-        "hull_length", "hull_diameter", "middle_body_length", "bow_length", "stern",
-        "stern_tip_diameter", "sail_length", "sail_height", "sail_thickness", "sail_position",
-        "rudder_span", "rudder_chord", "rudder_thickness", "depth_rudder_span",
-        "depth_rudder_chord", "depth_rudder_thickness",
-    },
+    "submarine": set(SUBMARINE_DEFAULTS),
 }
 REQUIRED_GEOMETRY_KEYS = {"sphere": {"radius"}, "spheroid": {"semi_axes"}, "box": {"size"},
                           "file": {"path"}, "submarine": set()}

@@ -59,6 +59,13 @@ def register(subparsers) -> None:
                    "against the exact rigid-sphere series")
     s.set_defaults(func=dg_scatter)
 
+    c = subparsers.add_parser("dg-vs-bem", help="join DG and BEM probe amplitudes into dg_vs_bem.csv")
+    c.add_argument("--dg", required=True, help="CSV x,y,z,re_p_dg,im_p_dg (from dg-scatter)")
+    c.add_argument("--bem", required=True, help="CSV x,y,z,re_p_bem,im_p_bem at the same points")
+    c.add_argument("--out", required=True, help="dg_vs_bem.csv")
+    c.add_argument("--plot", default=None, help="plot of both amplitudes per probe")
+    c.set_defaults(func=dg_vs_bem)
+
 
 def verify_dg(args) -> int:
     from ..timedomain.dg.cavity import convergence_study
@@ -190,4 +197,49 @@ def dg_scatter(args) -> int:
         with open(args.summary, "w") as fh:
             json.dump(summary, fh, indent=2)
     print(json.dumps(summary))
+    return 0
+
+
+def _read_columns(path, names):
+    import csv
+
+    if not os.path.exists(path):
+        raise ConfigError(f"{path!r}: file not found")
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = set(names) - set(reader.fieldnames or ())
+        if missing:
+            raise ConfigError(f"{path}: missing columns {sorted(missing)}")
+        return np.array([[float(r[n]) for n in names] for r in reader]).reshape(-1, len(names))
+
+
+def dg_vs_bem(args) -> int:
+    from ..timedomain.dg.scattering import relative_l2, write_dg_vs_bem
+
+    dg = _read_columns(args.dg, ["x", "y", "z", "re_p_dg", "im_p_dg"])
+    bem = _read_columns(args.bem, ["x", "y", "z", "re_p_bem", "im_p_bem"])
+    if dg.shape != bem.shape or not np.allclose(dg[:, :3], bem[:, :3], rtol=0, atol=1e-9):
+        raise ConfigError(f"--dg {args.dg} and --bem {args.bem} must list the same probe points in order")
+    p_dg, p_bem = dg[:, 3] + 1j * dg[:, 4], bem[:, 3] + 1j * bem[:, 4]
+    write_dg_vs_bem(args.out, dg[:, :3], p_dg, p_bem)
+    err = relative_l2(p_dg, p_bem)
+    print(f"dg-vs-bem: relative L2 difference {err:.4f} at {len(p_dg)} probes")
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        i = np.arange(len(p_dg))
+        for f, name in ((np.real, "Re"), (np.imag, "Im")):
+            line, = ax.plot(i, f(p_bem), "-", label=f"{name} p BEM")
+            ax.plot(i, f(p_dg), "o", color=line.get_color(), mfc="none", label=f"{name} p DG")
+        ax.set_xlabel("probe")
+        ax.set_ylabel("scattered pressure amplitude")
+        ax.set_title(f"DG time domain vs BEM (relative L2 difference {err:.3f})")
+        ax.legend(ncol=2, fontsize=8)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        _save_figure(fig, args.plot)
+        plt.close(fig)
     return 0

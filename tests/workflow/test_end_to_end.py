@@ -1,0 +1,65 @@
+"""End to end on a tiny study: mesh -> solve -> far field -> study table -> report."""
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from wavescat.tables import FARFIELD_HEADER, read_farfield_csv
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+
+STUDY = """
+run: [tiny, pebble]
+cases:
+  pebble:
+    geometry: {kind: sphere, radius: 0.3}
+    frequencies_hz: [400.0, 800.0]
+    receivers: {plane: xz, count: 37}
+    mesh: {elements_per_wavelength: 8, max_element_size: 0.12}
+    solver: {backend: cpu}
+studies:
+  tiny:
+    cases: [pebble]
+    vary:
+      geometry.radius: [0.25, 0.3]
+"""
+
+
+def test_tiny_study_end_to_end_with_report(tmp_path):
+    (tmp_path / "study.yaml").write_text(STUDY)
+    base = SNAKEMAKE + ["--configfile", str(tmp_path / "study.yaml"), "--directory", str(tmp_path)]
+    run = subprocess.run(base + ["--cores", "2", "target_strength"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    res = tmp_path / "results"
+
+    # contract files of a case
+    assert (res / "pebble" / "farfield.csv").read_text().splitlines()[0] == ",".join(FARFIELD_HEADER)
+    table = read_farfield_csv(res / "pebble" / "farfield.csv")
+    ref = read_farfield_csv(res / "pebble" / "reference_farfield.csv")
+    assert len(table["F"]) == 2 * 37
+    # coarse mesh, low ka: the far field still matches the exact series to a few per cent
+    assert np.linalg.norm(table["F"] - ref["F"]) / np.linalg.norm(ref["F"]) < 0.05
+    summary = json.loads((res / "pebble" / "summary.json").read_text())
+    assert summary["dofs"] > 0 and summary["elements"] > 0 and summary["backend"] == "cpu"
+    assert summary["precision"] == "double" and len(summary["frequencies"]) == 2
+    assert all(f["iterations"] and f["stage_times_s"] for f in summary["frequencies"])
+    assert list((res / "pebble" / "plots").glob("*.png"))
+
+    # the study's long table: 2 cases x 2 frequencies x 37 receivers
+    with open(res / "tiny" / "ts.csv") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["case", "base_case", "geometry.radius"] + FARFIELD_HEADER
+    assert len(rows) - 1 == 2 * 2 * 37
+    assert {r[2] for r in rows[1:]} == {"0.25", "0.3"}
+    assert list((res / "tiny" / "study_plots").glob("*_ts_map.png"))
+
+    report = subprocess.run(base + ["--report", str(tmp_path / "report.html")], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (tmp_path / "report.html").read_text(errors="replace")
+    assert "Target strength" in html and "Studies" in html

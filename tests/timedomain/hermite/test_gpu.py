@@ -42,7 +42,7 @@ def test_gpu_convergence_run_matches_cpu():
 
 
 def test_default_monolithic_kernel_runs():
-    # "monolithic" picks the register form for advection m = 1, the warp form for m = 2, 3
+    # "monolithic" picks the register form for advection m = 1, 2 and the warp form for m = 3
     for m in (1, 2, 3):
         gpu = HermiteSolver(advection(), 6, 1.0, m, backend="gpu")
         gpu.state[...] = 0.0

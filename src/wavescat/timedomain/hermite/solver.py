@@ -33,6 +33,8 @@ class HermiteSolver:
 
     state: (F, m+1, m+1, m+1, n0, n1, n2) array of the backend, entry [f, k0, k1, k2, i]
     = h0^k0 h1^k1 h2^k2 / (k0! k1! k2!) d^k u_f / dx^k at node i * h.
+    q: Taylor stages (default 3(2m+1)); cfl: max_d speed_d dt / h_d, at most CFL_LIMIT;
+    kernel: GPU form (KERNEL_FORMS; "monolithic" picks the fastest that fits).
     """
 
     def __init__(self, system: LinearSystem, cells, lengths, m: int, *, q: int | None = None,

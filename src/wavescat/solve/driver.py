@@ -124,9 +124,10 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     incidence = farfield.incident_directions(case.get("incident", {"direction": [0, 0, 1]}))
     receivers = farfield.receiver_directions(case.get("receivers", {"plane": "xz", "count": 361}))
     quadrature = None
-    if settings["quadrature"]:
+    orders = {key: v for key, v in settings["quadrature"].items() if v is not None}
+    if orders:  # only the orders the case sets; the rest keep the tuned defaults
         from ..bem.quadrature import QuadratureOrders  # noqa: PLC0415
-        quadrature = QuadratureOrders(**settings["quadrature"])
+        quadrature = QuadratureOrders(**orders)
 
     warnings = []
     epw = elements_per_wavelength(mesh, k)

@@ -8,6 +8,13 @@ analytically from what the kernels execute (gpu.py); bytes assume every dof is r
 (perfect reuse of the shared vertices), so they are the ideal DRAM traffic.
 
     PYTHONPATH=src python bench/bench_hermite.py [--cells 150] [--steps 200] [--json out.json]
+
+Measured 2026-11-22 on an NVIDIA H100 80GB HBM3 (`bench_hermite.py --repeats 1`), seconds
+for 200 steps, speed-up over the paper's GTX 980 monolithic time, % of 3.35 TB/s, % of 60 TFLOP/s:
+    m  two-kernel        monolithic-shared  monolithic-register        monolithic-warp
+    1  0.675  3.1x 34%/10%  0.541  3.9x       0.0834 25.1x 31%/52%     0.224  9.3x 12%/27%
+    2  3.79   3.6x 21%/10%  2.95   4.7x       0.431  32.0x 20%/57%     1.20  11.4x  7%/28%
+    3  12.1   3.0x 15%/10%  10.8   3.4x       (does not fit)           5.67   6.4x  4%/20%
 """
 from __future__ import annotations
 

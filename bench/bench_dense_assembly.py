@@ -4,8 +4,8 @@ Unit sphere meshed as a geodesic icosphere of frequency n (10 n^2 + 2 vertices: 
 4k, 9k, 20k DOFs for n = 10, 20, 30, 45), k chosen for 10 elements per wavelength (mean
 edge length h, wavelength 10 h). Prints wall time, matrix entries/s, kernel evaluations/s
 (regular pairs x regular-rule points^2 + near pairs x near-rule points^2 + Sauter-Schwab
-points of the touching pairs) and the quadrature orders. GPU timings exclude the one-off
-kernel compilation (a small warm-up assembly first).
+points of the touching pairs) and the quadrature orders. Timings exclude the one-off kernel
+compilation (a small warm-up assembly first).
 
     python bench/bench_dense_assembly.py --backend cpu --max-dofs 5000
     python bench/bench_dense_assembly.py --backend gpu --precision double
@@ -100,8 +100,7 @@ def main(argv=None):
     print(f"{'operator':<14} {'dofs':>6} {'elements':>8} {'k':>7} {'seconds':>9} {'entries/s':>10} "
           f"{'evals/s':>10}" + (f" {'% peak':>7}" if backend.is_gpu else ""))
     for name in args.operators.split(","):
-        if backend.is_gpu:  # compile outside the timing
-            run(3, name, backend, args.precision, orders)
+        run(3, name, backend, args.precision, orders)  # compile (Numba / NVRTC) outside the timing
         for target, n in FREQUENCIES.items():
             if 10 * n * n + 2 > max_dofs:
                 continue

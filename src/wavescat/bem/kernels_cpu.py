@@ -320,57 +320,92 @@ def dense_regular(op, color_elements, tri_a, tri_b, dofs_a, dofs_b, cen_a, cen_b
 @njit(parallel=True, cache=True, fastmath=False, error_model="numpy")
 def singular_local(op, pa, pb, kind, perm_a, perm_b, offsets, ref_a, ref_b, ref_w,
                    corners_a, areas_a, nrm_a, curl_a, nla, corners_b, areas_b, nrm_b, curl_b, nlb,
-                   kr, ki, out_re, out_im):
+                   kr, ki, out_re, out_im, sw_re, sw_im):
     """Local matrices of touching pairs with paired rules: rule `kind[p]` has points
     ref_a/ref_b[offsets[kind]:offsets[kind+1]] on the reference triangles whose corners
     are the element corners in the order perm_a[p] / perm_b[p]; ref_w sum to 1 for a
-    smooth integrand over the pair of unit-area triangles."""
+    smooth integrand over the pair of unit-area triangles. When sw_re is not empty (K, K'
+    of a space with itself), sw_re/sw_im[p, i, j] also get the swapped pair (b, a) at [j, i]."""
     npairs = len(pa)
     k2re = kr * kr - ki * ki
     k2im = 2.0 * kr * ki
+    swapped = len(sw_re) > 0
     for p in prange(npairs):
         a = pa[p]
         b = pb[p]
-        loc_re = out_re[p]
-        loc_im = out_im[p]
-        for i in range(nla):
-            for j in range(nlb):
-                loc_re[i, j] = 0.0
-                loc_im[i, j] = 0.0
-        pa0, pa1, pa2 = perm_a[p, 0], perm_a[p, 1], perm_a[p, 2]
-        pb0, pb1, pb2 = perm_b[p, 0], perm_b[p, 1], perm_b[p, 2]
-        scale = areas_a[a] * areas_b[b]
+        ca = np.empty((3, 3))  # corner 0 and the two edge vectors, permuted order
+        cb = np.empty((3, 3))
+        for c in range(3):
+            ca[0, c] = corners_a[a, perm_a[p, 0], c]
+            ca[1, c] = corners_a[a, perm_a[p, 1], c] - ca[0, c]
+            ca[2, c] = corners_a[a, perm_a[p, 2], c] - ca[0, c]
+            cb[0, c] = corners_b[b, perm_b[p, 0], c]
+            cb[1, c] = corners_b[b, perm_b[p, 1], c] - cb[0, c]
+            cb[2, c] = corners_b[b, perm_b[p, 2], c] - cb[0, c]
+        lp = np.zeros((4, nla, nlb))  # permuted frame: row ci <-> corner perm_a[ci]
         ba = np.empty(3)
         bb = np.empty(3)
-        d = np.empty(3)
+        scale = areas_a[a] * areas_b[b]
         for q in range(offsets[kind[p]], offsets[kind[p] + 1]):
             s, t = ref_a[q, 0], ref_a[q, 1]
             u, v = ref_b[q, 0], ref_b[q, 1]
-            ba[0], ba[1], ba[2] = 1.0 - s - t, s, t
-            bb[0], bb[1], bb[2] = 1.0 - u - v, u, v
-            for c in range(3):
-                xa = ba[0] * corners_a[a, pa0, c] + s * corners_a[a, pa1, c] + t * corners_a[a, pa2, c]
-                yb = bb[0] * corners_b[b, pb0, c] + u * corners_b[b, pb1, c] + v * corners_b[b, pb2, c]
-                d[c] = xa - yb
-            gre, gim = _kernel(op, d[0], d[1], d[2], nrm_a[a, 0], nrm_a[a, 1], nrm_a[a, 2],
-                               nrm_b[b, 0], nrm_b[b, 1], nrm_b[b, 2], kr, ki)
+            d0 = (ca[0, 0] + s * ca[1, 0] + t * ca[2, 0]) - (cb[0, 0] + u * cb[1, 0] + v * cb[2, 0])
+            d1 = (ca[0, 1] + s * ca[1, 1] + t * ca[2, 1]) - (cb[0, 1] + u * cb[1, 1] + v * cb[2, 1])
+            d2 = (ca[0, 2] + s * ca[1, 2] + t * ca[2, 2]) - (cb[0, 2] + u * cb[1, 2] + v * cb[2, 2])
+            gre, gim, sre, sim = _kernel_both(op, d0, d1, d2, nrm_a[a, 0], nrm_a[a, 1], nrm_a[a, 2],
+                                              nrm_b[b, 0], nrm_b[b, 1], nrm_b[b, 2], kr, ki)
             w = ref_w[q] * scale
-            gre *= w
-            gim *= w
-            if nla == 1 and nlb == 1:
-                loc_re[0, 0] += gre
-                loc_im[0, 0] += gim
+            if nla == 1:
+                ba[0] = w
             else:
-                for ci in range(nla):
-                    fa = 1.0 if nla == 1 else ba[ci]
-                    ia = 0 if nla == 1 else perm_a[p, ci]
-                    for cj in range(nlb):
-                        fb = 1.0 if nlb == 1 else bb[cj]
-                        jb = 0 if nlb == 1 else perm_b[p, cj]
-                        loc_re[ia, jb] += gre * fa * fb
-                        loc_im[ia, jb] += gim * fa * fb
+                ba[0], ba[1], ba[2] = (1.0 - s - t) * w, s * w, t * w
+            if nlb == 1:
+                bb[0] = 1.0
+            else:
+                bb[0], bb[1], bb[2] = 1.0 - u - v, u, v
+            for i in range(nla):
+                for j in range(nlb):
+                    f = ba[i] * bb[j]
+                    lp[0, i, j] += gre * f
+                    lp[1, i, j] += gim * f
+                    if swapped:
+                        lp[2, i, j] += sre * f
+                        lp[3, i, j] += sim * f
+        for i in range(nla):
+            ia = 0 if nla == 1 else perm_a[p, i]
+            for j in range(nlb):
+                jb = 0 if nlb == 1 else perm_b[p, j]
+                out_re[p, ia, jb] = lp[0, i, j]
+                out_im[p, ia, jb] = lp[1, i, j]
+                if swapped:
+                    sw_re[p, ia, jb] = lp[2, i, j]
+                    sw_im[p, ia, jb] = lp[3, i, j]
         if op == 3:
-            _hypersingular_finish(a, b, curl_a, curl_b, nrm_a, nrm_b, k2re, k2im, loc_re, loc_im)
+            _hypersingular_finish(a, b, curl_a, curl_b, nrm_a, nrm_b, k2re, k2im, out_re[p], out_im[p])
+
+
+@njit(parallel=True, cache=True, fastmath=False, error_model="numpy")
+def regular_local_both(op, pa, pb, pts, wts, nrm, phi, curl, kr, ki, out_re, out_im, sw_re, sw_im):
+    """regular_local for a space paired with itself, with (for K, K') the swapped pairs
+    (b, a) transposed into sw_re/sw_im as in singular_local."""
+    npairs = len(pa)
+    nl = phi.shape[1]
+    k2re = kr * kr - ki * ki
+    k2im = 2.0 * kr * ki
+    swapped = len(sw_re) > 0
+    nchunks = (npairs + CHUNK - 1) // CHUNK
+    for c in prange(nchunks):
+        t = np.empty((4, nl))
+        loc = np.empty((4, nl, nl))
+        for p in range(c * CHUNK, min(npairs, (c + 1) * CHUNK)):
+            _regular_pair_both(op, pa[p], pb[p], pts, wts, nrm, phi, kr, ki, t, loc)
+            if op == 3:
+                _hypersingular_finish(pa[p], pb[p], curl, curl, nrm, nrm, k2re, k2im, loc[0], loc[1])
+            out_re[p] = loc[0]
+            out_im[p] = loc[1]
+            if swapped:
+                sw_re[p] = loc[2]
+                sw_im[p] = loc[3]
 
 
 @njit(cache=True, error_model="numpy")

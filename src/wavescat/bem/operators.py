@@ -199,8 +199,9 @@ class EntryEvaluator:
                                   self.k.real, self.k.imag, out_re, out_im)
         return out_re, out_im
 
-    def _singular(self, pa, pb):
-        """Local matrices (re, im) of touching pairs, on the backend."""
+    def _singular(self, pa, pb, swapped=False):
+        """Local matrices (re, im) of touching pairs, on the backend. swapped (CPU, test is
+        trial): also (re, im) of the pairs (pb, pa), transposed (see kernels_cpu)."""
         kind, perm_a, perm_b = _quadrature().classify_pairs(self.data_a.tri[pa], self.data_b.tri[pb])
         if self._gpu is not None:
             return self._gpu.singular_local(pa, pb, kind, perm_a, perm_b)
@@ -208,13 +209,44 @@ class EntryEvaluator:
         nla, nlb = a.phi.shape[1], b.phi.shape[1]
         out_re = np.empty((len(pa), nla, nlb))
         out_im = np.empty_like(out_re)
+        sw = np.empty((len(pa) if swapped else 0, nla, nlb))
+        sw_im = np.empty_like(sw)
         r = self.rules
         kernels_cpu.singular_local(self.op, pa, pb, kind, perm_a, perm_b,
                                    r.offsets, r.ref_a, r.ref_b, r.weights,
                                    a.corners, a.areas, a.nrm, a.curl, nla,
                                    b.corners, b.areas, b.nrm, b.curl, nlb,
-                                   self.k.real, self.k.imag, out_re, out_im)
-        return out_re, out_im
+                                   self.k.real, self.k.imag, out_re, out_im, sw, sw_im)
+        return (out_re, out_im, sw, sw_im) if swapped else (out_re, out_im)
+
+    def _special_pairs_symmetric(self):
+        """CPU, test is trial: touching and near pairs with a <= b computed once, the pair
+        (b, a) from the same kernel evaluations (V, W: transpose; K <-> K')."""
+        mesh = self.test.mesh
+        swap = self.op in (kernels_cpu.K, kernels_cpu.KP)
+        out = []
+        for kind in ("touching", "near"):
+            pa, pb = touching_pairs(mesh) if kind == "touching" else near_pairs(mesh, self.near_factor)
+            keep = pa <= pb if kind == "touching" else pa < pb
+            pa, pb = pa[keep], pb[keep]
+            if kind == "touching" and swap:
+                re, im, sre, sim = self._singular(pa, pb, swapped=True)
+            elif kind == "touching":
+                re, im = self._singular(pa, pb)
+            else:
+                d = self.near_a
+                re, im = np.empty((2, len(pa)) + d.phi.shape[1:] * 2)
+                sre, sim = np.empty((2, len(pa) if swap else 0) + d.phi.shape[1:] * 2)
+                kernels_cpu.regular_local_both(self.op, pa, pb, d.pts, d.wts, d.nrm, d.phi, d.curl,
+                                               self.k.real, self.k.imag, re, im, sre, sim)
+            out.append((pa, pb, re, im))
+            off = pa != pb  # coincident pairs are their own swap
+            if swap:
+                sre, sim = sre[off].transpose(0, 2, 1), sim[off].transpose(0, 2, 1)
+            else:
+                sre, sim = re[off].transpose(0, 2, 1), im[off].transpose(0, 2, 1)
+            out.append((pb[off], pa[off], np.ascontiguousarray(sre), np.ascontiguousarray(sim)))
+        return out
 
     def _combine(self, re, im):
         if self.is_real:
@@ -289,11 +321,14 @@ class EntryEvaluator:
     def dense(self):
         """The full matrix (n_test, n_trial) on the backend."""
         a, b = self.data_a, self.data_b
-        special = []  # (pa, pb, re, im) of touching and near pairs, added after the regular ones
-        pa, pb = touching_pairs(self.test.mesh)
-        special.append((pa, pb, *self._singular(pa, pb)))
-        pa, pb = near_pairs(self.test.mesh, self.near_factor)
-        special.append((pa, pb, *self._regular(pa, pb, near=True)))
+        if self._gpu is None and self.test is self.trial:
+            special = self._special_pairs_symmetric()
+        else:  # (pa, pb, re, im) of touching and near pairs, added after the regular ones
+            special = []
+            pa, pb = touching_pairs(self.test.mesh)
+            special.append((pa, pb, *self._singular(pa, pb)))
+            pa, pb = near_pairs(self.test.mesh, self.near_factor)
+            special.append((pa, pb, *self._regular(pa, pb, near=True)))
         ident_a = np.arange(self.test.n_dofs, dtype=np.int64)
         ident_b = np.arange(self.trial.n_dofs, dtype=np.int64)
         if self._gpu is not None:

@@ -82,7 +82,7 @@ def test_cfl_beyond_limit_is_refused_with_the_limit_named():
 
 
 @pytest.mark.parametrize("kwargs, match", [({"m": 0}, "degree m = 0"),
-                                           ({"boundary": "wall"}, "boundary = 'wall'.*periodic"),
+                                           ({"boundary": "slip"}, "boundary = .slip.*periodic, wall"),
                                            ({"q": 0}, "stages q = 0"),
                                            ({"kernel": "fused"}, "kernel = 'fused'"),
                                            ({"cells": 1}, "cells")])
@@ -97,3 +97,44 @@ def test_bad_physics_is_refused():
         acoustics(-1.0, 1.0)
     with pytest.raises(ConfigError, match="velocity"):
         advection((1.0, 2.0))
+
+
+def _wall_mode_error(m, n, boundary, mode_lengths=(1.0, 0.5, 0.5)):
+    """Error after a period of p ~ prod cos(2 pi x_d / l_d) on the box (1, 0.5, 0.5)."""
+    from wavescat.timedomain.hermite.exact import acoustic_standing_mode, hermite_data
+
+    system = acoustics(1.5, 1.2)
+    # phases 0: dp/dn = 0 and v_d ~ sin(2 pi x_d / l_d) = 0 on walls at 0 and l_d / 2
+    exact = acoustic_standing_mode(system, 1.5, 1.2, mode_lengths, phases=(0.0, 0.0, 0.0))
+    solver = HermiteSolver(system, n, (1.0, 0.5, 0.5), m, cfl=0.6, boundary=boundary)
+    coords = solver.node_coords()
+    solver.set_state(hermite_data(exact.terms(0.0), coords, solver.h, m))
+    solver.run_to(exact.period)
+    final = hermite_data(exact.terms(exact.period), coords, solver.h, m)[:, 0, 0, 0]
+    return max(solver.h), np.abs(solver.get_state()[:, 0, 0, 0] - final).max()
+
+
+def test_rigid_walls_converge_at_order_2m_plus_1():
+    # half a wavelength across x: the mode is not periodic in the box, but it satisfies
+    # walls at x = 0 and x = 1; y and z stay periodic
+    boundary = ("wall", "periodic", "periodic")
+    h, e = zip(*[_wall_mode_error(1, n, boundary, (2.0, 0.5, 0.5)) for n in (6, 8, 12)])
+    fitted = np.polyfit(np.log(h), np.log(e), 1)[0]
+    assert e[-1] < 2e-2 and abs(fitted - 3) < 0.3, (e, fitted)
+    # walls on every axis, m = 2
+    h, e = zip(*[_wall_mode_error(2, n, "wall", (2.0, 1.0, 1.0)) for n in (4, 6, 8)])
+    assert abs(observed_orders(h, e)[-1] - 5) < 0.3, e
+    # the same run on a periodic grid is wrong by O(1): the walls are what makes it right
+    assert _wall_mode_error(1, 8, "periodic", (2.0, 0.5, 0.5))[1] > 0.2
+
+
+def test_walls_agree_with_periodic_grid_for_a_mode_symmetric_about_them():
+    # a full wavelength per axis is both periodic and wall-compatible: same answer either way
+    _, e_wall = _wall_mode_error(2, 6, "wall")
+    _, e_per = _wall_mode_error(2, 6, "periodic")
+    assert e_wall == pytest.approx(e_per, rel=1e-6) and e_wall < 1e-3
+
+
+def test_wall_for_advection_is_refused():
+    with pytest.raises(ConfigError, match="boundary = 'wall'.*only periodic"):
+        HermiteSolver(advection(), 4, 1.0, 1, boundary="wall")

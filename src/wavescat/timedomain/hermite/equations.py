@@ -18,6 +18,9 @@ class LinearSystem:
     name: str
     fields: tuple[str, ...]
     matrices: np.ndarray  # (3, F, F): A_d
+    #: (3, F) parity of each field under reflection across a wall normal to axis d
+    #: (+1 even, -1 odd), or None where the system has no rigid-wall condition
+    wall_parity: np.ndarray | None = None
 
     @property
     def n_fields(self) -> int:
@@ -50,4 +53,8 @@ def acoustics(sound_speed: float = 1.0, density: float = 1.0) -> LinearSystem:
     for d in range(3):
         a[d, 0, 1 + d] = -density * sound_speed ** 2
         a[d, 1 + d, 0] = -1.0 / density
-    return LinearSystem("acoustics", ("p", "vx", "vy", "vz"), a)
+    # rigid wall normal to axis d: the pressure is even across it, the normal velocity odd
+    parity = np.ones((3, 4))
+    for d in range(3):
+        parity[d, 1 + d] = -1.0
+    return LinearSystem("acoustics", ("p", "vx", "vy", "vz"), a, parity)

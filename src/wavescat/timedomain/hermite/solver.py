@@ -1,7 +1,13 @@
-"""The Hermite-Taylor time stepper on a periodic Cartesian grid (CPU or GPU).
+"""The Hermite-Taylor time stepper on a Cartesian grid (CPU or GPU).
 
 A full step is two half steps: primary nodes -> cell centres (the dual grid) over
 dt/2, then dual -> primary over dt/2 (Goodrich, Hagstrom and Lorenz 2006).
+
+Each axis is periodic (n nodes) or bounded by rigid walls at 0 and L (n+1 nodes, for
+systems with a wall parity, i.e. acoustics). A wall needs no special kernel: before the
+dual -> primary half step the dual data gets one mirrored ghost node past each wall
+(derivative k along the normal times (-1)^k times the field's parity), and the same
+periodic kernels run on the padded array.
 """
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ from .interpolation import check_degree, hermite_matrix_1d
 #: A half step is stable while no wave crosses from a cell face to the cell centre:
 #: max_d (speed_d * dt / h_d) <= 1.
 CFL_LIMIT = 1.0
-BOUNDARIES = ("periodic",)
+BOUNDARIES = ("periodic", "wall")
 #: GPU kernel forms (gpu.py); the CPU path ignores the choice
 KERNEL_FORMS = ("monolithic", "monolithic-shared", "monolithic-register", "monolithic-warp", "two-kernel")
 
@@ -44,9 +50,14 @@ class HermiteSolver:
         self.q = default_stages(self.m) if q is None else q
         if isinstance(self.q, bool) or not isinstance(self.q, (int, np.integer)) or self.q < 1:
             raise ConfigError(f"hermite stages q = {q!r}: must be an integer >= 1")
-        if boundary not in BOUNDARIES:
-            raise ConfigError(f"hermite boundary = {boundary!r}: only {', '.join(BOUNDARIES)} "
-                              "grids are supported")
+        walls = tuple(np.broadcast_to(np.asarray(boundary, dtype=object), 3))
+        if any(b not in BOUNDARIES for b in walls):
+            raise ConfigError(f"hermite boundary = {boundary!r}: each axis must be one of "
+                              f"{', '.join(BOUNDARIES)}")
+        self.walls = tuple(b == "wall" for b in walls)
+        if any(self.walls) and system.wall_parity is None:
+            raise ConfigError(f"hermite boundary = {boundary!r}: the {system.name} equation has no "
+                              "rigid-wall condition; only periodic grids are supported for it")
         cells = tuple(int(c) for c in np.broadcast_to(cells, 3))
         if min(cells) < 2:
             raise ConfigError(f"hermite cells = {cells}: need at least 2 cells per axis")
@@ -64,7 +75,8 @@ class HermiteSolver:
         self.kernel = kernel
         self.dt = self.max_dt(cfl)
         xp = self.backend.xp
-        self.state = xp.zeros((system.n_fields,) + (self.m + 1,) * 3 + cells, dtype=self.dtype)
+        self.nodes = tuple(n + 1 if w else n for n, w in zip(cells, self.walls))
+        self.state = xp.zeros((system.n_fields,) + (self.m + 1,) * 3 + self.nodes, dtype=self.dtype)
         self._work = xp.empty_like(self.state)
         self.time = 0.0
         self._gpu = None
@@ -109,8 +121,31 @@ class HermiteSolver:
     def step(self, n: int = 1) -> None:
         for _ in range(n):
             self.half_step(self.state, self._work, 0)    # primary -> dual
-            self.half_step(self._work, self.state, -1)   # dual -> primary
+            if not any(self.walls):
+                self.half_step(self._work, self.state, -1)   # dual -> primary
+            else:
+                self._wall_half_step()
             self.time += self.dt
+
+    def _wall_half_step(self) -> None:
+        """dual -> primary with mirrored ghosts past the walls (periodic axes: rolled by one)."""
+        xp = self.backend.xp
+        dual = self._work
+        for d, (wall, n) in enumerate(zip(self.walls, self.cells)):
+            ax = 4 + d
+            if not wall:
+                dual = xp.roll(dual, 1, axis=ax)  # then node j sits between dual j-1 and j
+                continue
+            k = np.arange(self.m + 1).reshape([-1 if e == d else 1 for e in range(3)])
+            sign = (self.system.wall_parity[d].reshape(-1, 1, 1, 1) * (-1.0) ** k)[..., None, None, None]
+            sign = xp.asarray(sign, dtype=self.dtype)
+            lo = sign * xp.take(dual, [0], axis=ax)
+            hi = sign * xp.take(dual, [n - 1], axis=ax)
+            dual = xp.concatenate([lo, xp.take(dual, np.arange(n), axis=ax), hi], axis=ax)
+        dual = xp.ascontiguousarray(dual)
+        out = xp.empty_like(dual)
+        self.half_step(dual, out, 0)
+        self.state[...] = out[(slice(None),) * 4 + tuple(slice(0, n) for n in self.nodes)]
 
     def run_to(self, t_end: float, cfl: float | None = None) -> int:
         """Advance to exactly t_end with equal steps no larger than the current dt (or cfl's)."""
@@ -122,7 +157,7 @@ class HermiteSolver:
 
     # -- data ---------------------------------------------------------------------
     def node_coords(self):
-        return [np.arange(n) * h for n, h in zip(self.cells, self.h)]
+        return [np.arange(n) * h for n, h in zip(self.nodes, self.h)]
 
     def set_state(self, data: np.ndarray) -> None:
         data = np.asarray(data)

@@ -139,9 +139,9 @@ class HermiteSolver:
             k = np.arange(self.m + 1).reshape([-1 if e == d else 1 for e in range(3)])
             sign = (self.system.wall_parity[d].reshape(-1, 1, 1, 1) * (-1.0) ** k)[..., None, None, None]
             sign = xp.asarray(sign, dtype=self.dtype)
-            lo = sign * xp.take(dual, [0], axis=ax)
-            hi = sign * xp.take(dual, [n - 1], axis=ax)
-            dual = xp.concatenate([lo, xp.take(dual, np.arange(n), axis=ax), hi], axis=ax)
+            def part(a, b, arr=dual, ax=ax):  # plain slices: the same on NumPy and CuPy
+                return arr[(slice(None),) * ax + (slice(a, b),)]
+            dual = xp.concatenate([sign * part(0, 1), part(0, n), sign * part(n - 1, n)], axis=ax)
         dual = xp.ascontiguousarray(dual)
         out = xp.empty_like(dual)
         self.half_step(dual, out, 0)

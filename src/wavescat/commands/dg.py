@@ -44,7 +44,7 @@ def register(subparsers) -> None:
     s.add_argument("--sponge-gap", type=float, default=0.5,
                    help="wavelengths between the farthest probe (or the sphere) and the sponge layer")
     s.add_argument("--sponge-width", type=float, default=1.0, help="sponge thickness in wavelengths")
-    s.add_argument("--points-per-wavelength", type=float, default=14.0,
+    s.add_argument("--points-per-wavelength", type=float, default=16.0,
                    help="N * wavelength / h near the sphere")
     s.add_argument("--h-surface", type=float, default=None, help="element size at the sphere")
     s.add_argument("--mesh", default=None, help="use this volume mesh (.npz with vertices, tets, or .msh)")

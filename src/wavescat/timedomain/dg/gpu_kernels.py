@@ -156,13 +156,13 @@ lserk_update(const size_t n, real* __restrict__ q, real* __restrict__ res,
 """
 
 
+# (thread rows of elements per block, elements per thread) of the volume kernel, keyed by Np:
+# the fastest fp32 settings of `bench/bench_dg.py --tune` on an H100 (1.2M nodes per order)
+VOLUME_TUNING = {4: (64, 1), 10: (25, 1), 20: (3, 2), 35: (7, 4), 56: (1, 2), 84: (1, 4)}
+
+
 def default_elements_per_block(n_nodes: int, target_threads: int = 256) -> int:
     return max(1, target_threads // n_nodes)
-
-
-def default_elements_per_thread(n_nodes: int) -> int:
-    """Register blocking pays once the element matrices are big enough to be compute-bound."""
-    return 1 if n_nodes <= 20 else 4
 
 
 def kernel_source(order_nodes: int, face_nodes: int, face_mask, dtype, kb_volume: int,
@@ -183,16 +183,17 @@ class GpuKernels:
     """The three kernels compiled for one space, precision and tuning (KB, D in shared)."""
 
     def __init__(self, ops, xp, kb_volume: int | None = None, kb_surface: int | None = None,
-                 d_shared: bool | None = None, elements_per_thread: int | None = None):
+                 d_shared: bool = False, elements_per_thread: int | None = None):
         self.ops, self.xp = ops, xp
         npn, nfn = ops.Dr.shape[0], ops.lift.shape[1]
         self.dtype = np.dtype(ops.geo.dtype)
-        self.ept = elements_per_thread or default_elements_per_thread(npn)
+        kbv, ept = VOLUME_TUNING.get(npn, (default_elements_per_block(npn), 1))
+        self.ept = elements_per_thread or ept
         # kbv: element rows of threads per block (the block holds kbv * ept elements)
-        self.kbv = kb_volume or max(1, (128 if self.ept > 1 else 256) // npn)
+        self.kbv = kb_volume or kbv
         self.kbs = kb_surface or default_elements_per_block(max(npn, nfn))
-        if d_shared is None:  # static shared memory is limited to 48 KB
-            d_shared = (3 * npn * npn + 4 * self.kbv * self.ept * npn) * self.dtype.itemsize <= 40 * 1024
+        # operators through the read-only (L1/texture) cache by default: measured as fast as
+        # staging them in shared memory for N <= 3 and faster above; shared needs <= 48 KB
         self.d_shared = bool(d_shared)
         src = kernel_source(npn, nfn // 4, ops.face_mask, self.dtype, self.kbv, self.kbs,
                             self.d_shared, ops.sigma is not None, self.ept)

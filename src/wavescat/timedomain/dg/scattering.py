@@ -86,10 +86,10 @@ class ScatteringSetup:
 def scattering_mesh_sizes(setup: ScatteringSetup, order: int, points_per_wavelength: float,
                           h_surface: float | None = None):
     """(h_inner, h_outer): N wavelength / h = points_per_wavelength away from the sphere; at
-    the sphere h_surface (default 0.25 radius: straight facets cut the sphere by h^2 / 8a)."""
+    the sphere h_surface (default 0.2 radius: straight facets cut the sphere by h^2 / 8a)."""
     wavelength = 2 * np.pi / setup.k
     h = order * wavelength / points_per_wavelength
-    return min(h, h_surface or 0.25 * setup.radius), h
+    return min(h, h_surface or 0.2 * setup.radius), h
 
 
 @dataclass

@@ -147,8 +147,9 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     parts = [r[0] for r in results]
     stats = [r[1] for r in results]
     kern = results[0][2]
-    for key in ("near_field", "aca", "transfers"):
-        times[key] += max(s[key] for s in stats)  # devices run concurrently
+    for key in ("near_field", "aca", "transfers", "aca_cross_s", "recompression_s"):
+        times[key.removesuffix("_s")] = times.get(key.removesuffix("_s"), 0.0) + max(
+            s.get(key, 0.0) for s in stats)  # devices run concurrently
     times["total"] = time.perf_counter() - t_all
     H = HMatrix(parts, rtree.perm, ctree.perm, kern.dtype, btree, {})
     H.report = _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label, kern)

@@ -80,12 +80,18 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
         for c in range(0, len(sel), chunk):
             ids = sel[c:c + chunk]
             r0, m, c0, n = (xp.asarray(far[key][ids]) for key in ("r0", "m", "c0", "n"))
+            t0 = time.perf_counter()
             res = aca_plus_batched(kernel, r0, m, c0, n, eps, xp, dtype, zero_tol=zero_tol)
             steps += res.steps
             U, V, rank = res.U, res.V, res.rank
+            sync(xp)
+            t1 = time.perf_counter()
             if recompression:
                 U, V, rank = recompress(xp, U, V, rank, eps)
             rank_h = _host(rank)
+            t2 = time.perf_counter()
+            stats["aca_cross_s"] = stats.get("aca_cross_s", 0.0) + t1 - t0
+            stats["recompression_s"] = stats.get("recompression_s", 0.0) + t2 - t1
             bucket = rank_bucket(rank_h)
             for kb in np.unique(bucket):
                 if kb == 0:

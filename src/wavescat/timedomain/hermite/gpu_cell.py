@@ -11,7 +11,6 @@ The body is generated once as plain arithmetic, rendered both as CUDA and as Pyt
 from __future__ import annotations
 
 import itertools
-import math
 import re
 
 import numpy as np

@@ -18,49 +18,52 @@ _SOURCE = r"""
 #define INV4PI 0.079577471545947667884441881686257181
 #if IS_DOUBLE
 typedef double T;
-#define RSQRT(x) rsqrt(x)
-#define SINCOS(x, s, c) sincos(x, s, c)
-#define EXP(x) exp(x)
 #else
 typedef float T;
-#define RSQRT(x) rsqrtf(x)
-#define SINCOS(x, s, c) sincosf(x, s, c)
-#define EXP(x) expf(x)
 #endif
+__device__ __forceinline__ double rsqrt_(double x) { return rsqrt(x); }
+__device__ __forceinline__ float rsqrt_(float x) { return rsqrtf(x); }
+__device__ __forceinline__ void sincos_(double x, double* s, double* c) { sincos(x, s, c); }
+__device__ __forceinline__ void sincos_(float x, float* s, float* c) { sincosf(x, s, c); }
+__device__ __forceinline__ double exp_(double x) { return exp(x); }
+__device__ __forceinline__ float exp_(float x) { return expf(x); }
 
 __device__ const T PHI_A[NQA * NLA] = {PHI_A_VALUES};
 __device__ const T PHI_B[NQB * NLB] = {PHI_B_VALUES};
 
 // Kernel value at x - y = (dx, dy, dz); operator codes as in kernels_cpu.py.
-__device__ __forceinline__ void kernel_value(T dx, T dy, T dz, const T* na, const T* nb,
-                                             T kr, T ki, T& re, T& im) {
-    T r2 = dx * dx + dy * dy + dz * dz;
-    T rinv = RSQRT(r2);
-    T g = (T)INV4PI * rinv;
+// R: the arithmetic type (T for regular pairs; double for touching pairs in every precision,
+// whose thousands of Sauter-Schwab points per pair and near-coincident points need it).
+template <typename R>
+__device__ __forceinline__ void kernel_value(R dx, R dy, R dz, const R* na, const R* nb,
+                                             R kr, R ki, R& re, R& im) {
+    R r2 = dx * dx + dy * dy + dz * dz;
+    R rinv = rsqrt_(r2);
+    R g = (R)INV4PI * rinv;
 #if LAPLACE
-    T gre = g, gim = 0;
+    R gre = g, gim = 0;
 #else
-    T r = r2 * rinv;
+    R r = r2 * rinv;
 #if DAMPED
-    g *= EXP(-ki * r);
+    g *= exp_(-ki * r);
 #endif
-    T s, c;
-    SINCOS(kr * r, &s, &c);
-    T gre = g * c, gim = g * s;
+    R s, c;
+    sincos_(kr * r, &s, &c);
+    R gre = g * c, gim = g * s;
 #endif
 #if OP == 0 || OP == 3
     re = gre; im = gim;
 #else
 #if OP == 1
-    T proj = -(dx * nb[0] + dy * nb[1] + dz * nb[2]);
+    R proj = -(dx * nb[0] + dy * nb[1] + dz * nb[2]);
 #else
-    T proj = dx * na[0] + dy * na[1] + dz * na[2];
+    R proj = dx * na[0] + dy * na[1] + dz * na[2];
 #endif
-    T rinv2 = rinv * rinv;
+    R rinv2 = rinv * rinv;
 #if LAPLACE
     re = -gre * rinv2 * proj; im = 0;
 #else
-    T fre = (-ki * r - 1) * rinv2, fim = kr * rinv;  // (ikr - 1)/r^2
+    R fre = (-ki * r - 1) * rinv2, fim = kr * rinv;  // (ikr - 1)/r^2
     re = (gre * fre - gim * fim) * proj;
     im = (gre * fim + gim * fre) * proj;
 #endif
@@ -69,25 +72,26 @@ __device__ __forceinline__ void kernel_value(T dx, T dy, T dz, const T* na, cons
 
 // W by parts: curl_i.curl_j sum S - k^2 n.n S_ij (P1: the S_ij sum to int int G).
 // ia[i], jb[j]: local basis function behind row i / column j of lre (a vertex permutation).
+template <typename R>
 __device__ __forceinline__ void hypersingular_finish(int a, int b, int ma, int mb,
-        const T* curl_a, const T* curl_b, const T* na, const T* nb, T kr, T ki,
-        const int* ia, const int* jb, T (&lre)[NLA][NLB], T (&lim)[NLA][NLB]) {
+        const R* curl_a, const R* curl_b, const R* na, const R* nb, R kr, R ki,
+        const int* ia, const int* jb, R (&lre)[NLA][NLB], R (&lim)[NLA][NLB]) {
 #if OP == 3
-    T s0re = 0, s0im = 0;
+    R s0re = 0, s0im = 0;
 #pragma unroll
     for (int i = 0; i < NLA; ++i)
 #pragma unroll
         for (int j = 0; j < NLB; ++j) { s0re += lre[i][j]; s0im += lim[i][j]; }
-    T nn = na[0] * nb[0] + na[1] * nb[1] + na[2] * nb[2];
-    T k2re = kr * kr - ki * ki, k2im = 2 * kr * ki;
+    R nn = na[0] * nb[0] + na[1] * nb[1] + na[2] * nb[2];
+    R k2re = kr * kr - ki * ki, k2im = 2 * kr * ki;
 #pragma unroll
     for (int i = 0; i < NLA; ++i)
 #pragma unroll
         for (int j = 0; j < NLB; ++j) {
-            T cc = 0;
+            R cc = 0;
 #pragma unroll
             for (int c = 0; c < 3; ++c) cc += curl_a[(ia[i] * 3 + c) * ma + a] * curl_b[(jb[j] * 3 + c) * mb + b];
-            T sre = lre[i][j], sim = lim[i][j];
+            R sre = lre[i][j], sim = lim[i][j];
             lre[i][j] = cc * s0re - nn * (k2re * sre - k2im * sim);
             lim[i][j] = cc * s0im - nn * (k2re * sim + k2im * sre);
         }
@@ -199,15 +203,15 @@ extern "C" __global__ void dense_regular(int a0, int na_tile, int ma, int mb,
 // Touching pairs with paired (Sauter-Schwab) rules; see kernels_cpu.singular_local.
 extern "C" __global__ void singular_local(long long npairs, const int* pa, const int* pb,
         const int* kind, const int* perm_a, const int* perm_b, const int* offsets,
-        const T* ref_a, const T* ref_b, const T* ref_w, int ma, int mb,
-        const T* corners_a, const T* areas_a, const T* nrm_a, const T* curl_a,
-        const T* corners_b, const T* areas_b, const T* nrm_b, const T* curl_b, T kr, T ki,
-        T* out_re, T* out_im) {
+        const double* ref_a, const double* ref_b, const double* ref_w, int ma, int mb,
+        const double* corners_a, const double* areas_a, const double* nrm_a, const double* curl_a,
+        const double* corners_b, const double* areas_b, const double* nrm_b, const double* curl_b,
+        double kr, double ki, T* out_re, T* out_im) {
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= npairs) return;
     int a = pa[p], b = pb[p];
     int qa_[3], qb_[3];
-    T ca[3][3], cb[3][3], na[3], nb[3];
+    double ca[3][3], cb[3][3], na[3], nb[3];
 #pragma unroll
     for (int v = 0; v < 3; ++v) { qa_[v] = perm_a[p * 3 + v]; qb_[v] = perm_b[p * 3 + v]; }
 #pragma unroll
@@ -219,31 +223,31 @@ extern "C" __global__ void singular_local(long long npairs, const int* pa, const
         }
 #pragma unroll
     for (int c = 0; c < 3; ++c) { na[c] = nrm_a[c * ma + a]; nb[c] = nrm_b[c * mb + b]; }
-    T lre[NLA][NLB], lim[NLA][NLB];
+    double lre[NLA][NLB], lim[NLA][NLB];
 #pragma unroll
     for (int i = 0; i < NLA; ++i)
 #pragma unroll
         for (int j = 0; j < NLB; ++j) { lre[i][j] = 0; lim[i][j] = 0; }
-    T scale = areas_a[a] * areas_b[b];
+    double scale = areas_a[a] * areas_b[b];
     int k = kind[p];
     for (int q = offsets[k]; q < offsets[k + 1]; ++q) {
-        T s = ref_a[2 * q], t = ref_a[2 * q + 1], u = ref_b[2 * q], v = ref_b[2 * q + 1];
-        T ba[3] = {1 - s - t, s, t}, bb[3] = {1 - u - v, u, v};
-        T d[3];
+        double s = ref_a[2 * q], t = ref_a[2 * q + 1], u = ref_b[2 * q], v = ref_b[2 * q + 1];
+        double ba[3] = {1 - s - t, s, t}, bb[3] = {1 - u - v, u, v};
+        double d[3];
 #pragma unroll
         for (int c = 0; c < 3; ++c)
             d[c] = (ba[0] * ca[0][c] + s * ca[1][c] + t * ca[2][c]) - (bb[0] * cb[0][c] + u * cb[1][c] + v * cb[2][c]);
-        T gre, gim;
+        double gre, gim;
         kernel_value(d[0], d[1], d[2], na, nb, kr, ki, gre, gim);
-        T w = ref_w[q] * scale;
+        double w = ref_w[q] * scale;
         gre *= w; gim *= w;
         // rows/columns of lre follow the permuted corners: corner c carries bary[c] (P0: 1)
 #pragma unroll
         for (int i = 0; i < NLA; ++i) {
-            T fa = NLA == 1 ? (T)1 : ba[i];
+            double fa = NLA == 1 ? 1.0 : ba[i];
 #pragma unroll
             for (int j = 0; j < NLB; ++j) {
-                T f = fa * (NLB == 1 ? (T)1 : bb[j]);
+                double f = fa * (NLB == 1 ? 1.0 : bb[j]);
                 lre[i][j] += gre * f;
                 lim[i][j] += gim * f;
             }
@@ -260,11 +264,12 @@ extern "C" __global__ void singular_local(long long npairs, const int* pa, const
     for (int i = 0; i < NLA; ++i)
 #pragma unroll
         for (int j = 0; j < NLB; ++j) {
-            out_re[(p * NLA + ia[i]) * NLB + jb[j]] = lre[i][j];
-            out_im[(p * NLA + ia[i]) * NLB + jb[j]] = lim[i][j];
+            out_re[(p * NLA + ia[i]) * NLB + jb[j]] = (T)lre[i][j];
+            out_im[(p * NLA + ia[i]) * NLB + jb[j]] = (T)lim[i][j];
         }
 }
 
+// out[row_pos[dof_a], col_pos[dof_b], part] += loc[p, i, j, part] (one thread per local entry).
 extern "C" __global__ void scatter_local(long long nentries, const int* pa, const int* pb, int ma, int mb,
         const int* dofs_a, const int* dofs_b, const T* loc, const long long* row_pos,
         const long long* col_pos, long long ncols, T* out) {
@@ -318,13 +323,16 @@ class GpuIntegrator:
         self.geo_b = [soa(b.pts, self.T), soa(b.wts, self.T), soa(b.nrm, self.T), soa(b.curl, self.T)]
         self.tri_a, self.tri_b = soa(a.tri, np.int32), soa(b.tri, np.int32)
         self.dofs_a, self.dofs_b = soa(a.dofs, np.int32), soa(b.dofs, np.int32)
-        self.corners_a, self.corners_b = soa(a.corners, self.T), soa(b.corners, self.T)
-        self.areas_a, self.areas_b = cp.asarray(a.areas, self.T), cp.asarray(b.areas, self.T)
+        # touching pairs are integrated in double precision whatever the precision
+        self.sing_a = [soa(a.corners, np.float64), cp.asarray(a.areas, np.float64),
+                       soa(a.nrm, np.float64), soa(a.curl, np.float64)]
+        self.sing_b = [soa(b.corners, np.float64), cp.asarray(b.areas, np.float64),
+                       soa(b.nrm, np.float64), soa(b.curl, np.float64)]
         self.cen_a, self.cen_b = soa(a.centroids, np.float64), soa(b.centroids, np.float64)
         self.diam_a, self.diam_b = cp.asarray(a.diameters, np.float64), cp.asarray(b.diameters, np.float64)
         r = ev.rules
-        self.rule = [cp.asarray(r.offsets, np.int32), cp.asarray(r.ref_a.ravel(), self.T),
-                     cp.asarray(r.ref_b.ravel(), self.T), cp.asarray(r.weights, self.T)]
+        self.rule = [cp.asarray(r.offsets, np.int32), cp.asarray(r.ref_a.ravel(), np.float64),
+                     cp.asarray(r.ref_b.ravel(), np.float64), cp.asarray(r.weights, np.float64)]
 
     def _kernel(self, name):
         if self._module is None:  # one NVRTC compile for all kernels of this source
@@ -354,9 +362,8 @@ class GpuIntegrator:
         i32 = lambda x: cp.asarray(np.ascontiguousarray(x, np.int32).ravel())  # noqa: E731
         self._launch("singular_local", n, (
             np.int64(n), i32(pa), i32(pb), i32(kind), i32(perm_a), i32(perm_b), *self.rule,
-            np.int32(self.ma), np.int32(self.mb),
-            self.corners_a, self.areas_a, self.geo_a[2], self.geo_a[3],
-            self.corners_b, self.areas_b, self.geo_b[2], self.geo_b[3], self.kr, self.ki, out_re, out_im))
+            np.int32(self.ma), np.int32(self.mb), *self.sing_a, *self.sing_b,
+            np.float64(self.ev.k.real), np.float64(self.ev.k.imag), out_re, out_im))
         return out_re, out_im
 
     def empty_matrix(self, shape):

@@ -18,7 +18,8 @@ arrays or H-matrices); the sparse parts run on the host with SciPy.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse.linalg as spla
+
+from .osrc import factorise
 
 FORMULATION = "osrc_burton_miller"
 
@@ -67,7 +68,7 @@ class OsrcBurtonMiller:
         self.mass = mass.tocsc()
         self.ntd = ntd
         self.xp = xp
-        self._mass_lu = spla.splu(self.mass.astype(complex))
+        self._mass_lu = factorise(self.mass.astype(complex))
         self.n_dofs = self.mass.shape[0]
 
     def _apply_operator(self, op, x):

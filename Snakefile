@@ -41,6 +41,7 @@ rule verify_bem:
     """Exact rigid-sphere far fields for the sphere cases, and the BEM compared with them."""
     input:
         expand("results/{case}/reference_farfield.csv", case=SPHERE_CASES),
+        expand("results/{case}/bem_vs_exact.json", case=SPHERE_CASES),
 
 
 rule verify_hermite:

@@ -168,6 +168,19 @@ def _check_case(name: str, case: dict, base_dir: Path) -> None:
     if "directions" in inc:
         inc["directions"] = [_unit(d, f"{where}.incident.directions[{i}]")
                              for i, d in enumerate(inc["directions"])]
+    check = case.get("dg_cross_check")
+    if check and check.get("enabled", True):
+        if kind != "sphere":
+            raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check needs a "
+                              f"sphere, not geometry kind {kind!r}")
+        c, a = np.asarray(geo["center"], float), float(geo["radius"])
+        if "probes" not in check:
+            axes = np.vstack([np.eye(3), -np.eye(3)])
+            check["probes"] = (c + 1.5 * a * axes).tolist()
+        for i, x in enumerate(check["probes"]):
+            if np.linalg.norm(np.asarray(x, float) - c) <= a:
+                raise ConfigError(f"{where}.dg_cross_check.probes[{i}] = {_show(x)}: must lie "
+                                  "outside the sphere")
     rec = case["receivers"]
     if ("directions_deg" in rec) == ("plane" in rec):
         raise ConfigError(f"{where}.receivers = {_show(rec)}: give either plane (with count) or "

@@ -32,7 +32,7 @@ studies:
 def test_tiny_study_end_to_end_with_report(tmp_path):
     (tmp_path / "study.yaml").write_text(STUDY)
     base = SNAKEMAKE + ["--configfile", str(tmp_path / "study.yaml"), "--directory", str(tmp_path)]
-    run = subprocess.run(base + ["--cores", "2", "target_strength"], cwd=ROOT,
+    run = subprocess.run(base + ["--cores", "2", "target_strength", "verify_bem"], cwd=ROOT,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     res = tmp_path / "results"
@@ -57,6 +57,20 @@ def test_tiny_study_end_to_end_with_report(tmp_path):
     assert len(rows) - 1 == 2 * 2 * 37
     assert {r[2] for r in rows[1:]} == {"0.25", "0.3"}
     assert list((res / "tiny" / "study_plots").glob("*_ts_map.png"))
+
+    errors = json.loads((res / "pebble" / "bem_vs_exact.json").read_text())
+    assert len(errors["per_frequency"]) == 2 and errors["relative_l2_error"] < 0.05
+
+    # BEM scattered pressure at points off the surface against the exact series
+    from wavescat.commands.probes import scattered_pressure
+    from wavescat.reference.rigid_sphere import scattered_field
+    from wavescat.solve.records import read_solution
+
+    sol = read_solution(res / "pebble" / "solutions" / "f001.h5")
+    pts = np.array([[0, 0, -0.5], [0.45, 0, 0.1], [0, 0.6, 0.6], [0, 0, 2.0]])
+    exact = scattered_field(sol["wavenumber"], 0.3, [0, 0, 1], pts)
+    p = scattered_pressure(sol, pts)
+    assert np.linalg.norm(p - exact) / np.linalg.norm(exact) < 0.05
 
     report = subprocess.run(base + ["--report", str(tmp_path / "report.html")], cwd=ROOT,
                             capture_output=True, text=True, timeout=300)

@@ -74,3 +74,17 @@ rule study_table:
     shell:
         "{WAVESCAT} study --cases {params.cases:q} --farfields {input} --out {output.table}"
         " --plots {output.plots} > {log} 2>&1"
+
+
+rule bem_vs_exact:
+    """RMS TS and relative L2 far-field errors of a sphere case against the exact series."""
+    input:
+        computed="results/{case}/farfield.csv",
+        reference="results/{case}/reference_farfield.csv",
+    output:
+        "results/{case}/bem_vs_exact.json",
+    log:
+        "results/{case}/logs/bem_vs_exact.log",
+    shell:
+        "{WAVESCAT} compare-farfield --computed {input.computed} --reference {input.reference}"
+        " --out {output} > {log} 2>&1"

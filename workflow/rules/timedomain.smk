@@ -1,3 +1,5 @@
+import math
+
 VERIFY = CONFIG["verification"]
 VERIFY_FLAGS = (f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}"
                 + (" --quick" if VERIFY["quick"] else ""))
@@ -7,6 +9,7 @@ rule hermite_convergence:
     """Hermite-Taylor convergence study (m = 1, 2, 3) against exact solutions."""
     output:
         csv="results/verification/hermite_convergence.csv",
+        acoustics="results/verification/hermite_convergence_acoustics.csv",
         plot=report("results/verification/hermite_convergence.png",
                     caption="../report/hermite.rst", category="Verification"),
     params:
@@ -31,22 +34,71 @@ rule dg_convergence:
         "{WAVESCAT} verify-dg --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
 
 
-rule dg_vs_bem:
-    """Time-domain DG scattered field at probe points against the BEM (first frequency)."""
+def dg_cross_check(wildcards):
+    return CASES[wildcards.case]["dg_cross_check"]
+
+
+def dg_scatter_flags(wildcards):
+    """Wavenumber, incidence and DG resolution of a case's time-domain run."""
+    case, check = CASES[wildcards.case], dg_cross_check(wildcards)
+    c = CONFIG["medium"]["sound_speed"]
+    k = 2 * math.pi * case["frequencies_hz"][0] / c
+    order, ppw = check["order"], check["points_per_wavelength"]
+    if VERIFY["quick"]:
+        order, ppw = min(order, 2), min(ppw, 8.0)
+    d = case["incident"].get("direction") or case["incident"]["directions"][0]
+    geo = case["geometry"]
+    return (f"--radius {geo['radius']} --center {' '.join(map(str, geo['center']))}"
+            f" --k {k!r} --sound-speed {c!r} --density {CONFIG['medium']['density']!r}"
+            f" --direction {' '.join(map(str, d))} --order {order} --points-per-wavelength {ppw}"
+            f" --backend {VERIFY['backend']} --precision {VERIFY['precision']}")
+
+
+rule bem_probes:
+    """BEM scattered pressure (double-layer potential of the surface solution) at the probes."""
     input:
-        mesh="results/{case}/mesh.msh",
-        solution="results/{case}/solutions/f000.h5",
+        "results/{case}/solutions/f000.h5",
+    output:
+        "results/{case}/dg/bem_probes.csv",
+    params:
+        points=lambda wc: json.dumps(dg_cross_check(wc)["probes"]),
+    log:
+        "results/{case}/logs/bem_probes.log",
+    shell:
+        "{WAVESCAT} bem-probes --solution {input} --points {params.points:q} --out {output}"
+        " > {log} 2>&1"
+
+
+rule dg_scatter:
+    """Time-domain DG run of the sphere to a time-harmonic state; amplitudes at the probes."""
+    input:
+        probes="results/{case}/dg/bem_probes.csv",
+    output:
+        amplitudes="results/{case}/dg/dg_probes.csv",
+        summary="results/{case}/dg/dg_summary.json",
+    params:
+        flags=dg_scatter_flags,
+    resources:
+        gpu=1 if CONFIG["verification"]["backend"] == "gpu" else 0,
+        runtime=120,
+    log:
+        "results/{case}/logs/dg_scatter.log",
+    shell:
+        "{WAVESCAT} dg-scatter --probes {input.probes} --out {output.amplitudes}"
+        " --summary {output.summary} {params.flags} > {log} 2>&1"
+
+
+rule dg_vs_bem:
+    """DG time-domain against BEM scattered pressure at the probe points."""
+    input:
+        dg="results/{case}/dg/dg_probes.csv",
+        bem="results/{case}/dg/bem_probes.csv",
     output:
         csv="results/{case}/dg_vs_bem.csv",
         plot=report("results/{case}/dg_vs_bem.png", caption="../report/dg_vs_bem.rst",
                     category="Verification", subcategory="{case}"),
-    params:
-        case=case_param(),
-        medium=MEDIUM,
-        flags=VERIFY_FLAGS,
     log:
         "results/{case}/logs/dg_vs_bem.log",
     shell:
-        "{WAVESCAT} dg-vs-bem --case {params.case:q} --medium {params.medium:q} --mesh {input.mesh}"
-        " --solution {input.solution} --csv {output.csv} --plot {output.plot} {params.flags}"
-        " > {log} 2>&1"
+        "{WAVESCAT} dg-vs-bem --dg {input.dg} --bem {input.bem} --out {output.csv}"
+        " --plot {output.plot} > {log} 2>&1"

@@ -1,0 +1,49 @@
+"""`wavescat bem-probes`: the BEM scattered pressure at points off the surface.
+
+For a sound-hard body the scattered field is the double-layer potential of the total surface
+pressure, p_s = DL p (docs/conventions.md); the surface solution and its mesh come from the
+HDF5 file of `wavescat solve`.
+"""
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+
+from ..bem import potentials, spaces
+from ..errors import ConfigError
+from ..solve.records import read_solution
+from ..surface import SurfaceMesh
+from ..tables import atomic_path
+
+
+def scattered_pressure(solution: dict, points, incidence: int = 0, backend="cpu") -> np.ndarray:
+    """BEM scattered pressure at `points` (n, 3) for one incidence direction of a solution."""
+    pressure = np.atleast_2d(solution["surface_pressure"])  # (n_incidence, n_dofs)
+    if not 0 <= incidence < len(pressure):
+        raise ConfigError(f"--incidence = {incidence}: the solution has {len(pressure)} "
+                          "incidence direction(s)")
+    space = spaces.p1(SurfaceMesh(solution["vertices"], solution["triangles"]))
+    dl = potentials.double_layer(space, np.asarray(points, float), float(solution["wavenumber"]),
+                                 backend=backend)
+    return np.asarray(dl @ pressure[incidence])
+
+
+def bem_probes(args) -> None:
+    points = np.asarray(json.loads(args.points), float).reshape(-1, 3)
+    p = scattered_pressure(read_solution(args.solution), points, args.incidence)
+    with atomic_path(args.out) as tmp, open(tmp, "w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["x", "y", "z", "re_p_bem", "im_p_bem"])
+        for x, v in zip(points, p):
+            out.writerow([repr(float(c)) for c in x] + [repr(float(v.real)), repr(float(v.imag))])
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("bem-probes", help="BEM scattered pressure at probe points")
+    p.add_argument("--solution", required=True, help="HDF5 file of `wavescat solve`")
+    p.add_argument("--points", required=True, help="JSON list of [x, y, z] points off the surface")
+    p.add_argument("--incidence", type=int, default=0, help="incidence direction index")
+    p.add_argument("--out", required=True, help="CSV x,y,z,re_p_bem,im_p_bem")
+    p.set_defaults(func=bem_probes)

@@ -100,3 +100,12 @@ def test_non_convergence_raises_with_residual():
                          "gmres": {"tol": 1e-12, "restart": 2, "maxiter": 3}})
     with pytest.raises(SolverError, match=r"maxiter = 3 iterations: relative residual .* at [0-9.]+ Hz"):
         solve_frequency(case, MEDIUM, icosphere(1), _freq(1.0))
+
+
+def test_hmatrix_format_agrees_with_dense(spheres):
+    case = _case(solver={"operator_format": "hmatrix", "backend": "cpu",
+                         "hmatrix": {"eps": 1e-6, "leaf_size": 16}})
+    res = solve_frequency(case, MEDIUM, icosphere(2), _freq(2.5))
+    assert res.operator_format == "hmatrix"
+    dense = spheres[2].far_field
+    assert np.linalg.norm(res.far_field - dense) < 1e-4 * np.linalg.norm(dense)

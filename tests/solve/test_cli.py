@@ -7,7 +7,7 @@ import h5py
 import numpy as np
 import pytest
 
-from wavescat import cli
+from wavescat import cli, farfield
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere
 from wavescat.solve import records
@@ -36,10 +36,11 @@ def run(tmp_path_factory):
     with open(tmp / "reference.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(records.FARFIELD_HEADER)
+        theta, phi = farfield.directions_to_angles(dirs)
         for f in freqs:
             F = rigid_sphere.far_field(2 * math.pi * f / C, 1.0, [0, 0, 1], dirs)
-            for v in F:
-                w.writerow([f, 0, 0, v.real, v.imag, 20 * np.log10(abs(v))])
+            for t, p, v in zip(theta, phi, F):
+                w.writerow([f, t, p, v.real, v.imag, 20 * np.log10(abs(v))])
     assert cli.main(["collect", "--name", "ball", "--inputs", *map(str, outs[::-1]),
                      "--farfield", str(tmp / "farfield.csv"), "--summary", str(tmp / "summary.json"),
                      "--plots", str(tmp / "plots"), "--reference", str(tmp / "reference.csv")]) == 0

@@ -1,4 +1,5 @@
-"""CuPy RawKernel twins of kernels_cpu.py (same operator codes, kernels and local matrices).
+"""CuPy RawKernel twins of kernels_cpu.py (same operator codes, kernels and local matrices),
+compiled together per source as one RawModule.
 
 One thread per element pair. Each kernel is generated for one (operator, precision,
 rule sizes, local basis sizes, Laplace/Helmholtz) combination, so loops unroll and the
@@ -11,8 +12,6 @@ This module is imported only when the backend is the GPU (CuPy comes from backen
 from __future__ import annotations
 
 import numpy as np
-
-_TYPES = {np.dtype(np.float64): "double", np.dtype(np.float32): "float"}
 
 _SOURCE = r"""
 #define INV4PI 0.079577471545947667884441881686257181

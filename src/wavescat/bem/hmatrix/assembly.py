@@ -68,13 +68,18 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     times["trees"] = time.perf_counter() - t0
 
     corr = corr_block = None
+    dropped = 0
     if correction is not None and len(correction[0]):
         t0 = time.perf_counter()
         ri, ci = rtree.iperm, ctree.iperm
         c = sp.coo_matrix((correction[2], (ri[correction[0]], ci[correction[1]])),
                           shape=(rtree.n, ctree.n)).tocsr().tocoo()  # sums duplicates
         corr = (c.row.astype(np.int64), c.col.astype(np.int64), c.data)
-        corr_block = near_block_of(btree.near, corr[0], corr[1])
+        corr_block = near_block_of(btree.near, corr[0], corr[1], strict=False)
+        inside = corr_block >= 0
+        dropped = int(np.sum(~inside))
+        corr = tuple(c[inside] for c in corr)
+        corr_block = corr_block[inside]
         times["correction"] += time.perf_counter() - t0
 
     ndev = 1
@@ -101,9 +106,11 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             budget = work_bytes or (2 << 30)
             if be.is_gpu:
                 free = _device_free_bytes(be, d)
-                # low-rank storage is not known before ACA: guess rank 16 per block side
-                guess = int(np.sum((far["m"] + far["n"]) * 16) * itemsize)
-                need = need_near + kern.device_bytes + guess + min(budget, free // 4)
+                # low-rank storage is not known before ACA: count rank 2 per block (a
+                # floor: Laplace blocks at eps = 1e-4 have ranks 3-8), more is caught as
+                # an out-of-memory error below
+                guess = int(np.sum((far["m"] + far["n"]) * 2) * itemsize)
+                need = need_near + kern.device_bytes + guess + min(budget, free // 8)
                 if need > free:
                     raise WavescatError(
                         f"H-matrix of {name} with {rtree.n} x {ctree.n} dofs needs about "
@@ -153,6 +160,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     times["total"] = time.perf_counter() - t_all
     H = HMatrix(parts, rtree.perm, ctree.perm, kern.dtype, btree, {})
     H.report = _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label, kern)
+    H.report["corrections_in_admissible_blocks"] = dropped
     log_report(H.report)
     return H
 

@@ -139,8 +139,9 @@ def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24
     return BlockGroup(r0, c0, m, n, D=D)
 
 
-def near_block_of(near, rows, cols):
-    """Index of the dense block holding each (row, col) of the permuted matrix."""
+def near_block_of(near, rows, cols, strict=True):
+    """Index of the dense block holding each (row, col) of the permuted matrix (-1 where
+    none does and not `strict`)."""
     from ...errors import WavescatError  # noqa: PLC0415
 
     # dense blocks pair leaf clusters; leaf starts are the distinct block starts
@@ -154,10 +155,10 @@ def near_block_of(near, rows, cols):
     bad = ((key_blocks[blk] != key) | (rows - near["r0"][blk] >= near["m"][blk])
            | (cols - near["c0"][blk] >= near["n"][blk]) | (rows < near["r0"][blk])
            | (cols < near["c0"][blk]))
-    if bad.any():
+    if strict and bad.any():
         raise WavescatError(f"{int(bad.sum())} singular corrections fall outside the dense "
                             "near field (admissibility must exclude touching supports)")
-    return blk
+    return np.where(bad, -1, blk)
 
 
 def _near_positions(near, Lr, Lc, rows, cols):

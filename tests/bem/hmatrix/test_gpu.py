@@ -49,3 +49,15 @@ def test_too_little_device_memory_is_a_clear_error(vertex_cloud, monkeypatch):
     monkeypatch.setattr(assembly, "_device_free_bytes", lambda be, d: 1 << 20)
     with pytest.raises(WavescatError, match=r"needs about .* GiB .* available"):
         assemble_from_clouds("single_layer", 0.0, vertex_cloud, vertex_cloud, backend="gpu")
+
+
+def test_device_vectors_stay_on_the_device(vertex_cloud):
+    """The solve's GMRES passes CuPy (n, r) blocks: H @ X returns a CuPy array equal to
+    the host product."""
+    H = assemble_from_clouds("single_layer", 2.0, vertex_cloud, vertex_cloud, backend="gpu",
+                             eps=1e-6, leaf_size=32)
+    xp = get_backend("gpu").xp
+    X = np.random.default_rng(4).standard_normal((vertex_cloud.n, 2))
+    Y = H @ xp.asarray(X)
+    assert not isinstance(Y, np.ndarray) and Y.shape == X.shape
+    assert np.allclose(xp.asnumpy(Y), H.matvec(X), rtol=1e-12, atol=1e-14)

@@ -53,9 +53,14 @@ class DevicePart:
 
     def matvec_permuted(self, x_perm, dtype):
         """Partial product (this device's blocks) in the permuted numbering, on the host."""
+        with self._ctx():
+            return self.backend.asnumpy(self.apply(self.backend.xp.asarray(x_perm), dtype))
+
+    def apply(self, x, dtype):
+        """Partial product of a backend vector (permuted numbering), a backend vector."""
         xp = self.backend.xp
         with self._ctx():
-            x = xp.asarray(x_perm.astype(dtype, copy=False))
+            x = xp.asarray(x).astype(dtype, copy=False)
             y = xp.zeros(self.shape[0], dtype=dtype)
             for g in self.dense:
                 Lr, Lc = g.D.shape[1:]
@@ -73,7 +78,7 @@ class DevicePart:
                 ys = xp.matmul(g.U, t)[:, :, 0]
                 rows = g.r0[:, None] + xp.minimum(ar, g.m[:, None] - 1)
                 scatter_add(xp, y, rows, xp.where(ar < g.m[:, None], ys, 0))
-            return self.backend.asnumpy(y)
+            return y
 
     @property
     def nbytes(self) -> int:
@@ -98,6 +103,10 @@ class HMatrix:
         return len(self.row_perm), len(self.col_perm)
 
     def matvec(self, x):
+        """H x for x of shape (n,) or (n, r): NumPy in, NumPy out; a CuPy array stays on
+        the device (the GMRES of the solve keeps its Krylov basis there)."""
+        if hasattr(x, "get") and not isinstance(x, np.ndarray):
+            return self._matvec_device(x)
         x = np.asarray(x)
         squeeze = x.ndim == 1
         X = x.reshape(self.shape[1], -1)
@@ -110,6 +119,23 @@ class HMatrix:
         return out[:, 0] if squeeze else out
 
     __matmul__ = matvec
+
+    def _matvec_device(self, x):
+        be = self.parts[0].backend
+        xp = be.xp
+        X = x.reshape(self.shape[1], -1)
+        dtype = np.result_type(self.dtype, X.dtype)
+        if not hasattr(self, "_perm_dev"):
+            self._perm_dev = (xp.asarray(self.row_perm), xp.asarray(self.col_perm))
+        rp, cp = self._perm_dev
+        out = xp.zeros((self.shape[0], X.shape[1]), dtype=dtype)
+        for c in range(X.shape[1]):
+            xc = X[cp, c]
+            y = self.parts[0].apply(xc, dtype)
+            for p in self.parts[1:]:  # other GPUs: their partial products come back here
+                y = y + xp.asarray(p.apply(xc, dtype))
+            out[rp, c] = y
+        return out[:, 0] if x.ndim == 1 else out
 
     def aslinearoperator(self) -> spla.LinearOperator:
         return spla.LinearOperator(self.shape, matvec=self.matvec, dtype=self.dtype)

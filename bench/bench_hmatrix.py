@@ -173,7 +173,8 @@ def main(argv=None):
               f"xfer {t['transfers']:.2f}) compr {r['compression_ratio']:.4f} "
               f"store {r['bytes_tight'] / 2**30:.2f}GiB dev {r['device_bytes'] / 2**30:.2f}GiB "
               f"rank max {r['rank_max']} mean {r['rank_mean']:.1f} "
-              f"{r['kernel_evaluations_per_s']:.3g} ev/s {r['entries_per_s']:.3g} entries/s "
+              f"{r['kernel_evaluations_per_s']:.3g} ev/s (near {r['near_field_evaluations_per_s']:.3g}, "
+              f"aca {r['aca_evaluations_per_s']:.3g}) {r['entries_per_s']:.3g} entries/s "
               f"matvec {r['matvec_s']:.3f}s err {r['spot_rel_error']}", flush=True)
         return r
 

@@ -68,7 +68,7 @@ class OsrcBurtonMiller:
         self.mass = mass.tocsc()
         self.ntd = ntd
         self.xp = xp
-        self._mass_lu = factorise(self.mass.astype(complex))
+        self._mass_lu = factorise(self.mass)  # real SPD: real and imaginary parts together
         self.n_dofs = self.mass.shape[0]
 
     def _apply_operator(self, op, x):
@@ -77,17 +77,21 @@ class OsrcBurtonMiller:
         dtype = getattr(op, "dtype", None)
         return op @ (x if dtype is None or dtype == x.dtype else x.astype(dtype))
 
+    def solve_mass(self, y):
+        y = np.asarray(y)
+        r = y.shape[1]
+        both = self._mass_lu.solve(np.ascontiguousarray(np.hstack([y.real, y.imag]), dtype=float))
+        return both[:, :r] + 1j * both[:, r:]
+
     def matvec(self, x):
         """A x for x of shape (n, r) on the backend."""
         kx = _host(self._apply_operator(self.double_layer, x))
         wx = _host(self._apply_operator(self.hypersingular, x))
-        r = kx.shape[1]
-        minv = self._mass_lu.solve(np.ascontiguousarray(np.hstack([kx, wx]), dtype=complex))
-        host = minv[:, :r] + self.ntd.apply(minv[:, r:])
+        host = self.solve_mass(kx) + self.ntd.apply_to_weak(wx)
         return 0.5 * x - self.xp.asarray(host.astype(x.dtype, copy=False))
 
     def rhs(self, dirichlet_weak, neumann_weak):
         """f = M^{-1} g - Ñ M^{-1} h from the weak Dirichlet and Neumann data (host arrays)."""
-        g = self._mass_lu.solve(np.asarray(dirichlet_weak, dtype=complex))
-        h = self._mass_lu.solve(np.asarray(neumann_weak, dtype=complex))
-        return self.xp.asarray(g - self.ntd.apply(h))
+        g = self.solve_mass(np.asarray(dirichlet_weak).reshape(self.n_dofs, -1))
+        h = np.asarray(neumann_weak).reshape(self.n_dofs, -1)
+        return self.xp.asarray(g - self.ntd.apply_to_weak(h))

@@ -120,11 +120,15 @@ class OsrcNtD:
         return self.mass.shape[0]
 
     def apply(self, x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x)
-        mx = np.asarray(self.mass @ x, dtype=complex)
-        series = self.c0 * mx
+        return self.apply_to_weak(self.mass @ np.asarray(x))
+
+    def apply_to_weak(self, y: np.ndarray) -> np.ndarray:
+        """Ñ M^{-1} y for weak-form data y (y_i = <φ_i, u>): the mass matrices cancel, so
+        Burton-Miller needs no mass solve for the hypersingular term or the Neumann data."""
+        y = np.asarray(y, dtype=complex)
+        series = self.c0 * y
         for a_j, lu in self._terms:
-            series -= a_j * (self._scaled_stiffness @ lu.solve(mx))
+            series -= a_j * (self._scaled_stiffness @ lu.solve(y))
         return self._inverse.solve(series) / (1j * self.k)
 
     def weak(self, x: np.ndarray) -> np.ndarray:

@@ -43,14 +43,13 @@ def sincos(x):
     z = r * r
     s = r + r * z * (_SIN[0] + z * (_SIN[1] + z * (_SIN[2] + z * (_SIN[3] + z * (_SIN[4] + z * _SIN[5])))))
     c = 1.0 - 0.5 * z + z * z * (_COS[0] + z * (_COS[1] + z * (_COS[2] + z * (_COS[3] + z * (_COS[4] + z * _COS[5])))))
-    q = int(n) & 3
-    if q & 1:
-        s, c = c, s
-    if q & 2:
-        s = -s
-    if (q + 1) & 2:
-        c = -c
-    return s, c
+    q = np.int64(n) & 3  # quadrant; selects rather than branches, so that loops vectorise
+    swap = (q & 1) == 1
+    s2 = c if swap else s
+    c2 = s if swap else c
+    s2 = -s2 if (q & 2) else s2
+    c2 = -c2 if ((q + 1) & 2) else c2
+    return s2, c2
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
@@ -142,41 +141,72 @@ def _kernel_both(op, dx, dy, dz, na0, na1, na2, nb0, nb1, nb2, kr, ki):
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
+def _kernel_values(op, a, b, nrm, d, val, nqq, kr, ki, damped):
+    """_kernel_both at the nqq differences d[0:3] times the weights d[3], into val[0:4];
+    branch-free in the loop (selects on loop invariants) so that LLVM vectorises it."""
+    na0, na1, na2 = nrm[a, 0], nrm[a, 1], nrm[a, 2]
+    nb0, nb1, nb2 = nrm[b, 0], nrm[b, 1], nrm[b, 2]
+    ktype = op == 1 or op == 2
+    for q in range(nqq):
+        dx, dy, dz = d[0, q], d[1, q], d[2, q]
+        r2 = dx * dx + dy * dy + dz * dz
+        r = math.sqrt(r2)
+        g = INV4PI / r * d[3, q]
+        if damped:
+            g *= math.exp(-ki * r)
+        sn, cs = sincos(kr * r)
+        gre = g * cs
+        gim = g * sn
+        fre = (-ki * r - 1.0) / r2
+        fim = kr * r / r2
+        hre = gre * fre - gim * fim if ktype else gre
+        him = gre * fim + gim * fre if ktype else gim
+        pb = -(dx * nb0 + dy * nb1 + dz * nb2) if ktype else 1.0
+        pa = (dx * na0 + dy * na1 + dz * na2) if ktype else 1.0
+        p1 = pb if op == 1 else pa
+        p2 = pa if op == 1 else pb
+        val[0, q] = hre * p1
+        val[1, q] = him * p1
+        val[2, q] = hre * p2
+        val[3, q] = him * p2
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
 def _regular_pair_both(op, a, b, pts, wts, nrm, phi, kr, ki, t, loc):
     """As _regular_pair for a space paired with itself: loc[0] + i loc[1] is the local
     matrix of (a, b), loc[2] + i loc[3] at [i, j] the one of the swapped pair (b, a) at
-    [j, i] (K and K' swap; V and W need only loc[0:2]). t: scratch (4, nloc)."""
+    [j, i] (K and K' swap; V and W need only loc[0:2]). t: scratch (8, nq*nq) + (4, nq, nloc).
+    The kernel values of all nq*nq point pairs are computed in one loop without
+    dependencies between iterations (vectorised by LLVM), then contracted with the bases."""
+    nq = pts.shape[1]
     nl = phi.shape[1]
-    for i in range(nl):
-        for j in range(nl):
-            for c in range(4):
-                loc[c, i, j] = 0.0
-    na0, na1, na2 = nrm[a, 0], nrm[a, 1], nrm[a, 2]
-    nb0, nb1, nb2 = nrm[b, 0], nrm[b, 1], nrm[b, 2]
-    both = op == 1 or op == 2
-    for qa in range(pts.shape[1]):
-        x0, x1, x2 = pts[a, qa, 0], pts[a, qa, 1], pts[a, qa, 2]
-        for j in range(nl):
-            for c in range(4):
-                t[c, j] = 0.0
-        for qb in range(pts.shape[1]):
-            gre, gim, sre, sim = _kernel_both(op, x0 - pts[b, qb, 0], x1 - pts[b, qb, 1],
-                                              x2 - pts[b, qb, 2], na0, na1, na2, nb0, nb1, nb2,
-                                              kr, ki)
-            wb = wts[b, qb]
+    nqq = nq * nq
+    d, val, tq = t[0], t[1], t[2]  # (3, nqq), (4, nqq), (4, nq, nl)
+    for qa in range(nq):
+        for qb in range(nq):
+            q = qa * nq + qb
+            d[0, q] = pts[a, qa, 0] - pts[b, qb, 0]
+            d[1, q] = pts[a, qa, 1] - pts[b, qb, 1]
+            d[2, q] = pts[a, qa, 2] - pts[b, qb, 2]
+            d[3, q] = wts[a, qa] * wts[b, qb]
+    if ki == 0.0:
+        _kernel_values(op, a, b, nrm, d, val, nqq, kr, 0.0, False)
+    else:
+        _kernel_values(op, a, b, nrm, d, val, nqq, kr, ki, True)
+    nc = 4 if (op == 1 or op == 2) else 2
+    for c in range(nc):
+        for qa in range(nq):
             for j in range(nl):
-                c = wb * phi[qb, j]
-                t[0, j] += gre * c
-                t[1, j] += gim * c
-                if both:
-                    t[2, j] += sre * c
-                    t[3, j] += sim * c
-        wa = wts[a, qa]
+                acc = 0.0
+                for qb in range(nq):
+                    acc += val[c, qa * nq + qb] * phi[qb, j]
+                tq[c, qa, j] = acc
         for i in range(nl):
-            c = wa * phi[qa, i]
             for j in range(nl):
-                for cc in range(4 if both else 2):
-                    loc[cc, i, j] += c * t[cc, j]
+                acc = 0.0
+                for qa in range(nq):
+                    acc += phi[qa, i] * tq[c, qa, j]
+                loc[c, i, j] = acc
 
 
 @njit(parallel=True, cache=True, fastmath=False, error_model="numpy")
@@ -192,9 +222,10 @@ def dense_regular_symmetric(op, color_elements, tri, dofs, cen, near, pts, wts, 
     k2im = 2.0 * kr * ki
     cplx = out.shape[2] == 2
     swapped = op == 1 or op == 2
+    nq = pts.shape[1]
     for e in prange(len(color_elements)):
         a = color_elements[e]
-        t = np.empty((4, nl))
+        t = (np.empty((4, nq * nq)), np.empty((4, nq * nq)), np.empty((4, nq, nl)))
         loc = np.empty((4, nl, nl))
         for b in range(a + 1, pts.shape[0]):
             if _touch(tri, tri, a, b):
@@ -394,8 +425,9 @@ def regular_local_both(op, pa, pb, pts, wts, nrm, phi, curl, kr, ki, out_re, out
     k2im = 2.0 * kr * ki
     swapped = len(sw_re) > 0
     nchunks = (npairs + CHUNK - 1) // CHUNK
+    nq = pts.shape[1]
     for c in prange(nchunks):
-        t = np.empty((4, nl))
+        t = (np.empty((4, nq * nq)), np.empty((4, nq * nq)), np.empty((4, nq, nl)))
         loc = np.empty((4, nl, nl))
         for p in range(c * CHUNK, min(npairs, (c + 1) * CHUNK)):
             _regular_pair_both(op, pa[p], pb[p], pts, wts, nrm, phi, kr, ki, t, loc)

@@ -141,11 +141,11 @@ def _kernel_both(op, dx, dy, dz, na0, na1, na2, nb0, nb1, nb2, kr, ki):
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
-def _kernel_values(op, a, b, nrm, d, val, nqq, kr, ki, damped):
+def _kernel_values(op, a, b, nrm_a, nrm_b, d, val, nqq, kr, ki, damped):
     """_kernel_both at the nqq differences d[0:3] times the weights d[3], into val[0:4];
     branch-free in the loop (selects on loop invariants) so that LLVM vectorises it."""
-    na0, na1, na2 = nrm[a, 0], nrm[a, 1], nrm[a, 2]
-    nb0, nb1, nb2 = nrm[b, 0], nrm[b, 1], nrm[b, 2]
+    na0, na1, na2 = nrm_a[a, 0], nrm_a[a, 1], nrm_a[a, 2]
+    nb0, nb1, nb2 = nrm_b[b, 0], nrm_b[b, 1], nrm_b[b, 2]
     ktype = op == 1 or op == 2
     for q in range(nqq):
         dx, dy, dz = d[0, q], d[1, q], d[2, q]
@@ -189,10 +189,7 @@ def _regular_pair_both(op, a, b, pts, wts, nrm, phi, kr, ki, t, loc):
             d[1, q] = pts[a, qa, 1] - pts[b, qb, 1]
             d[2, q] = pts[a, qa, 2] - pts[b, qb, 2]
             d[3, q] = wts[a, qa] * wts[b, qb]
-    if ki == 0.0:
-        _kernel_values(op, a, b, nrm, d, val, nqq, kr, 0.0, False)
-    else:
-        _kernel_values(op, a, b, nrm, d, val, nqq, kr, ki, True)
+    _kernel_values(op, a, b, nrm, nrm, d, val, nqq, kr, ki, ki != 0.0)
     nc = 4 if (op == 1 or op == 2) else 2
     for c in range(nc):
         for qa in range(nq):
@@ -373,35 +370,48 @@ def singular_local(op, pa, pb, kind, perm_a, perm_b, offsets, ref_a, ref_b, ref_
             cb[0, c] = corners_b[b, perm_b[p, 0], c]
             cb[1, c] = corners_b[b, perm_b[p, 1], c] - cb[0, c]
             cb[2, c] = corners_b[b, perm_b[p, 2], c] - cb[0, c]
-        lp = np.zeros((4, nla, nlb))  # permuted frame: row ci <-> corner perm_a[ci]
-        ba = np.empty(3)
-        bb = np.empty(3)
+        q0, q1 = offsets[kind[p]], offsets[kind[p] + 1]
+        nqq = q1 - q0
+        d = np.empty((4, nqq))  # differences x - y and weights, then kernel values
+        val = np.empty((4, nqq))
         scale = areas_a[a] * areas_b[b]
-        for q in range(offsets[kind[p]], offsets[kind[p] + 1]):
-            s, t = ref_a[q, 0], ref_a[q, 1]
-            u, v = ref_b[q, 0], ref_b[q, 1]
-            d0 = (ca[0, 0] + s * ca[1, 0] + t * ca[2, 0]) - (cb[0, 0] + u * cb[1, 0] + v * cb[2, 0])
-            d1 = (ca[0, 1] + s * ca[1, 1] + t * ca[2, 1]) - (cb[0, 1] + u * cb[1, 1] + v * cb[2, 1])
-            d2 = (ca[0, 2] + s * ca[1, 2] + t * ca[2, 2]) - (cb[0, 2] + u * cb[1, 2] + v * cb[2, 2])
-            gre, gim, sre, sim = _kernel_both(op, d0, d1, d2, nrm_a[a, 0], nrm_a[a, 1], nrm_a[a, 2],
-                                              nrm_b[b, 0], nrm_b[b, 1], nrm_b[b, 2], kr, ki)
-            w = ref_w[q] * scale
-            if nla == 1:
-                ba[0] = w
-            else:
-                ba[0], ba[1], ba[2] = (1.0 - s - t) * w, s * w, t * w
-            if nlb == 1:
-                bb[0] = 1.0
-            else:
-                bb[0], bb[1], bb[2] = 1.0 - u - v, u, v
-            for i in range(nla):
-                for j in range(nlb):
-                    f = ba[i] * bb[j]
-                    lp[0, i, j] += gre * f
-                    lp[1, i, j] += gim * f
-                    if swapped:
-                        lp[2, i, j] += sre * f
-                        lp[3, i, j] += sim * f
+        for q in range(nqq):
+            s, t = ref_a[q0 + q, 0], ref_a[q0 + q, 1]
+            u, v = ref_b[q0 + q, 0], ref_b[q0 + q, 1]
+            for c in range(3):
+                d[c, q] = (ca[0, c] + s * ca[1, c] + t * ca[2, c]) - (cb[0, c] + u * cb[1, c] + v * cb[2, c])
+            d[3, q] = ref_w[q0 + q] * scale
+        _kernel_values(op, a, b, nrm_a, nrm_b, d, val, nqq, kr, ki, ki != 0.0)
+        lp = np.zeros((4, nla, nlb))  # permuted frame: row ci <-> corner perm_a[ci]
+        nc = 4 if swapped else 2
+        for q in range(nqq):
+            s, t = ref_a[q0 + q, 0], ref_a[q0 + q, 1]
+            u, v = ref_b[q0 + q, 0], ref_b[q0 + q, 1]
+            ba0, ba1, ba2 = 1.0 - s - t, s, t
+            bb0, bb1, bb2 = 1.0 - u - v, u, v
+            for c in range(nc):
+                g = val[c, q]
+                if nla == 1 and nlb == 1:
+                    lp[c, 0, 0] += g
+                elif nla == 1:
+                    lp[c, 0, 0] += g * bb0
+                    lp[c, 0, 1] += g * bb1
+                    lp[c, 0, 2] += g * bb2
+                elif nlb == 1:
+                    lp[c, 0, 0] += g * ba0
+                    lp[c, 1, 0] += g * ba1
+                    lp[c, 2, 0] += g * ba2
+                else:
+                    g0, g1, g2 = g * ba0, g * ba1, g * ba2
+                    lp[c, 0, 0] += g0 * bb0
+                    lp[c, 0, 1] += g0 * bb1
+                    lp[c, 0, 2] += g0 * bb2
+                    lp[c, 1, 0] += g1 * bb0
+                    lp[c, 1, 1] += g1 * bb1
+                    lp[c, 1, 2] += g1 * bb2
+                    lp[c, 2, 0] += g2 * bb0
+                    lp[c, 2, 1] += g2 * bb1
+                    lp[c, 2, 2] += g2 * bb2
         for i in range(nla):
             ia = 0 if nla == 1 else perm_a[p, i]
             for j in range(nlb):

@@ -191,6 +191,26 @@ def _regular_pair_both(op, a, b, pts, wts, nrm, phi, kr, ki, t, loc):
             d[3, q] = wts[a, qa] * wts[b, qb]
     _kernel_values(op, a, b, nrm, nrm, d, val, nqq, kr, ki, ki != 0.0)
     nc = 4 if (op == 1 or op == 2) else 2
+    if nl == 3:  # P1: the three trial sums in registers
+        for c in range(nc):
+            for i in range(3):
+                for j in range(3):
+                    loc[c, i, j] = 0.0
+            for qa in range(nq):
+                s0 = 0.0
+                s1 = 0.0
+                s2 = 0.0
+                for qb in range(nq):
+                    v = val[c, qa * nq + qb]
+                    s0 += v * phi[qb, 0]
+                    s1 += v * phi[qb, 1]
+                    s2 += v * phi[qb, 2]
+                for i in range(3):
+                    f = phi[qa, i]
+                    loc[c, i, 0] += f * s0
+                    loc[c, i, 1] += f * s1
+                    loc[c, i, 2] += f * s2
+        return
     for c in range(nc):
         for qa in range(nq):
             for j in range(nl):

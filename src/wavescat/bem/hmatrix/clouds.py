@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 
 from ...errors import WavescatError
@@ -66,11 +67,9 @@ def _basis_and_curls(mesh, kind: str, bary: np.ndarray):
         return np.ones((len(bary), 1)), np.zeros((m, 1, 3))
     s, t = bary[:, 0], bary[:, 1]
     phi = np.stack([1.0 - s - t, s, t], axis=1)
-    jac = mesh.jacobians
-    metric_inv = np.linalg.inv(np.einsum("mki,mkj->mij", jac, jac))
-    ref_grad = np.array([[-1.0, -1.0], [1.0, 0.0], [0.0, 1.0]])
-    grad = np.einsum("mki,mij,cj->mck", jac, metric_inv, ref_grad)
-    curl = np.cross(np.broadcast_to(mesh.normals[:, None, :], grad.shape), grad)
+    # n x grad(phi_i) on a flat triangle is the opposite edge (x_{i+1} - x_{i+2}) / (2 area)
+    c = mesh.corners
+    curl = (c[:, [1, 2, 0]] - c[:, [2, 0, 1]]) / (2.0 * mesh.areas)[:, None, None]
     return phi, curl
 
 
@@ -88,42 +87,15 @@ def space_cloud(space, points_per_triangle: int | None = None, rule=None) -> Dof
     wref = np.asarray(rule[1], float)
     wref = wref / wref.sum()
     mesh = space.mesh
-    edofs = np.asarray(space.element_dofs)
-    m, nloc = edofs.shape
-    nq = len(ref)
+    edofs = np.ascontiguousarray(space.element_dofs, dtype=np.int64)
     c = mesh.corners
-    pts = (c[:, None, 0] + ref[None, :, 0, None] * (c[:, None, 1] - c[:, None, 0])
-           + ref[None, :, 1, None] * (c[:, None, 2] - c[:, None, 0]))  # (m, nq, 3)
     phi, curl = _basis_and_curls(mesh, space.kind, ref)
-    wa = mesh.areas[:, None] * wref[None, :]  # (m, nq)
-    # One record per (element, local function, point), grouped by dof.
-    dof = np.repeat(edofs[:, :, None], nq, axis=2).ravel()  # (m, nloc, nq)
-    e = np.broadcast_to(np.arange(m)[:, None, None], (m, nloc, nq)).ravel()
-    qi = np.broadcast_to(np.arange(nq)[None, None, :], (m, nloc, nq)).ravel()
-    li = np.broadcast_to(np.arange(nloc)[None, :, None], (m, nloc, nq)).ravel()
-    order = np.argsort(dof, kind="stable")
-    dof, e, qi, li = dof[order], e[order], qi[order], li[order]
-    n = space.n_dofs
-    counts = np.bincount(dof, minlength=n)
-    slot = np.arange(len(dof)) - np.repeat(np.cumsum(counts) - counts, counts)
-    qmax = int(counts.max())
-    pos = np.zeros((n, qmax, 3))
-    nrm = np.zeros((n, qmax, 3))
-    w = np.zeros((n, qmax))
-    cw = np.zeros((n, qmax, 3))
-    pos[dof, slot] = pts[e, qi]
-    nrm[dof, slot] = mesh.normals[e]
-    w[dof, slot] = wa[e, qi] * phi[qi, li]
-    cw[dof, slot] = wa[e, qi, None] * curl[e, li]
-    # Padded slots repeat the dof's first point (weight 0) so boxes stay tight.
-    pad = np.arange(qmax)[None, :] >= counts[:, None]
-    pos[pad] = np.broadcast_to(pos[:, :1], pos.shape)[pad]
-    corner_lo = np.full((n, 3), np.inf)
-    corner_hi = np.full((n, 3), -np.inf)
-    tri_lo, tri_hi = c.min(axis=1), c.max(axis=1)
-    np.minimum.at(corner_lo, edofs.ravel(), np.repeat(tri_lo, nloc, axis=0))
-    np.maximum.at(corner_hi, edofs.ravel(), np.repeat(tri_hi, nloc, axis=0))
-    return DofCloud(pos, nrm, w, cw, corner_lo, corner_hi)
+    counts = np.bincount(edofs.ravel(), minlength=space.n_dofs)
+    qmax = int(counts.max()) * len(ref)
+    pos, nrm, w, cw, lo, hi = _fill_cloud(edofs, c, mesh.normals, mesh.areas, ref, wref,
+                                          np.ascontiguousarray(phi), np.ascontiguousarray(curl),
+                                          space.n_dofs, qmax)
+    return DofCloud(pos, nrm, w, cw, lo, hi)
 
 
 def point_cloud(points, weights, normals=None) -> DofCloud:
@@ -133,3 +105,64 @@ def point_cloud(points, weights, normals=None) -> DofCloud:
     nrm = np.zeros_like(p) if normals is None else np.asarray(normals, float).reshape(n, 1, 3)
     w = np.broadcast_to(np.asarray(weights, float), (n,)).reshape(n, 1).copy()
     return DofCloud(p.copy(), nrm.copy(), w, np.zeros_like(p), p[:, 0].copy(), p[:, 0].copy())
+
+
+@nb.njit(cache=True)
+def _incidence(edofs, n):
+    """(offsets, records): the (element * nloc + local function) records of each dof in
+    element order, as CSR (a counting sort, so the order matches a stable sort)."""
+    m, nloc = edofs.shape
+    offsets = np.zeros(n + 1, np.int64)
+    for e in range(m):
+        for li in range(nloc):
+            offsets[edofs[e, li] + 1] += 1
+    for d in range(n):
+        offsets[d + 1] += offsets[d]
+    fill = offsets[:-1].copy()
+    records = np.empty(m * nloc, np.int64)
+    for e in range(m):
+        for li in range(nloc):
+            d = edofs[e, li]
+            records[fill[d]] = e * nloc + li
+            fill[d] += 1
+    return offsets, records
+
+
+@nb.njit(parallel=True, cache=True)
+def _fill_cloud(edofs, corners, normals, areas, ref, wref, phi, curl, n, qmax):
+    """Each dof's records (element, local function, point) in element order; padded slots
+    repeat the dof's first point with weight 0 (tight boxes)."""
+    nloc = edofs.shape[1]
+    nq = ref.shape[0]
+    offsets, records = _incidence(edofs, n)
+    pos = np.empty((n, qmax, 3))
+    nrm = np.zeros((n, qmax, 3))
+    w = np.zeros((n, qmax))
+    cw = np.zeros((n, qmax, 3))
+    lo = np.empty((n, 3))
+    hi = np.empty((n, 3))
+    for d in nb.prange(n):
+        s = 0
+        for x in range(3):
+            lo[d, x] = np.inf
+            hi[d, x] = -np.inf
+        for r in range(offsets[d], offsets[d + 1]):
+            e = records[r] // nloc
+            li = records[r] - e * nloc
+            for q in range(nq):
+                wa = areas[e] * wref[q]
+                for x in range(3):
+                    c0 = corners[e, 0, x]
+                    pos[d, s, x] = (c0 + ref[q, 0] * (corners[e, 1, x] - c0)
+                                    + ref[q, 1] * (corners[e, 2, x] - c0))
+                    nrm[d, s, x] = normals[e, x]
+                    cw[d, s, x] = wa * curl[e, li, x]
+                w[d, s] = wa * phi[q, li]
+                s += 1
+            for x in range(3):
+                lo[d, x] = min(lo[d, x], corners[e, 0, x], corners[e, 1, x], corners[e, 2, x])
+                hi[d, x] = max(hi[d, x], corners[e, 0, x], corners[e, 1, x], corners[e, 2, x])
+        for t in range(s, qmax):
+            for x in range(3):
+                pos[d, t, x] = pos[d, 0, x]
+    return pos, nrm, w, cw, lo, hi

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 
 from ...errors import WavescatError
@@ -54,6 +55,18 @@ def _boxes(lo, hi, seg_starts, seg_sizes):
             np.maximum.reduceat(hi, seg_starts, axis=0))
 
 
+@nb.njit(parallel=True, cache=True)
+def _sort_segments(perm, key, starts, sizes):
+    """perm with each segment [start, start + size) stably sorted by key."""
+    out = np.empty_like(perm)
+    for c in nb.prange(len(starts)):
+        a, b = starts[c], starts[c] + sizes[c]
+        order = np.argsort(key[a:b], kind="mergesort")
+        for i in range(b - a):
+            out[a + i] = perm[a + order[i]]
+    return out
+
+
 def build_cluster_tree(lo: np.ndarray, hi: np.ndarray, leaf_size: int = 64) -> ClusterTree:
     """Tree over dofs whose supports have bounding boxes [lo, hi] (each (n, 3))."""
     if not isinstance(leaf_size, (int, np.integer)) or leaf_size < 2:
@@ -76,8 +89,7 @@ def build_cluster_tree(lo: np.ndarray, hi: np.ndarray, leaf_size: int = 64) -> C
         owner = np.repeat(np.arange(len(st)), sz)
         key = centre[perm, axis[owner]]
         # Sort within each cluster by the split coordinate (clusters stay contiguous).
-        order = np.lexsort((key, owner))
-        perm = perm[order]
+        perm = _sort_segments(perm, key, st, sz)
         split = sz > leaf_size
         half = sz // 2
         new_st = np.where(split[:, None], np.stack([st, st + half], 1),

@@ -23,6 +23,7 @@ from wavescat import farfield
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere
 from wavescat.solve.driver import solve_frequency
+from wavescat.surface import SurfaceMesh
 
 C = 1500.0
 
@@ -97,32 +98,41 @@ def main(argv=None):
     p.add_argument("--precision", default="double")
     p.add_argument("--format", default="dense")
     p.add_argument("--mesher", default="octants", choices=["octants", "gmsh", "icosphere"])
+    p.add_argument("--mesh", default="", help="a mesh file of the unit sphere to use for every ka")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="solves per ka; the first pays CUDA/NVRTC start-up, the best is reported")
     p.add_argument("--json", default="", help="also write the rows to this file")
     args = p.parse_args(argv)
     rows = []
     print(f"{'ka':>5} {'dofs':>6} {'elem':>6} {'epw':>5} {'its':>4} {'assembly':>9} {'precond':>8} "
           f"{'solve':>7} {'farfld':>7} {'total':>7} {'rmsTS_dB':>9} {'relL2':>8}", flush=True)
     for ka in args.ka:
-        mesh = sphere_mesh(ka, args.epw, args.mesher)
+        mesh = SurfaceMesh.from_file(args.mesh) if args.mesh else sphere_mesh(ka, args.epw, args.mesher)
         case = {"incident": {"direction": [0.0, 0.0, 1.0]},
                 "receivers": {"plane": "xz", "count": 361},
                 "solver": {"operator_format": args.format, "backend": args.backend,
                            "precision": args.precision}}
-        t0 = time.perf_counter()
-        res = solve_frequency(case, {"sound_speed": C}, mesh, ka * C / (2 * math.pi))
-        total = time.perf_counter() - t0
+        best, cold = None, None
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            res = solve_frequency(case, {"sound_speed": C}, mesh, ka * C / (2 * math.pi))
+            total = time.perf_counter() - t0
+            cold = total if cold is None else cold
+            best = (total, res) if best is None or total < best[0] else best
+        total, res = best
         exact = rigid_sphere.far_field(ka, 1.0, [0, 0, 1], res.receivers.vectors)
         err = farfield.far_field_errors(res.far_field[:, 0], exact)
         t = res.timings
         row = {"ka": ka, "dofs": res.dofs, "elements": res.elements,
                "elements_per_wavelength": res.elements_per_wavelength,
                "iterations": int(res.iterations[0]), **{f"{k}_s": v for k, v in t.items()},
-               "total_s": total, **err, "backend": res.backend["device"]}
+               "total_s": total, "cold_total_s": cold, **err, "backend": res.backend["device"]}
         rows.append(row)
         print(f"{ka:5.1f} {res.dofs:6d} {res.elements:6d} {res.elements_per_wavelength:5.1f} "
               f"{row['iterations']:4d} {t['assembly']:9.2f} {t['preconditioner']:8.2f} "
               f"{t['solve']:7.2f} {t['far_field']:7.2f} {total:7.2f} "
-              f"{err['rms_ts_error_db']:9.4f} {100 * err['relative_l2_error']:7.3f}%", flush=True)
+              f"{err['rms_ts_error_db']:9.4f} {100 * err['relative_l2_error']:7.3f}%"
+              + (f"  (first run {cold:.2f} s)" if args.repeat > 1 else ""), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

@@ -51,6 +51,19 @@ def test_larger_point_cloud(vertex_cloud, name, backend):
     assert H.report["compression_ratio"] < 0.8
 
 
+def test_levels_compressed_in_many_chunks(p1_cloud, backend):
+    """A small working-memory budget splits every level into many ACA chunks, whose blocks
+    differ in size and whose rank buckets differ in width: the regrouped factors still give
+    the same operator."""
+    A = dense_of(p1_cloud, "single_layer", 3.0, get_backend("cpu"))
+    opts = dict(backend=backend, eps=1e-4, leaf_size=16, eta=2.0)
+    H = assemble_from_clouds("single_layer", 3.0, p1_cloud, p1_cloud, work_bytes=1 << 18, **opts)
+    assert relative_matvec_error(H, A) <= 1e-3
+    one = assemble_from_clouds("single_layer", 3.0, p1_cloud, p1_cloud, **opts)
+    assert sum(len(g.rank) for g in H.groups() if g.D is None) == \
+        sum(len(g.rank) for g in one.groups() if g.D is None)
+
+
 def test_matvec_equals_the_assembled_blocks(p1_cloud):
     H = assemble_from_clouds("single_layer", 2.0, p1_cloud, p1_cloud, backend="cpu", eps=1e-4,
                              leaf_size=16, eta=2.0)

@@ -39,12 +39,13 @@ def _take_rows(xp, X, idx):
 
 
 def aca_plus_batched(evaluate, r0, m, c0, n, eps, xp, dtype, zero_tol=0.0, k_start=16,
-                     max_rank=None, max_restarts=3):
+                     max_rank=None, max_restarts=3, length=None):
     """Low-rank factors of B blocks; `evaluate(ti, sj)` gives entries of the permuted
-    matrix for backend int arrays of row and column positions."""
+    matrix for backend int arrays of row and column positions. `length`: the factors'
+    row count L (at least the largest block side; default exactly that)."""
     B = int(r0.shape[0])
     mh, nh = np.asarray(_host(xp, m)), np.asarray(_host(xp, n))
-    L = int(max(mh.max(), nh.max()))
+    L = int(max(mh.max(), nh.max(), length or 0))
     kcap = L if max_rank is None else int(max_rank)
     ar = xp.arange(L)
     bidx = xp.arange(B)

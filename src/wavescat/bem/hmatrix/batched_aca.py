@@ -81,7 +81,8 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
             ids = sel[c:c + chunk]
             r0, m, c0, n = (xp.asarray(far[key][ids]) for key in ("r0", "m", "c0", "n"))
             t0 = time.perf_counter()
-            res = aca_plus_batched(kernel, r0, m, c0, n, eps, xp, dtype, zero_tol=zero_tol)
+            res = aca_plus_batched(kernel, r0, m, c0, n, eps, xp, dtype, zero_tol=zero_tol,
+                                   length=L)  # one L per level: chunks concatenate
             steps += res.steps
             U, V, rank = res.U, res.V, res.rank
             sync(xp)
@@ -93,13 +94,18 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
             stats["aca_cross_s"] = stats.get("aca_cross_s", 0.0) + t1 - t0
             stats["recompression_s"] = stats.get("recompression_s", 0.0) + t2 - t1
             bucket = rank_bucket(rank_h)
+            # every chunk of a level stores a bucket with exactly kb columns, so the chunks'
+            # groups concatenate (a chunk's factors may be narrower than its largest bucket)
+            pad = int(bucket.max(initial=0)) - U.shape[2]
+            if pad > 0:
+                U, V = (xp.concatenate([X, xp.zeros(X.shape[:2] + (pad,), X.dtype)], axis=2)
+                        for X in (U, V))
             for kb in np.unique(bucket):
                 if kb == 0:
                     continue
                 pick = np.nonzero(bucket == kb)[0]
                 pd = xp.asarray(pick)
-                kk = min(int(kb), U.shape[2])
-                g = (r0[pd], c0[pd], m[pd], n[pd], U[pd, :, :kk], V[pd, :, :kk], rank_h[pick])
+                g = (r0[pd], c0[pd], m[pd], n[pd], U[pd, :, :kb], V[pd, :, :kb], rank_h[pick])
                 groups.setdefault((int(level), int(kb)), []).append(g)
             del U, V, res
     out = []

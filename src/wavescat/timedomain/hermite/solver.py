@@ -99,10 +99,10 @@ class HermiteSolver:
         if kernel == "auto":
             usable = propagator.unavailable_reason(self.system, self.m, self.q) is None
             if usable and self.backend.is_gpu:
-                from .gpu_propagator import fit_tile
+                from .gpu_propagator import Tile, fit_tile
                 try:
-                    fit_tile(self.m, np.dtype(self.dtype).itemsize)
-                except ConfigError:  # too large a degree for the kernel's shared memory
+                    fit_tile(self.m, np.dtype(self.dtype).itemsize, Tile())
+                except ConfigError:  # a degree too large for the kernel's shared memory
                     usable = False
             return "propagator" if usable else "monolithic"
         if kernel == "propagator":

@@ -224,6 +224,7 @@ class PropagatorKernel:
         self.tile = fit_tile(m, self.dtype.itemsize, tile)
         self.threads = self.tile.threads
         self.module = _compile(xp, kernel_source(m, self.dtype, self.tile.lanes, self.tile.rows))
+        self._kernel = self.module.get_function("hermite_propagator")
         rt = xp.cuda.runtime  # cudaDevAttrMultiProcessorCount = 16, ...MaxThreadsPerMultiProcessor = 39
         self._resident = rt.deviceGetAttribute(16, rt.getDevice()) * rt.deviceGetAttribute(39, rt.getDevice())
         self.planes = self.tile.planes  # as launched last (0 until then if chosen per grid)
@@ -231,9 +232,8 @@ class PropagatorKernel:
 
     def resources(self) -> dict:
         """Registers and spilled bytes per thread (for tuning reports), where CuPy tells them."""
-        fn = self.module.get_function("hermite_propagator")
-        return {key: getattr(fn, attr, None) for key, attr in (("registers", "num_regs"),
-                                                               ("spill_bytes", "local_size_bytes"))}
+        return {key: getattr(self._kernel, attr, None) for key, attr in (("registers", "num_regs"),
+                                                                         ("spill_bytes", "local_size_bytes"))}
 
     def parameters(self, ops: np.ndarray) -> tuple:
         return tuple(self.dtype.type(v) for v in np.asarray(ops, dtype=float).ravel())
@@ -242,6 +242,6 @@ class PropagatorKernel:
         n0, n1, n2 = src.shape[-3:]
         blocks, self.planes = self.tile.grid((n0, n1, n2), self._resident)
         self.cells = (self.tile.lanes - 1) * (self.tile.rows - 1) * self.planes
-        self.module.get_function("hermite_propagator")(
+        self._kernel(
             blocks, (self.threads,),
             (src, dst, np.int32(shift), np.int32(n0), np.int32(n1), np.int32(n2), np.int32(self.planes)) + params)

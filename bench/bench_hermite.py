@@ -12,7 +12,7 @@ analytically from what the kernels execute (gpu.py); bytes assume every dof is r
 Propagator model, per cell and half step: 12 (m+1)^4 FLOPs (three axis passes, each (m+1)^2
 lines x (m+1) outputs x 2(m+1) FMA inputs: 192, 972, 3072 for m = 1, 2, 3; halo lanes and rows
 execute about 20% more, not counted) against 2 (m+1)^3 x 4 bytes (64, 216, 512): 3 to 6
-FLOP/byte, under the fp32 ridge (~14 on an H100/H200), so its roofline is the bandwidth.
+FLOP/byte, under the fp32 ridge (14 on an H200, 18 on an H100), so its roofline is the bandwidth.
 Its setting column is the tile LANESxROWSxPLANES (--tiles; planes 0 = about two waves).
 
     PYTHONPATH=src python bench/bench_hermite.py [--cells 150] [--steps 200] [--json out.json]

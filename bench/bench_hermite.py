@@ -1,11 +1,19 @@
 """Hermite-Taylor GPU benchmark: the Table 1 case of Vargas, Chan, Hagstrom & Warburton.
 
 Advection u_t = u_x + u_y + u_z on a periodic 150^3 grid, 200 time steps (400 half steps),
-m = 1, 2, 3 with q = 3(2m+1), single precision, two-kernel and monolithic forms.
+m = 1, 2, 3 with q = 3(2m+1), single precision, two-kernel and monolithic forms, and the
+propagator form (gpu_propagator.py: at full q the Taylor series of advection is a translation,
+three 1D operators per half step).
 Prints time per run, speed-up over the paper's GTX 980 (monolithic: 2.09, 13.77, 36.17 s),
 and achieved bandwidth / FLOP rate against the device roofline. FLOPs and bytes are counted
 analytically from what the kernels execute (gpu.py); bytes assume every dof is read once
 (perfect reuse of the shared vertices), so they are the ideal DRAM traffic.
+
+Propagator model, per cell and half step: 12 (m+1)^4 FLOPs (three axis passes, each (m+1)^2
+lines x (m+1) outputs x 2(m+1) FMA inputs: 192, 972, 3072 for m = 1, 2, 3; halo lanes and rows
+execute about 20% more, not counted) against 2 (m+1)^3 x 4 bytes (64, 216, 512): 3 to 6
+FLOP/byte, under the fp32 ridge (14 on an H200, 18 on an H100), so its roofline is the bandwidth.
+Its setting column is the tile LANESxROWSxPLANES (--tiles; planes 0 = about two waves).
 
     PYTHONPATH=src python bench/bench_hermite.py [--cells 150] [--steps 200] [--json out.json]
 
@@ -15,6 +23,7 @@ for 200 steps, speed-up over the paper's GTX 980 monolithic time, % of 3.35 TB/s
     1  0.675  3.1x 34%/10%  0.541  3.9x       0.0834 25.1x 31%/52%     0.224  9.3x 12%/27%
     2  3.79   3.6x 21%/10%  2.95   4.7x       0.431  32.0x 20%/57%     1.20  11.4x  7%/28%
     3  12.1   3.0x 15%/10%  10.8   3.4x       (does not fit)           5.67   6.4x  4%/20%
+The propagator form is not measured yet.
 """
 from __future__ import annotations
 
@@ -83,6 +92,13 @@ def warp_flops_per_cell(m: int, q: int, couplings) -> dict:
     return {"interpolate": interp, "evolve": evolve}
 
 
+def propagator_flops_per_cell(m: int) -> dict:
+    """FLOPs of the propagator kernel's three axis passes (gpu_propagator.model)."""
+    from wavescat.timedomain.hermite.gpu_propagator import model
+
+    return {"passes": model(m, 4)["flops"]}
+
+
 def bytes_per_cell(m: int, n_fields: int, form: str, itemsize: int) -> int:
     dofs = n_fields * (m + 1) ** 3
     moved = 2 * dofs  # read the source once, write the target once
@@ -91,16 +107,45 @@ def bytes_per_cell(m: int, n_fields: int, form: str, itemsize: int) -> int:
     return moved * itemsize
 
 
+CELLS_ENV = "WAVESCAT_HERMITE_CELLS_PER_BLOCK"
+TILE_ENV = "WAVESCAT_HERMITE_PROPAGATOR_TILE"
+
+
+def _settings(form: str, m: int, args) -> list[tuple[str, str]]:
+    """(environment variable, value) of each tuning run of `form` at degree m; [] if it does not fit."""
+    from wavescat.timedomain.hermite import gpu_cell, gpu_warp
+    from wavescat.timedomain.hermite.gpu_propagator import Tile, fit_tile
+
+    if form == "monolithic-register" and (2 * m + 2) ** 3 > gpu_cell.MAX_VALUES:
+        return []
+    if form == "monolithic-warp" and (2 * m + 2) ** 2 > gpu_warp.MAX_VALUES:
+        return []
+    if form == "propagator":  # distinct tiles once shrunk to fit
+        tiles = {fit_tile(m, 4, Tile.parse(t)): t for t in args.tiles}
+        return [(TILE_ENV, f"{t.lanes}x{t.rows}x{t.planes}") for t in tiles]
+    if form in ("two-kernel", "monolithic-shared", "monolithic"):
+        return [(CELLS_ENV, str(cap) if cap else "") for cap in args.cells_per_block]
+    return [(CELLS_ENV, "")]
+
+
+def _describe(kernel) -> str:
+    """The tuning setting a run used: the propagator's tile (planes as launched), else cells per block."""
+    tile = getattr(kernel, "tile", None)
+    return f"{tile.lanes}x{tile.rows}x{kernel.planes}" if tile else str(kernel.cells)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", type=int, default=150)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--degrees", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--forms", nargs="+",
-                        default=["two-kernel", "monolithic-shared", "monolithic-register", "monolithic-warp"])
+    parser.add_argument("--forms", nargs="+", default=["two-kernel", "monolithic-shared", "monolithic-register",
+                                                       "monolithic-warp", "propagator"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cells-per-block", type=int, nargs="+", default=[0],
-                        help="caps to try (0: the default choice)")
+                        help="caps to try for the shared forms (0: the default choice)")
+    parser.add_argument("--tiles", nargs="+", default=["32x8x0", "32x4x0", "32x16x0", "32x8x8", "32x8x24"],
+                        help="propagator tiles LANESxROWSxPLANES to try (rows shrink to fit shared memory)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args(argv)
 
@@ -114,19 +159,16 @@ def main(argv=None) -> int:
     system = advection((1.0, 1.0, 1.0))
     print(f"device: {backend.device_name}; roofline {bw_peak / 1e12:.2f} TB/s, {fl_peak / 1e12:.0f} TFLOP/s fp32")
     print(f"advection, {args.cells}^3 cells, {args.steps} steps ({2 * args.steps} half steps), single precision")
-    print(f"{'m':>2} {'q':>3} {'form':>10} {'cells/blk':>9} {'time s':>9} {'paper s':>8} {'speed-up':>9} "
+    print(f"{'m':>2} {'q':>3} {'form':>19} {'setting':>9} {'time s':>9} {'paper s':>8} {'speed-up':>9} "
           f"{'TB/s':>6} {'%bw':>5} {'TFLOP/s':>8} {'%peak':>6}")
     results = []
-    from wavescat.timedomain.hermite import gpu_cell, gpu_warp
-
-    runs = [(m, form, cap) for m in args.degrees for form in args.forms for cap in args.cells_per_block
-            if (form != "monolithic-register" or (2 * m + 2) ** 3 <= gpu_cell.MAX_VALUES)
-            and (form != "monolithic-warp" or (2 * m + 2) ** 2 <= gpu_warp.MAX_VALUES)]
-    for m, form, cap in runs:
-        if cap:
-            os.environ["WAVESCAT_HERMITE_CELLS_PER_BLOCK"] = str(cap)
-        else:
-            os.environ.pop("WAVESCAT_HERMITE_CELLS_PER_BLOCK", None)
+    runs = [(m, form, env, value) for m in args.degrees for form in args.forms
+            for env, value in _settings(form, m, args)]
+    for m, form, env, value in runs:
+        for name in (CELLS_ENV, TILE_ENV):
+            os.environ.pop(name, None)
+        if value:
+            os.environ[env] = value
         solver = HermiteSolver(system, args.cells, 1.0, m, cfl=0.9, backend="gpu",
                                precision="single", kernel=form)
         solver.state[...] = (1e-2 * xp.random.standard_normal(solver.state.shape)).astype(solver.dtype)
@@ -144,7 +186,9 @@ def main(argv=None) -> int:
         t = min(times)
         fl = (register_flops_per_cell(m, solver.q, system.couplings()) if form == "monolithic-register"
               else warp_flops_per_cell(m, solver.q, system.couplings()) if form == "monolithic-warp"
+              else propagator_flops_per_cell(m) if form == "propagator"
               else flops_per_cell(m, solver.q, system.couplings(), 1))
+        setting = _describe(solver._gpu)
         flops = sum(fl.values()) * ncells * 2 * args.steps
         moved = bytes_per_cell(m, 1, form, 4) * ncells * 2 * args.steps
         paper = PAPER_SECONDS["monolithic"][m] * (args.cells / 150) ** 3 * args.steps / 200
@@ -154,12 +198,13 @@ def main(argv=None) -> int:
                "flops_per_s": flops / t, "flop_fraction": flops / t / fl_peak,
                "flops_per_cell_half_step": fl, "bytes_per_cell_half_step": bytes_per_cell(m, 1, form, 4),
                "cells_per_block": solver._gpu.cells, "threads_per_block": solver._gpu.threads,
-        "kernel": type(solver._gpu).__name__,
-               "finite": finite}
+               "setting": setting, "kernel": type(solver._gpu).__name__, "finite": finite}
+        if form == "propagator":
+            row["resources"] = solver._gpu.resources()
         results.append(row)
-        print(f"{m:>2} {solver.q:>3} {form:>10} {solver._gpu.cells:>9} {t:9.4f} {paper:8.2f} {paper / t:8.1f}x "
+        print(f"{m:>2} {solver.q:>3} {form:>19} {setting:>9} {t:9.4f} {paper:8.2f} {paper / t:8.1f}x "
               f"{moved / t / 1e12:6.2f} {100 * moved / t / bw_peak:4.0f}% {flops / t / 1e12:8.2f} "
-              f"{100 * flops / t / fl_peak:5.0f}%", flush=True)
+              f"{100 * flops / t / fl_peak:5.0f}%", row.get("resources", ""), flush=True)
         del solver
         xp.get_default_memory_pool().free_all_blocks()
     if args.json:

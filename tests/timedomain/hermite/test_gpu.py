@@ -44,7 +44,7 @@ def test_gpu_convergence_run_matches_cpu():
 def test_default_monolithic_kernel_runs():
     # "monolithic" picks the register form for advection m = 1, 2 and the warp form for m = 3
     for m in (1, 2, 3):
-        gpu = HermiteSolver(advection(), 6, 1.0, m, backend="gpu")
+        gpu = HermiteSolver(advection(), 6, 1.0, m, backend="gpu", kernel="monolithic")
         gpu.state[...] = 0.0
         gpu.state[0, 0, 0, 0] = 1.0  # u = 1: value 1, every derivative 0
         before = gpu.get_state()
@@ -76,3 +76,52 @@ def test_gpu_rigid_walls_match_cpu():
     cpu.step(2)
     gpu.step(2)
     np.testing.assert_allclose(gpu.get_state(), cpu.get_state(), atol=1e-10 * np.abs(cpu.get_state()).max())
+
+
+@pytest.mark.parametrize("precision, tol", [("double", 1e-11), ("single", 1e-4)])
+@pytest.mark.parametrize("tile", ["", "8x4x2", "16x2x3", "32x3x1"])
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_propagator_kernel_matches_cpu_reference(m, tile, precision, tol, monkeypatch):
+    """gpu_propagator.py against propagator.py: default and small tiles (partial tiles, several
+    blocks along every axis, marches of 1-3 planes, shuffle width 16 and 8)."""
+    monkeypatch.setenv("WAVESCAT_HERMITE_PROPAGATOR_TILE", tile)
+    system = advection((0.7, -0.4, 0.55))
+    cells, lengths = (5, 6, 7), (0.5, 0.6, 0.7)
+    cpu = HermiteSolver(system, cells, lengths, m, cfl=0.9, backend="cpu", kernel="propagator")
+    gpu = HermiteSolver(system, cells, lengths, m, cfl=0.9, backend="gpu", precision=precision,
+                        kernel="propagator")
+    data = np.random.default_rng(m).standard_normal(cpu.state.shape)
+    cpu.set_state(data)
+    gpu.set_state(data)
+    cpu.step(2)
+    gpu.step(2)
+    ref = cpu.get_state()
+    assert np.abs(gpu.get_state() - ref).max() <= tol * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("precision, tol", [("double", 1e-11), ("single", 1e-4)])
+def test_propagator_on_a_larger_grid_matches_cpu_recursion(precision, tol):
+    # default tile and march length over many blocks; the reference is the Numba recursion
+    system = advection((1.0, 0.8, -0.6))
+    cells = (33, 40, 70)
+    cpu = HermiteSolver(system, cells, 1.0, 2, backend="cpu", kernel="monolithic")
+    gpu = HermiteSolver(system, cells, 1.0, 2, backend="gpu", precision=precision)
+    assert gpu.kernel == "propagator"
+    data = np.random.default_rng(4).standard_normal(cpu.state.shape)
+    cpu.set_state(data)
+    gpu.set_state(data)
+    cpu.step()
+    gpu.step()
+    ref = cpu.get_state()
+    assert np.abs(gpu.get_state() - ref).max() <= tol * np.abs(ref).max()
+
+
+def test_auto_kernel_is_the_propagator_for_advection_only():
+    for m in (1, 2, 3):
+        gpu = HermiteSolver(advection(), 6, 1.0, m, backend="gpu", precision="single")
+        assert gpu.kernel == "propagator"
+        gpu.state[...] = 0.0
+        gpu.state[0, 0, 0, 0] = 1.0  # u = 1 stays 1
+        gpu.step()
+        np.testing.assert_allclose(gpu.get_state()[0, 0, 0, 0], 1.0, rtol=1e-6)
+    assert HermiteSolver(acoustics(), 6, 1.0, 1, backend="gpu").kernel == "monolithic"

@@ -19,11 +19,12 @@ def _poly_data(coeffs, coords, h, shift, m):
     return np.einsum("ai,bj,ck->abcijk", *per_axis)[None]
 
 
+@pytest.mark.parametrize("kernel", ["propagator", "monolithic"])
 @pytest.mark.parametrize("m", [1, 2])
-def test_one_step_of_advection_is_exact_for_degree_2m_plus_1(m):
+def test_one_step_of_advection_is_exact_for_degree_2m_plus_1(m, kernel):
     rng = np.random.default_rng(m)
     a = np.array([0.7, -0.4, 0.55])
-    solver = HermiteSolver(advection(a), (6, 5, 7), (0.6, 0.5, 0.7), m, cfl=0.9)
+    solver = HermiteSolver(advection(a), (6, 5, 7), (0.6, 0.5, 0.7), m, cfl=0.9, kernel=kernel)
     coeffs = rng.standard_normal((3, 2 * m + 2))  # degree 2m+1 in every variable
     coords = solver.node_coords()
     solver.set_state(_poly_data(coeffs, coords, solver.h, (0, 0, 0), m))
@@ -48,21 +49,24 @@ def test_fewer_taylor_stages_are_not_exact():
     assert np.abs(solver.get_state()[inner] - exact[inner]).max() > 1e-6
 
 
-def _fitted_order(equation, m, grids):
+def _fitted_order(equation, m, grids, kernel="auto"):
     hs, errs = [], []
     for n in grids:
-        solver, err = period_error(equation, m, n)
+        solver, err = period_error(equation, m, n, kernel=kernel)
         hs.append(max(solver.h))
         errs.append(err)
     return np.polyfit(np.log(hs), np.log(errs), 1)[0], observed_orders(hs, errs)
 
 
-@pytest.mark.parametrize("equation, m, grids", [("advection", 1, (8, 12, 16)),
-                                                ("advection", 2, (6, 8, 10)),
-                                                ("acoustics", 1, (6, 8, 12)),
-                                                ("acoustics", 2, (4, 6, 8))])
-def test_convergence_order_is_2m_plus_1(equation, m, grids):
-    fitted, orders = _fitted_order(equation, m, grids)
+@pytest.mark.parametrize("equation, m, grids, kernel", [("advection", 1, (8, 12, 16), "propagator"),
+                                                        ("advection", 2, (6, 8, 10), "propagator"),
+                                                        ("advection", 3, (4, 6, 8), "propagator"),
+                                                        ("advection", 1, (8, 12, 16), "monolithic"),
+                                                        ("advection", 2, (6, 8, 10), "monolithic"),
+                                                        ("acoustics", 1, (6, 8, 12), "auto"),
+                                                        ("acoustics", 2, (4, 6, 8), "auto")])
+def test_convergence_order_is_2m_plus_1(equation, m, grids, kernel):
+    fitted, orders = _fitted_order(equation, m, grids, kernel)
     assert abs(fitted - (2 * m + 1)) < 0.3, (fitted, orders)
     assert abs(orders[-1] - (2 * m + 1)) < 0.3, orders
 

@@ -40,7 +40,7 @@ def exact_solution(equation: str):
 
 
 def period_error(equation: str, m: int, n: int, *, q: int | None = None, cfl: float = CFL,
-                 backend: str = "cpu", precision: str = "double", kernel: str = "monolithic"):
+                 backend: str = "cpu", precision: str = "double", kernel: str = "auto"):
     """Run one period on an n^3 grid; return (solver, relative max error of the values)."""
     exact = exact_solution(equation)
     solver = HermiteSolver(exact.system, n, exact.lengths, m, q=q, cfl=cfl, backend=backend,
@@ -65,7 +65,7 @@ def observed_orders(h, err) -> list[float]:
 
 
 def convergence_study(equation: str, degrees=(1, 2, 3), *, quick: bool = False, backend: str = "cpu",
-                      precision: str = "double", kernel: str = "monolithic", grids=None) -> list[dict]:
+                      precision: str = "double", kernel: str = "auto", grids=None) -> list[dict]:
     """Rows (dicts with HEADER keys) for every m in `degrees` and grid of GRIDS[m]."""
     rows = []
     for m in degrees:

@@ -30,8 +30,10 @@ from ...errors import ConfigError
 from .interpolation import hermite_matrix_1d
 
 #: "monolithic" picks the fastest form that fits: register (a cell per thread, gpu_cell.py),
-#: warp (a cell per 2m+2 lanes, gpu_warp.py), else shared (a cell per block slice, here)
-FORMS = ("monolithic", "monolithic-shared", "monolithic-register", "monolithic-warp", "two-kernel")
+#: warp (a cell per 2m+2 lanes, gpu_warp.py), else shared (a cell per block slice, here);
+#: "propagator" (gpu_propagator.py) replaces the recursion by a translation: scalar advection only
+FORMS = ("propagator", "monolithic", "monolithic-shared", "monolithic-register", "monolithic-warp",
+         "two-kernel")
 #: the register form is the default while a thread holds at most this many values: on an
 #: H100 it beats the warp form 2.7x at m = 1 and 2.8x at m = 2 (bench_hermite.py)
 REGISTER_AUTO = 216
@@ -296,7 +298,10 @@ hermite_evolve(const T* __restrict__ coef, T* __restrict__ dst, const T* __restr
 
 def make_kernels(xp, m: int, q: int, system, dtype, form: str = "monolithic"):
     """The half-step kernels of one form for (m, q, system, dtype)."""
-    from . import gpu_cell, gpu_warp
+    from . import gpu_cell, gpu_propagator, gpu_warp
+
+    if form == "propagator":
+        return gpu_propagator.PropagatorKernel(xp, m, q, system, dtype)
 
     n = 2 * m + 2
     cube, plane = system.n_fields * n ** 3, system.n_fields * n ** 2

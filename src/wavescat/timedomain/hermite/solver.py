@@ -17,7 +17,7 @@ import numpy as np
 
 from ...backend import get_backend, real_dtype
 from ...errors import ConfigError
-from . import cpu
+from . import cpu, propagator
 from .equations import LinearSystem
 from .interpolation import check_degree, hermite_matrix_1d
 
@@ -25,8 +25,10 @@ from .interpolation import check_degree, hermite_matrix_1d
 #: max_d (speed_d * dt / h_d) <= 1.
 CFL_LIMIT = 1.0
 BOUNDARIES = ("periodic", "wall")
-#: GPU kernel forms (gpu.py); the CPU path ignores the choice
-KERNEL_FORMS = ("monolithic", "monolithic-shared", "monolithic-register", "monolithic-warp", "two-kernel")
+#: half-step forms: "auto", the translation (propagator.py, gpu_propagator.py) and the
+#: Cauchy-Kowalewski recursion forms (gpu.py; on the CPU all of them run cpu.py)
+KERNEL_FORMS = ("auto", "propagator", "monolithic", "monolithic-shared", "monolithic-register",
+                "monolithic-warp", "two-kernel")
 
 
 def default_stages(m: int) -> int:
@@ -39,13 +41,21 @@ class HermiteSolver:
 
     state: (F, m+1, m+1, m+1, n0, n1, n2) array of the backend, entry [f, k0, k1, k2, i]
     = h0^k0 h1^k1 h2^k2 / (k0! k1! k2!) d^k u_f / dx^k at node i * h.
-    q: Taylor stages (default 3(2m+1)); cfl: max_d speed_d dt / h_d, at most CFL_LIMIT;
-    kernel: GPU form (KERNEL_FORMS; "monolithic" picks the fastest that fits).
+    q: Taylor stages (default 3(2m+1)); cfl: max_d speed_d dt / h_d, at most CFL_LIMIT.
+
+    kernel (KERNEL_FORMS) picks how a half step is computed. "auto" (default) takes
+    "propagator" where it is the method exactly: one advected field and q >= 3(2m+1), where
+    the Taylor series is a translation and the half step three 1D operators (propagator.py;
+    on the GPU gpu_propagator.py: 10-18x fewer FLOPs than the recursion at m = 1..3, and
+    memory-bound). Everywhere else it takes "monolithic", the fastest recursion kernel that
+    fits (gpu.py). "propagator" where it does not apply is a ConfigError. On the CPU the
+    propagator runs in NumPy and every recursion form in the Numba kernel (cpu.py). The
+    chosen form is `self.kernel`.
     """
 
     def __init__(self, system: LinearSystem, cells, lengths, m: int, *, q: int | None = None,
                  cfl: float = 0.9, backend: str = "cpu", precision: str = "double",
-                 boundary: str = "periodic", kernel: str = "monolithic"):
+                 boundary: str = "periodic", kernel: str = "auto"):
         self.m = check_degree(m)
         self.q = default_stages(self.m) if q is None else q
         if isinstance(self.q, bool) or not isinstance(self.q, (int, np.integer)) or self.q < 1:
@@ -72,7 +82,7 @@ class HermiteSolver:
         self.dtype = real_dtype(precision)
         if kernel not in KERNEL_FORMS:
             raise ConfigError(f"hermite kernel = {kernel!r}: must be one of {', '.join(KERNEL_FORMS)}")
-        self.kernel = kernel
+        self.kernel = self._resolve_form(kernel)
         self.dt = self.max_dt(cfl)
         xp = self.backend.xp
         self.nodes = tuple(n + 1 if w else n for n, w in zip(cells, self.walls))
@@ -80,10 +90,24 @@ class HermiteSolver:
         self._work = xp.empty_like(self.state)
         self.time = 0.0
         self._gpu = None
-        self._lam_dev = None
+        self._params = None  # (dt, what the kernels take for it)
         if self.backend.is_gpu:
             from .gpu import make_kernels
-            self._gpu = make_kernels(xp, self.m, self.q, system, self.dtype, kernel)
+            self._gpu = make_kernels(xp, self.m, self.q, system, self.dtype, self.kernel)
+
+    def _resolve_form(self, kernel: str) -> str:
+        if kernel == "auto":
+            usable = propagator.unavailable_reason(self.system, self.m, self.q) is None
+            if usable and self.backend.is_gpu:
+                from .gpu_propagator import Tile, fit_tile
+                try:
+                    fit_tile(self.m, np.dtype(self.dtype).itemsize, Tile())
+                except ConfigError:  # a degree too large for the kernel's shared memory
+                    usable = False
+            return "propagator" if usable else "monolithic"
+        if kernel == "propagator":
+            propagator.require(self.system, self.m, self.q)
+        return kernel
 
     # -- time step ----------------------------------------------------------------
     def cfl_number(self, dt: float) -> float:
@@ -107,16 +131,26 @@ class HermiteSolver:
         """Coupling factors A_d[f, g] * tau / h_d for the kernels, in coupling order."""
         return np.array([a * tau / self.h[d] for d, _, _, a in self.system.couplings()])
 
+    def _parameters(self, lam: np.ndarray):
+        """What the kernels take for one dt: the 1D operators of the translation
+        (propagator) or the coupling factors (recursion), on the kernels' device."""
+        if self.kernel == "propagator":
+            ops = propagator.operators(self.m, propagator.shifts(self.system, lam))
+            return self._gpu.parameters(ops) if self._gpu is not None else ops
+        return self.backend.xp.asarray(lam, dtype=self.dtype) if self._gpu is not None else lam
+
     def half_step(self, src, dst, shift: int) -> None:
-        lam = self._lam(0.5 * self.dt)
+        if self._params is None or self._params[0] != self.dt:  # once per dt
+            self._params = (self.dt, self._parameters(self._lam(0.5 * self.dt)))
+        params = self._params[1]
         if self._gpu is not None:
-            if self._lam_dev is None or self._lam_dev[0] != self.dt:  # upload once per dt
-                self._lam_dev = (self.dt, self.backend.xp.asarray(lam, dtype=self.dtype))
-            self._gpu.half_step(src, dst, self._lam_dev[1], shift)
-            return
-        cpl = self.system.couplings()
-        cd, cf, cg = (np.array([c[i] for c in cpl], dtype=np.int64) for i in range(3))
-        cpu.half_step(src, dst, hermite_matrix_1d(self.m), cd, cf, cg, lam, self.q, shift)
+            self._gpu.half_step(src, dst, params, shift)
+        elif self.kernel == "propagator":
+            propagator.half_step(src, dst, params, shift)
+        else:
+            cpl = self.system.couplings()
+            cd, cf, cg = (np.array([c[i] for c in cpl], dtype=np.int64) for i in range(3))
+            cpu.half_step(src, dst, hermite_matrix_1d(self.m), cd, cf, cg, params, self.q, shift)
 
     def step(self, n: int = 1) -> None:
         for _ in range(n):

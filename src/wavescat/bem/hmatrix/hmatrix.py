@@ -35,6 +35,16 @@ def scatter_add(xp, y, idx, vals):
         cupyx.scatter_add(y, idx, vals)
 
 
+def stack_product(xp, M, xs):
+    """M[b] @ xs[b] for a stack M (B, L, K) and vectors xs (B, K), in M's precision: the
+    vectors are cast to the stored blocks, never the blocks (tens of GB) to the vectors.
+    Real blocks times complex vectors multiply the real and imaginary parts together."""
+    if M.dtype.kind != "c" and xs.dtype.kind == "c":
+        r = xp.matmul(M, xp.stack([xs.real, xs.imag], axis=2).astype(M.dtype))
+        return r[:, :, 0] + 1j * r[:, :, 1]
+    return xp.matmul(M, xs.astype(M.dtype, copy=False)[:, :, None])[:, :, 0]
+
+
 class DevicePart:
     """The blocks one device holds and computes."""
 
@@ -65,8 +75,7 @@ class DevicePart:
             for g in self.dense:
                 Lr, Lc = g.D.shape[1:]
                 cols = g.c0[:, None] + xp.minimum(xp.arange(Lc)[None, :], g.n[:, None] - 1)
-                xs = x[cols]
-                ys = xp.matmul(g.D, xs[:, :, None])[:, :, 0]
+                ys = stack_product(xp, g.D, x[cols])
                 rows = g.r0[:, None] + xp.minimum(xp.arange(Lr)[None, :], g.m[:, None] - 1)
                 scatter_add(xp, y, rows, ys)  # padded rows of D are zero
             for g in self.lowrank:
@@ -74,8 +83,7 @@ class DevicePart:
                 ar = xp.arange(L)[None, :]
                 cols = g.c0[:, None] + xp.minimum(ar, g.n[:, None] - 1)
                 xs = xp.where(ar < g.n[:, None], x[cols], 0)
-                t = xp.matmul(xp.swapaxes(g.V, 1, 2), xs[:, :, None])  # (B, K, 1)
-                ys = xp.matmul(g.U, t)[:, :, 0]
+                ys = stack_product(xp, g.U, stack_product(xp, xp.swapaxes(g.V, 1, 2), xs))
                 rows = g.r0[:, None] + xp.minimum(ar, g.m[:, None] - 1)
                 scatter_add(xp, y, rows, xp.where(ar < g.m[:, None], ys, 0))
             return y

@@ -24,6 +24,7 @@ fraction of the volume kernel's roofline bound; node updates per second per RK s
     NVIDIA H100 80GB HBM3: N=1 72% of BW 9.1 Gnode/s, N=2 58%, N=3 50%, N=4 31% of BW 7.7 Gnode/s,
       N=5 32% of compute 7.1 Gnode/s, N=6 34% of compute 6.2 Gnode/s (fp64 about half the rate)
     NVIDIA H200: N=3 39.5% of BW, N=4 26.6%, N=5 32.4%, N=6 35.4% of compute
+The register-tiled kernel and its defaults for N >= 3 have not been measured yet.
 """
 from __future__ import annotations
 

@@ -57,10 +57,13 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
 #endif
     const int k0 = blockIdx.x * KBV;
     const size_t KN = (size_t)K * NP;
-    for (int i = threadIdx.x; i < KBV * NP; i += TE * NT) {
-        const int e = i / NP, k = k0 + e;
-        if (k >= K) break;
-        const size_t id = (size_t)k0 * NP + i;
+    /* unrolled and branch-free, so that all of a thread's loads are in flight together: indices
+       clamped into range (a thread past the last node or element rewrites an identical value) */
+    #pragma unroll
+    for (int s = 0; s < (KBV * NP + TE * NT - 1) / (TE * NT); ++s) {
+        const int i = min((int)threadIdx.x + s * TE * NT, KBV * NP - 1);
+        const int e = i / NP, k = min(k0 + e, K - 1);
+        const size_t id = (size_t)k * NP + (i - e * NP);
         const real* g = geo + 9 * (size_t)k;
         const real u = q[KN + id], v = q[2 * KN + id], w = q[3 * KN + id];
         real4 f;
@@ -344,7 +347,8 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
         out = [base._replace(d_packed=p, d_shared=s) for p in (False, True) for s in (False, True)]
     elif stage == "codegen":
         body = 6 * ept * npt  # FMAs per m; a full unroll of a large body compiles slowly
-        unrolls = [2, 4, 8] + ([n_nodes] if n_nodes * body <= 4096 else [])
+        unrolls = [u for u in [2, 4, 8] + ([n_nodes] if n_nodes * body <= 4096 else [])
+                   if u != volume_layout(n_nodes, base, itemsize).unroll]
         blocks = {min(32, -(-t // (base.kb_volume * nt_of(npt)))) for t in (1024, 1536)}  # >= 50, 75% occupancy
         out = [base._replace(unroll=u) for u in unrolls] + [base._replace(min_blocks=b) for b in blocks]
     else:

@@ -26,12 +26,10 @@ PRECISIONS = {"single": np.float32, "double": np.float64}
 GUARD = 64  # NaN elements either side of every floating-point array
 
 SHIM = r"""
-#include <algorithm>
 #include <barrier>
 #include <cstddef>
 #include <thread>
 #include <vector>
-using std::min;
 struct uint3_ { unsigned x, y, z; };
 static thread_local uint3_ threadIdx, blockIdx;
 static uint3_ blockDim, gridDim;

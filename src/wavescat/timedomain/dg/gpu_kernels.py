@@ -61,8 +61,8 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
        clamped into range (a thread past the last node or element rewrites an identical value) */
     #pragma unroll
     for (int s = 0; s < (KBV * NP + TE * NT - 1) / (TE * NT); ++s) {
-        const int i = min((int)threadIdx.x + s * TE * NT, KBV * NP - 1);
-        const int e = i / NP, k = min(k0 + e, K - 1);
+        const int i1 = threadIdx.x + s * TE * NT, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
+        const int e = i / NP, k = k0 + e < K ? k0 + e : K - 1;
         const size_t id = (size_t)k * NP + (i - e * NP);
         const real* g = geo + 9 * (size_t)k;
         const real u = q[KN + id], v = q[2 * KN + id], w = q[3 * KN + id];

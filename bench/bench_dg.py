@@ -2,24 +2,37 @@
 volume / surface / update kernels' FLOP/s and bandwidth against the device's roofline.
 
     PYTHONPATH=src python bench/bench_dg.py [--orders 1 2 3 4 5 6] [--nodes 1.2e6] [--json out.json]
+    PYTHONPATH=src python bench/bench_dg.py --tune --precisions single     # volume-kernel variants
 
 Meshes are structured Kuhn meshes of a box built in NumPy (no gmsh needed). Byte counts
 are the compulsory DRAM traffic (each array read/written once; operators assumed cached),
-FLOPs count the useful multiply-adds of the algorithm as 2 each.
+FLOPs count the useful multiply-adds of the algorithm as 2 each; a kernel's fraction of its
+roofline is max(FLOPs / peak FLOP/s, bytes / peak bandwidth) / time. Timed launches cycle
+through copies of the state and mesh data (at least --footprint times the L2 size in volume
+-kernel traffic) so that each launch reads DRAM as in a run, not the L2 its predecessor left
+warm (a single 1.2M-node fp32 state and its output, about 43 MB, would fit the 50 MB L2;
+at most 32 copies, so tiny meshes stay cached).
 
-Measured (`bench/bench_dg.py --tune`, NVIDIA H100 80GB HBM3, fp32, 1.2-1.4M nodes, best tuning,
-which is now the default): volume kernel as a fraction of its roofline bound (memory-bound
-for N <= 4, compute-bound for N >= 5) and node updates per second per RK stage
-(volume + surface + update):
-    N=1  72% of 3.35 TB/s   9.1 Gnode/s      N=4  31% of BW       7.7 Gnode/s
-    N=2  58% of BW          9.1 Gnode/s      N=5  32% of 60 TF/s  7.1 Gnode/s
-    N=3  50% of BW          9.1 Gnode/s      N=6  34% of 60 TF/s  6.2 Gnode/s
-fp64 runs at about half these rates; surface kernel 22-43% of bandwidth.
+--tune runs a greedy search over the volume kernel's variants (gpu_kernels.TUNING_STAGES:
+register tile (elements, nodes per thread), its neighbours, rows per block, operator packing
+and placement, unroll and occupancy), each stage starting from the best so far, and prints
+per order the best variant, its fraction of the bound and the line for VOLUME_TUNING
+(VOLUME_TUNING_FP64 when tuning double).
+
+Measured before the register-tiled volume kernel (fp32, 1.2-1.4M nodes, a single data copy;
+fraction of the volume kernel's roofline bound; node updates per second per RK stage):
+    NVIDIA H100 80GB HBM3: N=1 72% of BW 9.1 Gnode/s, N=2 58%, N=3 50%, N=4 31% of BW 7.7 Gnode/s,
+      N=5 32% of compute 7.1 Gnode/s, N=6 34% of compute 6.2 Gnode/s (fp64 about half the rate)
+    NVIDIA H200: N=3 39.5% of BW, N=4 26.6%, N=5 32.4%, N=6 35.4% of compute
+The register-tiled kernel and its defaults for N >= 3 have not been measured yet.
 """
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import math
+import os
 import sys
 import time
 
@@ -27,6 +40,9 @@ import numpy as np
 
 # peak figures by device: (fp32 FLOP/s, fp64 FLOP/s, DRAM bytes/s)
 PEAKS = {"H100": (60e12, 30e12, 3.35e12), "H200": (60e12, 30e12, 4.8e12)}
+# the volume-kernel table before register tiles over nodes, as a reference in --tune
+PREVIOUS_TUNING = {20: dict(kb_volume=3, elements_per_thread=2), 35: dict(kb_volume=7, elements_per_thread=4),
+                   56: dict(kb_volume=1, elements_per_thread=2), 84: dict(kb_volume=1, elements_per_thread=4)}
 
 
 def peaks_for(name: str):
@@ -49,74 +65,139 @@ def kernel_models(npn: int, nfn: int, itemsize: int, sponge: bool = False):
             "update": (upd_flops, upd_bytes)}
 
 
-def time_kernel(cp, fn, repeats: int) -> float:
-    fn()
+def time_launches(cp, fns, repeats: int) -> float:
+    """Mean seconds per launch over `repeats` rounds through fns (one per data copy)."""
+    for fn in fns:
+        fn()
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     start.record()
     for _ in range(repeats):
-        fn()
+        for fn in fns:
+            fn()
     stop.record()
     stop.synchronize()
-    return cp.cuda.get_elapsed_time(start, stop) / 1e3 / repeats
+    return cp.cuda.get_elapsed_time(start, stop) / 1e3 / (repeats * len(fns))
 
 
-def bench_order(order: int, target_nodes: float, precisions, tunings, repeats: int, backend):
-    from wavescat.timedomain.dg import AcousticsDG, box_tet_mesh, build_space
-    from wavescat.timedomain.dg.reference import reference_tetrahedron
+class OrderBench:
+    """One order and precision on the GPU: copies of the solver data, the kernels' models."""
 
-    cp = backend.xp
-    ref = reference_tetrahedron(order)
-    cells = int(np.ceil((target_nodes / ref.n_nodes / 6) ** (1 / 3)))
-    t0 = time.perf_counter()
-    space = build_space(box_tet_mesh(cells), order)
-    t_build = time.perf_counter() - t0
-    k, npn, nfn = space.n_elements, ref.n_nodes, 4 * ref.n_face_nodes
-    name = backend.device_name
-    pf32, pf64, pbw = peaks_for(name)
-    rows = []
-    for precision in precisions:
-        peak_f = pf32 if precision == "single" else pf64
-        itemsize = 4 if precision == "single" else 8
-        models = kernel_models(npn, nfn, itemsize)
-        for tuning in (tunings if precision == "single" else tunings[:1]):
-            try:
-                dg = AcousticsDG(space, backend, precision, **tuning)
-            except Exception as exc:  # a tuning that does not fit (shared memory) is skipped
-                print(f"  N={order} {precision} {tuning}: skipped ({type(exc).__name__}: {exc})")
-                continue
-            rng = np.random.default_rng(0)
+    def __init__(self, space, backend, precision: str, footprint: float):
+        from wavescat.timedomain.dg import AcousticsDG
+
+        self.cp = cp = backend.xp
+        self.space, self.precision = space, precision
+        self.npn, nfn = space.ref.n_nodes, 4 * space.ref.n_face_nodes
+        self.k = space.n_elements
+        pf32, pf64, self.peak_bw = peaks_for(backend.device_name)
+        self.peak_flops = pf32 if precision == "single" else pf64
+        self.itemsize = 4 if precision == "single" else 8
+        self.models = kernel_models(self.npn, nfn, self.itemsize)
+        try:
+            l2 = int(cp.cuda.Device().attributes["L2CacheSize"])
+        except Exception:  # attribute name differs between CuPy versions
+            l2 = 50 << 20
+        copies = min(32, max(1, math.ceil(footprint * l2 / (self.models["volume"][1] * self.k))))
+        rng = np.random.default_rng(0)
+        self.sets = []
+        for _ in range(copies):
+            dg = AcousticsDG(space, backend, precision)
             dg.q[...] = cp.asarray(rng.standard_normal(dg.q.shape).astype(dg.dtype))
-            kern = dg.kernels
-            times = {
-                "volume": time_kernel(cp, lambda: kern.volume(dg.q, dg._rhs), repeats),
-                "surface": time_kernel(cp, lambda: kern.surface(dg.q, dg._rhs, None), repeats),
-                "update": time_kernel(cp, lambda: kern.update(dg.q, dg._res, dg._rhs, 0.1, 0.2, 1e-9), repeats),
-            }
-            stage = sum(times.values())
-            row = {"order": order, "precision": precision, "elements": k, "nodes": k * npn,
-                   "kb_volume": kern.kbv, "kb_surface": kern.kbs, "d_shared": kern.d_shared,
-                   "elements_per_thread": kern.ept,
-                   "node_updates_per_s_per_stage": k * npn / stage, "stage_s": stage}
-            for kname, t in times.items():
-                f, b = models[kname]
-                flops, bw = f * k / t, b * k / t
-                bound_t = max(f * k / peak_f, b * k / pbw)
-                row[kname] = {"s": t, "gflops": flops / 1e9, "gbytes_s": bw / 1e9,
-                              "frac_flops": flops / peak_f, "frac_bw": bw / pbw,
-                              "bound": "compute" if f * k / peak_f > b * k / pbw else "memory",
-                              "frac_roofline": bound_t / t}
-            rows.append(row)
-            v, s = row["volume"], row["surface"]
-            print(f"N={order} {precision:6s} K={k:7d} nodes={k * npn:8d} kbv={kern.kbv:2d} "
-                  f"Dsh={int(kern.d_shared)} ept={kern.ept} | stage {stage * 1e3:7.3f} ms "
-                  f"{row['node_updates_per_s_per_stage'] / 1e9:6.2f} Gnode/s | vol {v['gflops']:8.0f} GF/s "
-                  f"{v['gbytes_s']:6.0f} GB/s {v['frac_roofline'] * 100:5.1f}% of {v['bound']} | "
-                  f"surf {s['gflops']:7.0f} GF/s {s['gbytes_s']:6.0f} GB/s {s['frac_roofline'] * 100:5.1f}% "
-                  f"of {s['bound']} | upd {row['update']['gbytes_s']:6.0f} GB/s", flush=True)
-            del dg
-            cp.get_default_memory_pool().free_all_blocks()
-    print(f"  (mesh + space build {t_build:.1f} s)", flush=True)
-    return rows
+            self.sets.append(dg)
+
+    def figures(self, kname: str, t: float) -> dict:
+        f, b = (x * self.k for x in self.models[kname])
+        bound_t = max(f / self.peak_flops, b / self.peak_bw)
+        return {"s": t, "gflops": f / t / 1e9, "gbytes_s": b / t / 1e9, "frac_flops": f / t / self.peak_flops,
+                "frac_bw": b / t / self.peak_bw, "frac_roofline": bound_t / t,
+                "bound": "compute" if f / self.peak_flops > b / self.peak_bw else "memory"}
+
+    def kernels(self, tuning):
+        from wavescat.timedomain.dg.gpu_kernels import GpuKernels
+
+        return [GpuKernels(dg.ops, self.cp, **tuning._asdict()) for dg in self.sets]
+
+    def volume_time(self, tuning, repeats: int) -> float:
+        fns = [lambda kn=kn, dg=dg: kn.volume(dg.q, dg._rhs) for kn, dg in zip(self.kernels(tuning), self.sets)]
+        return time_launches(self.cp, fns, repeats)
+
+    def stage(self, tuning, repeats: int) -> dict:
+        """Volume, surface and update kernels with `tuning`: a result row."""
+        pairs = list(zip(self.kernels(tuning), self.sets))
+        times = {
+            "volume": time_launches(self.cp, [lambda kn=kn, dg=dg: kn.volume(dg.q, dg._rhs) for kn, dg in pairs], repeats),
+            "surface": time_launches(self.cp, [lambda kn=kn, dg=dg: kn.surface(dg.q, dg._rhs, None)
+                                               for kn, dg in pairs], repeats),
+            "update": time_launches(self.cp, [lambda kn=kn, dg=dg: kn.update(dg.q, dg._res, dg._rhs, 0.1, 0.2, 1e-9)
+                                              for kn, dg in pairs], repeats),
+        }
+        total = sum(times.values())
+        nodes = self.k * self.npn
+        row = {"order": self.space.ref.order, "precision": self.precision, "elements": self.k, "nodes": nodes,
+               "copies": len(self.sets), "tuning": tuning._asdict(), "kb_surface": pairs[0][0].kbs,
+               "node_updates_per_s_per_stage": nodes / total, "stage_s": total}
+        row.update({kname: self.figures(kname, t) for kname, t in times.items()})
+        return row
+
+
+def print_row(row: dict, tuning) -> None:
+    v, s = row["volume"], row["surface"]
+    print(f"N={row['order']} {row['precision']:6s} K={row['elements']:7d} nodes={row['nodes']:8d} "
+          f"x{row['copies']} | stage {row['stage_s'] * 1e3:7.3f} ms "
+          f"{row['node_updates_per_s_per_stage'] / 1e9:6.2f} Gnode/s | vol {v['gflops']:8.0f} GF/s "
+          f"{v['gbytes_s']:6.0f} GB/s {v['frac_roofline'] * 100:5.1f}% of {v['bound']} | "
+          f"surf {s['gflops']:7.0f} GF/s {s['gbytes_s']:6.0f} GB/s {s['frac_roofline'] * 100:5.1f}% "
+          f"of {s['bound']} | upd {row['update']['gbytes_s']:6.0f} GB/s | {tuning!r}", flush=True)
+
+
+def precompile(cp, sources, jobs: int) -> None:
+    """Compile volume-kernel sources in threads (NVRTC releases the GIL) into CuPy's cache;
+    whatever fails here is compiled, and reported, again when it is used."""
+    from wavescat.timedomain.dg.gpu_kernels import NVRTC_OPTIONS
+
+    device = cp.cuda.runtime.getDevice()
+
+    def one(src):
+        try:
+            cp.cuda.Device(device).use()
+            cp.RawModule(code=src, options=NVRTC_OPTIONS).compile()
+        except Exception:
+            pass
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        list(pool.map(one, sources))
+
+
+def tune(bench: OrderBench, repeats: int, jobs: int):
+    """Greedy search from the default variant; returns (best, {variant: volume seconds})."""
+    from wavescat.timedomain.dg import gpu_kernels as gk
+
+    dtype = np.float32 if bench.precision == "single" else np.float64
+    best = gk.default_volume_tuning(bench.npn, dtype)
+    times = {}
+    previous = gk.VolumeTuning(**PREVIOUS_TUNING[bench.npn]) if bench.npn in PREVIOUS_TUNING else None
+    stages = [("default", [best])] + ([("previous", [previous])] if previous else [])
+    stages += [(name, None) for name in gk.TUNING_STAGES]
+    for name, cands in stages:
+        if cands is None:
+            cands = [c for c in gk.tuning_candidates(name, bench.npn, best, bench.itemsize) if c not in times]
+        precompile(bench.cp, [gk.volume_source(bench.npn, dtype, c, False) for c in cands], jobs)
+        for c in cands:
+            try:
+                times[c] = t = bench.volume_time(c, repeats)
+            except Exception as exc:  # a variant the device cannot compile or launch is skipped
+                print(f"    {name:9s} {c!r}: skipped ({type(exc).__name__}: {str(exc)[:120]})", flush=True)
+                continue
+            v = bench.figures("volume", t)
+            print(f"    {name:9s} {c!r}: {v['frac_roofline'] * 100:5.1f}% of {v['bound']} "
+                  f"({v['gflops']:6.0f} GF/s, {v['gbytes_s']:5.0f} GB/s)", flush=True)
+        best = min(times, key=times.get)
+    return best, times
+
+
+def table_line(npn: int, tuning, figures: dict, device: str, precision: str) -> str:
+    return (f"    {npn}: {tuning!r},  # {device} {'fp32' if precision == 'single' else 'fp64'}: "
+            f"{figures['frac_roofline'] * 100:.0f}% of {figures['bound']} bound")
 
 
 def main(argv=None) -> int:
@@ -125,26 +206,53 @@ def main(argv=None) -> int:
     ap.add_argument("--nodes", type=float, default=1.2e6)
     ap.add_argument("--precisions", nargs="+", default=["single", "double"])
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--tune", action="store_true", help="also try other elements-per-block / D placements")
+    ap.add_argument("--footprint", type=float, default=3.0,
+                    help="volume-kernel data cycled through per timing, in L2 sizes (0: one copy)")
+    ap.add_argument("--tune", action="store_true", help="greedy search over the volume kernel's variants")
+    ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1), help="parallel compiles in --tune")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     from wavescat.backend import get_backend
+    from wavescat.timedomain.dg import box_tet_mesh, build_space
+    from wavescat.timedomain.dg.gpu_kernels import default_volume_tuning
+    from wavescat.timedomain.dg.reference import reference_tetrahedron
 
     backend = get_backend("gpu")
-    print(f"device: {backend.device_name}; peaks fp32/fp64/BW = {peaks_for(backend.device_name)}")
-    rows = []
+    device = backend.device_name
+    print(f"device: {device}; peaks fp32/fp64/BW = {peaks_for(device)}")
+    rows, tuned, lines = [], [], {}
     for order in args.orders:
-        npn = (order + 1) * (order + 2) * (order + 3) // 6
-        tunings = [{}]
-        if args.tune:
-            for ept in (1, 2, 4):
-                for kb in sorted({max(1, 64 // npn), max(1, 256 // npn)}):
-                    tunings.append({"kb_volume": kb, "d_shared": False, "elements_per_thread": ept})
-            tunings.append({"d_shared": True})
-        rows += bench_order(order, args.nodes, args.precisions, tunings, args.repeats, backend)
+        ref = reference_tetrahedron(order)
+        cells = int(np.ceil((args.nodes / ref.n_nodes / 6) ** (1 / 3)))
+        t0 = time.perf_counter()
+        space = build_space(box_tet_mesh(cells), order)
+        print(f"  (N={order}: mesh + space build {time.perf_counter() - t0:.1f} s)", flush=True)
+        for precision in args.precisions:
+            bench = OrderBench(space, backend, precision, args.footprint)
+            dtype = np.float32 if precision == "single" else np.float64
+            default = default_volume_tuning(ref.n_nodes, dtype)
+            row = bench.stage(default, args.repeats)
+            rows.append(row)
+            print_row(row, default)
+            if args.tune:
+                best, times = tune(bench, args.repeats, args.jobs)
+                v, d = bench.figures("volume", times[best]), bench.figures("volume", times[default])
+                lines.setdefault(precision, []).append(table_line(ref.n_nodes, best, v, device, precision))
+                print(f"  N={order} {precision}: best {best!r}: {v['frac_roofline'] * 100:.1f}% of {v['bound']} "
+                      f"bound ({v['gflops']:.0f} GF/s, {v['gbytes_s']:.0f} GB/s; default "
+                      f"{d['frac_roofline'] * 100:.1f}%)\n  {lines[precision][-1].strip()}", flush=True)
+                tuned.append({"order": order, "precision": precision, "best": best._asdict(),
+                              "variants": [{"tuning": c._asdict(), **bench.figures("volume", t)}
+                                           for c, t in times.items()]})
+            del bench
+            backend.xp.get_default_memory_pool().free_all_blocks()
+    for precision, table in lines.items():
+        name = "VOLUME_TUNING" if precision == "single" else "VOLUME_TUNING_FP64"
+        print(f"\nLines for gpu_kernels.{name} (replace the entry of each order):")
+        print("\n".join(table))
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"device": backend.device_name, "rows": rows}, fh, indent=1)
+            json.dump({"device": device, "rows": rows, "tune": tuned}, fh, indent=1)
     return 0
 
 

@@ -1,9 +1,12 @@
-"""CuPy RawKernels of the DG right-hand side (Kloeckner, Warburton & Hesthaven style):
-one thread per output node (of EPT elements), several elements per block, element data staged in shared memory,
-the reference operators read through the read-only cache or staged in shared memory.
+"""CuPy RawKernels of the DG right-hand side (Kloeckner, Warburton & Hesthaven style): several
+elements per block, element data staged in shared memory, the reference operators read through
+the read-only cache or staged in shared memory.
 
 - volume:  rhs = -A . grad q on each element (6 matrix-vector rows of length Np per node:
-  grad p and div v = Dr (r_x . v) + Ds (s_x . v) + Dt (t_x . v), using affine factors);
+  grad p and div v = Dr (r_x . v) + Ds (s_x . v) + Dt (t_x . v), using affine factors),
+  one template whose variants (`VolumeTuning`: register blocking over elements and nodes,
+  operator packing and placement, unrolling, occupancy) are picked per order from
+  `VOLUME_TUNING` and measured by `bench/bench_dg.py --tune`;
 - surface: upwind flux at the 4 Nfp face nodes into shared memory, then rhs += LIFT flux;
 - update:  the low-storage RK stage res = a res + dt rhs, q += b res.
 
@@ -11,36 +14,56 @@ The CPU twin is cpu_kernels.CpuKernels; tests check that both give the same rhs.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-_SOURCE = r"""
+_COMMON = r"""
 typedef REAL real;
 struct __align__(ALIGN4) real4 { real a, b, c, d; };
-#define NFN (4 * NFP)
-__constant__ int c_fmask[NFN] = { FMASK };
+"""
 
-/* Volume kernel: TE * NP threads, KBV = TE * EPT elements per block; thread (e0, n) computes
-   node n of the EPT elements e0, e0 + TE, ...: each operator entry fetched is reused EPT times
-   (register blocking over elements), each staged field value is a 16-byte broadcast. */
-extern "C" __global__ void __launch_bounds__(TE * NP)
+_VOLUME = r"""
+/* A block stages KBV = TE * EPT elements in shared memory as real4 (p, r_x.v, s_x.v, t_x.v),
+   element stride SQS odd so that a warp reading several elements hits distinct banks. Its
+   TE * NT threads form TE rows of NT: thread (e0, t) computes nodes t + i NT (i < NPT) of
+   elements e0 + j TE (j < EPT) in 4 EPT NPT accumulators, so each operator entry it loads
+   feeds EPT elements and each staged field value (a shared-memory broadcast) NPT nodes: per m
+   a thread loads 3 NPT + 4 EPT values for 6 EPT NPT FMAs, and the SM delivers 32 values per
+   clock against 128 FMAs. The operators are stored per thread: row (d, m) holds RV >= NT
+   entries, thread t's NPT nodes side by side (one vector load), zero for padding nodes;
+   DPACK: (dr, ds, dt, 0) of a node as one real4 instead. D_SHARED: operators staged in shared
+   memory instead of read through the read-only cache. */
+#if DPACK
+typedef real4 dentry;
+#define DSIZE (NP * RV * NPT)
+#else
+struct __align__(DVA) dentry { real v[NPT]; };
+#define DSIZE (3 * NP * RV)
+#endif
+
+extern "C" __global__ void BOUNDS
 dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
-          const real* __restrict__ D, const real* __restrict__ sigma, real* __restrict__ rhs,
+          const dentry* __restrict__ D, const real* __restrict__ sigma, real* __restrict__ rhs,
           const real inv_rho, const real rhoc2)
 {
-    __shared__ real4 s_q[KBV * NP];
+    __shared__ real4 s_q[KBV * SQS];
 #if D_SHARED
-    __shared__ real s_D[3 * NP * NP];
-    for (int i = threadIdx.x; i < 3 * NP * NP; i += blockDim.x) s_D[i] = D[i];
-    const real* Dm = s_D;
+    __shared__ dentry s_D[DSIZE];
+    for (int i = threadIdx.x; i < DSIZE; i += TE * NT) s_D[i] = D[i];
+    const dentry* Dm = s_D;
 #else
-    const real* __restrict__ Dm = D;
+    const dentry* __restrict__ Dm = D;
 #endif
     const int k0 = blockIdx.x * KBV;
     const size_t KN = (size_t)K * NP;
-    for (int i = threadIdx.x; i < KBV * NP; i += TE * NP) {
-        const int k = k0 + i / NP;
-        if (k >= K) break;
-        const size_t id = (size_t)k0 * NP + i;
+    /* unrolled and branch-free, so that all of a thread's loads are in flight together: indices
+       clamped into range (a thread past the last node or element rewrites an identical value) */
+    #pragma unroll
+    for (int s = 0; s < (KBV * NP + TE * NT - 1) / (TE * NT); ++s) {
+        const int i1 = threadIdx.x + s * TE * NT, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
+        const int e = i / NP, k = k0 + e < K ? k0 + e : K - 1;
+        const size_t id = (size_t)k * NP + (i - e * NP);
         const real* g = geo + 9 * (size_t)k;
         const real u = q[KN + id], v = q[2 * KN + id], w = q[3 * KN + id];
         real4 f;
@@ -48,45 +71,68 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
         f.b = __ldg(g + 0) * u + __ldg(g + 1) * v + __ldg(g + 2) * w;
         f.c = __ldg(g + 3) * u + __ldg(g + 4) * v + __ldg(g + 5) * w;
         f.d = __ldg(g + 6) * u + __ldg(g + 7) * v + __ldg(g + 8) * w;
-        s_q[i] = f;
+        s_q[i + e * (SQS - NP)] = f;
     }
     __syncthreads();
-    const int e0 = threadIdx.x / NP, n = threadIdx.x - e0 * NP;
-    real pr[EPT], ps[EPT], pt[EPT], dv[EPT];
+    const int e0 = threadIdx.x / NT, t = threadIdx.x - e0 * NT;
+    const real4* sq = s_q + e0 * SQS;
+    real pr[EPT][NPT], ps[EPT][NPT], pt[EPT][NPT], dv[EPT][NPT];
     #pragma unroll
-    for (int j = 0; j < EPT; ++j) { pr[j] = 0; ps[j] = 0; pt[j] = 0; dv[j] = 0; }
+    for (int j = 0; j < EPT; ++j)
+        #pragma unroll
+        for (int i = 0; i < NPT; ++i) { pr[j][i] = 0; ps[j][i] = 0; pt[j][i] = 0; dv[j][i] = 0; }
     #pragma unroll __UNROLL__
     for (int m = 0; m < NP; ++m) {
-#if D_SHARED
-        const real dr = Dm[m * NP + n], ds = Dm[(NP + m) * NP + n], dt = Dm[(2 * NP + m) * NP + n];
+        real dr[NPT], ds[NPT], dt[NPT];
+#if DPACK
+        #pragma unroll
+        for (int i = 0; i < NPT; ++i) {
+            const real4 o = Dm[(m * RV + t) * NPT + i];
+            dr[i] = o.a; ds[i] = o.b; dt[i] = o.c;
+        }
 #else
-        const real dr = __ldg(Dm + m * NP + n), ds = __ldg(Dm + (NP + m) * NP + n),
-                   dt = __ldg(Dm + (2 * NP + m) * NP + n);
+        const dentry er = Dm[m * RV + t], es = Dm[(NP + m) * RV + t], et = Dm[(2 * NP + m) * RV + t];
+        #pragma unroll
+        for (int i = 0; i < NPT; ++i) { dr[i] = er.v[i]; ds[i] = es.v[i]; dt[i] = et.v[i]; }
 #endif
         #pragma unroll
         for (int j = 0; j < EPT; ++j) {
-            const real4 f = s_q[(e0 + j * TE) * NP + m];
-            pr[j] += dr * f.a; ps[j] += ds * f.a; pt[j] += dt * f.a;
-            dv[j] += dr * f.b + ds * f.c + dt * f.d;
+            const real4 f = sq[j * TE * SQS + m];
+            #pragma unroll
+            for (int i = 0; i < NPT; ++i) {
+                pr[j][i] += dr[i] * f.a; ps[j][i] += ds[i] * f.a; pt[j][i] += dt[i] * f.a;
+                /* three accumulating FMAs: adding the sum dr f.b + ds f.c + dt f.d costs an FMUL and an FADD more */
+                dv[j][i] += dr[i] * f.b; dv[j][i] += ds[i] * f.c; dv[j][i] += dt[i] * f.d;
+            }
         }
     }
     #pragma unroll
     for (int j = 0; j < EPT; ++j) {
         const int k = k0 + e0 + j * TE;
         if (k >= K) break;
-        const size_t id = (size_t)k * NP + n;
         const real* g = geo + 9 * (size_t)k;
-        real rp = -rhoc2 * dv[j];
-        real ru = -inv_rho * (__ldg(g + 0) * pr[j] + __ldg(g + 3) * ps[j] + __ldg(g + 6) * pt[j]);
-        real rv = -inv_rho * (__ldg(g + 1) * pr[j] + __ldg(g + 4) * ps[j] + __ldg(g + 7) * pt[j]);
-        real rw = -inv_rho * (__ldg(g + 2) * pr[j] + __ldg(g + 5) * ps[j] + __ldg(g + 8) * pt[j]);
+        #pragma unroll
+        for (int i = 0; i < NPT; ++i) {
+            const int n = t + i * NT;
+            if (n >= NP) break;
+            const size_t id = (size_t)k * NP + n;
+            real rp = -rhoc2 * dv[j][i];
+            real ru = -inv_rho * (__ldg(g + 0) * pr[j][i] + __ldg(g + 3) * ps[j][i] + __ldg(g + 6) * pt[j][i]);
+            real rv = -inv_rho * (__ldg(g + 1) * pr[j][i] + __ldg(g + 4) * ps[j][i] + __ldg(g + 7) * pt[j][i]);
+            real rw = -inv_rho * (__ldg(g + 2) * pr[j][i] + __ldg(g + 5) * ps[j][i] + __ldg(g + 8) * pt[j][i]);
 #if SPONGE
-        const real sg = sigma[id];
-        rp -= sg * q[id]; ru -= sg * q[KN + id]; rv -= sg * q[2 * KN + id]; rw -= sg * q[3 * KN + id];
+            const real sg = sigma[id];
+            rp -= sg * q[id]; ru -= sg * q[KN + id]; rv -= sg * q[2 * KN + id]; rw -= sg * q[3 * KN + id];
 #endif
-        rhs[id] = rp; rhs[KN + id] = ru; rhs[2 * KN + id] = rv; rhs[3 * KN + id] = rw;
+            rhs[id] = rp; rhs[KN + id] = ru; rhs[2 * KN + id] = rv; rhs[3 * KN + id] = rw;
+        }
     }
 }
+"""
+
+_SURFACE = r"""
+#define NFN (4 * NFP)
+__constant__ int c_fmask[NFN] = { FMASK };
 
 extern "C" __global__ void
 dg_surface(const int K, const real* __restrict__ q, const long long* __restrict__ vmapP,
@@ -155,53 +201,221 @@ lserk_update(const size_t n, real* __restrict__ q, real* __restrict__ res,
 }
 """
 
+STATIC_SHARED_LIMIT = 48 * 1024  # bytes of static shared memory a block may declare
+NVRTC_OPTIONS = ("-std=c++17",)
 
-# (thread rows of elements per block, elements per thread) of the volume kernel, keyed by Np:
-# the fastest fp32 settings of `bench/bench_dg.py --tune` on an H100 (1.2M nodes per order)
-VOLUME_TUNING = {4: (64, 1), 10: (25, 1), 20: (3, 2), 35: (7, 4), 56: (1, 2), 84: (1, 4)}
+
+class VolumeTuning(NamedTuple):
+    """One variant of the volume kernel (see its comment in _VOLUME)."""
+
+    kb_volume: int  # TE: rows of threads per block, one element per row and EPT step
+    elements_per_thread: int = 1  # EPT: register blocking over elements (operator reuse)
+    nodes_per_thread: int = 1  # NPT: register blocking over nodes (staged-field reuse)
+    d_packed: bool = False  # (dr, ds, dt) of an entry as one 16-byte real4
+    d_shared: bool = False  # operators staged in shared memory (else the read-only cache)
+    unroll: int = 0  # m-loop unroll; 0: full when the body is small, else 4
+    min_blocks: int = 0  # __launch_bounds__ minimum blocks per SM (caps registers); 0: none
+
+    def __repr__(self) -> str:  # only what differs from the defaults: the tuning table's style
+        changed = [f"{k}={v!r}" for k, v in zip(self._fields, self)
+                   if k == "kb_volume" or v != self._field_defaults[k]]
+        return f"VolumeTuning({', '.join(changed)})"
+
+
+# Volume-kernel variant per Np (fp32; fp64 uses it too unless VOLUME_TUNING_FP64 has Np).
+# N = 1, 2: the fastest fp32 settings of `bench/bench_dg.py --tune` on an H100 (1.2M nodes).
+# N >= 3: register tiles chosen by construction, not yet measured: per m a thread loads
+# 3 NPT + 4 EPT values for 6 EPT NPT FMAs, and an SM delivers 32 values per clock to 128
+# FMA lanes, so (EPT, NPT) = (2, 1) or (4, 1), the measured H100 choices, cap the FMA rate
+# at 27-32% of peak (as measured: 25-35%); these tiles raise that cap to 43-75%.
+# `bench_dg.py --tune` prints the line to paste here for each order it measured.
+VOLUME_TUNING = {
+    4: VolumeTuning(kb_volume=64),
+    10: VolumeTuning(kb_volume=25),
+    20: VolumeTuning(kb_volume=6, elements_per_thread=2, nodes_per_thread=2),
+    35: VolumeTuning(kb_volume=8, elements_per_thread=3, nodes_per_thread=3),
+    56: VolumeTuning(kb_volume=16, elements_per_thread=2, nodes_per_thread=4),
+    84: VolumeTuning(kb_volume=3, elements_per_thread=3, nodes_per_thread=4),
+}
+# fp64 overrides, same format
+VOLUME_TUNING_FP64: dict[int, VolumeTuning] = {}
 
 
 def default_elements_per_block(n_nodes: int, target_threads: int = 256) -> int:
     return max(1, target_threads // n_nodes)
 
 
-def kernel_source(order_nodes: int, face_nodes: int, face_mask, dtype, kb_volume: int,
-                  kb_surface: int, d_shared: bool, sponge: bool, ept: int = 1) -> str:
-    real = "double" if np.dtype(dtype) == np.float64 else "float"
-    defs = {"REAL": real, "ALIGN4": str(4 * np.dtype(dtype).itemsize), "NP": str(order_nodes),
-            "NFP": str(face_nodes), "TE": str(kb_volume), "EPT": str(ept),
-            "KBV": f"({kb_volume} * {ept})", "KBS": str(kb_surface),
+def default_volume_tuning(n_nodes: int, dtype) -> VolumeTuning:
+    """The table's variant for Np, with fewer rows per block where it does not fit (fp64
+    staging needs twice the shared memory of fp32)."""
+    itemsize = np.dtype(dtype).itemsize
+    table = VOLUME_TUNING_FP64 if itemsize == 8 else {}
+    tuning = table.get(n_nodes) or VOLUME_TUNING.get(n_nodes) or VolumeTuning(default_elements_per_block(n_nodes))
+    while tuning.kb_volume > 1:
+        try:
+            volume_layout(n_nodes, tuning, itemsize)
+            break
+        except ValueError:
+            tuning = tuning._replace(kb_volume=tuning.kb_volume // 2)
+    return tuning
 
-            "D_SHARED": str(int(d_shared)), "SPONGE": str(int(sponge))}
-    head = "".join(f"#define {k} {v}\n" for k, v in defs.items())
-    unroll = str(order_nodes if order_nodes <= 56 else 4)
-    return head + _SOURCE.replace("FMASK", ", ".join(str(int(i)) for i in np.ravel(face_mask))) \
-        .replace("__UNROLL__", unroll)
+
+class VolumeLayout(NamedTuple):
+    nt: int  # threads per element row
+    rv: int  # thread slots per operator row (>= nt)
+    dva: int  # alignment of a thread's NPT operator entries (bytes): their vector load width
+    sqs: int  # element stride of the staged fields in shared memory
+    threads: int  # per block
+    elements: int  # per block
+    unroll: int
+    shared_bytes: int
+
+
+def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayout:
+    """Thread and memory layout of a volume-kernel variant; ValueError if it cannot launch."""
+    te, ept, npt = tuning.kb_volume, tuning.elements_per_thread, tuning.nodes_per_thread
+    if min(te, ept, npt) < 1 or tuning.unroll < 0 or tuning.min_blocks < 0:
+        raise ValueError(f"{tuning}: counts must be positive")
+    nt = -(-n_nodes // npt)
+    entry = (4 if tuning.d_packed else 1) * npt * itemsize  # bytes per thread and row
+    dva = min(16, entry & -entry)
+    # rows in global memory start on 128-byte lines; in shared memory they need no padding
+    line = 128 // np.gcd(128, entry)
+    rv = nt if tuning.d_shared else -(-nt // line) * line
+    sqs = n_nodes | 1
+    threads = te * nt
+    unroll = tuning.unroll or (n_nodes if n_nodes * 6 * ept * npt <= 1536 else 4)
+    shared = te * ept * sqs * 4 * itemsize
+    if tuning.d_shared:
+        shared += (1 if tuning.d_packed else 3) * n_nodes * rv * entry
+    if threads > 1024 or shared > STATIC_SHARED_LIMIT:
+        raise ValueError(f"{tuning} for Np={n_nodes}: {threads} threads, {shared} bytes of shared "
+                         f"memory per block (limits 1024, {STATIC_SHARED_LIMIT})")
+    return VolumeLayout(nt, rv, dva, sqs, threads, te * ept, unroll, shared)
+
+
+def volume_node_map(n_nodes: int, layout: VolumeLayout, npt: int) -> np.ndarray:
+    """(rv, npt) node computed by thread slot t, entry i: t + i NT, or -1 (padding)."""
+    n = np.arange(layout.rv)[:, None] + layout.nt * np.arange(npt)[None, :]
+    return np.where((n < n_nodes) & (np.arange(layout.rv)[:, None] < layout.nt), n, -1)
+
+
+def volume_operators(Dr, Ds, Dt, layout: VolumeLayout, npt: int, packed: bool, xp=np):
+    """The operators as the volume kernel reads them, zero at padding nodes: D[d, m, t, i] =
+    D_d[n, m] with n = t + i NT, or packed D[m, t, i, :3] = (Dr, Ds, Dt)[n, m]."""
+    npn = Dr.shape[0]
+    nodes = volume_node_map(npn, layout, npt)
+    d = xp.stack([Dr.T, Ds.T, Dt.T])  # [d, m, n]
+    d = xp.concatenate([d, xp.zeros_like(d[:, :, :1])], axis=2)  # index -1: zero
+    out = d[:, :, xp.asarray(nodes)]  # [d, m, t, i]
+    if packed:
+        out = xp.concatenate([out, xp.zeros_like(out[:1])]).transpose(1, 2, 3, 0)
+    return xp.ascontiguousarray(out)
+
+
+TUNING_STAGES = ("tile", "refine", "block", "operators", "codegen")
+
+
+def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: int) -> list[VolumeTuning]:
+    """Variants that `bench_dg.py --tune` tries in one stage of its greedy search around `base`
+    (the best so far): register tiles (EPT, NPT) at about the base's threads per block, their
+    neighbours, rows per block, operator packing and placement, unrolling and occupancy."""
+    nt_of = lambda npt: -(-n_nodes // npt)  # noqa: E731
+    threads = base.kb_volume * nt_of(base.nodes_per_thread)
+    rows = lambda npt, t=threads: max(1, round(t / nt_of(npt)))  # noqa: E731
+    cap = 24 if itemsize == 4 else 16  # EPT NPT: the 4 EPT NPT accumulators stay in registers
+    npts = [n for n in range(1, 7) if nt_of(n) * n <= 1.1 * n_nodes]  # <= 10% padding nodes
+    ept, npt = base.elements_per_thread, base.nodes_per_thread
+
+    def tiles(pairs):  # as many rows as fit the shared memory, up to the base's threads
+        fit = lambda e: STATIC_SHARED_LIMIT // (e * (n_nodes | 1) * 4 * itemsize)  # noqa: E731
+        return [base._replace(kb_volume=max(1, min(rows(n), fit(e))), elements_per_thread=e,
+                              nodes_per_thread=n, unroll=0)
+                for e, n in pairs if e >= 1 and n in npts and e * n <= cap]
+
+    if stage == "tile":
+        out = tiles([(1, 1)] + [(e, n) for e in (2, 4) for n in npts])
+    elif stage == "refine":
+        i = npts.index(npt) if npt in npts else 0
+        near = npts[max(0, i - 1):i + 2]
+        out = tiles([(ept - 1, npt), (ept + 1, npt)] + [(ept, n) for n in near])
+    elif stage == "block":
+        nt = nt_of(npt)
+        out = [base._replace(kb_volume=r) for r in
+               {rows(npt, t) for t in (32, 64, 128, 256)} | {32 // int(np.gcd(nt, 32))}]
+    elif stage == "operators":
+        out = [base._replace(d_packed=p, d_shared=s) for p in (False, True) for s in (False, True)]
+    elif stage == "codegen":
+        body = 6 * ept * npt  # FMAs per m; a full unroll of a large body compiles slowly
+        unrolls = [u for u in [2, 4, 8] + ([n_nodes] if n_nodes * body <= 4096 else [])
+                   if u != volume_layout(n_nodes, base, itemsize).unroll]
+        blocks = {min(32, -(-t // (base.kb_volume * nt_of(npt)))) for t in (1024, 1536)}  # >= 50, 75% occupancy
+        out = [base._replace(unroll=u) for u in unrolls] + [base._replace(min_blocks=b) for b in blocks]
+    else:
+        raise ValueError(f"unknown tuning stage {stage!r}")
+    keep = []
+    for t in out:
+        try:
+            volume_layout(n_nodes, t, itemsize)
+        except ValueError:
+            continue
+        if t != base and t not in keep:
+            keep.append(t)
+    return keep
+
+
+def _defines(defs: dict) -> str:
+    return "".join(f"#define {k} {v}\n" for k, v in defs.items())
+
+
+def _real(dtype) -> dict:
+    itemsize = np.dtype(dtype).itemsize
+    return {"REAL": "double" if itemsize == 8 else "float", "ALIGN4": str(4 * itemsize)}
+
+
+def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> str:
+    lay = volume_layout(n_nodes, tuning, np.dtype(dtype).itemsize)
+    bounds = f"__launch_bounds__({lay.threads}" + (f", {tuning.min_blocks})" if tuning.min_blocks else ")")
+    defs = {**_real(dtype), "NP": n_nodes, "NT": lay.nt, "NPT": tuning.nodes_per_thread,
+            "TE": tuning.kb_volume, "EPT": tuning.elements_per_thread, "KBV": lay.elements,
+            "SQS": lay.sqs, "RV": lay.rv, "DVA": lay.dva, "DPACK": int(tuning.d_packed),
+            "D_SHARED": int(tuning.d_shared), "SPONGE": int(sponge), "BOUNDS": bounds}
+    return _defines(defs) + _COMMON + _VOLUME.replace("__UNROLL__", str(lay.unroll))
+
+
+def surface_source(n_nodes: int, face_nodes: int, face_mask, dtype, kb_surface: int) -> str:
+    defs = {**_real(dtype), "NP": n_nodes, "NFP": face_nodes, "KBS": kb_surface}
+    fmask = ", ".join(str(int(i)) for i in np.ravel(face_mask))
+    return _defines(defs) + _COMMON + _SURFACE.replace("FMASK", fmask)
 
 
 class GpuKernels:
-    """The three kernels compiled for one space, precision and tuning (KB, D in shared)."""
+    """The three kernels compiled for one space, precision and tuning. Volume-kernel options
+    left None come from the tuning table (`default_volume_tuning`)."""
 
     def __init__(self, ops, xp, kb_volume: int | None = None, kb_surface: int | None = None,
-                 d_shared: bool = False, elements_per_thread: int | None = None):
+                 d_shared: bool | None = None, elements_per_thread: int | None = None,
+                 nodes_per_thread: int | None = None, d_packed: bool | None = None,
+                 unroll: int | None = None, min_blocks: int | None = None):
         self.ops, self.xp = ops, xp
         npn, nfn = ops.Dr.shape[0], ops.lift.shape[1]
         self.dtype = np.dtype(ops.geo.dtype)
-        kbv, ept = VOLUME_TUNING.get(npn, (default_elements_per_block(npn), 1))
-        self.ept = elements_per_thread or ept
-        # kbv: element rows of threads per block (the block holds kbv * ept elements)
-        self.kbv = kb_volume or kbv
+        given = {"kb_volume": kb_volume, "elements_per_thread": elements_per_thread,
+                 "nodes_per_thread": nodes_per_thread, "d_packed": d_packed, "d_shared": d_shared,
+                 "unroll": unroll, "min_blocks": min_blocks}
+        self.tuning = default_volume_tuning(npn, self.dtype)._replace(
+            **{k: v for k, v in given.items() if v is not None})
+        self.layout = volume_layout(npn, self.tuning, self.dtype.itemsize)
         self.kbs = kb_surface or default_elements_per_block(max(npn, nfn))
-        # operators through the read-only (L1/texture) cache by default: measured as fast as
-        # staging them in shared memory for N <= 3 and faster above; shared needs <= 48 KB
-        self.d_shared = bool(d_shared)
-        src = kernel_source(npn, nfn // 4, ops.face_mask, self.dtype, self.kbv, self.kbs,
-                            self.d_shared, ops.sigma is not None, self.ept)
-        module = xp.RawModule(code=src, options=("-std=c++17",))
-        self._vol = module.get_function("dg_volume")
-        self._surf = module.get_function("dg_surface")
-        self._upd = module.get_function("lserk_update")
-        self.D = xp.ascontiguousarray(xp.stack([ops.Dr.T, ops.Ds.T, ops.Dt.T]))  # D[d, m, n]
+        vol = xp.RawModule(code=volume_source(npn, self.dtype, self.tuning, ops.sigma is not None),
+                           options=NVRTC_OPTIONS)
+        surf = xp.RawModule(code=surface_source(npn, nfn // 4, ops.face_mask, self.dtype, self.kbs),
+                            options=NVRTC_OPTIONS)
+        self._vol = vol.get_function("dg_volume")
+        self._surf = surf.get_function("dg_surface")
+        self._upd = surf.get_function("lserk_update")
+        self.D = volume_operators(ops.Dr, ops.Ds, ops.Dt, self.layout, self.tuning.nodes_per_thread,
+                                  self.tuning.d_packed, xp)
         self.L = xp.ascontiguousarray(ops.lift.T)  # L[m, n]
         self.surf_threads = min(1024, 32 * -(-self.kbs * max(npn, nfn) // 32))
         self.scalar = self.dtype.type
@@ -209,9 +423,8 @@ class GpuKernels:
 
     def volume(self, q, out):
         o, k = self.ops, self.ops.geo.shape[0]
-        npn = o.Dr.shape[0]
         sigma = o.sigma if o.sigma is not None else self._empty
-        self._vol((-(-k // (self.kbv * self.ept)),), (self.kbv * npn,),
+        self._vol((-(-k // self.layout.elements),), (self.layout.threads,),
                   (np.int32(k), q, o.geo, self.D, sigma, out, self.scalar(1 / o.rho), self.scalar(o.rhoc2)))
 
     def surface(self, q, out, boundary_vn):

@@ -1,0 +1,73 @@
+"""The kernel-comparison case shared by the GPU and the emulated-CUDA tests."""
+import functools
+
+import numpy as np
+import pytest
+
+from wavescat.backend import get_backend
+from wavescat.timedomain.dg import BC_ABSORBING, BC_RIGID, BC_SCATTERER, AcousticsDG, box_tet_mesh, build_space
+from wavescat.timedomain.dg.gpu_kernels import VolumeTuning
+
+# (order, variant) of the volume kernel beyond the per-order defaults: each option value at
+# least once, with partly filled last blocks (K = 72), padding nodes (NPT not dividing Np),
+# blocks that are not whole warps, and warps spanning several elements. Tests taking a
+# `volume_variant` argument run once per entry.
+VOLUME_VARIANTS = [
+    (1, VolumeTuning(kb_volume=5, elements_per_thread=3)),
+    (2, VolumeTuning(kb_volume=3, nodes_per_thread=3, d_packed=True)),
+    (3, VolumeTuning(kb_volume=1)),
+    (3, VolumeTuning(kb_volume=3, elements_per_thread=2, d_shared=True)),
+    (3, VolumeTuning(kb_volume=5, elements_per_thread=4)),
+    (3, VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=4)),
+    (3, VolumeTuning(kb_volume=2, elements_per_thread=3, nodes_per_thread=3, d_packed=True, d_shared=True)),
+    (4, VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=4, unroll=2)),
+    (4, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=5, d_shared=True)),
+    (4, VolumeTuning(kb_volume=4, elements_per_thread=3, nodes_per_thread=2, d_packed=True, min_blocks=4)),
+    (5, VolumeTuning(kb_volume=2, elements_per_thread=3)),
+    (5, VolumeTuning(kb_volume=3, elements_per_thread=2, nodes_per_thread=4, d_packed=True)),
+    (5, VolumeTuning(kb_volume=1, elements_per_thread=5, nodes_per_thread=3, unroll=7)),
+    (6, VolumeTuning(kb_volume=1, elements_per_thread=4)),
+    (6, VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=4)),
+    (6, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=6, d_packed=True, unroll=1)),
+    (6, VolumeTuning(kb_volume=3, elements_per_thread=3, nodes_per_thread=5, min_blocks=2)),
+]
+
+
+@pytest.fixture(scope="session")
+def volume_variants():
+    return VOLUME_VARIANTS
+
+
+def pytest_generate_tests(metafunc):
+    if "volume_variant" in metafunc.fixturenames:
+        metafunc.parametrize("volume_variant", VOLUME_VARIANTS, ids=[f"N{o}-{t!r}" for o, t in VOLUME_VARIANTS])
+
+
+@functools.lru_cache(maxsize=None)
+def _case(order):
+    """All three boundary kinds on one 72-element mesh (scatterer at x=0, absorbing at x=1,
+    rigid else), with a random state, sponge and boundary data seeded by the order."""
+    def rule(centroids, normals):
+        return np.where(centroids[:, 0] < 1e-9, BC_SCATTERER,
+                        np.where(centroids[:, 0] > 1 - 1e-9, BC_ABSORBING, BC_RIGID))
+    space = build_space(box_tet_mesh((3, 2, 2)), order, rule)
+    rng = np.random.default_rng(order)
+    q0 = rng.standard_normal((4, space.n_elements, space.ref.n_nodes))
+    sigma = rng.uniform(0, 2, (space.n_elements, space.ref.n_nodes))
+    bvn = rng.standard_normal(len(space.boundary_codes))
+    return space, q0, sigma, bvn
+
+
+def make_solver(order, backend, precision, **gpu_tuning):
+    space, q0, sigma, bvn = _case(order)
+    be = get_backend(backend)
+    dg = AcousticsDG(space, be, precision, rho=1.3, c=0.7, sigma=sigma,
+                     boundary_velocity=lambda t: be.xp.asarray(bvn * np.cos(t)), **gpu_tuning)
+    dg.set_state(q0)
+    return dg
+
+
+@pytest.fixture
+def dg_solver():
+    """dg_solver(order, backend, precision, **gpu_tuning) -> AcousticsDG in the shared case."""
+    return make_solver

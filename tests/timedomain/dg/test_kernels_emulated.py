@@ -1,0 +1,174 @@
+"""The generated CUDA volume and surface kernels, compiled for the CPU through a small CUDA
+shim (one std::thread per CUDA thread, std::barrier for __syncthreads, `static` for
+__shared__, blocks one after another), agree with the Numba twin without a GPU.
+
+This checks the index arithmetic of every volume-kernel variant (which thread computes which
+element and node, padding nodes, the operator layout, partly filled blocks), and that no
+kernel writes outside its output, before the same comparison runs on the device
+(test_kernels_gpu.py). It cannot see device-only faults: races the host schedule hides,
+shared-memory limits, NVRTC dialect (test_kernels_nvcc.py compiles the sources for sm_90).
+"""
+import ctypes
+import itertools
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from wavescat.timedomain.dg import gpu_kernels as gk
+from wavescat.timedomain.dg.reference import reference_tetrahedron
+
+CXX = shutil.which("g++") or shutil.which("clang++")
+pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler on PATH")
+PRECISIONS = {"single": np.float32, "double": np.float64}
+GUARD = 64  # NaN elements either side of every floating-point array
+
+SHIM = r"""
+#include <barrier>
+#include <cstddef>
+#include <thread>
+#include <vector>
+struct uint3_ { unsigned x, y, z; };
+static thread_local uint3_ threadIdx, blockIdx;
+static uint3_ blockDim, gridDim;
+static std::barrier<>* g_barrier;
+#define __global__
+#define __constant__
+#define __shared__ static
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+template <class T> static inline T __ldg(const T* p) { return *p; }
+static inline void __syncthreads() { g_barrier->arrive_and_wait(); }
+template <class F> static void launch(int grid, int block, F kernel) {
+    blockDim = {(unsigned)block, 1, 1}; gridDim = {(unsigned)grid, 1, 1};
+    for (int b = 0; b < grid; ++b) {
+        std::barrier<> bar(block);
+        g_barrier = &bar;
+        std::vector<std::thread> threads;
+        for (int t = 0; t < block; ++t)
+            threads.emplace_back([&, t, b] {
+                threadIdx = {(unsigned)t, 0, 0}; blockIdx = {(unsigned)b, 0, 0};
+                kernel(); bar.arrive_and_drop(); });
+        for (auto& th : threads) th.join();
+    }
+}
+"""
+
+VOLUME_ENTRY = r"""
+extern "C" void NAME(int grid, int block, int K, const void* q, const void* geo, const void* D,
+                     const void* sigma, void* rhs, double inv_rho, double rhoc2) {
+    launch(grid, block, [=] { dg_volume(K, (const real*)q, (const real*)geo, (const dentry*)D,
+                                        (const real*)sigma, (real*)rhs, (real)inv_rho, (real)rhoc2); });
+}
+"""
+
+SURFACE_ENTRY = r"""
+extern "C" void NAME(int grid, int block, int K, const void* q, const void* vmapP, const void* face_geo,
+                     const void* bvn, const void* lift, void* rhs, double rho, double c, double rhoc2,
+                     double alpha) {
+    launch(grid, block, [=] { dg_surface(K, (const real*)q, (const long long*)vmapP, (const real*)face_geo,
+                                         (const real*)bvn, (const real*)lift, (real*)rhs, (real)rho, (real)c,
+                                         (real)rhoc2, (real)alpha); });
+}
+"""
+
+
+def _unit(name, source, entry):
+    """A generated source in its own namespace, with a C entry point that launches it."""
+    macros = sorted(set(re.findall(r"#define (\w+)", source)))
+    body = source.replace('extern "C" ', "")
+    return (f"namespace {name} {{\n{body}\n{entry.replace('NAME', name)}}}\n"
+            + "".join(f"#undef {m}\n" for m in macros))
+
+
+@pytest.fixture(scope="module")
+def emulated(tmp_path_factory, volume_variants):
+    """Every kernel of the tests below built into one shared library: key -> C function."""
+    units, names = [], {}
+    cases = [(order, None) for order in range(1, 7)] + volume_variants
+    for (order, tuning), precision in itertools.product(cases, PRECISIONS):
+        ref = reference_tetrahedron(order)
+        dtype = PRECISIONS[precision]
+        tuning = tuning or gk.default_volume_tuning(ref.n_nodes, dtype)
+        name = f"v{len(units)}"
+        units.append(_unit(name, gk.volume_source(ref.n_nodes, dtype, tuning, True), VOLUME_ENTRY))
+        names[("volume", order, tuning, precision)] = name
+        key = ("surface", order, precision)
+        if key not in names:
+            kbs = gk.default_elements_per_block(max(ref.n_nodes, 4 * ref.n_face_nodes))
+            src = gk.surface_source(ref.n_nodes, ref.n_face_nodes, ref.face_mask, dtype, kbs)
+            names[key] = f"s{len(units)}"
+            units.append(_unit(names[key], src, SURFACE_ENTRY))
+    path = tmp_path_factory.mktemp("cuda_emulation")
+    (path / "kernels.cpp").write_text(SHIM + "".join(units))
+    cmd = [CXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", "-o", str(path / "kernels.so"),
+           str(path / "kernels.cpp")]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    lib = ctypes.CDLL(str(path / "kernels.so"))
+    return {key: getattr(lib, name) for key, name in names.items()}
+
+
+def _guarded(a):
+    buf = np.full(a.size + 2 * GUARD, np.nan, dtype=a.dtype)
+    buf[GUARD:-GUARD] = a.ravel()
+    return buf
+
+
+def _ptr(buf):
+    return ctypes.c_void_p(buf[GUARD:].ctypes.data)
+
+
+def emulated_rhs(kernels, dg, order, tuning, precision, t):
+    """rhs of the solver's state by the emulated volume and surface kernels."""
+    o = dg.ops
+    npn, k = o.Dr.shape[0], o.geo.shape[0]
+    tuning = tuning or gk.default_volume_tuning(npn, dg.dtype)
+    lay = gk.volume_layout(npn, tuning, np.dtype(dg.dtype).itemsize)
+    D = gk.volume_operators(o.Dr, o.Ds, o.Dt, lay, tuning.nodes_per_thread, tuning.d_packed)
+    q, geo, sigma, rhs = (_guarded(a) for a in (dg.q, o.geo, o.sigma, np.zeros_like(dg.q)))
+    D = _guarded(D)
+    kernels[("volume", order, tuning, precision)](
+        -(-k // lay.elements), lay.threads, k, _ptr(q), _ptr(geo), _ptr(D), _ptr(sigma), _ptr(rhs),
+        ctypes.c_double(1 / o.rho), ctypes.c_double(o.rhoc2))
+    kbs = gk.default_elements_per_block(max(npn, o.lift.shape[1]))
+    face_geo, lift = _guarded(o.face_geo), _guarded(np.ascontiguousarray(o.lift.T))
+    bvn = _guarded(np.asarray(dg.boundary_velocity(t), dtype=dg.dtype))
+    kernels[("surface", order, precision)](
+        -(-k // kbs), min(1024, 32 * -(-kbs * max(npn, o.lift.shape[1]) // 32)), k, _ptr(q),
+        ctypes.c_void_p(o.vmap_p.ctypes.data), _ptr(face_geo), _ptr(bvn), _ptr(lift), _ptr(rhs),
+        *(ctypes.c_double(x) for x in (o.rho, o.c, o.rhoc2, o.alpha)))
+    assert np.isnan(rhs[:GUARD]).all() and np.isnan(rhs[-GUARD:]).all(), "write outside rhs"
+    return rhs[GUARD:-GUARD].reshape(dg.q.shape)
+
+
+def check(emulated, dg_solver, order, tuning, precision):
+    dg = dg_solver(order, "cpu", precision)
+    want = dg.rhs(dg.q, 0.3).copy()
+    got = emulated_rhs(emulated, dg, order, tuning, precision, 0.3)
+    tol = 1e-11 if precision == "double" else 2e-4
+    np.testing.assert_allclose(got, want, atol=tol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("precision", list(PRECISIONS))
+@pytest.mark.parametrize("order", range(1, 7))
+def test_default_kernels_match_cpu_twin(emulated, dg_solver, order, precision):
+    check(emulated, dg_solver, order, None, precision)
+
+
+@pytest.mark.parametrize("precision", list(PRECISIONS))
+def test_volume_variants_match_cpu_twin(emulated, dg_solver, volume_variant, precision):
+    order, tuning = volume_variant
+    check(emulated, dg_solver, order, tuning, precision)
+
+
+@pytest.mark.parametrize("order", range(1, 7))
+def test_node_map_covers_each_node_once(order, volume_variants):
+    """Thread slot -> node map of the default and every variant: each node exactly once."""
+    npn = reference_tetrahedron(order).n_nodes
+    for tuning in [gk.default_volume_tuning(npn, np.float32)] + [t for o, t in volume_variants if o == order]:
+        lay = gk.volume_layout(npn, tuning, 4)
+        nodes = gk.volume_node_map(npn, lay, tuning.nodes_per_thread)
+        assert np.array_equal(np.sort(nodes[nodes >= 0]), np.arange(npn)), tuning
+        assert (nodes[lay.nt:] < 0).all() and lay.threads == tuning.kb_volume * lay.nt

@@ -222,20 +222,17 @@ class VolumeTuning(NamedTuple):
         return f"VolumeTuning({', '.join(changed)})"
 
 
-# Volume-kernel variant per Np (fp32; fp64 uses it too unless VOLUME_TUNING_FP64 has Np).
-# N = 1, 2: the fastest fp32 settings of `bench/bench_dg.py --tune` on an H100 (1.2M nodes).
-# N >= 3: register tiles chosen by construction, not yet measured: per m a thread loads
-# 3 NPT + 4 EPT values for 6 EPT NPT FMAs, and an SM delivers 32 values per clock to 128
-# FMA lanes, so (EPT, NPT) = (2, 1) or (4, 1), the measured H100 choices, cap the FMA rate
-# at 27-32% of peak (as measured: 25-35%); these tiles raise that cap to 43-75%.
-# `bench_dg.py --tune` prints the line to paste here for each order it measured.
+# Volume-kernel variant per Np (fp32; fp64 uses it too unless VOLUME_TUNING_FP64 has Np):
+# the fastest settings of `bench/bench_dg.py --tune --precisions single` on an NVIDIA H200
+# (1.2-1.4M nodes, 3x L2 of data cycled), pasted from its output. Multi-node register tiles
+# (nodes_per_thread > 1) measured slower than element blocking except at N = 6.
 VOLUME_TUNING = {
-    4: VolumeTuning(kb_volume=64),
-    10: VolumeTuning(kb_volume=25),
-    20: VolumeTuning(kb_volume=6, elements_per_thread=2, nodes_per_thread=2),
-    35: VolumeTuning(kb_volume=8, elements_per_thread=3, nodes_per_thread=3),
-    56: VolumeTuning(kb_volume=16, elements_per_thread=2, nodes_per_thread=4),
-    84: VolumeTuning(kb_volume=3, elements_per_thread=3, nodes_per_thread=4),
+    4: VolumeTuning(kb_volume=64, min_blocks=4),  # 60% of memory bound
+    10: VolumeTuning(kb_volume=3, elements_per_thread=2),  # 50% of memory bound
+    20: VolumeTuning(kb_volume=8, elements_per_thread=2, min_blocks=7),  # 38% of memory bound
+    35: VolumeTuning(kb_volume=7, elements_per_thread=5),  # 27% of compute bound
+    56: VolumeTuning(kb_volume=1, elements_per_thread=4),  # 37% of compute bound
+    84: VolumeTuning(kb_volume=6, elements_per_thread=4, nodes_per_thread=2, unroll=84),  # 39%
 }
 # fp64 overrides, same format
 VOLUME_TUNING_FP64: dict[int, VolumeTuning] = {}

@@ -13,4 +13,4 @@ rule mesh:
         "results/{case}/logs/mesh.log",
     shell:
         "{WAVESCAT} mesh --name {wildcards.case} --case {params.case:q} --medium {params.medium:q}"
-        " --mesh {output.mesh} --stats {output.stats} > {log} 2>&1"
+        " --mesh {output.mesh} --stats {output.stats} --gmsh-verbose > {log} 2>&1"

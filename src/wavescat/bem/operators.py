@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from ..backend import Backend, get_backend, real_dtype
 from ..errors import WavescatError
+from ..progress import progress
 from . import kernels_cpu
 from .spaces import FunctionSpace, same_mesh
 
@@ -341,7 +342,9 @@ class EntryEvaluator:
         if self.test is self.trial:  # each unordered pair once: V, W symmetric, K <-> K'
             swapped = self.op in (kernels_cpu.K, kernels_cpu.KP)
             acc_sw = np.zeros(self.shape + (parts,)) if swapped else np.zeros((1, 1, parts))
+            bar = progress(self.test.mesh.n_triangles, f"assembly {self.name}", "elements")
             for elements in self._colors:
+                bar.update(len(elements))
                 # largest and smallest indices alternate: the b > a loops balance over threads
                 half = (len(elements) + 1) // 2
                 order = np.empty(len(elements), np.int64)
@@ -349,6 +352,7 @@ class EntryEvaluator:
                 kernels_cpu.dense_regular_symmetric(
                     self.op, order, a.tri, a.dofs, a.centroids, self.near_factor * a.diameters,
                     a.pts, a.wts, a.nrm, a.phi, a.curl, self.k.real, self.k.imag, acc, acc_sw)
+            bar.close()
             acc += (acc_sw if swapped else acc).transpose(1, 0, 2)
         else:
             for elements in self._colors:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError, SolverError
+from ..progress import progress
 
 
 @dataclass
@@ -57,7 +58,8 @@ def gmres(matvec, b, *, xp=np, tol: float = 1e-5, restart: int = 100, maxiter: i
     converged = np.zeros(r, dtype=bool)
     history = [[] for _ in range(r)]
     fresh = x0 is None
-
+    # one tick per operator application (a tqdm bar closes itself if an error escapes)
+    bar = progress(maxiter, f"GMRES ({r} right-hand side{'s' if r > 1 else ''})", "it")
     while True:
         active = np.flatnonzero(~converged)
         if len(active) == 0:
@@ -117,6 +119,8 @@ def gmres(matvec, b, *, xp=np, tol: float = 1e-5, restart: int = 100, maxiter: i
             g[j + 1] = -np.conj(sn[j]) * g[j]
             g[j] = cs[j] * g[j]
             est = np.abs(g[j + 1]) / bnorm[active]
+            bar.update(1)
+            bar.set_postfix_str(f"residual {est.max():.2e}", refresh=False)
             for q in np.flatnonzero(running):
                 history[active[q]].append(float(est[q]))
             finished = running & ((est <= tol) | (iterations[active] + j + 1 >= maxiter))
@@ -133,4 +137,5 @@ def gmres(matvec, b, *, xp=np, tol: float = 1e-5, restart: int = 100, maxiter: i
         x[:, xp.asarray(active)] += xp.einsum("jnr,jr->nr", v, xp.asarray(y))
         iterations[active] += steps
 
+    bar.close()
     return GmresResult(x[:, 0] if vector else x, iterations, residuals, history)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...progress import progress
 from .aca import aca_plus_batched, recompress
 
 _RANK_EDGES = (0, 1, 2, 4, 6, 8, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256)
@@ -68,6 +69,7 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
     item = np.dtype(dtype).itemsize
     groups = {}
     steps = 0
+    bar = progress(len(far["r0"]), f"ACA {kernel.name}", "blocks")
     for level in np.unique(far["level"]):
         sel = np.nonzero(far["level"] == level)[0]
         L = int(max(far["m"][sel].max(), far["n"][sel].max()))
@@ -108,6 +110,8 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
                 g = (r0[pd], c0[pd], m[pd], n[pd], U[pd, :, :kb], V[pd, :, :kb], rank_h[pick])
                 groups.setdefault((int(level), int(kb)), []).append(g)
             del U, V, res
+            bar.update(len(ids))
+    bar.close()
     out = []
     for key in sorted(groups):
         parts = groups.pop(key)
@@ -131,6 +135,7 @@ def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24
     D = xp.zeros((B, Lr, Lc), dtype=kernel.dtype)
     ar, ac = xp.arange(Lr), xp.arange(Lc)
     step = max(1, chunk_entries // (Lr * Lc))
+    bar = progress(B, f"near field {kernel.name}", "blocks")
     for s in range(0, B, step):
         sl = slice(s, min(B, s + step))
         ti = r0[sl, None, None] + xp.minimum(ar[None, :, None], m[sl, None, None] - 1)
@@ -139,6 +144,8 @@ def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24
         vals = kernel(ti.ravel(), sj.ravel()).reshape(-1, Lr, Lc)
         inside = (ar[None, :, None] < m[sl, None, None]) & (ac[None, None, :] < n[sl, None, None])
         D[sl] = xp.where(inside, vals, 0)
+        bar.update(sl.stop - sl.start)
+    bar.close()
     if correction is not None and len(correction[0]):
         flat = _near_positions(near, Lr, Lc, *correction[:2])
         D.reshape(-1)[xp.asarray(flat)] += xp.asarray(correction[2].astype(D.dtype))

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...backend import Backend, get_backend, real_dtype
 from ...errors import ConfigError
+from ...progress import progress
 from .space import DGSpace
 
 # Carpenter & Kennedy (1994), 5-stage 4th-order 2N-storage Runge-Kutta
@@ -123,10 +124,13 @@ class AcousticsDG:
         """Advance to t_final with equal steps no longer than the CFL step."""
         steps = max(1, int(np.ceil((t_final - self.t) / self.stable_dt(cfl) - 1e-9)))
         dt = (t_final - self.t) / steps
+        bar = progress(steps, f"DG N={self.space.ref.order}", "steps")
         for _ in range(steps):
             self.step(dt)
+            bar.update(1)
             if callback is not None:
                 callback(self)
+        bar.close()
 
     def energy(self) -> float:
         """Acoustic energy 1/2 int p^2/(rho c^2) + rho |v|^2 of the discrete state."""

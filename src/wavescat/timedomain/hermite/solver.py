@@ -17,6 +17,7 @@ import numpy as np
 
 from ...backend import get_backend, real_dtype
 from ...errors import ConfigError
+from ...progress import progress
 from . import cpu, propagator
 from .equations import LinearSystem
 from .interpolation import check_degree, hermite_matrix_1d
@@ -153,6 +154,7 @@ class HermiteSolver:
             cpu.half_step(src, dst, hermite_matrix_1d(self.m), cd, cf, cg, params, self.q, shift)
 
     def step(self, n: int = 1) -> None:
+        bar = progress(n, f"Hermite m={self.m}", "steps")
         for _ in range(n):
             self.half_step(self.state, self._work, 0)    # primary -> dual
             if not any(self.walls):
@@ -160,6 +162,8 @@ class HermiteSolver:
             else:
                 self._wall_half_step()
             self.time += self.dt
+            bar.update(1)
+        bar.close()
 
     def _wall_half_step(self) -> None:
         """dual -> primary with mirrored ghosts past the walls (periodic axes: rolled by one)."""

@@ -1,0 +1,49 @@
+"""Long steps report progress in the job log (a line per refresh with rate and ETA)."""
+import numpy as np
+
+from wavescat.progress import progress
+from wavescat.solve.gmres import gmres
+
+
+def test_slow_step_leaves_lines_with_rate_and_quick_step_none(monkeypatch, capsys):
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "0")
+    bar = progress(3, "slow step", "it")
+    for _ in range(3):
+        bar.update(1)
+    bar.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) >= 2 and all(line.startswith("slow step") for line in lines)
+    assert "3/3" in lines[-1] and "it/s" in lines[-1] and "\r" not in "".join(lines)
+
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "60")
+    bar = progress(3, "quick step", "it")
+    bar.update(3)
+    bar.close()
+    assert capsys.readouterr().err == ""
+
+
+def test_gmres_reports_iterations_and_residual(monkeypatch, capsys):
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "0")
+    A = np.diag(np.linspace(1.0, 3.0, 40)) + 0.1 * np.random.default_rng(0).standard_normal((40, 40))
+    res = gmres(lambda X: A @ X, np.ones(40), tol=1e-8)
+    err = capsys.readouterr().err
+    assert f"{res.iterations[0]}/500" in err and "residual" in err
+
+
+def test_progress_can_be_silenced(monkeypatch, capsys):
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "0")
+    monkeypatch.setenv("WAVESCAT_PROGRESS", "0")
+    bar = progress(2, "silent", "it")
+    bar.update(2)
+    bar.close()
+    assert capsys.readouterr().err == ""
+
+
+def test_verbose_meshing_prints_gmsh_progress(capfd):
+    from wavescat.geometry import mesh_case
+
+    case = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [300.0],
+            "mesh": {"elements_per_wavelength": 6}}
+    mesh_case(case, {"sound_speed": 1500.0}, verbose=True)
+    out = capfd.readouterr().out
+    assert "Meshing 2D" in out and "Done meshing 2D" in out

@@ -9,6 +9,17 @@ workflow's OpenCASCADE sphere (wavescat.geometry.sphere: a seam and two poles, w
 about 15% more far-field error at the same DOFs); `icosphere` (or no gmsh, as on the GPU
 machine) the icosphere level closest to h. One incidence (+z),
 361 receivers in the xz plane; times are wall-clock seconds of each stage.
+
+Measured 2026-11-23, octant meshes, 10 elements per wavelength, GMRES tolerance 1e-5:
+    ka  DOFs    its  where                 assembly precond  solve  far field  total   RMS TS  rel. L2
+     2    180    4   2-core CPU, dense       0.68    0.01    0.01    0.03      0.80 s  0.213 dB 3.51%
+     5   1054    6   2-core CPU, dense       2.87    0.03    0.02    0.26      3.18 s  0.046 dB 0.82%
+    10   3862    5   2-core CPU, dense      25.93    0.17    0.17    1.21     27.49 s  0.019 dB 0.34%
+    20  15219    6   2-core CPU, dense     480.7     1.77    3.27    4.02    489.8 s   0.010 dB 0.13%
+    10   3862    5   H200, dense            0.32    0.25    0.07    0.01      0.66 s  (first run in the
+                                                                  process 13.8 s: CUDA context, NVRTC)
+    50  94090    6   H200, H-matrix       160.4    19.0     5.7     3.7     189.6 s   0.014 dB 0.056%
+(--repeat 3 for the ka = 10 GPU row; ka = 50 is a first run, compilation included.)
 """
 from __future__ import annotations
 

@@ -24,7 +24,13 @@ fraction of the volume kernel's roofline bound; node updates per second per RK s
     NVIDIA H100 80GB HBM3: N=1 72% of BW 9.1 Gnode/s, N=2 58%, N=3 50%, N=4 31% of BW 7.7 Gnode/s,
       N=5 32% of compute 7.1 Gnode/s, N=6 34% of compute 6.2 Gnode/s (fp64 about half the rate)
     NVIDIA H200: N=3 39.5% of BW, N=4 26.6%, N=5 32.4%, N=6 35.4% of compute
-The register-tiled kernel and its defaults for N >= 3 have not been measured yet.
+Measured 2026-11-23 on an NVIDIA H200, `bench_dg.py --tune --precisions single` (3x L2 of data
+cycled), the best variant per order, now the defaults (gpu_kernels.VOLUME_TUNING), volume
+kernel as a fraction of its bound: N=1 60% of BW, N=2 50% of BW, N=3 37.8% of BW (14.5 TF/s,
+1.81 TB/s), N=4 27.0% of compute (16.2 TF/s), N=5 36.8% (22.1 TF/s), N=6 39.5% (23.7 TF/s).
+Multi-node register tiles measured slower than blocking over elements except at N = 6.
+fp64 (same tiles): N=3 34% of BW, N=4-6 27-31% of the fp64 compute bound. The goal of 40%
+for N >= 3 is not reached.
 """
 from __future__ import annotations
 

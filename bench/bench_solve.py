@@ -3,14 +3,14 @@ DOFs, GMRES iterations, time per stage and accuracy against the exact series.
 
     python bench/bench_solve.py --ka 2 5 10 20 --epw 10 [--backend cpu|gpu] [--mesher gmsh]
 
-Meshes (h = wavelength / epw): `octants` (default) is the sphere as Bempp builds it, eight
-gmsh geo patches bounded by great-circle arcs, i.e. the peer's mesh family; `gmsh` is the
-workflow's OpenCASCADE sphere (wavescat.geometry.sphere: a seam and two poles, which costs
-about 15% more far-field error at the same DOFs); `icosphere` (or no gmsh, as on the GPU
-machine) the icosphere level closest to h. One incidence (+z),
+Meshes (h = wavelength / epw): `gmsh` (default) is the workflow's sphere
+(wavescat.geometry.sphere: eight patches bounded by great-circle arcs, as Bempp builds it,
+i.e. the peer's mesh family); `icosphere` (or no gmsh, as on the GPU machine) the icosphere
+level closest to h; `--mesh FILE` any stored mesh of the unit sphere. One incidence (+z),
 361 receivers in the xz plane; times are wall-clock seconds of each stage.
 
-Measured 2026-11-23, octant meshes, 10 elements per wavelength, GMRES tolerance 1e-5:
+Measured 2026-11-23, octant meshes (before they became the workflow's sphere; gmsh's default
+algorithm, a few % fewer DOFs), 10 elements per wavelength, GMRES tolerance 1e-5:
     ka  DOFs    its  where                 assembly precond  solve  far field  total   RMS TS  rel. L2
      2    180    4   2-core CPU, dense       0.68    0.01    0.01    0.03      0.80 s  0.213 dB 3.51%
      5   1054    6   2-core CPU, dense       2.87    0.03    0.02    0.26      3.18 s  0.046 dB 0.82%
@@ -39,56 +39,8 @@ from wavescat.surface import SurfaceMesh
 C = 1500.0
 
 
-def octant_sphere(h: float, radius: float = 1.0):
-    """Unit sphere from eight geo patches (Bempp's shapes.sphere construction)."""
-    import gmsh
-
-    from wavescat.surface import SurfaceMesh
-
-    gmsh.initialize()
-    try:
-        gmsh.option.setNumber("General.Terminal", 0)
-        g = gmsh.model.geo
-        centre = g.addPoint(0, 0, 0, h)
-        axes = [(1, 0, 0), (0, 1, 0), (-1, 0, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
-        p = [g.addPoint(*(radius * np.array(a)), h) for a in axes]
-        arcs = {}
-
-        def arc(i, j):
-            if (i, j) not in arcs:
-                arcs[(i, j)] = g.addCircleArc(p[i], centre, p[j])
-            return arcs[(i, j)]
-        for i in range(4):  # the eight octants: equator edge (i, i+1) with each pole
-            j = (i + 1) % 4
-            for pole in (4, 5):
-                loop = g.addCurveLoop([arc(i, j), arc(j, pole), arc(i, pole)], reorient=True)
-                g.addSurfaceFilling([loop])
-        g.synchronize()
-        gmsh.model.mesh.generate(2)
-        tags, coords, _ = gmsh.model.mesh.getNodes()
-        types, _, nodes = gmsh.model.mesh.getElements(2)
-    finally:
-        gmsh.finalize()
-    index = np.zeros(int(tags.max()) + 1, dtype=np.int64)
-    index[tags.astype(np.int64)] = np.arange(len(tags))
-    tri = index[np.concatenate([n for t, n in zip(types, nodes) if t == 2]).astype(np.int64)]
-    tri = tri.reshape(-1, 3)
-    v = coords.reshape(-1, 3)
-    used, tri = np.unique(tri, return_inverse=True)
-    tri, v = tri.reshape(-1, 3), v[used]
-    c = v[tri]
-    inward = np.einsum("ij,ij->i", np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]), c.sum(1)) < 0
-    tri[inward] = tri[inward][:, ::-1]
-    return SurfaceMesh(v, tri, {"kind": "octant sphere", "h": h})
-
-
 def sphere_mesh(ka: float, epw: float, mesher: str):
     h = 2 * math.pi / ka / epw
-    if mesher == "octants":
-        try:
-            return octant_sphere(h)
-        except ImportError:
-            pass
     if mesher == "gmsh":
         try:
             from wavescat.geometry.sizing import MeshOptions
@@ -108,7 +60,7 @@ def main(argv=None):
     p.add_argument("--backend", default="cpu")
     p.add_argument("--precision", default="double")
     p.add_argument("--format", default="dense")
-    p.add_argument("--mesher", default="octants", choices=["octants", "gmsh", "icosphere"])
+    p.add_argument("--mesher", default="gmsh", choices=["gmsh", "icosphere"])
     p.add_argument("--mesh", default="", help="a mesh file of the unit sphere to use for every ka")
     p.add_argument("--repeat", type=int, default=1,
                    help="solves per ka; the first pays CUDA/NVRTC start-up, the best is reported")

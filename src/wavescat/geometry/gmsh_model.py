@@ -65,10 +65,12 @@ def apply_mesh_options(gmsh, options: MeshOptions, size_from_points: bool = Fals
 FLAT_OR_RULED = ("Plane", "Cylinder", "Cone", "Discrete")
 
 
-def generate_surface_mesh(gmsh, options: MeshOptions, size_from_points: bool = False) -> None:
+def generate_surface_mesh(gmsh, options: MeshOptions, size_from_points: bool = False,
+                          adapt_curved: bool = True) -> None:
+    """Mesh every surface; `adapt_curved`: MeshAdapt on doubly curved surfaces (above)."""
     apply_mesh_options(gmsh, options, size_from_points)
     for _, tag in gmsh.model.getEntities(2):
-        if not gmsh.model.getType(2, tag).startswith(FLAT_OR_RULED):
+        if adapt_curved and not gmsh.model.getType(2, tag).startswith(FLAT_OR_RULED):
             gmsh.model.mesh.setAlgorithm(2, tag, 1)
     try:
         gmsh.model.mesh.generate(2)

@@ -191,44 +191,6 @@ def _regular_pair_both(op, a, b, pts, wts, nrm, phi, kr, ki, t, loc):
             d[3, q] = wts[a, qa] * wts[b, qb]
     _kernel_values(op, a, b, nrm, nrm, d, val, nqq, kr, ki, ki != 0.0)
     nc = 4 if (op == 1 or op == 2) else 2
-    if nl == 3 and nc == 4:  # P1, K/K': the 4 channels x 3 trial sums in registers
-        for c in range(4):
-            for i in range(3):
-                for j in range(3):
-                    loc[c, i, j] = 0.0
-        for qa in range(nq):
-            a0 = a1 = a2 = b0 = b1 = b2 = c0 = c1 = c2 = e0 = e1 = e2 = 0.0
-            for qb in range(nq):
-                q = qa * nq + qb
-                f0, f1, f2 = phi[qb, 0], phi[qb, 1], phi[qb, 2]
-                v0, v1, v2, v3 = val[0, q], val[1, q], val[2, q], val[3, q]
-                a0 += v0 * f0
-                a1 += v0 * f1
-                a2 += v0 * f2
-                b0 += v1 * f0
-                b1 += v1 * f1
-                b2 += v1 * f2
-                c0 += v2 * f0
-                c1 += v2 * f1
-                c2 += v2 * f2
-                e0 += v3 * f0
-                e1 += v3 * f1
-                e2 += v3 * f2
-            for i in range(3):
-                f = phi[qa, i]
-                loc[0, i, 0] += f * a0
-                loc[0, i, 1] += f * a1
-                loc[0, i, 2] += f * a2
-                loc[1, i, 0] += f * b0
-                loc[1, i, 1] += f * b1
-                loc[1, i, 2] += f * b2
-                loc[2, i, 0] += f * c0
-                loc[2, i, 1] += f * c1
-                loc[2, i, 2] += f * c2
-                loc[3, i, 0] += f * e0
-                loc[3, i, 1] += f * e1
-                loc[3, i, 2] += f * e2
-        return
     if nl == 3:  # P1: the three trial sums in registers
         for c in range(nc):
             for i in range(3):

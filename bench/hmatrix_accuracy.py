@@ -6,6 +6,11 @@
 
 The tests (tests/bem/hmatrix) check the same bound at 642 and 2562 DOFs; this script runs
 it at the issue's sizes (5k-20k), where the dense reference takes minutes on a CPU.
+
+Measured 2026-11-23, `--dofs 5000` (4,842 DOFs) on the 2-core CPU: errors relative to eps
+0.11-0.34 (Laplace V, K, K'), <= 0.003 (Laplace W), 0.24-0.28 (Helmholtz V), 0.54-0.62
+(Helmholtz K, K'), 0.02-0.03 (Helmholtz W) for eps = 1e-3, 1e-4, 1e-6: at most 0.062 of the
+bound 10 eps.
 """
 from __future__ import annotations
 

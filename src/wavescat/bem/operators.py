@@ -344,7 +344,6 @@ class EntryEvaluator:
             acc_sw = np.zeros(self.shape + (parts,)) if swapped else np.zeros((1, 1, parts))
             bar = progress(self.test.mesh.n_triangles, f"assembly {self.name}", "elements")
             for elements in self._colors:
-                bar.update(len(elements))
                 # largest and smallest indices alternate: the b > a loops balance over threads
                 half = (len(elements) + 1) // 2
                 order = np.empty(len(elements), np.int64)
@@ -352,6 +351,7 @@ class EntryEvaluator:
                 kernels_cpu.dense_regular_symmetric(
                     self.op, order, a.tri, a.dofs, a.centroids, self.near_factor * a.diameters,
                     a.pts, a.wts, a.nrm, a.phi, a.curl, self.k.real, self.k.imag, acc, acc_sw)
+                bar.update(len(elements))
             bar.close()
             acc += (acc_sw if swapped else acc).transpose(1, 0, 2)
         else:

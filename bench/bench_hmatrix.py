@@ -116,12 +116,13 @@ def spot_error(H, cloud_kernel, rng, n_rows=16):
     return float(np.linalg.norm(H.matvec(x)[rows] - ax) / np.linalg.norm(ax))
 
 
-def run_case(label, n_target, backend, args, rng):
+def run_case(label, n_target, backend, args, rng, devices=1):
     name, k = OPS[label]
     mesh = geodesic_sphere(freq_for(n_target))
     precision = "double" if (name == "hypersingular" or args.precision == "double") else args.precision
     opts = dict(backend=backend, precision=precision, eps=args.eps, eta=args.eta,
-                leaf_size=args.leaf_size, recompression=not args.no_recompression)
+                leaf_size=args.leaf_size, recompression=not args.no_recompression,
+                devices=devices if backend == "gpu" else None)
     t0 = time.perf_counter()
     if args.galerkin:
         space = spaces.p1(mesh)
@@ -144,13 +145,16 @@ def run_case(label, n_target, backend, args, rng):
                           get_backend(backend), precision)
         err = spot_error(H, kern, rng)
     out = {"case": label, "n_dofs": H.shape[0], "backend": backend, "galerkin": args.galerkin,
+           "gpus": devices if backend == "gpu" else 0,
            "device": get_backend(backend).device_name, "assembly_wall_s": wall,
            "cloud_s": t_cloud, "matvec_s": t_mv, "spot_rel_error": err, **rep}
     del H
     if backend == "gpu":
         import cupy  # noqa: PLC0415 - the bench runs on the GPU machine
 
-        cupy.get_default_memory_pool().free_all_blocks()
+        for d in range(devices):
+            with cupy.cuda.Device(d):
+                cupy.get_default_memory_pool().free_all_blocks()
     return out
 
 
@@ -174,6 +178,8 @@ def main(argv=None):
                     help="the solver's assemble_hmatrix (6-point rule + singular correction)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per GPU case (first = cold)")
     ap.add_argument("--budget", type=float, default=300.0, help="stop starting cases after (s)")
+    ap.add_argument("--devices", default="1",
+                    help="GPU counts to run each GPU case on, comma separated (e.g. 1,2)")
     args = ap.parse_args(argv)
     if args.check and args.galerkin:  # the spot check compares with the cloud's regular entries
         ap.error("--check compares rows of the quadrature-cloud matrix; it does not apply to --galerkin")
@@ -186,7 +192,11 @@ def main(argv=None):
     print(f"# device: {get_backend('auto').device_name}; cpu: {os.cpu_count()} cores; "
           f"numba threads {os.environ.get('NUMBA_NUM_THREADS', 'default')}", flush=True)
 
-    def go(label, n, backend):
+    gpu_counts = [int(d) for d in args.devices.split(",")]
+    if gpu and max(gpu_counts) > get_backend("gpu").device_count:
+        ap.error(f"--devices {args.devices}: only {get_backend('gpu').device_count} GPU(s) visible")
+
+    def go(label, n, backend, devices=1):
         if time.perf_counter() - start > args.budget:
             print(f"# skip {label} N={n} {backend}: time budget spent", flush=True)
             return None
@@ -194,7 +204,7 @@ def main(argv=None):
             r = None
             cold = None
             for _ in range(args.repeat if backend == "gpu" else 1):
-                x = run_case(label, n, backend, args, rng)
+                x = run_case(label, n, backend, args, rng, devices)
                 cold = x["assembly_wall_s"] if cold is None else cold
                 r = x if r is None or x["assembly_wall_s"] < r["assembly_wall_s"] else r
             r["cold_wall_s"] = cold
@@ -205,7 +215,8 @@ def main(argv=None):
         with open(out / "bench_hmatrix.jsonl", "a") as fh:
             fh.write(json.dumps(r, default=float) + "\n")
         t = r["time_s"]
-        print(f"{label:12s} N={r['n_dofs']:8d} {backend} {r['precision']}: wall {r['assembly_wall_s']:7.2f}s "
+        where = f"gpu x{devices}" if backend == "gpu" else "cpu"
+        print(f"{label:12s} N={r['n_dofs']:8d} {where} {r['precision']}: wall {r['assembly_wall_s']:7.2f}s "
               f"(cold {r['cold_wall_s']:.2f}s, cloud {r['cloud_s']:.2f}s) "
               f"(trees {t['trees']:.2f} near {t['near_field']:.2f} aca {t['aca']:.2f} "
               f"xfer {t['transfers']:.2f}) compr {r['compression_ratio']:.4f} "
@@ -225,7 +236,8 @@ def main(argv=None):
     quick = argparse.Namespace(**{**vars(args), "check": False})
     for b in (["gpu"] if gpu else []) + (["cpu"] if cpu_runs or not gpu else []):
         for label in args.cases.split(","):  # 10k on the GPU reaches every ACA code path
-            run_case(label, 10000 if b == "gpu" else 2000, b, quick, rng)
+            for d in (gpu_counts if b == "gpu" else [1]):
+                run_case(label, 10000 if b == "gpu" else 2000, b, quick, rng, d)
     print(f"# warm-up done at {time.perf_counter() - start:.1f}s", flush=True)
     main_backend = "gpu" if gpu else "cpu"
     fit_sizes = [parse_size(s) for s in args.fit_sizes.split(",") if s]
@@ -234,7 +246,13 @@ def main(argv=None):
             if any(x.split(":")[0] == label and parse_size(x.split(":")[1]) == n
                    for x in filter(None, args.skip.split(","))):
                 continue
-            r = go(label, n, main_backend)
+            res = {d: go(label, n, main_backend, d) for d in (gpu_counts if gpu else [1])}
+            r = res.get(1) or next((x for x in res.values() if x), None)
+            for d, x in res.items():
+                if d > 1 and x and res.get(1):
+                    print(f"# {d} GPUs {label} N={x['n_dofs']}: {r['assembly_wall_s'] / x['assembly_wall_s']:.2f}x "
+                          f"the speed of one ({x['assembly_wall_s']:.2f}s vs {r['assembly_wall_s']:.2f}s)",
+                          flush=True)
             if gpu and label in cpu_runs.get(n, []):
                 c = go(label, n, "cpu")
                 if c and r:

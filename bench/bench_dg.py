@@ -31,6 +31,20 @@ kernel as a fraction of its bound: N=1 60% of BW, N=2 50% of BW, N=3 37.8% of BW
 Multi-node register tiles measured slower than blocking over elements except at N = 6.
 fp64 (same tiles): N=3 34% of BW, N=4-6 27-31% of the fp64 compute bound. The goal of 40%
 for N >= 3 is not reached.
+
+Why (Nsight Compute on the H200, fp32 defaults, `.dev`-style run of `ncu --section
+SpeedOfLight,Occupancy,WarpStateStats,MemoryWorkloadAnalysis ... bench_dg.py --orders N`):
+the kernel is bound by the L1/TEX pipe (shared-memory field reads and read-only-cache operator
+reads), not by the FMA pipe or DRAM:
+    N   L1/TEX busy  FMA pipe  DRAM  issue slots  occupancy (achieved, limit: registers)
+    3      92%         30%      20%      50%       49%  (min_blocks=7 spills: 220k local requests)
+    4      93%         31%      11%      44%       45%
+    5      92%         43%      10%      61%       50%
+    6      75%         44%       8%      53%       33%
+At N=4 a thread's m-step issues 5 LDS.128 (one staged element each) and 3 LDG of operator
+entries for 30 FMAs; the SM's load path serves about a wavefront per clock against four warp
+FMAs, so loads, not arithmetic, set the pace. Reaching 40% needs more FMAs per loaded value
+(larger register tiles, which cost occupancy here) or operators held in registers; left open.
 """
 from __future__ import annotations
 

@@ -27,7 +27,10 @@ exact rows (--repeat 2 --check):
     998,562    25.2 s (29.5) 35.9 GB  62.1 s 40.5 GB  51.5 s 87.4 GB   90.9 s 91.4 GB
     3,994,242  102.5 s (cold, single precision) 79 GB, spot error 1.2e-4
 CPU path on the same host's 16 cores, N = 50,412: Laplace V 38.6 s (40x slower than the GPU),
-Laplace W 54.4 s (29x). Memory exponent (Laplace V, N = 10k..200k): 1.145 (N log N: 1.094).
+Laplace W 54.4 s (29x); N = 198,812 (`--sizes 200k --cases laplace_V,laplace_W --cpu
+200k:laplace_V+laplace_W --repeat 2`): Laplace V 231.4 s against 4.41 s on the GPU (52x; GPU
+W 9.33 s, its CPU run skipped by the time budget). At 1M and 4M the CPU path would run beyond
+the device machine's 10-minute command limit. Memory exponent (Laplace V, N = 10k..200k): 1.145 (N log N: 1.094).
 Kernel evaluations: near field 1.8-1.9e11/s (fp64 V), ACA 6.9e10/s (fp64 V, 1M), 1.2e11/s
 (fp32 V, 4M), against about 2e11 (fp64) and 4e11 (fp32) exp(ikr)/r per second on an H200.
 

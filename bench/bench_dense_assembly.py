@@ -15,7 +15,9 @@ Sauter-Schwab (5, 5, 7)):
     NVIDIA H200, double   K 20,252 DOFs 1.21 s: 3.40e8 entries/s, 5.05e10 evaluations/s (25% of 2e11)
                           W 20,252 DOFs 1.00 s: 4.10e8 entries/s, 6.09e10 evaluations/s (30%)
     NVIDIA H200, single   K 4.26e8 entries/s, 6.33e10 evaluations/s (16% of 4e11); W 4.39e8
-    2-core x86_64 (CPU)   K 4,002 DOFs 15.9-17.7 s: 0.9-1.0e6 entries/s; W 13.5-14.4 s: 1.1-1.2e6
+    2-core x86_64 (CPU)   K 4,002 DOFs 15.9-18.4 s: 0.87-1.0e6 entries/s; W 13.5-16.0 s: 1.0-1.2e6
+                          (the regular pairs: about 0.6 us of kernel values and 0.26 us of point
+                          differences and P1 contraction per element pair and core)
 (Bempp-cl 0.4.2 on the same 2-core machine: K 2.8e5, W 1.3e5 entries/s at 3,895 DOFs.)
 """
 from __future__ import annotations

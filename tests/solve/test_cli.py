@@ -75,6 +75,7 @@ def test_farfield_csv_and_summary(run):
     s = json.loads((tmp / "summary.json").read_text())
     assert s["dofs"] == mesh.n_vertices and s["elements"] == mesh.n_triangles
     assert s["backend"] == "cpu" and s["precision"] == "double" and s["device"]
+    assert s["backend_reason"] == "requested cpu"
     assert [f["frequency_hz"] for f in s["frequencies"]] == pytest.approx(freqs)
     for f in s["frequencies"]:
         assert set(f["stage_times_s"]) == set(records.STAGES) and f["iterations"][0] > 0

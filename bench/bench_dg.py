@@ -14,8 +14,8 @@ warm (a single 1.2M-node fp32 state and its output, about 43 MB, would fit the 5
 at most 32 copies, so tiny meshes stay cached).
 
 --tune runs a greedy search over the volume kernel's variants (gpu_kernels.TUNING_STAGES:
-register tile (elements, nodes per thread), its neighbours, rows per block, operator packing
-and placement, unroll and occupancy), each stage starting from the best so far, and prints
+register tile (elements, nodes per thread), persistent grid with prefetch (and larger tiles),
+its neighbours, rows per block, operator packing and placement, unroll and occupancy), each stage starting from the best so far, and prints
 per order the best variant, its fraction of the bound and the line for VOLUME_TUNING
 (VOLUME_TUNING_FP64 when tuning double).
 
@@ -24,27 +24,35 @@ fraction of the volume kernel's roofline bound; node updates per second per RK s
     NVIDIA H100 80GB HBM3: N=1 72% of BW 9.1 Gnode/s, N=2 58%, N=3 50%, N=4 31% of BW 7.7 Gnode/s,
       N=5 32% of compute 7.1 Gnode/s, N=6 34% of compute 6.2 Gnode/s (fp64 about half the rate)
     NVIDIA H200: N=3 39.5% of BW, N=4 26.6%, N=5 32.4%, N=6 35.4% of compute
-Measured 2026-11-23 on an NVIDIA H200, `bench_dg.py --tune --precisions single` (3x L2 of data
-cycled), the best variant per order, now the defaults (gpu_kernels.VOLUME_TUNING), volume
-kernel as a fraction of its bound: N=1 60% of BW, N=2 50% of BW, N=3 37.8% of BW (14.5 TF/s,
-1.81 TB/s), N=4 27.0% of compute (16.2 TF/s), N=5 36.8% (22.1 TF/s), N=6 39.5% (23.7 TF/s).
-Multi-node register tiles measured slower than blocking over elements except at N = 6.
-fp64 (same tiles): N=3 34% of BW, N=4-6 27-31% of the fp64 compute bound. The goal of 40%
-for N >= 3 is not reached.
+Measured 2026-11-23 on an NVIDIA H200, `bench_dg.py --tune --orders 4 3 5 6 --repeats 10` with
+`--precisions single` and with `--precisions double` (3x L2 of data cycled), the best variant per order, now the defaults
+(gpu_kernels.VOLUME_TUNING, VOLUME_TUNING_FP64), volume kernel as a fraction of its bound:
+    fp32: N=1 60% of BW, N=2 50% of BW, N=3 42.3% of BW (16.3 TF/s, 2.03 TB/s), N=4 29.7% of
+          compute (17.8 TF/s), N=5 37.6% (22.6 TF/s), N=6 43.9% (26.4 TF/s)
+    fp64: N=3 42.2% of BW (2.02 TB/s), N=4 36.4% of compute (10.9 TF/s), N=5 41.6% (12.5 TF/s),
+          N=6 51.1% (15.3 TF/s)
+The goal of 40% for N >= 3 is met at N = 3 and 6 (fp32) and N = 3, 5, 6 (fp64); not at N = 4
+(fp32 and fp64) and N = 5 (fp32).
 
-Why (Nsight Compute on the H200, fp32 defaults, `.dev`-style run of `ncu --section
+Why (Nsight Compute on the H200, fp32, before the persistent grid, `ncu --section
 SpeedOfLight,Occupancy,WarpStateStats,MemoryWorkloadAnalysis ... bench_dg.py --orders N`):
-the kernel is bound by the L1/TEX pipe (shared-memory field reads and read-only-cache operator
+the kernel was bound by the L1/TEX pipe (shared-memory field reads and read-only-cache operator
 reads), not by the FMA pipe or DRAM:
     N   L1/TEX busy  FMA pipe  DRAM  issue slots  occupancy (achieved, limit: registers)
     3      92%         30%      20%      50%       49%  (min_blocks=7 spills: 220k local requests)
     4      93%         31%      11%      44%       45%
     5      92%         43%      10%      61%       50%
     6      75%         44%       8%      53%       33%
-At N=4 a thread's m-step issues 5 LDS.128 (one staged element each) and 3 LDG of operator
-entries for 30 FMAs; the SM's load path serves about a wavefront per clock against four warp
-FMAs, so loads, not arithmetic, set the pace. Reaching 40% needs more FMAs per loaded value
-(larger register tiles, which cost occupancy here) or operators held in registers; left open.
+At N=4 a thread's m-step issues 5 LDS.128 (one staged element each, 2.75 wavefronts on average)
+and 3 LDG of operator entries for 30 FMAs. Larger register tiles load less per FMA, but
+measured slower: at N=4 a 4 x 4 tile (115 registers, 18% of warps active) stalls on long
+scoreboard (the global loads of the staging and the operators), L1/TEX only 42% busy. Hence the
+persistent grid (VolumeTuning.persistent): each block loops over batches of elements and issues
+the next batch's loads before this batch's arithmetic; with the operators in shared memory it
+lifts N=4 from 26.7% to 29.7% (fp32) and 23-26% to 36.4% (fp64). The affine factors are staged
+in shared memory with the fields (N=3: 38.9 -> 42.3%, N=6: 39.4 -> 43.9%).
+Tried and dropped: one element per lane (a thread computes 4-21 nodes of one element, operator
+rows read as broadcasts): 15-33% of compute bound for N=4-6, below the row layout at every order.
 """
 from __future__ import annotations
 

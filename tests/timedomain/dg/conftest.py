@@ -30,6 +30,12 @@ VOLUME_VARIANTS = [
     (6, VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=4)),
     (6, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=6, d_packed=True, unroll=1)),
     (6, VolumeTuning(kb_volume=3, elements_per_thread=3, nodes_per_thread=5, min_blocks=2)),
+    # persistent grids (the emulation and the GPU tests have fewer blocks than batches): each
+    # block loops over several batches, the last one partly filled, prefetching the next
+    (2, VolumeTuning(kb_volume=5, elements_per_thread=2, persistent=1)),
+    (3, VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=4, persistent=2, d_shared=True)),
+    (4, VolumeTuning(kb_volume=7, elements_per_thread=3, nodes_per_thread=2, persistent=1, d_packed=True)),
+    (6, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=6, persistent=1)),
 ]
 
 

@@ -33,7 +33,7 @@ def fake_cupy(compiled):
             assert f" {name}(" in self.code or f"\n{name}(" in self.code
             return lambda grid, block, args: None
 
-    device = types.SimpleNamespace(attributes={"L2CacheSize": 50 << 20}, use=lambda: None)
+    device = types.SimpleNamespace(attributes={"L2CacheSize": 50 << 20, "MultiProcessorCount": 132}, use=lambda: None)
     cuda = types.SimpleNamespace(Event=Event, get_elapsed_time=lambda a, b: 1e3 * (b.t - a.t) + 1e-3,
                                  Device=lambda *a: device, runtime=types.SimpleNamespace(getDevice=lambda: 0))
     pool = types.SimpleNamespace(free_all_blocks=lambda: None)

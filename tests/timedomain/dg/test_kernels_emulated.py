@@ -130,7 +130,7 @@ def emulated_rhs(kernels, dg, order, tuning, precision, t):
     q, geo, sigma, rhs = (_guarded(a) for a in (dg.q, o.geo, o.sigma, np.zeros_like(dg.q)))
     D = _guarded(D)
     kernels[("volume", order, tuning, precision)](
-        -(-k // lay.elements), lay.threads, k, _ptr(q), _ptr(geo), _ptr(D), _ptr(sigma), _ptr(rhs),
+        gk.volume_grid(lay, tuning, k, sms=2), lay.threads, k, _ptr(q), _ptr(geo), _ptr(D), _ptr(sigma), _ptr(rhs),
         ctypes.c_double(1 / o.rho), ctypes.c_double(o.rhoc2))
     kbs = gk.default_elements_per_block(max(npn, o.lift.shape[1]))
     face_geo, lift = _guarded(o.face_geo), _guarded(np.ascontiguousarray(o.lift.T))

@@ -46,3 +46,17 @@ def test_kernel_tunings_agree(dg_solver, order, kb_volume, d_shared, ept):
             dg.step(dt)
     a, b = cpu.state(), gpu.state()
     np.testing.assert_allclose(b, a, atol=1e-11 * np.abs(a).max())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_persistent_grid_loops_over_batches(dg_solver, precision):
+    """A persistent grid smaller than the batch count (as if the device had one SM): every
+    block computes and prefetches several batches, the last one partly filled."""
+    cpu = dg_solver(4, "cpu", precision)
+    gpu = dg_solver(4, "gpu", precision, kb_volume=3, elements_per_thread=2, nodes_per_thread=2, persistent=2)
+    gpu.kernels.sms = 1
+    assert gpu.kernels.layout.elements == 6 and -(-72 // 6) > 2  # 12 batches over 2 blocks
+    a = cpu.backend.asnumpy(cpu.rhs(cpu.q, 0.3)).copy()
+    b = gpu.backend.asnumpy(gpu.rhs(gpu.q, 0.3))
+    np.testing.assert_allclose(b, a, atol=tolerance(precision) * np.abs(a).max())

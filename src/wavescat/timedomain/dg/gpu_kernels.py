@@ -48,6 +48,7 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
           const real inv_rho, const real rhoc2)
 {
     __shared__ real4 s_q[KBV * SQS];
+    __shared__ real s_g[KBV * 9];  /* the staged elements' affine factors */
 #if D_SHARED
     __shared__ dentry s_D[DSIZE];
     for (int i = threadIdx.x; i < DSIZE; i += TE * NT) s_D[i] = D[i];
@@ -55,78 +56,123 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
 #else
     const dentry* __restrict__ Dm = D;
 #endif
-    const int k0 = blockIdx.x * KBV;
     const size_t KN = (size_t)K * NP;
-    /* unrolled and branch-free, so that all of a thread's loads are in flight together: indices
-       clamped into range (a thread past the last node or element rewrites an identical value) */
-    #pragma unroll
-    for (int s = 0; s < (KBV * NP + TE * NT - 1) / (TE * NT); ++s) {
-        const int i1 = threadIdx.x + s * TE * NT, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
-        const int e = i / NP, k = k0 + e < K ? k0 + e : K - 1;
-        const size_t id = (size_t)k * NP + (i - e * NP);
-        const real* g = geo + 9 * (size_t)k;
-        const real u = q[KN + id], v = q[2 * KN + id], w = q[3 * KN + id];
-        real4 f;
-        f.a = q[id];
-        f.b = __ldg(g + 0) * u + __ldg(g + 1) * v + __ldg(g + 2) * w;
-        f.c = __ldg(g + 3) * u + __ldg(g + 4) * v + __ldg(g + 5) * w;
-        f.d = __ldg(g + 6) * u + __ldg(g + 7) * v + __ldg(g + 8) * w;
-        s_q[i + e * (SQS - NP)] = f;
-    }
-    __syncthreads();
+    const int nbatch = (K + KBV - 1) / KBV;
+    real4 raw[NSTAGE];
+    real graw[NGEO];
+    /* global loads of batch b (KBV elements) into registers; unrolled and branch-free, so that
+       all of a thread's loads are in flight together: indices clamped into range (a thread
+       past the last node or element stages an identical or unused value) */
+    auto load = [&](int b) {
+        const int k0 = b * KBV;
+        #pragma unroll
+        for (int s = 0; s < NSTAGE; ++s) {
+            const int i1 = threadIdx.x + s * TE * NT, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
+            const int e = i / NP, k = k0 + e < K ? k0 + e : K - 1;
+            const size_t id = (size_t)k * NP + (i - e * NP);
+            raw[s].a = q[id]; raw[s].b = q[KN + id]; raw[s].c = q[2 * KN + id]; raw[s].d = q[3 * KN + id];
+        }
+        #pragma unroll
+        for (int j = 0; j < NGEO; ++j) {
+            const size_t g = (size_t)k0 * 9 + threadIdx.x + j * TE * NT;
+            graw[j] = geo[g < (size_t)K * 9 ? g : (size_t)K * 9 - 1];
+        }
+    };
+    /* registers -> shared memory as (p, r_x.v, s_x.v, t_x.v); callers sync before and after */
+    auto stage = [&]() {
+        #pragma unroll
+        for (int j = 0; j < NGEO; ++j)
+            if (threadIdx.x + j * TE * NT < KBV * 9) s_g[threadIdx.x + j * TE * NT] = graw[j];
+        __syncthreads();
+        #pragma unroll
+        for (int s = 0; s < NSTAGE; ++s) {
+            const int i1 = threadIdx.x + s * TE * NT, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
+            const int e = i / NP;
+            const real* g = s_g + 9 * e;
+            const real u = raw[s].b, v = raw[s].c, w = raw[s].d;
+            real4 f;
+            f.a = raw[s].a;
+            f.b = g[0] * u + g[1] * v + g[2] * w;
+            f.c = g[3] * u + g[4] * v + g[5] * w;
+            f.d = g[6] * u + g[7] * v + g[8] * w;
+            s_q[i + e * (SQS - NP)] = f;
+        }
+    };
     const int e0 = threadIdx.x / NT, t = threadIdx.x - e0 * NT;
     const real4* sq = s_q + e0 * SQS;
-    real pr[EPT][NPT], ps[EPT][NPT], pt[EPT][NPT], dv[EPT][NPT];
-    #pragma unroll
-    for (int j = 0; j < EPT; ++j)
-        #pragma unroll
-        for (int i = 0; i < NPT; ++i) { pr[j][i] = 0; ps[j][i] = 0; pt[j][i] = 0; dv[j][i] = 0; }
-    #pragma unroll __UNROLL__
-    for (int m = 0; m < NP; ++m) {
-        real dr[NPT], ds[NPT], dt[NPT];
-#if DPACK
-        #pragma unroll
-        for (int i = 0; i < NPT; ++i) {
-            const real4 o = Dm[(m * RV + t) * NPT + i];
-            dr[i] = o.a; ds[i] = o.b; dt[i] = o.c;
-        }
-#else
-        const dentry er = Dm[m * RV + t], es = Dm[(NP + m) * RV + t], et = Dm[(2 * NP + m) * RV + t];
-        #pragma unroll
-        for (int i = 0; i < NPT; ++i) { dr[i] = er.v[i]; ds[i] = es.v[i]; dt[i] = et.v[i]; }
+    int b = blockIdx.x;
+    load(b);
+    stage();
+    __syncthreads();
+    /* PREFETCH (a persistent grid, gridDim < nbatch): the next batch's loads are issued before
+       this batch's arithmetic, which hides their latency */
+#if PREFETCH
+    for (;;) {
+        const int next = b + gridDim.x;
+        if (next < nbatch) load(next);
 #endif
+        real pr[EPT][NPT], ps[EPT][NPT], pt[EPT][NPT], dv[EPT][NPT];
         #pragma unroll
-        for (int j = 0; j < EPT; ++j) {
-            const real4 f = sq[j * TE * SQS + m];
+        for (int j = 0; j < EPT; ++j)
+            #pragma unroll
+            for (int i = 0; i < NPT; ++i) { pr[j][i] = 0; ps[j][i] = 0; pt[j][i] = 0; dv[j][i] = 0; }
+        /* the operator rows as if they moved with the batch: otherwise the compiler hoists all
+           3 NP NPT entries out of the batch loop into registers, and spills */
+        const dentry* __restrict__ Db = Dm + (K < 0 ? b : 0);
+        #pragma unroll __UNROLL__
+        for (int m = 0; m < NP; ++m) {
+            real dr[NPT], ds[NPT], dt[NPT];
+#if DPACK
             #pragma unroll
             for (int i = 0; i < NPT; ++i) {
-                pr[j][i] += dr[i] * f.a; ps[j][i] += ds[i] * f.a; pt[j][i] += dt[i] * f.a;
-                /* three accumulating FMAs: adding the sum dr f.b + ds f.c + dt f.d costs an FMUL and an FADD more */
-                dv[j][i] += dr[i] * f.b; dv[j][i] += ds[i] * f.c; dv[j][i] += dt[i] * f.d;
+                const real4 o = Db[(m * RV + t) * NPT + i];
+                dr[i] = o.a; ds[i] = o.b; dt[i] = o.c;
+            }
+#else
+            const dentry er = Db[m * RV + t], es = Db[(NP + m) * RV + t], et = Db[(2 * NP + m) * RV + t];
+            #pragma unroll
+            for (int i = 0; i < NPT; ++i) { dr[i] = er.v[i]; ds[i] = es.v[i]; dt[i] = et.v[i]; }
+#endif
+            #pragma unroll
+            for (int j = 0; j < EPT; ++j) {
+                const real4 f = sq[j * TE * SQS + m];
+                #pragma unroll
+                for (int i = 0; i < NPT; ++i) {
+                    pr[j][i] += dr[i] * f.a; ps[j][i] += ds[i] * f.a; pt[j][i] += dt[i] * f.a;
+                    /* three accumulating FMAs: adding the sum dr f.b + ds f.c + dt f.d costs an FMUL and an FADD more */
+                    dv[j][i] += dr[i] * f.b; dv[j][i] += ds[i] * f.c; dv[j][i] += dt[i] * f.d;
+                }
             }
         }
-    }
-    #pragma unroll
-    for (int j = 0; j < EPT; ++j) {
-        const int k = k0 + e0 + j * TE;
-        if (k >= K) break;
-        const real* g = geo + 9 * (size_t)k;
         #pragma unroll
-        for (int i = 0; i < NPT; ++i) {
-            const int n = t + i * NT;
-            if (n >= NP) break;
-            const size_t id = (size_t)k * NP + n;
-            real rp = -rhoc2 * dv[j][i];
-            real ru = -inv_rho * (__ldg(g + 0) * pr[j][i] + __ldg(g + 3) * ps[j][i] + __ldg(g + 6) * pt[j][i]);
-            real rv = -inv_rho * (__ldg(g + 1) * pr[j][i] + __ldg(g + 4) * ps[j][i] + __ldg(g + 7) * pt[j][i]);
-            real rw = -inv_rho * (__ldg(g + 2) * pr[j][i] + __ldg(g + 5) * ps[j][i] + __ldg(g + 8) * pt[j][i]);
+        for (int j = 0; j < EPT; ++j) {
+            const int k = b * KBV + e0 + j * TE;
+            if (k >= K) break;
+            const real* g = s_g + 9 * (e0 + j * TE);
+            #pragma unroll
+            for (int i = 0; i < NPT; ++i) {
+                const int n = t + i * NT;
+                if (n >= NP) break;
+                const size_t id = (size_t)k * NP + n;
+                real rp = -rhoc2 * dv[j][i];
+                real ru = -inv_rho * (g[0] * pr[j][i] + g[3] * ps[j][i] + g[6] * pt[j][i]);
+                real rv = -inv_rho * (g[1] * pr[j][i] + g[4] * ps[j][i] + g[7] * pt[j][i]);
+                real rw = -inv_rho * (g[2] * pr[j][i] + g[5] * ps[j][i] + g[8] * pt[j][i]);
 #if SPONGE
-            const real sg = sigma[id];
-            rp -= sg * q[id]; ru -= sg * q[KN + id]; rv -= sg * q[2 * KN + id]; rw -= sg * q[3 * KN + id];
+                const real sg = sigma[id];
+                rp -= sg * q[id]; ru -= sg * q[KN + id]; rv -= sg * q[2 * KN + id]; rw -= sg * q[3 * KN + id];
 #endif
-            rhs[id] = rp; rhs[KN + id] = ru; rhs[2 * KN + id] = rv; rhs[3 * KN + id] = rw;
+                rhs[id] = rp; rhs[KN + id] = ru; rhs[2 * KN + id] = rv; rhs[3 * KN + id] = rw;
+            }
         }
+#if PREFETCH
+        if (next >= nbatch) break;
+        b = next;
+        __syncthreads();  /* every thread is done with this batch's shared data */
+        stage();
+        __syncthreads();
     }
+#endif
 }
 """
 
@@ -215,6 +261,7 @@ class VolumeTuning(NamedTuple):
     d_shared: bool = False  # operators staged in shared memory (else the read-only cache)
     unroll: int = 0  # m-loop unroll; 0: full when the body is small, else 4
     min_blocks: int = 0  # __launch_bounds__ minimum blocks per SM (caps registers); 0: none
+    persistent: int = 0  # blocks per SM of a persistent grid that prefetches its next batch; 0: none
 
     def __repr__(self) -> str:  # only what differs from the defaults: the tuning table's style
         changed = [f"{k}={v!r}" for k, v in zip(self._fields, self)
@@ -224,18 +271,25 @@ class VolumeTuning(NamedTuple):
 
 # Volume-kernel variant per Np (fp32; fp64 uses it too unless VOLUME_TUNING_FP64 has Np):
 # the fastest settings of `bench/bench_dg.py --tune --precisions single` on an NVIDIA H200
-# (1.2-1.4M nodes, 3x L2 of data cycled), pasted from its output. Multi-node register tiles
-# (nodes_per_thread > 1) measured slower than element blocking except at N = 6.
+# (1.2-1.4M nodes, 3x L2 of data cycled), pasted from its output (N = 1, 2: an earlier tune).
 VOLUME_TUNING = {
     4: VolumeTuning(kb_volume=64, min_blocks=4),  # 60% of memory bound
     10: VolumeTuning(kb_volume=3, elements_per_thread=2),  # 50% of memory bound
-    20: VolumeTuning(kb_volume=8, elements_per_thread=2, min_blocks=7),  # 38% of memory bound
-    35: VolumeTuning(kb_volume=7, elements_per_thread=5),  # 27% of compute bound
-    56: VolumeTuning(kb_volume=1, elements_per_thread=4),  # 37% of compute bound
-    84: VolumeTuning(kb_volume=6, elements_per_thread=4, nodes_per_thread=2, unroll=84),  # 39%
+    20: VolumeTuning(kb_volume=6, elements_per_thread=3, min_blocks=7),  # 42% of memory bound
+    35: VolumeTuning(kb_volume=14, elements_per_thread=4, nodes_per_thread=2, d_shared=True, unroll=35,
+                     persistent=1),  # 30% of compute bound
+    56: VolumeTuning(kb_volume=4, elements_per_thread=3, nodes_per_thread=4, d_shared=True, unroll=8,
+                     persistent=4),  # 38% of compute bound
+    84: VolumeTuning(kb_volume=2, elements_per_thread=4, nodes_per_thread=2, unroll=84),  # 44% of compute bound
 }
-# fp64 overrides, same format
-VOLUME_TUNING_FP64: dict[int, VolumeTuning] = {}
+# fp64 overrides, same format (`--tune --precisions double`, H200)
+VOLUME_TUNING_FP64: dict[int, VolumeTuning] = {
+    20: VolumeTuning(kb_volume=6, elements_per_thread=2, min_blocks=7),  # 42% of memory bound
+    35: VolumeTuning(kb_volume=5, elements_per_thread=3, nodes_per_thread=3, d_shared=True,
+                     persistent=4),  # 36% of compute bound
+    56: VolumeTuning(kb_volume=2, elements_per_thread=4, nodes_per_thread=4, unroll=8),  # 42% of compute bound
+    84: VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=2, unroll=84),  # 51% of compute bound
+}
 
 
 def default_elements_per_block(n_nodes: int, target_threads: int = 256) -> int:
@@ -282,7 +336,9 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
     sqs = n_nodes | 1
     threads = te * nt
     unroll = tuning.unroll or (n_nodes if n_nodes * 6 * ept * npt <= 1536 else 4)
-    shared = te * ept * sqs * 4 * itemsize
+    shared = te * ept * (sqs * 4 + 9) * itemsize
+    if tuning.persistent < 0:
+        raise ValueError(f"{tuning}: persistent must be >= 0")
     if tuning.d_shared:
         shared += (1 if tuning.d_packed else 3) * n_nodes * rv * entry
     if threads > 1024 or shared > STATIC_SHARED_LIMIT:
@@ -310,7 +366,14 @@ def volume_operators(Dr, Ds, Dt, layout: VolumeLayout, npt: int, packed: bool, x
     return xp.ascontiguousarray(out)
 
 
-TUNING_STAGES = ("tile", "refine", "block", "operators", "codegen")
+def volume_grid(layout: VolumeLayout, tuning: VolumeTuning, k: int, sms: int) -> int:
+    """Blocks of a volume launch on k elements: one per batch of layout.elements, or a
+    persistent grid of tuning.persistent blocks per SM, each looping over batches."""
+    batches = -(-k // layout.elements)
+    return min(batches, tuning.persistent * sms) if tuning.persistent else batches
+
+
+TUNING_STAGES = ("tile", "prefetch", "refine", "block", "operators", "codegen")
 
 
 def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: int) -> list[VolumeTuning]:
@@ -324,14 +387,26 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
     npts = [n for n in range(1, 7) if nt_of(n) * n <= 1.1 * n_nodes]  # <= 10% padding nodes
     ept, npt = base.elements_per_thread, base.nodes_per_thread
 
+    def fit(t):  # the most rows up to t's that fit the shared memory, or None
+        for kb in range(t.kb_volume, 0, -1):
+            try:
+                volume_layout(n_nodes, t._replace(kb_volume=kb), itemsize)
+                return t._replace(kb_volume=kb)
+            except ValueError:
+                pass
+        return None
+
     def tiles(pairs):  # as many rows as fit the shared memory, up to the base's threads
-        fit = lambda e: STATIC_SHARED_LIMIT // (e * (n_nodes | 1) * 4 * itemsize)  # noqa: E731
+        fit = lambda e: STATIC_SHARED_LIMIT // (e * ((n_nodes | 1) * 4 + 9) * itemsize)  # noqa: E731
         return [base._replace(kb_volume=max(1, min(rows(n), fit(e))), elements_per_thread=e,
                               nodes_per_thread=n, unroll=0)
                 for e, n in pairs if e >= 1 and n in npts and e * n <= cap]
 
     if stage == "tile":
         out = tiles([(1, 1)] + [(e, n) for e in (2, 4) for n in npts])
+    elif stage == "prefetch":  # large tiles hide their load latency with a persistent grid
+        big = [base] + tiles([(e, n) for e, n in ((3, 3), (4, 2), (4, 3), (3, 4), (4, 4), (6, 2))])
+        out = [fit(t._replace(persistent=p, d_shared=ds)) for t in big for p in (1, 2, 4) for ds in (False, True)]
     elif stage == "refine":
         i = npts.index(npt) if npt in npts else 0
         near = npts[max(0, i - 1):i + 2]
@@ -352,6 +427,8 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
         raise ValueError(f"unknown tuning stage {stage!r}")
     keep = []
     for t in out:
+        if t is None:
+            continue
         try:
             volume_layout(n_nodes, t, itemsize)
         except ValueError:
@@ -374,6 +451,8 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
     lay = volume_layout(n_nodes, tuning, np.dtype(dtype).itemsize)
     bounds = f"__launch_bounds__({lay.threads}" + (f", {tuning.min_blocks})" if tuning.min_blocks else ")")
     defs = {**_real(dtype), "NP": n_nodes, "NT": lay.nt, "NPT": tuning.nodes_per_thread,
+            "NSTAGE": -(-lay.elements * n_nodes // lay.threads), "NGEO": -(-lay.elements * 9 // lay.threads),
+            "PREFETCH": int(tuning.persistent > 0),
             "TE": tuning.kb_volume, "EPT": tuning.elements_per_thread, "KBV": lay.elements,
             "SQS": lay.sqs, "RV": lay.rv, "DVA": lay.dva, "DPACK": int(tuning.d_packed),
             "D_SHARED": int(tuning.d_shared), "SPONGE": int(sponge), "BOUNDS": bounds}
@@ -393,13 +472,13 @@ class GpuKernels:
     def __init__(self, ops, xp, kb_volume: int | None = None, kb_surface: int | None = None,
                  d_shared: bool | None = None, elements_per_thread: int | None = None,
                  nodes_per_thread: int | None = None, d_packed: bool | None = None,
-                 unroll: int | None = None, min_blocks: int | None = None):
+                 unroll: int | None = None, min_blocks: int | None = None, persistent: int | None = None):
         self.ops, self.xp = ops, xp
         npn, nfn = ops.Dr.shape[0], ops.lift.shape[1]
         self.dtype = np.dtype(ops.geo.dtype)
         given = {"kb_volume": kb_volume, "elements_per_thread": elements_per_thread,
                  "nodes_per_thread": nodes_per_thread, "d_packed": d_packed, "d_shared": d_shared,
-                 "unroll": unroll, "min_blocks": min_blocks}
+                 "unroll": unroll, "min_blocks": min_blocks, "persistent": persistent}
         self.tuning = default_volume_tuning(npn, self.dtype)._replace(
             **{k: v for k, v in given.items() if v is not None})
         self.layout = volume_layout(npn, self.tuning, self.dtype.itemsize)
@@ -416,12 +495,13 @@ class GpuKernels:
         self.L = xp.ascontiguousarray(ops.lift.T)  # L[m, n]
         self.surf_threads = min(1024, 32 * -(-self.kbs * max(npn, nfn) // 32))
         self.scalar = self.dtype.type
+        self.sms = xp.cuda.Device().attributes["MultiProcessorCount"]
         self._empty = xp.zeros(1, dtype=self.dtype)
 
     def volume(self, q, out):
         o, k = self.ops, self.ops.geo.shape[0]
         sigma = o.sigma if o.sigma is not None else self._empty
-        self._vol((-(-k // self.layout.elements),), (self.layout.threads,),
+        self._vol((volume_grid(self.layout, self.tuning, k, self.sms),), (self.layout.threads,),
                   (np.int32(k), q, o.geo, self.D, sigma, out, self.scalar(1 / o.rho), self.scalar(o.rhoc2)))
 
     def surface(self, q, out, boundary_vn):

@@ -89,6 +89,33 @@ def run(n, name, backend, precision, orders):
                 entries=space.n_dofs**2 / dt, evals=evals / dt)
 
 
+REFERENCE = quadrature.QuadratureOrders(regular=12, near=20, near_factor=4.0, singular=10)
+
+
+def matrix_errors(a: np.ndarray, ref: np.ndarray) -> tuple[float, float, float]:
+    """(Frobenius, largest-entry, matrix-vector) errors of a relative to ref: ||a - ref||_F /
+    ||ref||_F, max |a - ref| / max |ref| and max over 8 random x of ||(a - ref) x|| / ||ref x||."""
+    d = a - ref
+    x = np.random.default_rng(0).standard_normal((ref.shape[1], 8))
+    mv = np.linalg.norm(d @ x, axis=0) / np.linalg.norm(ref @ x, axis=0)
+    return np.linalg.norm(d) / np.linalg.norm(ref), np.abs(d).max() / np.abs(ref).max(), mv.max()
+
+
+def accuracy(n, name, orders, peers):
+    """Errors of the matrix assembled with `orders` (and of peer matrices in the same vertex
+    order, e.g. Bempp-cl's) against one assembled with the REFERENCE quadrature."""
+    mesh = geodesic_sphere(n)
+    space = spaces.p1(mesh)
+    k = 2 * np.pi / (10 * mesh.edge_lengths.mean())
+    cpu = get_backend("cpu")
+    ref = operators.EntryEvaluator(name, space, space, k, backend=cpu, quadrature=REFERENCE).dense()
+    got = operators.EntryEvaluator(name, space, space, k, backend=cpu, quadrature=orders).dense()
+    rows = [("wavescat", got)] + [(label, np.load(path)) for label, path in peers]
+    for label, a in rows:
+        fro, ent, mv = matrix_errors(a, ref)
+        print(f"{name:<14} {space.n_dofs:>6} {label:<12} {fro:>10.2e} {ent:>10.2e} {mv:>10.2e}", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
@@ -97,10 +124,28 @@ def main(argv=None):
                     help="largest size to run (default: 5000 on the CPU, all on the GPU)")
     ap.add_argument("--operators", default="double_layer,hypersingular")
     ap.add_argument("--regular-order", type=int, default=quadrature.QuadratureOrders().regular)
+    ap.add_argument("--singular-order", type=int, nargs="+", default=None, metavar="ORDER",
+                    help="Sauter-Schwab points per dimension: one, or vertex edge coincident "
+                         "(default: QuadratureOrders().singular)")
+    ap.add_argument("--accuracy", type=int, default=None, metavar="N",
+                    help="instead of timing: errors against the reference quadrature on the icosphere "
+                         "of frequency N (10 N^2 + 2 DOFs)")
+    ap.add_argument("--peer", action="append", default=[], metavar="OPERATOR:LABEL=FILE.npy",
+                    help="with --accuracy: a peer's dense matrix of OPERATOR (vertex order) to compare too")
     args = ap.parse_args(argv)
+    singular = quadrature.QuadratureOrders().singular if args.singular_order is None else (
+        args.singular_order[0] if len(args.singular_order) == 1 else tuple(args.singular_order))
+    orders = quadrature.QuadratureOrders(regular=args.regular_order, singular=singular)
+    if args.accuracy:
+        print(f"# reference quadrature {REFERENCE}; errors: relative Frobenius, largest entry, matrix-vector")
+        print(f"{'operator':<14} {'dofs':>6} {'matrix':<12} {'Frobenius':>10} {'entry':>10} {'matvec':>10}")
+        for name in args.operators.split(","):
+            peers = [tuple(spec.split(":", 1)[1].split("=", 1)) for spec in args.peer
+                     if spec.split(":", 1)[0] == name]
+            accuracy(args.accuracy, name, orders, peers)
+        return
     backend = get_backend(args.backend)
     max_dofs = args.max_dofs or (10**9 if backend.is_gpu else 5000)
-    orders = quadrature.QuadratureOrders(regular=args.regular_order)
     rule_pts = len(quadrature.triangle_rule(orders.regular)[1])
     near_pts = len(quadrature.triangle_rule(orders.near)[1])
     print(f"# device: {backend.device_name}; precision {args.precision}; quadrature: regular order "

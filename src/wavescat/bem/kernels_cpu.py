@@ -24,6 +24,7 @@ from numba import njit, prange
 V, K, KP, W = 0, 1, 2, 3
 INV4PI = 1.0 / (4.0 * math.pi)
 CHUNK = 64  # pairs per parallel task (one scratch allocation per task)
+SCHUNK = 8  # touching pairs per parallel task
 CONTRACT = {"contract"}  # a * b + c as one FMA (more accurate, as on the GPU); no reassociation
 
 
@@ -385,12 +386,53 @@ def dense_regular(op, color_elements, tri_a, tri_b, dofs_a, dofs_b, cen_a, cen_b
                         out[r, cidx, 1] += loc_im[i, j]
 
 
+@njit(cache=True, fastmath={"contract", "reassoc"}, error_model="numpy")
+def _barycentric_moments(g, h, ref_a, ref_b, q0, nqq, m):
+    """m[0, i, j] = sum_q g[q] la_i lb_j and m[1, i, j] the same of h, at the points q0 + q of a
+    paired rule, la, lb the barycentric coordinates (1 - s - t, s, t) on the two reference
+    triangles. Summation order free (reassoc): LLVM vectorises the sums over thousands of points."""
+    m00 = m01 = m02 = m10 = m11 = m12 = m20 = m21 = m22 = 0.0
+    n00 = n01 = n02 = n10 = n11 = n12 = n20 = n21 = n22 = 0.0
+    for q in range(nqq):
+        s, t = ref_a[0, q0 + q], ref_a[1, q0 + q]
+        u, v = ref_b[0, q0 + q], ref_b[1, q0 + q]
+        w = 1.0 - u - v
+        r = 1.0 - s - t
+        g0, g1, g2 = g[q] * r, g[q] * s, g[q] * t
+        h0, h1, h2 = h[q] * r, h[q] * s, h[q] * t
+        m00 += g0 * w
+        m01 += g0 * u
+        m02 += g0 * v
+        m10 += g1 * w
+        m11 += g1 * u
+        m12 += g1 * v
+        m20 += g2 * w
+        m21 += g2 * u
+        m22 += g2 * v
+        n00 += h0 * w
+        n01 += h0 * u
+        n02 += h0 * v
+        n10 += h1 * w
+        n11 += h1 * u
+        n12 += h1 * v
+        n20 += h2 * w
+        n21 += h2 * u
+        n22 += h2 * v
+    m[0, 0, 0], m[0, 0, 1], m[0, 0, 2] = m00, m01, m02
+    m[0, 1, 0], m[0, 1, 1], m[0, 1, 2] = m10, m11, m12
+    m[0, 2, 0], m[0, 2, 1], m[0, 2, 2] = m20, m21, m22
+    m[1, 0, 0], m[1, 0, 1], m[1, 0, 2] = n00, n01, n02
+    m[1, 1, 0], m[1, 1, 1], m[1, 1, 2] = n10, n11, n12
+    m[1, 2, 0], m[1, 2, 1], m[1, 2, 2] = n20, n21, n22
+
+
 @njit(parallel=True, cache=True, fastmath=CONTRACT, error_model="numpy")
 def singular_local(op, pa, pb, kind, perm_a, perm_b, offsets, ref_a, ref_b, ref_w,
                    corners_a, areas_a, nrm_a, curl_a, nla, corners_b, areas_b, nrm_b, curl_b, nlb,
                    kr, ki, out_re, out_im, sw_re, sw_im):
     """Local matrices of touching pairs with paired rules: rule `kind[p]` has points
-    ref_a/ref_b[offsets[kind]:offsets[kind+1]] on the reference triangles whose corners
+    ref_a/ref_b[:, offsets[kind]:offsets[kind+1]] ((2, n): coordinates (s, t) in rows, for
+    contiguous vector loads) on the reference triangles whose corners
     are the element corners in the order perm_a[p] / perm_b[p]; ref_w sum to 1 for a
     smooth integrand over the pair of unit-area triangles. When sw_re is not empty (K, K'
     of a space with itself), sw_re/sw_im[p, i, j] also get the swapped pair (b, a) at [j, i]."""
@@ -398,75 +440,61 @@ def singular_local(op, pa, pb, kind, perm_a, perm_b, offsets, ref_a, ref_b, ref_
     k2re = kr * kr - ki * ki
     k2im = 2.0 * kr * ki
     swapped = len(sw_re) > 0
-    for p in prange(npairs):
-        a = pa[p]
-        b = pb[p]
+    nmax = 0
+    for r in range(len(offsets) - 1):
+        nmax = max(nmax, offsets[r + 1] - offsets[r])
+    for chunk in prange((npairs + SCHUNK - 1) // SCHUNK):
+        # scratch once per task: a coincident rule has thousands of points, and fresh pages per
+        # pair cost more than the pair's arithmetic
+        d = np.empty((4, nmax))  # r^2, weights and normal projections of x - y
+        val = np.empty((4, nmax))
         ca = np.empty((3, 3))  # corner 0 and the two edge vectors, permuted order
         cb = np.empty((3, 3))
-        for c in range(3):
-            ca[0, c] = corners_a[a, perm_a[p, 0], c]
-            ca[1, c] = corners_a[a, perm_a[p, 1], c] - ca[0, c]
-            ca[2, c] = corners_a[a, perm_a[p, 2], c] - ca[0, c]
-            cb[0, c] = corners_b[b, perm_b[p, 0], c]
-            cb[1, c] = corners_b[b, perm_b[p, 1], c] - cb[0, c]
-            cb[2, c] = corners_b[b, perm_b[p, 2], c] - cb[0, c]
-        q0, q1 = offsets[kind[p]], offsets[kind[p] + 1]
-        nqq = q1 - q0
-        d = np.empty((4, nqq))  # r^2, weights and normal projections of x - y
-        val = np.empty((4, nqq))
-        scale = areas_a[a] * areas_b[b]
-        for q in range(nqq):
-            s, t = ref_a[q0 + q, 0], ref_a[q0 + q, 1]
-            u, v = ref_b[q0 + q, 0], ref_b[q0 + q, 1]
-            dx = (ca[0, 0] + s * ca[1, 0] + t * ca[2, 0]) - (cb[0, 0] + u * cb[1, 0] + v * cb[2, 0])
-            dy = (ca[0, 1] + s * ca[1, 1] + t * ca[2, 1]) - (cb[0, 1] + u * cb[1, 1] + v * cb[2, 1])
-            dz = (ca[0, 2] + s * ca[1, 2] + t * ca[2, 2]) - (cb[0, 2] + u * cb[1, 2] + v * cb[2, 2])
-            d[0, q] = dx * dx + dy * dy + dz * dz
-            d[1, q] = ref_w[q0 + q] * scale
-            d[2, q] = dx * nrm_a[a, 0] + dy * nrm_a[a, 1] + dz * nrm_a[a, 2]
-            d[3, q] = -(dx * nrm_b[b, 0] + dy * nrm_b[b, 1] + dz * nrm_b[b, 2])
-        _kernel_values(op, d, val, nqq, kr, ki, ki != 0.0)
-        lp = np.zeros((4, nla, nlb))  # permuted frame: row ci <-> corner perm_a[ci]
-        nc = 4 if swapped else 2
-        for q in range(nqq):
-            s, t = ref_a[q0 + q, 0], ref_a[q0 + q, 1]
-            u, v = ref_b[q0 + q, 0], ref_b[q0 + q, 1]
-            ba0, ba1, ba2 = 1.0 - s - t, s, t
-            bb0, bb1, bb2 = 1.0 - u - v, u, v
-            for c in range(nc):
-                g = val[c, q]
-                if nla == 1 and nlb == 1:
-                    lp[c, 0, 0] += g
-                elif nla == 1:
-                    lp[c, 0, 0] += g * bb0
-                    lp[c, 0, 1] += g * bb1
-                    lp[c, 0, 2] += g * bb2
-                elif nlb == 1:
-                    lp[c, 0, 0] += g * ba0
-                    lp[c, 1, 0] += g * ba1
-                    lp[c, 2, 0] += g * ba2
-                else:
-                    g0, g1, g2 = g * ba0, g * ba1, g * ba2
-                    lp[c, 0, 0] += g0 * bb0
-                    lp[c, 0, 1] += g0 * bb1
-                    lp[c, 0, 2] += g0 * bb2
-                    lp[c, 1, 0] += g1 * bb0
-                    lp[c, 1, 1] += g1 * bb1
-                    lp[c, 1, 2] += g1 * bb2
-                    lp[c, 2, 0] += g2 * bb0
-                    lp[c, 2, 1] += g2 * bb1
-                    lp[c, 2, 2] += g2 * bb2
-        for i in range(nla):
-            ia = 0 if nla == 1 else perm_a[p, i]
-            for j in range(nlb):
-                jb = 0 if nlb == 1 else perm_b[p, j]
-                out_re[p, ia, jb] = lp[0, i, j]
-                out_im[p, ia, jb] = lp[1, i, j]
-                if swapped:
-                    sw_re[p, ia, jb] = lp[2, i, j]
-                    sw_im[p, ia, jb] = lp[3, i, j]
-        if op == 3:
-            _hypersingular_finish(a, b, curl_a, curl_b, nrm_a, nrm_b, k2re, k2im, out_re[p], out_im[p])
+        m = np.empty((2, 3, 3))
+        lp = np.empty((4, 3, 3))
+        for p in range(chunk * SCHUNK, min(npairs, (chunk + 1) * SCHUNK)):
+            a = pa[p]
+            b = pb[p]
+            for c in range(3):
+                ca[0, c] = corners_a[a, perm_a[p, 0], c]
+                ca[1, c] = corners_a[a, perm_a[p, 1], c] - ca[0, c]
+                ca[2, c] = corners_a[a, perm_a[p, 2], c] - ca[0, c]
+                cb[0, c] = corners_b[b, perm_b[p, 0], c]
+                cb[1, c] = corners_b[b, perm_b[p, 1], c] - cb[0, c]
+                cb[2, c] = corners_b[b, perm_b[p, 2], c] - cb[0, c]
+            q0, q1 = offsets[kind[p]], offsets[kind[p] + 1]
+            nqq = q1 - q0
+            scale = areas_a[a] * areas_b[b]
+            for q in range(nqq):
+                s, t = ref_a[0, q0 + q], ref_a[1, q0 + q]
+                u, v = ref_b[0, q0 + q], ref_b[1, q0 + q]
+                dx = (ca[0, 0] + s * ca[1, 0] + t * ca[2, 0]) - (cb[0, 0] + u * cb[1, 0] + v * cb[2, 0])
+                dy = (ca[0, 1] + s * ca[1, 1] + t * ca[2, 1]) - (cb[0, 1] + u * cb[1, 1] + v * cb[2, 1])
+                dz = (ca[0, 2] + s * ca[1, 2] + t * ca[2, 2]) - (cb[0, 2] + u * cb[1, 2] + v * cb[2, 2])
+                d[0, q] = dx * dx + dy * dy + dz * dz
+                d[1, q] = ref_w[q0 + q] * scale
+                d[2, q] = dx * nrm_a[a, 0] + dy * nrm_a[a, 1] + dz * nrm_a[a, 2]
+                d[3, q] = -(dx * nrm_b[b, 0] + dy * nrm_b[b, 1] + dz * nrm_b[b, 2])
+            _kernel_values(op, d, val, nqq, kr, ki, ki != 0.0)
+            lp[:] = 0.0  # permuted frame: row ci <-> corner perm_a[ci]
+            nc = 4 if swapped else 2
+            for c in range(0, nc, 2):  # (re, im) of a pair, or of its swap, in one pass
+                _barycentric_moments(val[c], val[c + 1], ref_a, ref_b, q0, nqq, m)
+                for i in range(3):  # P0 sides sum the barycentric coordinates (they sum to 1)
+                    for j in range(3):
+                        lp[c, 0 if nla == 1 else i, 0 if nlb == 1 else j] += m[0, i, j]
+                        lp[c + 1, 0 if nla == 1 else i, 0 if nlb == 1 else j] += m[1, i, j]
+            for i in range(nla):
+                ia = 0 if nla == 1 else perm_a[p, i]
+                for j in range(nlb):
+                    jb = 0 if nlb == 1 else perm_b[p, j]
+                    out_re[p, ia, jb] = lp[0, i, j]
+                    out_im[p, ia, jb] = lp[1, i, j]
+                    if swapped:
+                        sw_re[p, ia, jb] = lp[2, i, j]
+                        sw_im[p, ia, jb] = lp[3, i, j]
+            if op == 3:
+                _hypersingular_finish(a, b, curl_a, curl_b, nrm_a, nrm_b, k2re, k2im, out_re[p], out_im[p])
 
 
 @njit(parallel=True, cache=True, fastmath=CONTRACT, error_model="numpy")

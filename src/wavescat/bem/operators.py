@@ -214,7 +214,7 @@ class EntryEvaluator:
         sw_im = np.empty_like(sw)
         r = self.rules
         kernels_cpu.singular_local(self.op, pa, pb, kind, perm_a, perm_b,
-                                   r.offsets, r.ref_a, r.ref_b, r.weights,
+                                   r.offsets, np.ascontiguousarray(r.ref_a.T), np.ascontiguousarray(r.ref_b.T), r.weights,
                                    a.corners, a.areas, a.nrm, a.curl, nla,
                                    b.corners, b.areas, b.nrm, b.curl, nlb,
                                    self.k.real, self.k.imag, out_re, out_im, sw, sw_im)

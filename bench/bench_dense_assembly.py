@@ -9,16 +9,29 @@ compilation (a small warm-up assembly first).
 
     python bench/bench_dense_assembly.py --backend cpu --max-dofs 5000
     python bench/bench_dense_assembly.py --backend gpu --precision double
+    python bench/bench_dense_assembly.py --accuracy 10 [--peer double_layer:bempp-cl=K.npy ...]
 
 Measured 2026-11-23 (quadrature: regular order 4, near order 10 below 2 diameters,
 Sauter-Schwab (5, 5, 7)):
     NVIDIA H200, double   K 20,252 DOFs 1.21 s: 3.40e8 entries/s, 5.05e10 evaluations/s (25% of 2e11)
                           W 20,252 DOFs 1.00 s: 4.10e8 entries/s, 6.09e10 evaluations/s (30%)
     NVIDIA H200, single   K 4.26e8 entries/s, 6.33e10 evaluations/s (16% of 4e11); W 4.39e8
-    2-core x86_64 (CPU)   K 4,002 DOFs 15.9-18.4 s: 0.87-1.0e6 entries/s; W 13.5-16.0 s: 1.0-1.2e6
-                          (the regular pairs: about 0.6 us of kernel values and 0.26 us of point
-                          differences and P1 contraction per element pair and core)
-(Bempp-cl 0.4.2 on the same 2-core machine: K 2.8e5, W 1.3e5 entries/s at 3,895 DOFs.)
+    2-core x86_64 (CPU)   K 4,002 DOFs 11.4-14.8 s: 1.08-1.40e6 entries/s; W 10.5-13.7 s: 1.17-1.53e6
+                          (this machine drifts by up to 50% within minutes). A regular pair costs
+                          about 0.45 us on one core (point pairs 0.07, kernel values 0.10, P1
+                          contraction 0.10, the rest scatter and pair tests); two threads give only
+                          1.3-1.5x here.
+Against Bempp-cl 0.4.2 on the same machine, alternating rounds (bench_vs_bempp.py --singular-order 4,
+4,002 DOFs; Bempp-cl's default quadrature, Numba, double):
+    K  Bempp-cl 56.2 / 58.0 s; wavescat 12.9 / 12.2 s: 4.4x / 4.8x;
+       with Sauter-Schwab order 4 (the peer's order) 12.4 / 9.6 s: 4.5x / 6.1x
+    W  Bempp-cl 94.6 / 87.7 s; wavescat 10.7 / 10.7 s: 8.8x / 8.2x
+Accuracy against a reference quadrature at 1,002 DOFs (--accuracy 10, --peer with Bempp-cl's
+matrices; relative Frobenius / largest-entry / matrix-vector errors):
+    K  wavescat 1.25e-6 / 4.25e-6 / 1.44e-6; singular order 4: 2.78e-6 / 1.73e-5 / 3.08e-6;
+       Bempp-cl 8.71e-6 / 2.82e-5 / 9.57e-6
+    W  wavescat 8.05e-7 / 3.87e-7 / 8.26e-7; Bempp-cl 1.66e-5 / 1.70e-5 / 1.70e-5
+so both wavescat quadratures of K are more accurate than the peer's, the defaults 7x (K) and 20x (W).
 """
 from __future__ import annotations
 

@@ -286,7 +286,7 @@ VOLUME_TUNING = {
 VOLUME_TUNING_FP64: dict[int, VolumeTuning] = {
     20: VolumeTuning(kb_volume=6, elements_per_thread=2, min_blocks=7),  # 42% of memory bound
     35: VolumeTuning(kb_volume=5, elements_per_thread=3, nodes_per_thread=3, d_shared=True,
-                     persistent=4),  # 36% of compute bound
+                     persistent=6),  # 38% of compute bound
     56: VolumeTuning(kb_volume=2, elements_per_thread=4, nodes_per_thread=4, unroll=8),  # 42% of compute bound
     84: VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=2, unroll=84),  # 51% of compute bound
 }
@@ -423,6 +423,8 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
                    if u != volume_layout(n_nodes, base, itemsize).unroll]
         blocks = {min(32, -(-t // (base.kb_volume * nt_of(npt)))) for t in (1024, 1536)}  # >= 50, 75% occupancy
         out = [base._replace(unroll=u) for u in unrolls] + [base._replace(min_blocks=b) for b in blocks]
+        if base.persistent:  # blocks per SM of the persistent grid
+            out += [base._replace(persistent=p) for p in (1, 2, 3, 4, 6, 8)]
     else:
         raise ValueError(f"unknown tuning stage {stage!r}")
     keep = []

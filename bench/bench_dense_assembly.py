@@ -23,8 +23,10 @@ Sauter-Schwab (5, 5, 7)):
                           1.3-1.5x here.
 Against Bempp-cl 0.4.2 on the same machine, alternating rounds (bench_vs_bempp.py --singular-order 4,
 4,002 DOFs; Bempp-cl's default quadrature, Numba, double):
-    K  Bempp-cl 56.2 / 58.0 s; wavescat 12.9 / 12.2 s: 4.4x / 4.8x;
-       with Sauter-Schwab order 4 (the peer's order) 12.4 / 9.6 s: 4.5x / 6.1x
+    K  five rounds (two runs): Bempp-cl 56.2, 58.0, 59.0, 56.9, 56.1 s; wavescat 12.9, 12.2, 11.4,
+       12.5, 10.9 s: 4.4x, 4.8x, 5.2x, 4.6x, 5.2x (median 4.8x); with Sauter-Schwab order 4 (the
+       peer's order, still more accurate than the peer, below) 12.4, 9.6, 11.2, 11.4, 9.6 s:
+       4.5x, 6.1x, 5.3x, 5.0x, 5.8x (median 5.3x)
     W  Bempp-cl 94.6 / 87.7 s; wavescat 10.7 / 10.7 s: 8.8x / 8.2x
 Accuracy against a reference quadrature at 1,002 DOFs (--accuracy 10, --peer with Bempp-cl's
 matrices; relative Frobenius / largest-entry / matrix-vector errors):

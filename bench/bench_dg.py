@@ -32,7 +32,7 @@ Measured 2026-11-23 on an NVIDIA H200, `bench_dg.py --tune --orders 4 3 5 6 --re
     fp64: N=3 42.2% of BW (2.02 TB/s), N=4 38.0% of compute (11.4 TF/s, 6 persistent blocks per
           SM), N=5 41.6% (12.5 TF/s), N=6 51.1% (15.3 TF/s)
 A plain run of the defaults (`bench_dg.py --repeats 10`, same day) gave fp32 N=1 60.1%, N=2 53.3%,
-N=3 42.5%, N=4 29.6%, N=5 37.5%, N=6 43.8%; fp64 N=1 76.2%, N=2 61.9%, N=3 42.1%, N=4 36.4% (5
+N=3 42.5%, N=4 29.6%, N=5 37.5%, N=6 43.8%; fp64 N=1 76.2%, N=2 61.9%, N=3 42.1%, N=4 36.4% (4
 persistent blocks per SM then), N=5 41.2%, N=6 51.5%; RK stage 10.4-10.6 Gnode/s (fp32, N <= 3),
 8.6 (N=4), 7.9 (N=5), 7.0 (N=6).
 The goal of 40% for N >= 3 is met at N = 3 and 6 (fp32) and N = 3, 5, 6 (fp64); not at N = 4

@@ -114,9 +114,8 @@ def _regular_pair(op, a, b, pts_a, wts_a, nrm_a, phi_a, pts_b, wts_b, nrm_b, phi
 
 
 # Regular pairs are evaluated PAIRS at a time, their point pairs interleaved (index q PAIRS + p):
-# one kernel-value loop fills whole 8-wide vectors, and the contraction with the bases runs
-# with the pairs side by side in vector lanes (about 10x faster than pair by pair, where the
-# short sums are latency-bound).
+# one kernel-value loop over PAIRS x 36 points fills whole 8-wide vectors (36 alone leave a
+# scalar remainder); the contraction with the bases then runs pair by pair, its sums in registers.
 PAIRS = 8
 
 

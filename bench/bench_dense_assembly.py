@@ -17,7 +17,10 @@ Sauter-Schwab (5, 5, 7)):
                           W 20,252 DOFs 1.00 s: 4.10e8 entries/s, 6.09e10 evaluations/s (30%)
     NVIDIA H200, single   K 4.26e8 entries/s, 6.33e10 evaluations/s (16% of 4e11); W 4.39e8
     2-core x86_64 (CPU)   K 4,002 DOFs 11.4-14.8 s: 1.08-1.40e6 entries/s; W 10.5-13.7 s: 1.17-1.53e6
-                          (this machine drifts by up to 50% within minutes). A regular pair costs
+                          (this machine drifts by up to 50% within minutes); --max-dofs 30000:
+                          K 1,002 / 4,002 / 9,002 / 20,252 DOFs 1.38 / 13.2 / 58.1 / 291 s
+                          (0.73 / 1.21 / 1.40 / 1.41e6 entries/s), W 0.95 / 12.0 / 54.1 / 244 s
+                          (1.05 / 1.34 / 1.50 / 1.68e6 entries/s). A regular pair costs
                           about 0.45 us on one core (point pairs 0.07, kernel values 0.10, P1
                           contraction 0.10, the rest scatter and pair tests); two threads give only
                           1.3-1.5x here.

@@ -36,6 +36,11 @@ VOLUME_VARIANTS = [
     (3, VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=4, persistent=2, d_shared=True)),
     (4, VolumeTuning(kb_volume=7, elements_per_thread=3, nodes_per_thread=2, persistent=1, d_packed=True)),
     (6, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=6, persistent=1)),
+    # element rows padded to warp-aligned widths (padding threads and nodes)
+    (4, VolumeTuning(kb_volume=3, elements_per_thread=2, nodes_per_thread=5, warp_rows=True, d_packed=True,
+                     persistent=1)),
+    (5, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=7, warp_rows=True)),
+    (6, VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=3, warp_rows=True, unroll=4)),
 ]
 
 

@@ -262,6 +262,8 @@ class VolumeTuning(NamedTuple):
     unroll: int = 0  # m-loop unroll; 0: full when the body is small, else 4
     min_blocks: int = 0  # __launch_bounds__ minimum blocks per SM (caps registers); 0: none
     persistent: int = 0  # blocks per SM of a persistent grid that prefetches its next batch; 0: none
+    warp_rows: bool = False  # threads per element row padded to a power of two (or a multiple of
+    # 32), so that no row straddles two warps: a staged-field read is one address per warp row
 
     def __repr__(self) -> str:  # only what differs from the defaults: the tuning table's style
         changed = [f"{k}={v!r}" for k, v in zip(self._fields, self)
@@ -328,6 +330,8 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
     if min(te, ept, npt) < 1 or tuning.unroll < 0 or tuning.min_blocks < 0:
         raise ValueError(f"{tuning}: counts must be positive")
     nt = -(-n_nodes // npt)
+    if tuning.warp_rows:  # the node map t + i NT still covers every node once (NT NPT >= Np)
+        nt = 1 << (nt - 1).bit_length() if nt <= 32 else -(-nt // 32) * 32
     entry = (4 if tuning.d_packed else 1) * npt * itemsize  # bytes per thread and row
     dva = min(16, entry & -entry)
     # rows in global memory start on 128-byte lines; in shared memory they need no padding
@@ -373,7 +377,7 @@ def volume_grid(layout: VolumeLayout, tuning: VolumeTuning, k: int, sms: int) ->
     return min(batches, tuning.persistent * sms) if tuning.persistent else batches
 
 
-TUNING_STAGES = ("tile", "prefetch", "refine", "block", "operators", "codegen")
+TUNING_STAGES = ("tile", "prefetch", "rows", "refine", "block", "operators", "codegen")
 
 
 def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: int) -> list[VolumeTuning]:
@@ -404,6 +408,14 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
 
     if stage == "tile":
         out = tiles([(1, 1)] + [(e, n) for e in (2, 4) for n in npts])
+    elif stage == "rows":  # rows aligned to warps, where that pads at most 15% of the nodes
+        def padded(n):
+            nt = nt_of(n)
+            return (1 << (nt - 1).bit_length() if nt <= 32 else -(-nt // 32) * 32) * n <= 1.15 * n_nodes
+        cands = [base] + [base._replace(kb_volume=rows(n), elements_per_thread=e, nodes_per_thread=n, unroll=0)
+                          for e in (1, 2, 3, 4) for n in range(1, 8) if e * n <= cap]
+        out = [fit(t._replace(warp_rows=True, d_packed=pk)) for t in cands if padded(t.nodes_per_thread)
+               for pk in (False, True)]
     elif stage == "prefetch":  # large tiles hide their load latency with a persistent grid
         big = [base] + tiles([(e, n) for e, n in ((3, 3), (4, 2), (4, 3), (3, 4), (4, 4), (6, 2))])
         out = [fit(t._replace(persistent=p, d_shared=ds)) for t in big for p in (1, 2, 4) for ds in (False, True)]
@@ -471,18 +483,16 @@ class GpuKernels:
     """The three kernels compiled for one space, precision and tuning. Volume-kernel options
     left None come from the tuning table (`default_volume_tuning`)."""
 
-    def __init__(self, ops, xp, kb_volume: int | None = None, kb_surface: int | None = None,
-                 d_shared: bool | None = None, elements_per_thread: int | None = None,
-                 nodes_per_thread: int | None = None, d_packed: bool | None = None,
-                 unroll: int | None = None, min_blocks: int | None = None, persistent: int | None = None):
+    def __init__(self, ops, xp, kb_surface: int | None = None, **volume_tuning):
+        """volume_tuning: VolumeTuning fields; those left out or None come from the table."""
         self.ops, self.xp = ops, xp
         npn, nfn = ops.Dr.shape[0], ops.lift.shape[1]
         self.dtype = np.dtype(ops.geo.dtype)
-        given = {"kb_volume": kb_volume, "elements_per_thread": elements_per_thread,
-                 "nodes_per_thread": nodes_per_thread, "d_packed": d_packed, "d_shared": d_shared,
-                 "unroll": unroll, "min_blocks": min_blocks, "persistent": persistent}
+        unknown = set(volume_tuning) - set(VolumeTuning._fields)
+        if unknown:
+            raise TypeError(f"GpuKernels: unknown volume-kernel options {sorted(unknown)}")
         self.tuning = default_volume_tuning(npn, self.dtype)._replace(
-            **{k: v for k, v in given.items() if v is not None})
+            **{k: v for k, v in volume_tuning.items() if v is not None})
         self.layout = volume_layout(npn, self.tuning, self.dtype.itemsize)
         self.kbs = kb_surface or default_elements_per_block(max(npn, nfn))
         vol = xp.RawModule(code=volume_source(npn, self.dtype, self.tuning, ops.sigma is not None),

@@ -30,7 +30,8 @@ Measured 2026-11-23 on an NVIDIA H200, `bench_dg.py --tune --orders 4 3 5 6 --re
     fp32: N=1 60% of BW, N=2 50% of BW, N=3 42.3% of BW (16.3 TF/s, 2.03 TB/s), N=4 29.7% of
           compute (17.8 TF/s), N=5 37.6% (22.6 TF/s), N=6 43.9% (26.4 TF/s)
     fp64: N=3 42.2% of BW (2.02 TB/s), N=4 38.0% of compute (11.4 TF/s, 6 persistent blocks per
-          SM), N=5 41.6% (12.5 TF/s), N=6 51.1% (15.3 TF/s)
+          SM), N=5 43.0% (12.9 TF/s, element rows padded to 16 threads: VolumeTuning.warp_rows),
+          N=6 51.1% (15.3 TF/s)
 A plain run of the defaults (`bench_dg.py --repeats 10`, same day) gave fp32 N=1 60.1%, N=2 53.3%,
 N=3 42.5%, N=4 29.6%, N=5 37.5%, N=6 43.8%; fp64 N=1 76.2%, N=2 61.9%, N=3 42.1%, N=4 36.4% (4
 persistent blocks per SM then), N=5 41.2%, N=6 51.5%; RK stage 10.4-10.6 Gnode/s (fp32, N <= 3),
@@ -55,6 +56,8 @@ persistent grid (VolumeTuning.persistent): each block loops over batches of elem
 the next batch's loads before this batch's arithmetic; with the operators in shared memory it
 lifts N=4 from 26.7% to 29.7% (fp32) and 23-26% to 38.0% (fp64). The affine factors are staged
 in shared memory with the fields (N=3: 38.9 -> 42.3%, N=6: 39.4 -> 43.9%).
+Element rows padded to warp-aligned widths (warp_rows: a staged-field read is one address per
+warp row) helped only fp64 N=5 (41.4 -> 43.0%); in fp32 they were 3-15 points slower.
 Tried and dropped: one element per lane (a thread computes 4-21 nodes of one element, operator
 rows read as broadcasts): 15-33% of compute bound for N=4-6, below the row layout at every order.
 """

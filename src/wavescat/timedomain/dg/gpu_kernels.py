@@ -289,7 +289,8 @@ VOLUME_TUNING_FP64: dict[int, VolumeTuning] = {
     20: VolumeTuning(kb_volume=6, elements_per_thread=2, min_blocks=7),  # 42% of memory bound
     35: VolumeTuning(kb_volume=5, elements_per_thread=3, nodes_per_thread=3, d_shared=True,
                      persistent=6),  # 38% of compute bound
-    56: VolumeTuning(kb_volume=2, elements_per_thread=4, nodes_per_thread=4, unroll=8),  # 42% of compute bound
+    56: VolumeTuning(kb_volume=2, elements_per_thread=4, nodes_per_thread=4, unroll=8,
+                     warp_rows=True),  # 43% of compute bound
     84: VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=2, unroll=84),  # 51% of compute bound
 }
 

@@ -367,8 +367,8 @@ class GpuIntegrator:
         self.cen_a, self.cen_b = soa(a.centroids, np.float64), soa(b.centroids, np.float64)
         self.diam_a, self.diam_b = cp.asarray(a.diameters, np.float64), cp.asarray(b.diameters, np.float64)
         r = ev.rules
-        self.rule = [cp.asarray(r.offsets, np.int32), cp.asarray(r.ref_a.ravel(), np.float64),
-                     cp.asarray(r.ref_b.ravel(), np.float64), cp.asarray(r.weights, np.float64)]
+        self.rule = [cp.asarray(r.offsets, np.int32), cp.asarray(r.ref_a.T.ravel(), np.float64),  # (s, t) pairs
+                     cp.asarray(r.ref_b.T.ravel(), np.float64), cp.asarray(r.weights, np.float64)]
 
     def _kernel(self, name):
         if self._module is None:  # one NVRTC compile for all kernels of this source

@@ -97,8 +97,10 @@ def _quadrature():
 @dataclass(frozen=True)
 class SingularRules:
     """The Sauter-Schwab rules stacked: rule of kind code c (quadrature.VERTEX, EDGE,
-    COINCIDENT) is rows offsets[c]:offsets[c+1]; weights scaled so that a pair integral is
-    |T_a| |T_b| sum w f (a smooth integrand over two unit-area triangles sums to 1)."""
+    COINCIDENT) is points offsets[c]:offsets[c+1]; weights scaled so that a pair integral is
+    |T_a| |T_b| sum w f (a smooth integrand over two unit-area triangles sums to 1).
+    ref_a, ref_b: (2, n), the reference coordinates (s, t) in rows (contiguous vector loads in
+    the CPU kernel)."""
 
     offsets: np.ndarray
     ref_a: np.ndarray
@@ -108,8 +110,8 @@ class SingularRules:
 
 def singular_rules(order: int) -> SingularRules:
     offsets, xa, xb, w = _quadrature().stacked_singular_rules(order)
-    return SingularRules(np.asarray(offsets, np.int64), np.ascontiguousarray(xa, float),
-                         np.ascontiguousarray(xb, float), 4.0 * np.asarray(w, float))
+    return SingularRules(np.asarray(offsets, np.int64), np.ascontiguousarray(np.asarray(xa, float).T),
+                         np.ascontiguousarray(np.asarray(xb, float).T), 4.0 * np.asarray(w, float))
 
 
 def touching_pairs(mesh) -> tuple[np.ndarray, np.ndarray]:
@@ -214,7 +216,7 @@ class EntryEvaluator:
         sw_im = np.empty_like(sw)
         r = self.rules
         kernels_cpu.singular_local(self.op, pa, pb, kind, perm_a, perm_b,
-                                   r.offsets, np.ascontiguousarray(r.ref_a.T), np.ascontiguousarray(r.ref_b.T), r.weights,
+                                   r.offsets, r.ref_a, r.ref_b, r.weights,
                                    a.corners, a.areas, a.nrm, a.curl, nla,
                                    b.corners, b.areas, b.nrm, b.curl, nlb,
                                    self.k.real, self.k.imag, out_re, out_im, sw, sw_im)

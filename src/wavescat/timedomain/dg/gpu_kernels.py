@@ -325,6 +325,11 @@ class VolumeLayout(NamedTuple):
     shared_bytes: int
 
 
+def warp_row_width(nt: int) -> int:
+    """Threads per element row with warp_rows: a power of two up to 32, else a multiple of 32."""
+    return 1 << (nt - 1).bit_length() if nt <= 32 else -(-nt // 32) * 32
+
+
 def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayout:
     """Thread and memory layout of a volume-kernel variant; ValueError if it cannot launch."""
     te, ept, npt = tuning.kb_volume, tuning.elements_per_thread, tuning.nodes_per_thread
@@ -332,7 +337,7 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
         raise ValueError(f"{tuning}: counts must be positive")
     nt = -(-n_nodes // npt)
     if tuning.warp_rows:  # the node map t + i NT still covers every node once (NT NPT >= Np)
-        nt = 1 << (nt - 1).bit_length() if nt <= 32 else -(-nt // 32) * 32
+        nt = warp_row_width(nt)
     entry = (4 if tuning.d_packed else 1) * npt * itemsize  # bytes per thread and row
     dva = min(16, entry & -entry)
     # rows in global memory start on 128-byte lines; in shared memory they need no padding
@@ -410,9 +415,7 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
     if stage == "tile":
         out = tiles([(1, 1)] + [(e, n) for e in (2, 4) for n in npts])
     elif stage == "rows":  # rows aligned to warps, where that pads at most 15% of the nodes
-        def padded(n):
-            nt = nt_of(n)
-            return (1 << (nt - 1).bit_length() if nt <= 32 else -(-nt // 32) * 32) * n <= 1.15 * n_nodes
+        padded = lambda n: warp_row_width(nt_of(n)) * n <= 1.15 * n_nodes  # noqa: E731
         cands = [base] + [base._replace(kb_volume=rows(n), elements_per_thread=e, nodes_per_thread=n, unroll=0)
                           for e in (1, 2, 3, 4) for n in range(1, 8) if e * n <= cap]
         out = [fit(t._replace(warp_rows=True, d_packed=pk)) for t in cands if padded(t.nodes_per_thread)

@@ -203,19 +203,25 @@ def precompile(cp, sources, jobs: int) -> None:
         list(pool.map(one, sources))
 
 
-def tune(bench: OrderBench, repeats: int, jobs: int):
-    """Greedy search from the default variant; returns (best, {variant: volume seconds})."""
+def tune(bench: OrderBench, repeats: int, jobs: int, stage_names=None):
+    """Greedy search from the default variant over stage_names (default: all of
+    gpu_kernels.TUNING_STAGES); returns (best, {variant: volume seconds})."""
     from wavescat.timedomain.dg import gpu_kernels as gk
 
     dtype = np.float32 if bench.precision == "single" else np.float64
     best = gk.default_volume_tuning(bench.npn, dtype)
     times = {}
     previous = gk.VolumeTuning(**PREVIOUS_TUNING[bench.npn]) if bench.npn in PREVIOUS_TUNING else None
+    generic = gk.VolumeTuning(gk.default_elements_per_block(bench.npn))  # a row-layout start
     stages = [("default", [best])] + ([("previous", [previous])] if previous else [])
-    stages += [(name, None) for name in gk.TUNING_STAGES]
+    stages += [(name, None) for name in stage_names or gk.TUNING_STAGES]
     for name, cands in stages:
         if cands is None:
-            cands = [c for c in gk.tuning_candidates(name, bench.npn, best, bench.itemsize) if c not in times]
+            base = best
+            if name in gk.ROW_STAGES:  # the row stages vary the best row-layout variant
+                rows = [c for c in times if not c.tensor]
+                base = min(rows, key=times.get) if rows else generic
+            cands = [c for c in gk.tuning_candidates(name, bench.npn, base, bench.itemsize) if c not in times]
         precompile(bench.cp, [gk.volume_source(bench.npn, dtype, c, False) for c in cands], jobs)
         for c in cands:
             try:
@@ -244,12 +250,17 @@ def main(argv=None) -> int:
     ap.add_argument("--footprint", type=float, default=3.0,
                     help="volume-kernel data cycled through per timing, in L2 sizes (0: one copy)")
     ap.add_argument("--tune", action="store_true", help="greedy search over the volume kernel's variants")
+    ap.add_argument("--stages", nargs="+", default=None, metavar="STAGE",
+                    help="tuning stages to run, in order (default: all of gpu_kernels.TUNING_STAGES)")
     ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1), help="parallel compiles in --tune")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     from wavescat.backend import get_backend
     from wavescat.timedomain.dg import box_tet_mesh, build_space
-    from wavescat.timedomain.dg.gpu_kernels import default_volume_tuning
+    from wavescat.timedomain.dg.gpu_kernels import TUNING_STAGES, default_volume_tuning
+    unknown = sorted(set(args.stages or ()) - set(TUNING_STAGES))
+    if unknown:
+        ap.error(f"unknown tuning stages {unknown}; choose from {', '.join(TUNING_STAGES)}")
     from wavescat.timedomain.dg.reference import reference_tetrahedron
 
     backend = get_backend("gpu")
@@ -270,7 +281,7 @@ def main(argv=None) -> int:
             rows.append(row)
             print_row(row, default)
             if args.tune:
-                best, times = tune(bench, args.repeats, args.jobs)
+                best, times = tune(bench, args.repeats, args.jobs, args.stages)
                 v, d = bench.figures("volume", times[best]), bench.figures("volume", times[default])
                 lines.setdefault(precision, []).append(table_line(ref.n_nodes, best, v, device, precision))
                 print(f"  N={order} {precision}: best {best!r}: {v['frac_roofline'] * 100:.1f}% of {v['bound']} "

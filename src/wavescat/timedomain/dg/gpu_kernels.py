@@ -24,37 +24,44 @@ struct __align__(ALIGN4) real4 { real a, b, c, d; };
 """
 
 _VOLUME = r"""
-/* A block stages KBV = TE * EPT elements in shared memory as real4 (p, r_x.v, s_x.v, t_x.v),
-   element stride SQS odd so that a warp reading several elements hits distinct banks. Its
-   TE * NT threads form TE rows of NT: thread (e0, t) computes nodes t + i NT (i < NPT) of
-   elements e0 + j TE (j < EPT) in 4 EPT NPT accumulators, so each operator entry it loads
-   feeds EPT elements and each staged field value (a shared-memory broadcast) NPT nodes: per m
-   a thread loads 3 NPT + 4 EPT values for 6 EPT NPT FMAs, and the SM delivers 32 values per
-   clock against 128 FMAs. The operators are stored per thread: row (d, m) holds RV >= NT
-   entries, thread t's NPT nodes side by side (one vector load), zero for padding nodes;
-   DPACK: (dr, ds, dt, 0) of a node as one real4 instead. D_SHARED: operators staged in shared
-   memory instead of read through the read-only cache. */
-#if DPACK
-typedef real4 dentry;
-#define DSIZE (NP * RV * NPT)
-#else
-struct __align__(DVA) dentry { real v[NPT]; };
-#define DSIZE (3 * NP * RV)
+/* The frame both volume layouts share. A block stages KBV elements of (p, r_x.v, s_x.v, t_x.v)
+   and their affine factors in shared memory (STAGE_FIELD: the layout's order), computes their
+   rhs (the layout's batch code) and writes it with store_rhs. PREFETCH (a persistent grid, gridDim < nbatch):
+   each block loops over batches and issues the next batch's global loads before this batch's
+   arithmetic, which hides their latency. */
+__device__ __forceinline__ void store_rhs(real* __restrict__ rhs, const real* __restrict__ q,
+                                          const real* __restrict__ sigma, const size_t KN, const size_t id,
+                                          const real* g, const real pr, const real ps, const real pt,
+                                          const real dv, const real inv_rho, const real rhoc2)
+{
+    /* (pr, ps, pt) = (Dr, Ds, Dt) p and dv = div of the contravariant velocity at one node */
+    real rp = -rhoc2 * dv;
+    real ru = -inv_rho * (g[0] * pr + g[3] * ps + g[6] * pt);
+    real rv = -inv_rho * (g[1] * pr + g[4] * ps + g[7] * pt);
+    real rw = -inv_rho * (g[2] * pr + g[5] * ps + g[8] * pt);
+#if SPONGE
+    const real sg = sigma[id];
+    rp -= sg * q[id]; ru -= sg * q[KN + id]; rv -= sg * q[2 * KN + id]; rw -= sg * q[3 * KN + id];
 #endif
+    rhs[id] = rp; rhs[KN + id] = ru; rhs[2 * KN + id] = rv; rhs[3 * KN + id] = rw;
+}
 
 extern "C" __global__ void BOUNDS
 dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
           const dentry* __restrict__ D, const real* __restrict__ sigma, real* __restrict__ rhs,
           const real inv_rho, const real rhoc2)
 {
-    __shared__ real4 s_q[KBV * SQS];
+    __shared__ SQ_TYPE s_q[SQ_SIZE];
     __shared__ real s_g[KBV * 9];  /* the staged elements' affine factors */
 #if D_SHARED
     __shared__ dentry s_D[DSIZE];
-    for (int i = threadIdx.x; i < DSIZE; i += TE * NT) s_D[i] = D[i];
+    for (int i = threadIdx.x; i < DSIZE; i += NTHREADS) s_D[i] = D[i];
     const dentry* Dm = s_D;
 #else
     const dentry* __restrict__ Dm = D;
+#endif
+#if SQ_ZERO  /* padding slots must hold finite values: the operators' zeros there would meet NaN */
+    for (int i = threadIdx.x; i < SQ_SIZE; i += NTHREADS) s_q[i] = 0;
 #endif
     const size_t KN = (size_t)K * NP;
     const int nbatch = (K + KBV - 1) / KBV;
@@ -67,14 +74,14 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
         const int k0 = b * KBV;
         #pragma unroll
         for (int s = 0; s < NSTAGE; ++s) {
-            const int i1 = threadIdx.x + s * TE * NT, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
+            const int i1 = threadIdx.x + s * NTHREADS, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
             const int e = i / NP, k = k0 + e < K ? k0 + e : K - 1;
             const size_t id = (size_t)k * NP + (i - e * NP);
             raw[s].a = q[id]; raw[s].b = q[KN + id]; raw[s].c = q[2 * KN + id]; raw[s].d = q[3 * KN + id];
         }
         #pragma unroll
         for (int j = 0; j < NGEO; ++j) {
-            const size_t g = (size_t)k0 * 9 + threadIdx.x + j * TE * NT;
+            const size_t g = (size_t)k0 * 9 + threadIdx.x + j * NTHREADS;
             graw[j] = geo[g < (size_t)K * 9 ? g : (size_t)K * 9 - 1];
         }
     };
@@ -82,11 +89,11 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
     auto stage = [&]() {
         #pragma unroll
         for (int j = 0; j < NGEO; ++j)
-            if (threadIdx.x + j * TE * NT < KBV * 9) s_g[threadIdx.x + j * TE * NT] = graw[j];
+            if (threadIdx.x + j * NTHREADS < KBV * 9) s_g[threadIdx.x + j * NTHREADS] = graw[j];
         __syncthreads();
         #pragma unroll
         for (int s = 0; s < NSTAGE; ++s) {
-            const int i1 = threadIdx.x + s * TE * NT, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
+            const int i1 = threadIdx.x + s * NTHREADS, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
             const int e = i / NP;
             const real* g = s_g + 9 * e;
             const real u = raw[s].b, v = raw[s].c, w = raw[s].d;
@@ -95,30 +102,67 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
             f.b = g[0] * u + g[1] * v + g[2] * w;
             f.c = g[3] * u + g[4] * v + g[5] * w;
             f.d = g[6] * u + g[7] * v + g[8] * w;
-            s_q[i + e * (SQS - NP)] = f;
+            STAGE_FIELD(e, i - e * NP, f);
         }
     };
-    const int e0 = threadIdx.x / NT, t = threadIdx.x - e0 * NT;
-    const real4* sq = s_q + e0 * SQS;
+__SETUP__
     int b = blockIdx.x;
     load(b);
     stage();
     __syncthreads();
-    /* PREFETCH (a persistent grid, gridDim < nbatch): the next batch's loads are issued before
-       this batch's arithmetic, which hides their latency */
 #if PREFETCH
     for (;;) {
         const int next = b + gridDim.x;
         if (next < nbatch) load(next);
 #endif
+        /* the operators as if they moved with the batch: otherwise the compiler hoists all
+           their entries out of the batch loop into registers, and spills */
+        const dentry* __restrict__ Db = Dm + (K < 0 ? b : 0);
+__BATCH__
+#if PREFETCH
+        if (next >= nbatch) break;
+        b = next;
+        __syncthreads();  /* every thread is done with this batch's shared data */
+        stage();
+        __syncthreads();
+    }
+#endif
+}
+"""
+
+_ROWS = r"""
+/* Row layout. Fields staged as real4, element stride SQS odd so that a warp reading several
+   elements hits distinct banks. The block's TE * NT threads form TE rows of NT: thread (e0, t)
+   computes nodes t + i NT (i < NPT) of elements e0 + j TE (j < EPT) in 4 EPT NPT accumulators,
+   so each operator entry it loads feeds EPT elements and each staged field value (a
+   shared-memory broadcast) NPT nodes: per m a thread loads 3 NPT + 4 EPT values for 6 EPT NPT
+   FMAs, and the SM delivers 32 values per clock against 128 FMAs. The operators are stored per
+   thread: row (d, m) holds RV >= NT entries, thread t's NPT nodes side by side (one vector
+   load), zero for padding nodes; DPACK: (dr, ds, dt, 0) of a node as one real4 instead.
+   D_SHARED: operators staged in shared memory instead of read through the read-only cache. */
+#if DPACK
+typedef real4 dentry;
+#define DSIZE (NP * RV * NPT)
+#else
+struct __align__(DVA) dentry { real v[NPT]; };
+#define DSIZE (3 * NP * RV)
+#endif
+#define SQ_TYPE real4
+#define SQ_SIZE (KBV * SQS)
+#define STAGE_FIELD(e, n, f) s_q[(e) * SQS + (n)] = (f)
+"""
+
+_ROWS_SETUP = r"""
+    const int e0 = threadIdx.x / NT, t = threadIdx.x - e0 * NT;
+    const real4* sq = s_q + e0 * SQS;
+"""
+
+_ROWS_BATCH = r"""
         real pr[EPT][NPT], ps[EPT][NPT], pt[EPT][NPT], dv[EPT][NPT];
         #pragma unroll
         for (int j = 0; j < EPT; ++j)
             #pragma unroll
             for (int i = 0; i < NPT; ++i) { pr[j][i] = 0; ps[j][i] = 0; pt[j][i] = 0; dv[j][i] = 0; }
-        /* the operator rows as if they moved with the batch: otherwise the compiler hoists all
-           3 NP NPT entries out of the batch loop into registers, and spills */
-        const dentry* __restrict__ Db = Dm + (K < 0 ? b : 0);
         #pragma unroll __UNROLL__
         for (int m = 0; m < NP; ++m) {
             real dr[NPT], ds[NPT], dt[NPT];
@@ -148,32 +192,144 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
         for (int j = 0; j < EPT; ++j) {
             const int k = b * KBV + e0 + j * TE;
             if (k >= K) break;
-            const real* g = s_g + 9 * (e0 + j * TE);
             #pragma unroll
             for (int i = 0; i < NPT; ++i) {
                 const int n = t + i * NT;
                 if (n >= NP) break;
-                const size_t id = (size_t)k * NP + n;
-                real rp = -rhoc2 * dv[j][i];
-                real ru = -inv_rho * (g[0] * pr[j][i] + g[3] * ps[j][i] + g[6] * pt[j][i]);
-                real rv = -inv_rho * (g[1] * pr[j][i] + g[4] * ps[j][i] + g[7] * pt[j][i]);
-                real rw = -inv_rho * (g[2] * pr[j][i] + g[5] * ps[j][i] + g[8] * pt[j][i]);
-#if SPONGE
-                const real sg = sigma[id];
-                rp -= sg * q[id]; ru -= sg * q[KN + id]; rv -= sg * q[2 * KN + id]; rw -= sg * q[3 * KN + id];
-#endif
-                rhs[id] = rp; rhs[KN + id] = ru; rhs[2 * KN + id] = rv; rhs[3 * KN + id] = rw;
+                store_rhs(rhs, q, sigma, KN, (size_t)k * NP + n, s_g + 9 * (e0 + j * TE),
+                          pr[j][i], ps[j][i], pt[j][i], dv[j][i], inv_rho, rhoc2);
             }
         }
-#if PREFETCH
-        if (next >= nbatch) break;
-        b = next;
-        __syncthreads();  /* every thread is done with this batch's shared data */
-        stage();
-        __syncthreads();
-    }
-#endif
+"""
+
+_MMA = r"""
+/* Tensor-core layout: the volume terms of a batch as warp matrix products C += A B, A the
+   staged fields (EM elements x KS nodes m), B the transposed operators (KS x 8 nodes n), per
+   (element tile, node tile): C_pr += P Dr^T, C_ps += P Ds^T, C_pt += P Dt^T and
+   C_dv += U_r Dr^T + U_s Ds^T + U_t Dt^T. fp64: DMMA m8n8k4 (exact fp64 FMAs). fp32: TF32 m16n8k8
+   in three products (3xTF32: a = a_hi + a_lo, b = b_hi + b_lo, ab ~ a_hi b_hi + a_hi b_lo +
+   a_lo b_hi, about fp32 accuracy; the operators' split is precomputed). Fields staged one
+   component after another, element stride SQS = 4 (mod 8) so a fragment load hits 32 distinct
+   banks; padding nodes are zero in the operators and finite in the fields. Warp (eg, ng) of the
+   block computes ET element tiles of element group eg times NG node tiles of node group ng.
+   The operators are stored in fragment order, one dentry per (d, node tile, k step, lane). */
+#define SQ_TYPE real
+#define SQ_SIZE (4 * KBV * SQS)
+#define SQ_ZERO 1
+#define STAGE_FIELD(e, n, f) { real* sq_ = s_q + (e) * SQS + (n); sq_[0] = (f).a; \
+    sq_[KBV * SQS] = (f).b; sq_[2 * KBV * SQS] = (f).c; sq_[3 * KBV * SQS] = (f).d; }
+#define DSIZE (3 * NNT * NKS * 32)
+#define DSTRIDE (NNT * NKS * 32)
+#if MMA_TF32
+#define EM 16
+#define KS 8
+#define AR 4
+#define CR 4
+struct __align__(16) dentry { unsigned hi[2], lo[2]; };
+struct afrag { unsigned hi[4], lo[4]; };
+#ifndef WAVESCAT_EMULATION
+__device__ __forceinline__ unsigned to_tf32(const float x)
+{
+    unsigned u;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
+    return u;
 }
+__device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsigned* b)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                 "{%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
+__device__ __forceinline__ void split(afrag& a, const int r, const float x)
+{
+    a.hi[r] = to_tf32(x);
+    a.lo[r] = to_tf32(x - __uint_as_float(a.hi[r]));
+}
+__device__ __forceinline__ void mma(float* c, const afrag& a, const dentry& b)
+{
+    mma_tf32(c, a.lo, b.hi);  /* the small terms first */
+    mma_tf32(c, a.hi, b.lo);
+    mma_tf32(c, a.hi, b.hi);
+}
+#else
+#define EM 8
+#define KS 4
+#define AR 1
+#define CR 2
+typedef double dentry;
+struct afrag { double v[1]; };
+#ifndef WAVESCAT_EMULATION
+__device__ __forceinline__ void mma_f64(double* c, const double* a, const double* b)
+{
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
+                 : "+d"(c[0]), "+d"(c[1]) : "d"(a[0]), "d"(b[0]));
+}
+#endif
+__device__ __forceinline__ void split(afrag& a, const int r, const double x) { a.v[r] = x; }
+__device__ __forceinline__ void mma(double* c, const afrag& a, const dentry& b) { mma_f64(c, a.v, &b); }
+#endif
+"""
+
+_MMA_SETUP = r"""
+    /* fragment coordinates (PTX mma layouts): A register r of lane (g, t) holds element
+       g + 8 (r & 1), node m = t + 4 (r >> 1) of its tile; B register r node n = g, m = t + 4 r;
+       C register r element g + 8 (r >> 1), node n = 2 t + (r & 1) */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int eg = warp / NGROUPS, ng = warp - eg * NGROUPS;
+"""
+
+_MMA_BATCH = r"""
+        real acc[ET][NG][4][CR];
+        #pragma unroll
+        for (int et = 0; et < ET; ++et)
+            #pragma unroll
+            for (int j = 0; j < NG; ++j)
+                #pragma unroll
+                for (int c = 0; c < 4; ++c)
+                    #pragma unroll
+                    for (int r = 0; r < CR; ++r) acc[et][j][c][r] = 0;
+        #pragma unroll __UNROLL__
+        for (int ks = 0; ks < NKS; ++ks) {
+            afrag a[ET][4];  /* p, U_r, U_s, U_t */
+            #pragma unroll
+            for (int et = 0; et < ET; ++et)
+                #pragma unroll
+                for (int c = 0; c < 4; ++c)
+                    #pragma unroll
+                    for (int r = 0; r < AR; ++r)
+                        split(a[et][c], r, s_q[(c * KBV + (eg * ET + et) * EM + g + 8 * (r & 1)) * SQS
+                                               + ks * KS + t + 4 * (r >> 1)]);
+            #pragma unroll
+            for (int j = 0; j < NG; ++j) {
+                const int nt = ng * NG + j;
+                if (nt >= NNT) break;  /* warp-uniform: the last node group may be short */
+                const dentry* bp = Db + (nt * NKS + ks) * 32 + lane;
+                const dentry br = bp[0], bs = bp[DSTRIDE], bt = bp[2 * DSTRIDE];
+                #pragma unroll
+                for (int et = 0; et < ET; ++et) {
+                    mma(acc[et][j][0], a[et][0], br);
+                    mma(acc[et][j][1], a[et][0], bs);
+                    mma(acc[et][j][2], a[et][0], bt);
+                    mma(acc[et][j][3], a[et][1], br);
+                    mma(acc[et][j][3], a[et][2], bs);
+                    mma(acc[et][j][3], a[et][3], bt);
+                }
+            }
+        }
+        #pragma unroll
+        for (int et = 0; et < ET; ++et)
+            #pragma unroll
+            for (int j = 0; j < NG; ++j)
+                #pragma unroll
+                for (int r = 0; r < CR; ++r) {
+                    const int e = (eg * ET + et) * EM + g + 8 * (r >> 1), n = (ng * NG + j) * 8 + 2 * t + (r & 1);
+                    const int k = b * KBV + e;
+                    if (k < K && n < NP)
+                        store_rhs(rhs, q, sigma, KN, (size_t)k * NP + n, s_g + 9 * e, acc[et][j][0][r],
+                                  acc[et][j][1][r], acc[et][j][2][r], acc[et][j][3][r], inv_rho, rhoc2);
+                }
 """
 
 _SURFACE = r"""
@@ -252,7 +408,9 @@ NVRTC_OPTIONS = ("-std=c++17",)
 
 
 class VolumeTuning(NamedTuple):
-    """One variant of the volume kernel (see its comment in _VOLUME)."""
+    """One variant of the volume kernel (see the comments of _ROWS and _MMA). With tensor, the
+    counts mean: kb_volume element groups per batch, elements_per_thread element tiles (16
+    elements fp32, 8 fp64) and nodes_per_thread node tiles (8 nodes) per warp."""
 
     kb_volume: int  # TE: rows of threads per block, one element per row and EPT step
     elements_per_thread: int = 1  # EPT: register blocking over elements (operator reuse)
@@ -264,6 +422,7 @@ class VolumeTuning(NamedTuple):
     persistent: int = 0  # blocks per SM of a persistent grid that prefetches its next batch; 0: none
     warp_rows: bool = False  # threads per element row padded to a power of two (or a multiple of
     # 32), so that no row straddles two warps: a staged-field read is one address per warp row
+    tensor: bool = False  # warp matrix products on the tensor cores (DMMA fp64, 3xTF32 fp32)
 
     def __repr__(self) -> str:  # only what differs from the defaults: the tuning table's style
         changed = [f"{k}={v!r}" for k, v in zip(self._fields, self)
@@ -315,14 +474,15 @@ def default_volume_tuning(n_nodes: int, dtype) -> VolumeTuning:
 
 
 class VolumeLayout(NamedTuple):
-    nt: int  # threads per element row
-    rv: int  # thread slots per operator row (>= nt)
+    nt: int  # threads per element row (tensor: 32, a warp)
+    rv: int  # thread slots per operator row (>= nt; tensor: unused)
     dva: int  # alignment of a thread's NPT operator entries (bytes): their vector load width
     sqs: int  # element stride of the staged fields in shared memory
     threads: int  # per block
     elements: int  # per block
     unroll: int
     shared_bytes: int
+    node_groups: int = 0  # tensor: warps per element group, NG node tiles each
 
 
 def warp_row_width(nt: int) -> int:
@@ -330,11 +490,29 @@ def warp_row_width(nt: int) -> int:
     return 1 << (nt - 1).bit_length() if nt <= 32 else -(-nt // 32) * 32
 
 
+class MmaTiles(NamedTuple):
+    """Tile sizes of the tensor-core variant: the mma shape of the precision and Np's tiling."""
+    elements: int  # EM: elements per tile (the mma's M)
+    k_step: int  # KS: nodes m per k step
+    node_tiles: int  # NNT: tiles of 8 nodes n (the mma's N) covering Np
+    k_steps: int  # NKS: k steps covering Np
+    b_regs: int  # B-fragment registers per lane
+
+
+def mma_tiles(n_nodes: int, itemsize: int) -> MmaTiles:
+    em, ks = (16, 8) if itemsize == 4 else (8, 4)  # TF32 m16n8k8, DMMA m8n8k4
+    return MmaTiles(em, ks, -(-n_nodes // 8), -(-n_nodes // ks), ks // 4)
+
+
 def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayout:
     """Thread and memory layout of a volume-kernel variant; ValueError if it cannot launch."""
     te, ept, npt = tuning.kb_volume, tuning.elements_per_thread, tuning.nodes_per_thread
     if min(te, ept, npt) < 1 or tuning.unroll < 0 or tuning.min_blocks < 0:
         raise ValueError(f"{tuning}: counts must be positive")
+    if tuning.persistent < 0:
+        raise ValueError(f"{tuning}: persistent must be >= 0")
+    if tuning.tensor:
+        return _mma_layout(n_nodes, tuning, itemsize)
     nt = -(-n_nodes // npt)
     if tuning.warp_rows:  # the node map t + i NT still covers every node once (NT NPT >= Np)
         nt = warp_row_width(nt)
@@ -347,33 +525,84 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
     threads = te * nt
     unroll = tuning.unroll or (n_nodes if n_nodes * 6 * ept * npt <= 1536 else 4)
     shared = te * ept * (sqs * 4 + 9) * itemsize
-    if tuning.persistent < 0:
-        raise ValueError(f"{tuning}: persistent must be >= 0")
     if tuning.d_shared:
         shared += (1 if tuning.d_packed else 3) * n_nodes * rv * entry
-    if threads > 1024 or shared > STATIC_SHARED_LIMIT:
-        raise ValueError(f"{tuning} for Np={n_nodes}: {threads} threads, {shared} bytes of shared "
+    return _checked(VolumeLayout(nt, rv, dva, sqs, threads, te * ept, unroll, shared), tuning, n_nodes)
+
+
+def _mma_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayout:
+    if tuning.d_packed or tuning.warp_rows:
+        raise ValueError(f"{tuning}: d_packed and warp_rows are options of the row layout, not of tensor")
+    tiles = mma_tiles(n_nodes, itemsize)
+    groups = -(-tiles.node_tiles // tuning.nodes_per_thread)
+    if (groups - 1) * tuning.nodes_per_thread >= tiles.node_tiles:
+        raise ValueError(f"{tuning} for Np={n_nodes}: a node group without node tiles")
+    elements = tuning.kb_volume * tuning.elements_per_thread * tiles.elements
+    kpad = tiles.k_steps * tiles.k_step
+    sqs = kpad + (4 - kpad) % 8  # = 4 (mod 8): a fragment load's 32 lanes hit distinct banks
+    entry = 4 * tiles.b_regs if itemsize == 4 else 8  # TF32: hi and lo of each B register
+    shared = (4 * sqs + 9) * elements * itemsize
+    if tuning.d_shared:
+        shared += 3 * tiles.node_tiles * tiles.k_steps * 32 * entry
+    unroll = tuning.unroll or (tiles.k_steps if tiles.k_steps <= 12 else 2)
+    lay = VolumeLayout(32, 0, 0, sqs, 32 * tuning.kb_volume * groups, elements, unroll, shared, groups)
+    return _checked(lay, tuning, n_nodes)
+
+
+def _checked(lay: VolumeLayout, tuning: VolumeTuning, n_nodes: int) -> VolumeLayout:
+    if lay.threads > 1024 or lay.shared_bytes > STATIC_SHARED_LIMIT:
+        raise ValueError(f"{tuning} for Np={n_nodes}: {lay.threads} threads, {lay.shared_bytes} bytes of shared "
                          f"memory per block (limits 1024, {STATIC_SHARED_LIMIT})")
-    return VolumeLayout(nt, rv, dva, sqs, threads, te * ept, unroll, shared)
+    return lay
 
 
 def volume_node_map(n_nodes: int, layout: VolumeLayout, npt: int) -> np.ndarray:
-    """(rv, npt) node computed by thread slot t, entry i: t + i NT, or -1 (padding)."""
+    """(rv, npt) node computed by thread slot t, entry i: t + i NT, or -1 (padding); row layout."""
     n = np.arange(layout.rv)[:, None] + layout.nt * np.arange(npt)[None, :]
     return np.where((n < n_nodes) & (np.arange(layout.rv)[:, None] < layout.nt), n, -1)
 
 
-def volume_operators(Dr, Ds, Dt, layout: VolumeLayout, npt: int, packed: bool, xp=np):
-    """The operators as the volume kernel reads them, zero at padding nodes: D[d, m, t, i] =
-    D_d[n, m] with n = t + i NT, or packed D[m, t, i, :3] = (Dr, Ds, Dt)[n, m]."""
+def volume_operators(Dr, Ds, Dt, tuning: VolumeTuning, layout: VolumeLayout, xp=np):
+    """The operators as the volume kernel reads them, zero at padding nodes. Row layout: D[d, m,
+    t, i] = D_d[n, m] with n = t + i NT, or packed D[m, t, i, :3] = (Dr, Ds, Dt)[n, m]. Tensor:
+    mma_operators."""
+    if tuning.tensor:
+        host = [np.asarray(a.get() if hasattr(a, "get") else a, dtype=np.float64) for a in (Dr, Ds, Dt)]
+        return xp.asarray(mma_operators(np.stack(host), np.dtype(Dr.dtype).itemsize))
     npn = Dr.shape[0]
-    nodes = volume_node_map(npn, layout, npt)
+    nodes = volume_node_map(npn, layout, tuning.nodes_per_thread)
     d = xp.stack([Dr.T, Ds.T, Dt.T])  # [d, m, n]
     d = xp.concatenate([d, xp.zeros_like(d[:, :, :1])], axis=2)  # index -1: zero
     out = d[:, :, xp.asarray(nodes)]  # [d, m, t, i]
-    if packed:
+    if tuning.d_packed:
         out = xp.concatenate([out, xp.zeros_like(out[:1])]).transpose(1, 2, 3, 0)
     return xp.ascontiguousarray(out)
+
+
+def tf32_round(x: np.ndarray) -> np.ndarray:
+    """float32 values rounded to TF32 (10 mantissa bits, to nearest, ties away: cvt.rna.tf32)."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def mma_operators(D: np.ndarray, itemsize: int) -> np.ndarray:
+    """D[d, n, m] (3, Np, Np) in B-fragment order: [d, node tile, k step, lane, register] =
+    D_d[8 tile + g, KS step + t + 4 r] (g, t = lane // 4, lane % 4), zero past Np. TF32: the
+    registers' hi parts, then their lo parts (x = hi + lo + O(2^-22 x))."""
+    npn = D.shape[1]
+    tiles = mma_tiles(npn, itemsize)
+    padded = np.zeros((3, 8 * tiles.node_tiles, tiles.k_step * tiles.k_steps))
+    padded[:, :npn, :npn] = D
+    lane = np.arange(32)
+    n = 8 * np.arange(tiles.node_tiles)[:, None, None, None] + (lane // 4)[None, None, :, None]
+    m = (tiles.k_step * np.arange(tiles.k_steps)[None, :, None, None] + (lane % 4)[None, None, :, None]
+         + 4 * np.arange(tiles.b_regs)[None, None, None, :])
+    frag = padded[:, n, m]  # [d, nt, ks, lane, r]
+    if itemsize == 8:
+        return np.ascontiguousarray(frag)
+    hi = tf32_round(frag)
+    lo = tf32_round(frag - hi)
+    return np.ascontiguousarray(np.concatenate([hi, lo], axis=-1))
 
 
 def volume_grid(layout: VolumeLayout, tuning: VolumeTuning, k: int, sms: int) -> int:
@@ -383,13 +612,18 @@ def volume_grid(layout: VolumeLayout, tuning: VolumeTuning, k: int, sms: int) ->
     return min(batches, tuning.persistent * sms) if tuning.persistent else batches
 
 
-TUNING_STAGES = ("tile", "prefetch", "rows", "refine", "block", "operators", "codegen")
+# the row layout's stages, then the tensor-core grid, then code generation of the best of all
+TUNING_STAGES = ("tile", "prefetch", "rows", "refine", "block", "operators", "tensor", "codegen")
+ROW_STAGES = TUNING_STAGES[:6]
 
 
 def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: int) -> list[VolumeTuning]:
     """Variants that `bench_dg.py --tune` tries in one stage of its greedy search around `base`
     (the best so far): register tiles (EPT, NPT) at about the base's threads per block, their
-    neighbours, rows per block, operator packing and placement, unrolling and occupancy."""
+    neighbours, rows per block, operator packing and placement (ROW_STAGES: `base` is a row-layout
+    variant), the tensor-core variants, unrolling and occupancy."""
+    if stage in ROW_STAGES and base.tensor:
+        raise ValueError(f"tuning stage {stage!r} varies a row-layout variant, not {base!r}")
     nt_of = lambda npt: -(-n_nodes // npt)  # noqa: E731
     threads = base.kb_volume * nt_of(base.nodes_per_thread)
     rows = lambda npt, t=threads: max(1, round(t / nt_of(npt)))  # noqa: E731
@@ -433,12 +667,22 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
                {rows(npt, t) for t in (32, 64, 128, 256)} | {32 // int(np.gcd(nt, 32))}]
     elif stage == "operators":
         out = [base._replace(d_packed=p, d_shared=s) for p in (False, True) for s in (False, True)]
+    elif stage == "tensor":  # tensor-core variants: tiles per warp, element groups, prefetch, operators
+        tiles = mma_tiles(n_nodes, itemsize)
+        groups = sorted({-(-tiles.node_tiles // k) for k in range(1, 7)})
+        # at most 64 accumulator registers per lane (ET NG tiles of 4 fields)
+        pairs = [(e, g) for e in (1, 2, 3) for g in groups if e * g * 4 * tiles.elements * 8 * itemsize // 4 <= 64 * 32]
+        out = [VolumeTuning(kb, elements_per_thread=e, nodes_per_thread=g, tensor=True, persistent=p, d_shared=ds)
+               for e, g in pairs for kb in (1, 2, 4) for p in (0, 2) for ds in (False, True)]
     elif stage == "codegen":
-        body = 6 * ept * npt  # FMAs per m; a full unroll of a large body compiles slowly
-        unrolls = [u for u in [2, 4, 8] + ([n_nodes] if n_nodes * body <= 4096 else [])
-                   if u != volume_layout(n_nodes, base, itemsize).unroll]
-        blocks = {min(32, -(-t // (base.kb_volume * nt_of(npt)))) for t in (1024, 1536)}  # >= 50, 75% occupancy
-        out = [base._replace(unroll=u) for u in unrolls] + [base._replace(min_blocks=b) for b in blocks]
+        lay = volume_layout(n_nodes, base, itemsize)
+        if base.tensor:  # a full unroll of a long k loop compiles slowly
+            k_steps = mma_tiles(n_nodes, itemsize).k_steps
+            unrolls = [2, 4] + ([k_steps] if k_steps <= 16 else [])
+        else:  # FMAs per m; a full unroll of a large body compiles slowly
+            unrolls = [2, 4, 8] + ([n_nodes] if n_nodes * 6 * ept * npt <= 4096 else [])
+        blocks = {min(32, -(-t // lay.threads)) for t in (1024, 1536)}  # >= 50, 75% occupancy
+        out = [base._replace(unroll=u) for u in unrolls if u != lay.unroll] + [base._replace(min_blocks=b) for b in blocks]
         if base.persistent:  # blocks per SM of the persistent grid
             out += [base._replace(persistent=p) for p in (1, 2, 3, 4, 6, 8)]
     else:
@@ -466,15 +710,24 @@ def _real(dtype) -> dict:
 
 
 def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> str:
-    lay = volume_layout(n_nodes, tuning, np.dtype(dtype).itemsize)
+    itemsize = np.dtype(dtype).itemsize
+    lay = volume_layout(n_nodes, tuning, itemsize)
     bounds = f"__launch_bounds__({lay.threads}" + (f", {tuning.min_blocks})" if tuning.min_blocks else ")")
-    defs = {**_real(dtype), "NP": n_nodes, "NT": lay.nt, "NPT": tuning.nodes_per_thread,
+    defs = {**_real(dtype), "NP": n_nodes, "NTHREADS": lay.threads,
             "NSTAGE": -(-lay.elements * n_nodes // lay.threads), "NGEO": -(-lay.elements * 9 // lay.threads),
-            "PREFETCH": int(tuning.persistent > 0),
-            "TE": tuning.kb_volume, "EPT": tuning.elements_per_thread, "KBV": lay.elements,
-            "SQS": lay.sqs, "RV": lay.rv, "DVA": lay.dva, "DPACK": int(tuning.d_packed),
+            "PREFETCH": int(tuning.persistent > 0), "KBV": lay.elements, "SQS": lay.sqs,
             "D_SHARED": int(tuning.d_shared), "SPONGE": int(sponge), "BOUNDS": bounds}
-    return _defines(defs) + _COMMON + _VOLUME.replace("__UNROLL__", str(lay.unroll))
+    if tuning.tensor:
+        tiles = mma_tiles(n_nodes, itemsize)
+        defs.update({"MMA_TF32": int(itemsize == 4), "NNT": tiles.node_tiles, "NKS": tiles.k_steps,
+                     "NGROUPS": lay.node_groups, "ET": tuning.elements_per_thread, "NG": tuning.nodes_per_thread})
+        prelude, setup, batch = _MMA, _MMA_SETUP, _MMA_BATCH
+    else:
+        defs.update({"NT": lay.nt, "NPT": tuning.nodes_per_thread, "TE": tuning.kb_volume,
+                     "EPT": tuning.elements_per_thread, "RV": lay.rv, "DVA": lay.dva, "DPACK": int(tuning.d_packed)})
+        prelude, setup, batch = _ROWS, _ROWS_SETUP, _ROWS_BATCH
+    body = _VOLUME.replace("__SETUP__", setup).replace("__BATCH__", batch.replace("__UNROLL__", str(lay.unroll)))
+    return _defines(defs) + _COMMON + prelude + body
 
 
 def surface_source(n_nodes: int, face_nodes: int, face_mask, dtype, kb_surface: int) -> str:
@@ -506,8 +759,7 @@ class GpuKernels:
         self._vol = vol.get_function("dg_volume")
         self._surf = surf.get_function("dg_surface")
         self._upd = surf.get_function("lserk_update")
-        self.D = volume_operators(ops.Dr, ops.Ds, ops.Dt, self.layout, self.tuning.nodes_per_thread,
-                                  self.tuning.d_packed, xp)
+        self.D = volume_operators(ops.Dr, ops.Ds, ops.Dt, self.tuning, self.layout, xp)
         self.L = xp.ascontiguousarray(ops.lift.T)  # L[m, n]
         self.surf_threads = min(1024, 32 * -(-self.kbs * max(npn, nfn) // 32))
         self.scalar = self.dtype.type

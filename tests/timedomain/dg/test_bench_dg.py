@@ -33,12 +33,21 @@ def fake_cupy(compiled):
             assert f" {name}(" in self.code or f"\n{name}(" in self.code
             return lambda grid, block, args: None
 
-    device = types.SimpleNamespace(attributes={"L2CacheSize": 50 << 20, "MultiProcessorCount": 132}, use=lambda: None)
+    class RawKernel:
+        def __init__(self, code, name, options):
+            assert f" {name}(" in code or f"\n{name}(" in code
+            self.max_dynamic_shared_size_bytes = 0
+
+        def __call__(self, grid, block, args, shared_mem=0):
+            assert shared_mem <= max(48 * 1024, self.max_dynamic_shared_size_bytes)
+
+    device = types.SimpleNamespace(attributes={"L2CacheSize": 50 << 20, "MultiProcessorCount": 132,
+                                               "MaxSharedMemoryPerBlockOptin": 227 * 1024}, use=lambda: None)
     cuda = types.SimpleNamespace(Event=Event, get_elapsed_time=lambda a, b: 1e3 * (b.t - a.t) + 1e-3,
                                  Device=lambda *a: device, runtime=types.SimpleNamespace(getDevice=lambda: 0))
     pool = types.SimpleNamespace(free_all_blocks=lambda: None)
     names = ("asarray", "zeros", "zeros_like", "stack", "concatenate", "ascontiguousarray", "float32", "float64")
-    return types.SimpleNamespace(cuda=cuda, RawModule=RawModule, get_default_memory_pool=lambda: pool,
+    return types.SimpleNamespace(cuda=cuda, RawModule=RawModule, RawKernel=RawKernel, get_default_memory_pool=lambda: pool,
                                  **{n: getattr(np, n) for n in names})
 
 

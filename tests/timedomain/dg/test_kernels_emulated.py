@@ -33,6 +33,7 @@ SHIM = r"""
 #include <thread>
 #include <vector>
 #define WAVESCAT_EMULATION 1
+#define SHARED_POOL(name, bytes) static __attribute__((aligned(32))) unsigned char name[bytes]
 struct uint3_ { unsigned x, y, z; };
 static thread_local uint3_ threadIdx, blockIdx;
 static uint3_ blockDim, gridDim;
@@ -44,10 +45,11 @@ static std::vector<std::unique_ptr<std::barrier<>>> g_warp_barriers;  /* one per
 #define __constant__
 #define __shared__ static
 #define __launch_bounds__(...)
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 template <class T> static inline T __ldg(const T* p) { return *p; }
 static inline void __syncthreads() { g_barrier->arrive_and_wait(); }
 static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 static inline unsigned to_tf32(float x) {  /* cvt.rna.tf32.f32 */
     unsigned u; std::memcpy(&u, &x, 4); return (u + 0x1000u) & 0xFFFFE000u; }
 
@@ -114,7 +116,7 @@ extern "C" void NAME(int grid, int block, int K, const void* q, const void* vmap
 
 def _unit(name, source, entry):
     """A generated source in its own namespace, with a C entry point that launches it."""
-    macros = sorted(set(re.findall(r"#define (\w+)", source)))
+    macros = sorted(set(re.findall(r"#define (\w+)", source)) - set(re.findall(r"#define (\w+)", SHIM)))
     body = source.replace('extern "C" ', "")
     return (f"namespace {name} {{\n{body}\n{entry.replace('NAME', name)}}}\n"
             + "".join(f"#undef {m}\n" for m in macros))

@@ -21,6 +21,9 @@ import numpy as np
 _COMMON = r"""
 typedef REAL real;
 struct __align__(ALIGN4) real4 { real a, b, c, d; };
+#ifndef SHARED_POOL
+#define SHARED_POOL(name, bytes) extern __shared__ __align__(32) unsigned char name[]
+#endif
 """
 
 _VOLUME = r"""
@@ -51,10 +54,13 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
           const dentry* __restrict__ D, const real* __restrict__ sigma, real* __restrict__ rhs,
           const real inv_rho, const real rhoc2)
 {
-    __shared__ SQ_TYPE s_q[SQ_SIZE];
-    __shared__ real s_g[KBV * 9];  /* the staged elements' affine factors */
+    /* one pool of dynamic shared memory (above 48 KB a launch needs the opt-in): the staged
+       fields, the staged elements' affine factors, the operators */
+    SHARED_POOL(pool, SHARED_BYTES);
+    SQ_TYPE* const s_q = reinterpret_cast<SQ_TYPE*>(pool);
+    real* const s_g = reinterpret_cast<real*>(pool + GEO_OFFSET);
 #if D_SHARED
-    __shared__ dentry s_D[DSIZE];
+    dentry* const s_D = reinterpret_cast<dentry*>(pool + D_OFFSET);
     for (int i = threadIdx.x; i < DSIZE; i += NTHREADS) s_D[i] = D[i];
     const dentry* Dm = s_D;
 #else
@@ -208,22 +214,19 @@ _MMA = r"""
    (element tile, node tile): C_pr += P Dr^T, C_ps += P Ds^T, C_pt += P Dt^T and
    C_dv += U_r Dr^T + U_s Ds^T + U_t Dt^T. fp64: DMMA m8n8k4 (exact fp64 FMAs). fp32: TF32 m16n8k8
    in three products (3xTF32: a = a_hi + a_lo, b = b_hi + b_lo, ab ~ a_hi b_hi + a_hi b_lo +
-   a_lo b_hi, about fp32 accuracy; the operators' split is precomputed). Fields staged one
-   component after another, element stride SQS = 4 (mod 8) so a fragment load hits 32 distinct
-   banks; padding nodes are zero in the operators and finite in the fields. Warp (eg, ng) of the
-   block computes ET element tiles of element group eg times NG node tiles of node group ng.
-   The operators are stored in fragment order, one dentry per (d, node tile, k step, lane). */
+   a_lo b_hi, about fp32 accuracy), the fields split when staged, the operators beforehand.
+   Fields staged one component after another; padding nodes are zero in the operators and
+   finite in the fields. Warp (eg, ng) of the block computes ET element tiles of element group
+   eg times NG node tiles of node group ng. The operators are stored in fragment order, one
+   dentry per (d, node tile, k step, lane). */
 #define SQ_TYPE real
 #define SQ_SIZE (4 * KBV * SQS)
 #define SQ_ZERO 1
-#define STAGE_FIELD(e, n, f) { real* sq_ = s_q + (e) * SQS + (n); sq_[0] = (f).a; \
-    sq_[KBV * SQS] = (f).b; sq_[2 * KBV * SQS] = (f).c; sq_[3 * KBV * SQS] = (f).d; }
 #define DSIZE (3 * NNT * NKS * 32)
 #define DSTRIDE (NNT * NKS * 32)
 #if MMA_TF32
 #define EM 16
 #define KS 8
-#define AR 4
 #define CR 4
 struct __align__(16) dentry { unsigned hi[2], lo[2]; };
 struct afrag { unsigned hi[4], lo[4]; };
@@ -242,10 +245,27 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsi
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 #endif
-__device__ __forceinline__ void split(afrag& a, const int r, const float x)
+/* A staged value as (hi, lo) two floats apart: per k step an element holds 16 floats, lane t's
+   (hi(t), hi(t + 4), lo(t), lo(t + 4)) side by side, one 16-byte load; element stride
+   SQS = 16 (mod 32), so that a quarter warp's loads hit distinct banks */
+__device__ __forceinline__ void put_split(float* p, const float x)
 {
-    a.hi[r] = to_tf32(x);
-    a.lo[r] = to_tf32(x - __uint_as_float(a.hi[r]));
+    const unsigned h = to_tf32(x);
+    p[0] = __uint_as_float(h);
+    p[2] = __uint_as_float(to_tf32(x - __uint_as_float(h)));
+}
+#define STAGE_FIELD(e, n, f) { float* sq_ = s_q + (e) * SQS + ((n) >> 3) * 16 + ((n) & 3) * 4 + (((n) >> 2) & 1); \
+    put_split(sq_, (f).a); put_split(sq_ + KBV * SQS, (f).b); put_split(sq_ + 2 * KBV * SQS, (f).c); \
+    put_split(sq_ + 3 * KBV * SQS, (f).d); }
+/* A register r: element g + 8 (r & 1), node t + 4 (r >> 1); s: the tile's first element */
+__device__ __forceinline__ void load_a(afrag& a, const float* s, const int ks, const int g, const int t)
+{
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const real4 v = *reinterpret_cast<const real4*>(s + (g + 8 * h) * SQS + ks * 16 + 4 * t);
+        a.hi[h] = __float_as_uint(v.a); a.hi[2 + h] = __float_as_uint(v.b);
+        a.lo[h] = __float_as_uint(v.c); a.lo[2 + h] = __float_as_uint(v.d);
+    }
 }
 __device__ __forceinline__ void mma(float* c, const afrag& a, const dentry& b)
 {
@@ -256,10 +276,9 @@ __device__ __forceinline__ void mma(float* c, const afrag& a, const dentry& b)
 #else
 #define EM 8
 #define KS 4
-#define AR 1
 #define CR 2
 typedef double dentry;
-struct afrag { double v[1]; };
+struct afrag { double v; };
 #ifndef WAVESCAT_EMULATION
 __device__ __forceinline__ void mma_f64(double* c, const double* a, const double* b)
 {
@@ -267,8 +286,15 @@ __device__ __forceinline__ void mma_f64(double* c, const double* a, const double
                  : "+d"(c[0]), "+d"(c[1]) : "d"(a[0]), "d"(b[0]));
 }
 #endif
-__device__ __forceinline__ void split(afrag& a, const int r, const double x) { a.v[r] = x; }
-__device__ __forceinline__ void mma(double* c, const afrag& a, const dentry& b) { mma_f64(c, a.v, &b); }
+/* element stride SQS = 4 (mod 8): a fragment load's 32 lanes hit distinct banks */
+#define STAGE_FIELD(e, n, f) { real* sq_ = s_q + (e) * SQS + (n); sq_[0] = (f).a; \
+    sq_[KBV * SQS] = (f).b; sq_[2 * KBV * SQS] = (f).c; sq_[3 * KBV * SQS] = (f).d; }
+/* A register: element g, node t */
+__device__ __forceinline__ void load_a(afrag& a, const double* s, const int ks, const int g, const int t)
+{
+    a.v = s[g * SQS + ks * 4 + t];
+}
+__device__ __forceinline__ void mma(double* c, const afrag& a, const dentry& b) { mma_f64(c, &a.v, &b); }
 #endif
 """
 
@@ -297,10 +323,7 @@ _MMA_BATCH = r"""
             for (int et = 0; et < ET; ++et)
                 #pragma unroll
                 for (int c = 0; c < 4; ++c)
-                    #pragma unroll
-                    for (int r = 0; r < AR; ++r)
-                        split(a[et][c], r, s_q[(c * KBV + (eg * ET + et) * EM + g + 8 * (r & 1)) * SQS
-                                               + ks * KS + t + 4 * (r >> 1)]);
+                    load_a(a[et][c], s_q + (c * KBV + (eg * ET + et) * EM) * SQS, ks, g, t);
             #pragma unroll
             for (int j = 0; j < NG; ++j) {
                 const int nt = ng * NG + j;
@@ -403,7 +426,7 @@ lserk_update(const size_t n, real* __restrict__ q, real* __restrict__ res,
 }
 """
 
-STATIC_SHARED_LIMIT = 48 * 1024  # bytes of static shared memory a block may declare
+SHARED_LIMIT = 227 * 1024  # bytes of shared memory a block may use on Hopper (opt-in above 48 KB)
 NVRTC_OPTIONS = ("-std=c++17",)
 
 
@@ -481,7 +504,9 @@ class VolumeLayout(NamedTuple):
     threads: int  # per block
     elements: int  # per block
     unroll: int
-    shared_bytes: int
+    shared_bytes: int  # the shared pool: staged fields, affine factors, operators (d_shared)
+    geo_offset: int  # bytes into the pool
+    operator_offset: int
     node_groups: int = 0  # tensor: warps per element group, NG node tiles each
 
 
@@ -524,10 +549,9 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
     sqs = n_nodes | 1
     threads = te * nt
     unroll = tuning.unroll or (n_nodes if n_nodes * 6 * ept * npt <= 1536 else 4)
-    shared = te * ept * (sqs * 4 + 9) * itemsize
-    if tuning.d_shared:
-        shared += (1 if tuning.d_packed else 3) * n_nodes * rv * entry
-    return _checked(VolumeLayout(nt, rv, dva, sqs, threads, te * ept, unroll, shared), tuning, n_nodes)
+    dbytes = (1 if tuning.d_packed else 3) * n_nodes * rv * entry if tuning.d_shared else 0
+    return _checked(VolumeLayout(nt, rv, dva, sqs, threads, te * ept, unroll, *_pool(te * ept, sqs, itemsize, dbytes)),
+                    tuning, n_nodes)
 
 
 def _mma_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayout:
@@ -539,20 +563,31 @@ def _mma_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayo
         raise ValueError(f"{tuning} for Np={n_nodes}: a node group without node tiles")
     elements = tuning.kb_volume * tuning.elements_per_thread * tiles.elements
     kpad = tiles.k_steps * tiles.k_step
-    sqs = kpad + (4 - kpad) % 8  # = 4 (mod 8): a fragment load's 32 lanes hit distinct banks
+    if itemsize == 4:  # (hi, lo) of each value, = 16 (mod 32) floats
+        sqs = 2 * kpad + (16 - 2 * kpad) % 32
+    else:  # = 4 (mod 8) doubles
+        sqs = kpad + (4 - kpad) % 8
     entry = 4 * tiles.b_regs if itemsize == 4 else 8  # TF32: hi and lo of each B register
-    shared = (4 * sqs + 9) * elements * itemsize
-    if tuning.d_shared:
-        shared += 3 * tiles.node_tiles * tiles.k_steps * 32 * entry
+    dbytes = 3 * tiles.node_tiles * tiles.k_steps * 32 * entry if tuning.d_shared else 0
     unroll = tuning.unroll or (tiles.k_steps if tiles.k_steps <= 12 else 2)
-    lay = VolumeLayout(32, 0, 0, sqs, 32 * tuning.kb_volume * groups, elements, unroll, shared, groups)
+    lay = VolumeLayout(32, 0, 0, sqs, 32 * tuning.kb_volume * groups, elements, unroll,
+                       *_pool(elements, sqs, itemsize, dbytes), node_groups=groups)
     return _checked(lay, tuning, n_nodes)
 
 
+def _pool(elements: int, sqs: int, itemsize: int, operator_bytes: int) -> tuple[int, int, int]:
+    """(bytes, geo offset, operator offset) of the shared pool: 4 sqs values per staged element,
+    their 9 affine factors, the operators; each part on a 32-byte boundary."""
+    up = lambda n: -(-n // 32) * 32  # noqa: E731
+    geo = up(4 * sqs * elements * itemsize)
+    ops = up(geo + 9 * elements * itemsize)
+    return ops + operator_bytes, geo, ops
+
+
 def _checked(lay: VolumeLayout, tuning: VolumeTuning, n_nodes: int) -> VolumeLayout:
-    if lay.threads > 1024 or lay.shared_bytes > STATIC_SHARED_LIMIT:
+    if lay.threads > 1024 or lay.shared_bytes > SHARED_LIMIT:
         raise ValueError(f"{tuning} for Np={n_nodes}: {lay.threads} threads, {lay.shared_bytes} bytes of shared "
-                         f"memory per block (limits 1024, {STATIC_SHARED_LIMIT})")
+                         f"memory per block (limits 1024, {SHARED_LIMIT})")
     return lay
 
 
@@ -641,7 +676,7 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
         return None
 
     def tiles(pairs):  # as many rows as fit the shared memory, up to the base's threads
-        fit = lambda e: STATIC_SHARED_LIMIT // (e * ((n_nodes | 1) * 4 + 9) * itemsize)  # noqa: E731
+        fit = lambda e: SHARED_LIMIT // (e * ((n_nodes | 1) * 4 + 9) * itemsize)  # noqa: E731
         return [base._replace(kb_volume=max(1, min(rows(n), fit(e))), elements_per_thread=e,
                               nodes_per_thread=n, unroll=0)
                 for e, n in pairs if e >= 1 and n in npts and e * n <= cap]
@@ -716,6 +751,7 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
     defs = {**_real(dtype), "NP": n_nodes, "NTHREADS": lay.threads,
             "NSTAGE": -(-lay.elements * n_nodes // lay.threads), "NGEO": -(-lay.elements * 9 // lay.threads),
             "PREFETCH": int(tuning.persistent > 0), "KBV": lay.elements, "SQS": lay.sqs,
+            "SHARED_BYTES": lay.shared_bytes, "GEO_OFFSET": lay.geo_offset, "D_OFFSET": lay.operator_offset,
             "D_SHARED": int(tuning.d_shared), "SPONGE": int(sponge), "BOUNDS": bounds}
     if tuning.tensor:
         tiles = mma_tiles(n_nodes, itemsize)
@@ -752,11 +788,17 @@ class GpuKernels:
             **{k: v for k, v in volume_tuning.items() if v is not None})
         self.layout = volume_layout(npn, self.tuning, self.dtype.itemsize)
         self.kbs = kb_surface or default_elements_per_block(max(npn, nfn))
-        vol = xp.RawModule(code=volume_source(npn, self.dtype, self.tuning, ops.sigma is not None),
-                           options=NVRTC_OPTIONS)
+        self._vol = xp.RawKernel(volume_source(npn, self.dtype, self.tuning, ops.sigma is not None), "dg_volume",
+                                 options=NVRTC_OPTIONS)
+        # dynamic shared memory above the 48 KB every device gives: the opt-in, within the device's limit
+        optin = xp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", SHARED_LIMIT)
+        if self.layout.shared_bytes > optin:
+            raise ValueError(f"{self.tuning}: {self.layout.shared_bytes} bytes of shared memory per block, "
+                             f"this device allows {optin}")
+        if self.layout.shared_bytes > 48 * 1024:
+            self._vol.max_dynamic_shared_size_bytes = self.layout.shared_bytes
         surf = xp.RawModule(code=surface_source(npn, nfn // 4, ops.face_mask, self.dtype, self.kbs),
                             options=NVRTC_OPTIONS)
-        self._vol = vol.get_function("dg_volume")
         self._surf = surf.get_function("dg_surface")
         self._upd = surf.get_function("lserk_update")
         self.D = volume_operators(ops.Dr, ops.Ds, ops.Dt, self.tuning, self.layout, xp)
@@ -770,7 +812,8 @@ class GpuKernels:
         o, k = self.ops, self.ops.geo.shape[0]
         sigma = o.sigma if o.sigma is not None else self._empty
         self._vol((volume_grid(self.layout, self.tuning, k, self.sms),), (self.layout.threads,),
-                  (np.int32(k), q, o.geo, self.D, sigma, out, self.scalar(1 / o.rho), self.scalar(o.rhoc2)))
+                  (np.int32(k), q, o.geo, self.D, sigma, out, self.scalar(1 / o.rho), self.scalar(o.rhoc2)),
+                  shared_mem=self.layout.shared_bytes)
 
     def surface(self, q, out, boundary_vn):
         o, k = self.ops, self.ops.geo.shape[0]

@@ -33,7 +33,12 @@ SHIM = r"""
 #include <thread>
 #include <vector>
 #define WAVESCAT_EMULATION 1
-#define SHARED_POOL(name, bytes) static __attribute__((aligned(32))) unsigned char name[bytes]
+/* the shared pool between two guard bands that every launch checks (a pool sized too small,
+   or an index past it, breaks them) */
+#define SHARED_POOL(name, bytes) \
+    static __attribute__((aligned(32))) unsigned char name##_raw[(bytes) + 2 * GUARD_BYTES]; \
+    static const bool name##_guarded = guard_pool(name##_raw, (bytes)); \
+    unsigned char* const name = name##_raw + GUARD_BYTES
 struct uint3_ { unsigned x, y, z; };
 static thread_local uint3_ threadIdx, blockIdx;
 static uint3_ blockDim, gridDim;
@@ -77,6 +82,18 @@ static double f64_value(double x) { return x; }
 static inline void mma_tf32(float* c, const unsigned* a, const unsigned* b) { warp_mma(c, a, b, 4, 2, 4, 8, tf32_value); }
 static inline void mma_f64(double* c, const double* a, const double* b) { warp_mma(c, a, b, 1, 1, 2, 4, f64_value); }
 
+#define GUARD_BYTES 64
+#include <mutex>
+static std::mutex g_guard_lock;
+static std::vector<std::pair<unsigned char*, size_t>> g_guards;  /* (raw pool, bytes) */
+static bool guard_pool(unsigned char* raw, size_t bytes) {
+    std::lock_guard<std::mutex> lock(g_guard_lock);
+    for (int i = 0; i < GUARD_BYTES; ++i) raw[i] = raw[GUARD_BYTES + bytes + i] = 0xA5;
+    g_guards.emplace_back(raw, bytes);
+    return true;
+}
+static int g_guard_broken = 0;
+extern "C" int guard_broken() { const int b = g_guard_broken; g_guard_broken = 0; return b; }  /* and clear */
 template <class F> static void launch(int grid, int block, F kernel) {
     blockDim = {(unsigned)block, 1, 1}; gridDim = {(unsigned)grid, 1, 1};
     g_warp_barriers.clear();
@@ -92,6 +109,12 @@ template <class F> static void launch(int grid, int block, F kernel) {
                 kernel(); bar.arrive_and_drop(); });
         for (auto& th : threads) th.join();
     }
+    for (auto& [raw, bytes] : g_guards)
+        for (int i = 0; i < GUARD_BYTES; ++i)
+            if (raw[i] != 0xA5 || raw[GUARD_BYTES + bytes + i] != 0xA5) {
+                g_guard_broken = 1;
+                raw[i] = raw[GUARD_BYTES + bytes + i] = 0xA5;  /* re-armed for the next launch */
+            }
 }
 """
 
@@ -146,7 +169,7 @@ def emulated(tmp_path_factory, volume_variants):
            str(path / "kernels.cpp")]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     lib = ctypes.CDLL(str(path / "kernels.so"))
-    return {key: getattr(lib, name) for key, name in names.items()}
+    return {key: getattr(lib, name) for key, name in names.items()} | {"guard_broken": lib.guard_broken}
 
 
 def _guarded(a):
@@ -179,6 +202,7 @@ def emulated_rhs(kernels, dg, order, tuning, precision, t):
         ctypes.c_void_p(o.vmap_p.ctypes.data), _ptr(face_geo), _ptr(bvn), _ptr(lift), _ptr(rhs),
         *(ctypes.c_double(x) for x in (o.rho, o.c, o.rhoc2, o.alpha)))
     assert np.isnan(rhs[:GUARD]).all() and np.isnan(rhs[-GUARD:]).all(), "write outside rhs"
+    assert not kernels["guard_broken"](), "write outside a block's shared memory"
     return rhs[GUARD:-GUARD].reshape(dg.q.shape)
 
 

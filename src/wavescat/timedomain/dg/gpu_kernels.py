@@ -567,7 +567,7 @@ def _mma_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayo
         sqs = 2 * kpad + (16 - 2 * kpad) % 32
     else:  # = 4 (mod 8) doubles
         sqs = kpad + (4 - kpad) % 8
-    entry = 4 * tiles.b_regs if itemsize == 4 else 8  # TF32: hi and lo of each B register
+    entry = 2 * tiles.b_regs * itemsize  # bytes of a dentry: TF32 holds hi and lo of each register
     dbytes = 3 * tiles.node_tiles * tiles.k_steps * 32 * entry if tuning.d_shared else 0
     unroll = tuning.unroll or (tiles.k_steps if tiles.k_steps <= 12 else 2)
     lay = VolumeLayout(32, 0, 0, sqs, 32 * tuning.kb_volume * groups, elements, unroll,

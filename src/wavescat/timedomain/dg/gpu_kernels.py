@@ -245,16 +245,18 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsi
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 #endif
-/* A staged value as (hi, lo) two floats apart: per k step an element holds 16 floats, lane t's
-   (hi(t), hi(t + 4), lo(t), lo(t + 4)) side by side, one 16-byte load; element stride
+/* A staged value as (hi, lo), one 8-byte store: per k step an element holds 16 floats, lane t's
+   (hi(t), lo(t), hi(t + 4), lo(t + 4)) side by side, one 16-byte load; element stride
    SQS = 16 (mod 32), so that a quarter warp's loads hit distinct banks */
 __device__ __forceinline__ void put_split(float* p, const float x)
 {
     const unsigned h = to_tf32(x);
-    p[0] = __uint_as_float(h);
-    p[2] = __uint_as_float(to_tf32(x - __uint_as_float(h)));
+    float2 v;
+    v.x = __uint_as_float(h);
+    v.y = __uint_as_float(to_tf32(x - v.x));
+    *reinterpret_cast<float2*>(p) = v;
 }
-#define STAGE_FIELD(e, n, f) { float* sq_ = s_q + (e) * SQS + ((n) >> 3) * 16 + ((n) & 3) * 4 + (((n) >> 2) & 1); \
+#define STAGE_FIELD(e, n, f) { float* sq_ = s_q + (e) * SQS + ((n) >> 3) * 16 + ((n) & 3) * 4 + (((n) >> 1) & 2); \
     put_split(sq_, (f).a); put_split(sq_ + KBV * SQS, (f).b); put_split(sq_ + 2 * KBV * SQS, (f).c); \
     put_split(sq_ + 3 * KBV * SQS, (f).d); }
 /* A register r: element g + 8 (r & 1), node t + 4 (r >> 1); s: the tile's first element */
@@ -263,8 +265,8 @@ __device__ __forceinline__ void load_a(afrag& a, const float* s, const int ks, c
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const real4 v = *reinterpret_cast<const real4*>(s + (g + 8 * h) * SQS + ks * 16 + 4 * t);
-        a.hi[h] = __float_as_uint(v.a); a.hi[2 + h] = __float_as_uint(v.b);
-        a.lo[h] = __float_as_uint(v.c); a.lo[2 + h] = __float_as_uint(v.d);
+        a.hi[h] = __float_as_uint(v.a); a.lo[h] = __float_as_uint(v.b);
+        a.hi[2 + h] = __float_as_uint(v.c); a.lo[2 + h] = __float_as_uint(v.d);
     }
 }
 __device__ __forceinline__ void mma(float* c, const afrag& a, const dentry& b)
@@ -705,8 +707,8 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
     elif stage == "tensor":  # tensor-core variants: tiles per warp, element groups, prefetch, operators
         tiles = mma_tiles(n_nodes, itemsize)
         groups = sorted({-(-tiles.node_tiles // k) for k in range(1, 7)})
-        # at most 64 accumulator registers per lane (ET NG tiles of 4 fields)
-        pairs = [(e, g) for e in (1, 2, 3) for g in groups if e * g * 4 * tiles.elements * 8 * itemsize // 4 <= 64 * 32]
+        # at most 96 accumulator registers per lane (ET NG tiles of 4 fields)
+        pairs = [(e, g) for e in (1, 2, 3) for g in groups if e * g * 4 * tiles.elements * 8 * itemsize // 4 <= 96 * 32]
         out = [VolumeTuning(kb, elements_per_thread=e, nodes_per_thread=g, tensor=True, persistent=p, d_shared=ds)
                for e, g in pairs for kb in (1, 2, 4) for p in (0, 2) for ds in (False, True)]
     elif stage == "codegen":

@@ -29,24 +29,29 @@ struct __align__(ALIGN4) real4 { real a, b, c, d; };
 _VOLUME = r"""
 /* The frame both volume layouts share. A block stages KBV elements of (p, r_x.v, s_x.v, t_x.v)
    and their affine factors in shared memory (STAGE_FIELD: the layout's order), computes their
-   rhs (the layout's batch code) and writes it with store_rhs. PREFETCH (a persistent grid, gridDim < nbatch):
+   rhs (the layout's batch code) and writes it with write_rhs. PREFETCH (a persistent grid, gridDim < nbatch):
    each block loops over batches and issues the next batch's global loads before this batch's
    arithmetic, which hides their latency. */
-__device__ __forceinline__ void store_rhs(real* __restrict__ rhs, const real* __restrict__ q,
-                                          const real* __restrict__ sigma, const size_t KN, const size_t id,
-                                          const real* g, const real pr, const real ps, const real pt,
-                                          const real dv, const real inv_rho, const real rhoc2)
+__device__ __forceinline__ real4 volume_rhs(const real* g, const real pr, const real ps, const real pt,
+                                             const real dv, const real inv_rho, const real rhoc2)
 {
     /* (pr, ps, pt) = (Dr, Ds, Dt) p and dv = div of the contravariant velocity at one node */
-    real rp = -rhoc2 * dv;
-    real ru = -inv_rho * (g[0] * pr + g[3] * ps + g[6] * pt);
-    real rv = -inv_rho * (g[1] * pr + g[4] * ps + g[7] * pt);
-    real rw = -inv_rho * (g[2] * pr + g[5] * ps + g[8] * pt);
+    real4 r;
+    r.a = -rhoc2 * dv;
+    r.b = -inv_rho * (g[0] * pr + g[3] * ps + g[6] * pt);
+    r.c = -inv_rho * (g[1] * pr + g[4] * ps + g[7] * pt);
+    r.d = -inv_rho * (g[2] * pr + g[5] * ps + g[8] * pt);
+    return r;
+}
+
+__device__ __forceinline__ void write_rhs(real* __restrict__ rhs, const real* __restrict__ q,
+                                          const real* __restrict__ sigma, const size_t KN, const size_t id, real4 r)
+{
 #if SPONGE
     const real sg = sigma[id];
-    rp -= sg * q[id]; ru -= sg * q[KN + id]; rv -= sg * q[2 * KN + id]; rw -= sg * q[3 * KN + id];
+    r.a -= sg * q[id]; r.b -= sg * q[KN + id]; r.c -= sg * q[2 * KN + id]; r.d -= sg * q[3 * KN + id];
 #endif
-    rhs[id] = rp; rhs[KN + id] = ru; rhs[2 * KN + id] = rv; rhs[3 * KN + id] = rw;
+    rhs[id] = r.a; rhs[KN + id] = r.b; rhs[2 * KN + id] = r.c; rhs[3 * KN + id] = r.d;
 }
 
 extern "C" __global__ void BOUNDS
@@ -202,8 +207,8 @@ _ROWS_BATCH = r"""
             for (int i = 0; i < NPT; ++i) {
                 const int n = t + i * NT;
                 if (n >= NP) break;
-                store_rhs(rhs, q, sigma, KN, (size_t)k * NP + n, s_g + 9 * (e0 + j * TE),
-                          pr[j][i], ps[j][i], pt[j][i], dv[j][i], inv_rho, rhoc2);
+                write_rhs(rhs, q, sigma, KN, (size_t)k * NP + n, volume_rhs(s_g + 9 * (e0 + j * TE),
+                          pr[j][i], ps[j][i], pt[j][i], dv[j][i], inv_rho, rhoc2));
             }
         }
 """
@@ -343,6 +348,10 @@ _MMA_BATCH = r"""
                 }
             }
         }
+#if STAGED_OUT
+        __syncthreads();  /* the staged fields are read: their space takes the rhs as real4 */
+        real4* const s_o = reinterpret_cast<real4*>(s_q);
+#endif
         #pragma unroll
         for (int et = 0; et < ET; ++et)
             #pragma unroll
@@ -350,11 +359,21 @@ _MMA_BATCH = r"""
                 #pragma unroll
                 for (int r = 0; r < CR; ++r) {
                     const int e = (eg * ET + et) * EM + g + 8 * (r >> 1), n = (ng * NG + j) * 8 + 2 * t + (r & 1);
-                    const int k = b * KBV + e;
-                    if (k < K && n < NP)
-                        store_rhs(rhs, q, sigma, KN, (size_t)k * NP + n, s_g + 9 * e, acc[et][j][0][r],
-                                  acc[et][j][1][r], acc[et][j][2][r], acc[et][j][3][r], inv_rho, rhoc2);
+                    if (n >= NP) continue;
+                    const real4 o = volume_rhs(s_g + 9 * e, acc[et][j][0][r], acc[et][j][1][r], acc[et][j][2][r],
+                                               acc[et][j][3][r], inv_rho, rhoc2);
+#if STAGED_OUT
+                    s_o[e * NP + n] = o;
+#else
+                    if (b * KBV + e < K) write_rhs(rhs, q, sigma, KN, (size_t)(b * KBV + e) * NP + n, o);
+#endif
                 }
+#if STAGED_OUT  /* the batch's rhs is one contiguous range per field: coalesced stores */
+        __syncthreads();
+        const int nb = (K - b * KBV < KBV ? K - b * KBV : KBV) * NP;
+        for (int i = threadIdx.x; i < nb; i += NTHREADS)
+            write_rhs(rhs, q, sigma, KN, (size_t)b * KBV * NP + i, s_o[i]);
+#endif
 """
 
 _SURFACE = r"""
@@ -448,6 +467,7 @@ class VolumeTuning(NamedTuple):
     warp_rows: bool = False  # threads per element row padded to a power of two (or a multiple of
     # 32), so that no row straddles two warps: a staged-field read is one address per warp row
     tensor: bool = False  # warp matrix products on the tensor cores (DMMA fp64, 3xTF32 fp32)
+    staged_output: bool = False  # tensor: the rhs through shared memory, written in coalesced rows
 
     def __repr__(self) -> str:  # only what differs from the defaults: the tuning table's style
         changed = [f"{k}={v!r}" for k, v in zip(self._fields, self)
@@ -540,6 +560,8 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
         raise ValueError(f"{tuning}: persistent must be >= 0")
     if tuning.tensor:
         return _mma_layout(n_nodes, tuning, itemsize)
+    if tuning.staged_output:
+        raise ValueError(f"{tuning}: staged_output is an option of tensor, not of the row layout")
     nt = -(-n_nodes // npt)
     if tuning.warp_rows:  # the node map t + i NT still covers every node once (NT NPT >= Np)
         nt = warp_row_width(nt)
@@ -709,8 +731,9 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
         groups = sorted({-(-tiles.node_tiles // k) for k in range(1, 7)})
         # at most 96 accumulator registers per lane (ET NG tiles of 4 fields)
         pairs = [(e, g) for e in (1, 2, 3) for g in groups if e * g * 4 * tiles.elements * 8 * itemsize // 4 <= 96 * 32]
-        out = [VolumeTuning(kb, elements_per_thread=e, nodes_per_thread=g, tensor=True, persistent=p, d_shared=ds)
-               for e, g in pairs for kb in (1, 2, 4) for p in (0, 2) for ds in (False, True)]
+        out = [VolumeTuning(kb, elements_per_thread=e, nodes_per_thread=g, tensor=True, persistent=p, d_shared=ds,
+                            staged_output=so)
+               for e, g in pairs for kb in (1, 2, 4) for p in (0, 2) for ds in (False, True) for so in (False, True)]
     elif stage == "codegen":
         lay = volume_layout(n_nodes, base, itemsize)
         if base.tensor:  # a full unroll of a long k loop compiles slowly
@@ -758,6 +781,7 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
     if tuning.tensor:
         tiles = mma_tiles(n_nodes, itemsize)
         defs.update({"MMA_TF32": int(itemsize == 4), "NNT": tiles.node_tiles, "NKS": tiles.k_steps,
+                     "STAGED_OUT": int(tuning.staged_output),
                      "NGROUPS": lay.node_groups, "ET": tuning.elements_per_thread, "NG": tuning.nodes_per_thread})
         prelude, setup, batch = _MMA, _MMA_SETUP, _MMA_BATCH
     else:

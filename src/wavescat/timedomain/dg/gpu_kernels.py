@@ -220,7 +220,8 @@ _MMA = r"""
    C_dv += U_r Dr^T + U_s Ds^T + U_t Dt^T. fp64: DMMA m8n8k4 (exact fp64 FMAs). fp32: TF32 m16n8k8
    in three products (3xTF32: a = a_hi + a_lo, b = b_hi + b_lo, ab ~ a_hi b_hi + a_hi b_lo +
    a_lo b_hi, about fp32 accuracy), the fields split when staged, the operators beforehand.
-   Fields staged one component after another; padding nodes are zero in the operators and
+   Fields staged one component after another (fp32: in fragment order, split into TF32 hi and
+   lo); padding nodes are zero in the operators and
    finite in the fields. Warp (eg, ng) of the block computes ET element tiles of element group
    eg times NG node tiles of node group ng. The operators are stored in fragment order, one
    dentry per (d, node tile, k step, lane). */
@@ -234,7 +235,6 @@ _MMA = r"""
 #define KS 8
 #define CR 4
 struct __align__(16) dentry { unsigned hi[2], lo[2]; };
-struct afrag { unsigned hi[4], lo[4]; };
 #ifndef WAVESCAT_EMULATION
 __device__ __forceinline__ unsigned to_tf32(const float x)
 {
@@ -250,29 +250,24 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsi
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 #endif
-/* A staged value as (hi, lo), one 8-byte store: per k step an element holds 16 floats, lane t's
-   (hi(t), lo(t), hi(t + 4), lo(t + 4)) side by side, one 16-byte load; element stride
-   SQS = 16 (mod 32), so that a quarter warp's loads hit distinct banks */
+/* Fields staged in fragment order: per component, element tile and k step, lane (g, t)'s A
+   registers side by side (hi[4], then lo[4]: two 16-byte loads, a warp reading 1 KB in a row) */
+struct __align__(16) afrag { unsigned hi[4], lo[4]; };
+#define A_TILE(c, tile) (s_q + (c) * KBV * SQS + (tile) * NKS * 256)
 __device__ __forceinline__ void put_split(float* p, const float x)
 {
     const unsigned h = to_tf32(x);
-    float2 v;
-    v.x = __uint_as_float(h);
-    v.y = __uint_as_float(to_tf32(x - v.x));
-    *reinterpret_cast<float2*>(p) = v;
+    p[0] = __uint_as_float(h);
+    p[4] = __uint_as_float(to_tf32(x - p[0]));
 }
-#define STAGE_FIELD(e, n, f) { float* sq_ = s_q + (e) * SQS + ((n) >> 3) * 16 + ((n) & 3) * 4 + (((n) >> 1) & 2); \
+#define STAGE_FIELD(e, n, f) { \
+    float* sq_ = A_TILE(0, (e) >> 4) + ((((n) >> 3) * 32 + ((e) & 7) * 4 + ((n) & 3)) * 8 \
+                 + (((e) >> 3) & 1) + (((n) >> 1) & 2)); \
     put_split(sq_, (f).a); put_split(sq_ + KBV * SQS, (f).b); put_split(sq_ + 2 * KBV * SQS, (f).c); \
     put_split(sq_ + 3 * KBV * SQS, (f).d); }
-/* A register r: element g + 8 (r & 1), node t + 4 (r >> 1); s: the tile's first element */
-__device__ __forceinline__ void load_a(afrag& a, const float* s, const int ks, const int g, const int t)
+__device__ __forceinline__ void load_a(afrag& a, const float* tile, const int ks, const int lane)
 {
-    #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const real4 v = *reinterpret_cast<const real4*>(s + (g + 8 * h) * SQS + ks * 16 + 4 * t);
-        a.hi[h] = __float_as_uint(v.a); a.lo[h] = __float_as_uint(v.b);
-        a.hi[2 + h] = __float_as_uint(v.c); a.lo[2 + h] = __float_as_uint(v.d);
-    }
+    a = *reinterpret_cast<const afrag*>(tile + (ks * 32 + lane) * 8);
 }
 __device__ __forceinline__ void mma(float* c, const afrag& a, const dentry& b)
 {
@@ -294,12 +289,13 @@ __device__ __forceinline__ void mma_f64(double* c, const double* a, const double
 }
 #endif
 /* element stride SQS = 4 (mod 8): a fragment load's 32 lanes hit distinct banks */
+#define A_TILE(c, tile) (s_q + ((c) * KBV + (tile) * EM) * SQS)
 #define STAGE_FIELD(e, n, f) { real* sq_ = s_q + (e) * SQS + (n); sq_[0] = (f).a; \
     sq_[KBV * SQS] = (f).b; sq_[2 * KBV * SQS] = (f).c; sq_[3 * KBV * SQS] = (f).d; }
 /* A register: element g, node t */
-__device__ __forceinline__ void load_a(afrag& a, const double* s, const int ks, const int g, const int t)
+__device__ __forceinline__ void load_a(afrag& a, const double* tile, const int ks, const int lane)
 {
-    a.v = s[g * SQS + ks * 4 + t];
+    a.v = tile[(lane >> 2) * SQS + ks * 4 + (lane & 3)];
 }
 __device__ __forceinline__ void mma(double* c, const afrag& a, const dentry& b) { mma_f64(c, &a.v, &b); }
 #endif
@@ -330,7 +326,7 @@ _MMA_BATCH = r"""
             for (int et = 0; et < ET; ++et)
                 #pragma unroll
                 for (int c = 0; c < 4; ++c)
-                    load_a(a[et][c], s_q + (c * KBV + (eg * ET + et) * EM) * SQS, ks, g, t);
+                    load_a(a[et][c], A_TILE(c, eg * ET + et), ks, lane);
             #pragma unroll
             for (int j = 0; j < NG; ++j) {
                 const int nt = ng * NG + j;
@@ -587,8 +583,8 @@ def _mma_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayo
         raise ValueError(f"{tuning} for Np={n_nodes}: a node group without node tiles")
     elements = tuning.kb_volume * tuning.elements_per_thread * tiles.elements
     kpad = tiles.k_steps * tiles.k_step
-    if itemsize == 4:  # (hi, lo) of each value, = 16 (mod 32) floats
-        sqs = 2 * kpad + (16 - 2 * kpad) % 32
+    if itemsize == 4:  # (hi, lo) of each value in fragment order
+        sqs = 2 * kpad
     else:  # = 4 (mod 8) doubles
         sqs = kpad + (4 - kpad) % 8
     entry = 2 * tiles.b_regs * itemsize  # bytes of a dentry: TF32 holds hi and lo of each register

@@ -221,10 +221,9 @@ _MMA = r"""
    in three products (3xTF32: a = a_hi + a_lo, b = b_hi + b_lo, ab ~ a_hi b_hi + a_hi b_lo +
    a_lo b_hi, about fp32 accuracy), the fields split when staged, the operators beforehand.
    Fields staged one component after another (fp32: in fragment order, split into TF32 hi and
-   lo); padding nodes are zero in the operators and
-   finite in the fields. Warp (eg, ng) of the block computes ET element tiles of element group
-   eg times NG node tiles of node group ng. The operators are stored in fragment order, one
-   dentry per (d, node tile, k step, lane). */
+   lo); padding nodes are zero in the operators and finite in the fields. Warp (eg, ng) of the
+   block computes ET element tiles of element group eg times NG node tiles of node group ng.
+   The operators are stored in fragment order, one dentry per (d, node tile, k step, lane). */
 #define SQ_TYPE real
 #define SQ_SIZE (4 * KBV * SQS)
 #define SQ_ZERO 1

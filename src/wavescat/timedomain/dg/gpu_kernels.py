@@ -243,7 +243,7 @@ __device__ __forceinline__ unsigned to_tf32(const float x)
 }
 __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsigned* b)
 {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
                  "{%8,%9}, {%0,%1,%2,%3};"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -268,11 +268,11 @@ __device__ __forceinline__ void load_a(afrag& a, const float* tile, const int ks
 {
     a = *reinterpret_cast<const afrag*>(tile + (ks * 32 + lane) * 8);
 }
-__device__ __forceinline__ void mma(float* c, const afrag& a, const dentry& b)
+#define PASSES 3
+/* pass 0, 1, 2 of a product: a_lo b_hi, a_hi b_lo, a_hi b_hi (the small terms first) */
+__device__ __forceinline__ void mma(float* c, const afrag& a, const dentry& b, const int pass)
 {
-    mma_tf32(c, a.lo, b.hi);  /* the small terms first */
-    mma_tf32(c, a.hi, b.lo);
-    mma_tf32(c, a.hi, b.hi);
+    mma_tf32(c, pass == 0 ? a.lo : a.hi, pass == 1 ? b.lo : b.hi);
 }
 #else
 #define EM 8
@@ -283,7 +283,7 @@ struct afrag { double v; };
 #ifndef WAVESCAT_EMULATION
 __device__ __forceinline__ void mma_f64(double* c, const double* a, const double* b)
 {
-    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
                  : "+d"(c[0]), "+d"(c[1]) : "d"(a[0]), "d"(b[0]));
 }
 #endif
@@ -296,7 +296,8 @@ __device__ __forceinline__ void load_a(afrag& a, const double* tile, const int k
 {
     a.v = tile[(lane >> 2) * SQS + ks * 4 + (lane & 3)];
 }
-__device__ __forceinline__ void mma(double* c, const afrag& a, const dentry& b) { mma_f64(c, &a.v, &b); }
+#define PASSES 1
+__device__ __forceinline__ void mma(double* c, const afrag& a, const dentry& b, int) { mma_f64(c, &a.v, &b); }
 #endif
 """
 
@@ -309,13 +310,13 @@ _MMA_SETUP = r"""
 """
 
 _MMA_BATCH = r"""
-        real acc[ET][NG][4][CR];
+        real acc[ET][NG][6][CR];  /* pr, ps, pt and the three terms of dv */
         #pragma unroll
         for (int et = 0; et < ET; ++et)
             #pragma unroll
             for (int j = 0; j < NG; ++j)
                 #pragma unroll
-                for (int c = 0; c < 4; ++c)
+                for (int c = 0; c < 6; ++c)
                     #pragma unroll
                     for (int r = 0; r < CR; ++r) acc[et][j][c][r] = 0;
         #pragma unroll __UNROLL__
@@ -332,15 +333,19 @@ _MMA_BATCH = r"""
                 if (nt >= NNT) break;  /* warp-uniform: the last node group may be short */
                 const dentry* bp = Db + (nt * NKS + ks) * 32 + lane;
                 const dentry br = bp[0], bs = bp[DSTRIDE], bt = bp[2 * DSTRIDE];
+                /* six independent accumulators per tile, one pass of each after the other: no
+                   product waits for the one before */
                 #pragma unroll
-                for (int et = 0; et < ET; ++et) {
-                    mma(acc[et][j][0], a[et][0], br);
-                    mma(acc[et][j][1], a[et][0], bs);
-                    mma(acc[et][j][2], a[et][0], bt);
-                    mma(acc[et][j][3], a[et][1], br);
-                    mma(acc[et][j][3], a[et][2], bs);
-                    mma(acc[et][j][3], a[et][3], bt);
-                }
+                for (int pass = 0; pass < PASSES; ++pass)
+                    #pragma unroll
+                    for (int et = 0; et < ET; ++et) {
+                        mma(acc[et][j][0], a[et][0], br, pass);
+                        mma(acc[et][j][1], a[et][0], bs, pass);
+                        mma(acc[et][j][2], a[et][0], bt, pass);
+                        mma(acc[et][j][3], a[et][1], br, pass);
+                        mma(acc[et][j][4], a[et][2], bs, pass);
+                        mma(acc[et][j][5], a[et][3], bt, pass);
+                    }
             }
         }
 #if STAGED_OUT
@@ -356,7 +361,7 @@ _MMA_BATCH = r"""
                     const int e = (eg * ET + et) * EM + g + 8 * (r >> 1), n = (ng * NG + j) * 8 + 2 * t + (r & 1);
                     if (n >= NP) continue;
                     const real4 o = volume_rhs(s_g + 9 * e, acc[et][j][0][r], acc[et][j][1][r], acc[et][j][2][r],
-                                               acc[et][j][3][r], inv_rho, rhoc2);
+                                               acc[et][j][3][r] + acc[et][j][4][r] + acc[et][j][5][r], inv_rho, rhoc2);
 #if STAGED_OUT
                     s_o[e * NP + n] = o;
 #else
@@ -724,8 +729,8 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
     elif stage == "tensor":  # tensor-core variants: tiles per warp, element groups, prefetch, operators
         tiles = mma_tiles(n_nodes, itemsize)
         groups = sorted({-(-tiles.node_tiles // k) for k in range(1, 7)})
-        # at most 96 accumulator registers per lane (ET NG tiles of 4 fields)
-        pairs = [(e, g) for e in (1, 2, 3) for g in groups if e * g * 4 * tiles.elements * 8 * itemsize // 4 <= 96 * 32]
+        # at most 96 accumulator registers per lane (ET NG tiles of 6 accumulators)
+        pairs = [(e, g) for e in (1, 2, 3) for g in groups if e * g * 6 * tiles.elements * 8 * itemsize // 4 <= 96 * 32]
         out = [VolumeTuning(kb, elements_per_thread=e, nodes_per_thread=g, tensor=True, persistent=p, d_shared=ds,
                             staged_output=so)
                for e, g in pairs for kb in (1, 2, 4) for p in (0, 2) for ds in (False, True) for so in (False, True)]

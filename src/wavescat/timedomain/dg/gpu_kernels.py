@@ -249,24 +249,31 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsi
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 #endif
-/* Fields staged in fragment order: per component, element tile and k step, lane (g, t)'s A
-   registers side by side (hi[4], then lo[4]: two 16-byte loads, a warp reading 1 KB in a row) */
-struct __align__(16) afrag { unsigned hi[4], lo[4]; };
+/* Fields staged in fragment order: per component, element tile and k step 256 floats, the 32
+   lanes' hi[4] (lane (g, t)'s A registers side by side), then their lo[4]: a warp's fragment
+   load is two 512-byte rows. Lane slots are swizzled by the k step's parity (slot lane ^ 4
+   (ks & 1)), so that the staging stores of an element's consecutive nodes spread over twice the
+   banks (two-way conflicts, not four-way). */
+struct afrag { unsigned hi[4], lo[4]; };
 #define A_TILE(c, tile) (s_q + (c) * KBV * SQS + (tile) * NKS * 256)
+#define A_SLOT(ks, slot) ((ks) * 256 + ((slot) ^ (((ks) & 1) << 2)) * 4)
 __device__ __forceinline__ void put_split(float* p, const float x)
 {
     const unsigned h = to_tf32(x);
     p[0] = __uint_as_float(h);
-    p[4] = __uint_as_float(to_tf32(x - p[0]));
+    p[128] = __uint_as_float(to_tf32(x - p[0]));
 }
 #define STAGE_FIELD(e, n, f) { \
-    float* sq_ = A_TILE(0, (e) >> 4) + ((((n) >> 3) * 32 + ((e) & 7) * 4 + ((n) & 3)) * 8 \
-                 + (((e) >> 3) & 1) + (((n) >> 1) & 2)); \
+    float* sq_ = A_TILE(0, (e) >> 4) + A_SLOT((n) >> 3, ((e) & 7) * 4 + ((n) & 3)) + (((e) >> 3) & 1) \
+                 + (((n) >> 1) & 2); \
     put_split(sq_, (f).a); put_split(sq_ + KBV * SQS, (f).b); put_split(sq_ + 2 * KBV * SQS, (f).c); \
     put_split(sq_ + 3 * KBV * SQS, (f).d); }
 __device__ __forceinline__ void load_a(afrag& a, const float* tile, const int ks, const int lane)
 {
-    a = *reinterpret_cast<const afrag*>(tile + (ks * 32 + lane) * 8);
+    const real4 h = *reinterpret_cast<const real4*>(tile + A_SLOT(ks, lane));
+    const real4 l = *reinterpret_cast<const real4*>(tile + A_SLOT(ks, lane) + 128);
+    a.hi[0] = __float_as_uint(h.a); a.hi[1] = __float_as_uint(h.b); a.hi[2] = __float_as_uint(h.c); a.hi[3] = __float_as_uint(h.d);
+    a.lo[0] = __float_as_uint(l.a); a.lo[1] = __float_as_uint(l.b); a.lo[2] = __float_as_uint(l.c); a.lo[3] = __float_as_uint(l.d);
 }
 #define PASSES 3
 /* pass 0, 1, 2 of a product: a_lo b_hi, a_hi b_lo, a_hi b_hi (the small terms first) */
@@ -310,13 +317,15 @@ _MMA_SETUP = r"""
 """
 
 _MMA_BATCH = r"""
-        real acc[ET][NG][6][CR];  /* pr, ps, pt and the three terms of dv */
+        /* pr, ps, pt and dv; SPLIT_DV: the three terms of dv in accumulators 3, 4, 5 (shorter
+           dependency chains for more registers) */
+        real acc[ET][NG][NACC][CR];
         #pragma unroll
         for (int et = 0; et < ET; ++et)
             #pragma unroll
             for (int j = 0; j < NG; ++j)
                 #pragma unroll
-                for (int c = 0; c < 6; ++c)
+                for (int c = 0; c < NACC; ++c)
                     #pragma unroll
                     for (int r = 0; r < CR; ++r) acc[et][j][c][r] = 0;
         #pragma unroll __UNROLL__
@@ -333,8 +342,7 @@ _MMA_BATCH = r"""
                 if (nt >= NNT) break;  /* warp-uniform: the last node group may be short */
                 const dentry* bp = Db + (nt * NKS + ks) * 32 + lane;
                 const dentry br = bp[0], bs = bp[DSTRIDE], bt = bp[2 * DSTRIDE];
-                /* six independent accumulators per tile, one pass of each after the other: no
-                   product waits for the one before */
+                /* the products' passes one after the other: no pass waits for the one before */
                 #pragma unroll
                 for (int pass = 0; pass < PASSES; ++pass)
                     #pragma unroll
@@ -343,8 +351,8 @@ _MMA_BATCH = r"""
                         mma(acc[et][j][1], a[et][0], bs, pass);
                         mma(acc[et][j][2], a[et][0], bt, pass);
                         mma(acc[et][j][3], a[et][1], br, pass);
-                        mma(acc[et][j][4], a[et][2], bs, pass);
-                        mma(acc[et][j][5], a[et][3], bt, pass);
+                        mma(acc[et][j][3 + SPLIT_DV], a[et][2], bs, pass);
+                        mma(acc[et][j][3 + 2 * SPLIT_DV], a[et][3], bt, pass);
                     }
             }
         }
@@ -360,8 +368,12 @@ _MMA_BATCH = r"""
                 for (int r = 0; r < CR; ++r) {
                     const int e = (eg * ET + et) * EM + g + 8 * (r >> 1), n = (ng * NG + j) * 8 + 2 * t + (r & 1);
                     if (n >= NP) continue;
+                    real dv = acc[et][j][3][r];
+#if SPLIT_DV
+                    dv += acc[et][j][4][r] + acc[et][j][5][r];
+#endif
                     const real4 o = volume_rhs(s_g + 9 * e, acc[et][j][0][r], acc[et][j][1][r], acc[et][j][2][r],
-                                               acc[et][j][3][r] + acc[et][j][4][r] + acc[et][j][5][r], inv_rho, rhoc2);
+                                               dv, inv_rho, rhoc2);
 #if STAGED_OUT
                     s_o[e * NP + n] = o;
 #else
@@ -468,6 +480,7 @@ class VolumeTuning(NamedTuple):
     # 32), so that no row straddles two warps: a staged-field read is one address per warp row
     tensor: bool = False  # warp matrix products on the tensor cores (DMMA fp64, 3xTF32 fp32)
     staged_output: bool = False  # tensor: the rhs through shared memory, written in coalesced rows
+    split_dv: bool = False  # tensor: the three terms of div v in separate accumulators
 
     def __repr__(self) -> str:  # only what differs from the defaults: the tuning table's style
         changed = [f"{k}={v!r}" for k, v in zip(self._fields, self)
@@ -560,8 +573,8 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
         raise ValueError(f"{tuning}: persistent must be >= 0")
     if tuning.tensor:
         return _mma_layout(n_nodes, tuning, itemsize)
-    if tuning.staged_output:
-        raise ValueError(f"{tuning}: staged_output is an option of tensor, not of the row layout")
+    if tuning.staged_output or tuning.split_dv:
+        raise ValueError(f"{tuning}: staged_output and split_dv are options of tensor, not of the row layout")
     nt = -(-n_nodes // npt)
     if tuning.warp_rows:  # the node map t + i NT still covers every node once (NT NPT >= Np)
         nt = warp_row_width(nt)
@@ -729,8 +742,8 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
     elif stage == "tensor":  # tensor-core variants: tiles per warp, element groups, prefetch, operators
         tiles = mma_tiles(n_nodes, itemsize)
         groups = sorted({-(-tiles.node_tiles // k) for k in range(1, 7)})
-        # at most 96 accumulator registers per lane (ET NG tiles of 6 accumulators)
-        pairs = [(e, g) for e in (1, 2, 3) for g in groups if e * g * 6 * tiles.elements * 8 * itemsize // 4 <= 96 * 32]
+        # at most 96 accumulator registers per lane (ET NG tiles of 4 accumulators)
+        pairs = [(e, g) for e in (1, 2, 3) for g in groups if e * g * 4 * tiles.elements * 8 * itemsize // 4 <= 96 * 32]
         out = [VolumeTuning(kb, elements_per_thread=e, nodes_per_thread=g, tensor=True, persistent=p, d_shared=ds,
                             staged_output=so)
                for e, g in pairs for kb in (1, 2, 4) for p in (0, 2) for ds in (False, True) for so in (False, True)]
@@ -745,6 +758,8 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
         out = [base._replace(unroll=u) for u in unrolls if u != lay.unroll] + [base._replace(min_blocks=b) for b in blocks]
         if base.persistent:  # blocks per SM of the persistent grid
             out += [base._replace(persistent=p) for p in (1, 2, 3, 4, 6, 8)]
+        if base.tensor:
+            out.append(base._replace(split_dv=not base.split_dv))
     else:
         raise ValueError(f"unknown tuning stage {stage!r}")
     keep = []
@@ -781,7 +796,8 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
     if tuning.tensor:
         tiles = mma_tiles(n_nodes, itemsize)
         defs.update({"MMA_TF32": int(itemsize == 4), "NNT": tiles.node_tiles, "NKS": tiles.k_steps,
-                     "STAGED_OUT": int(tuning.staged_output),
+                     "STAGED_OUT": int(tuning.staged_output), "SPLIT_DV": int(tuning.split_dv),
+                     "NACC": 6 if tuning.split_dv else 4,
                      "NGROUPS": lay.node_groups, "ET": tuning.elements_per_thread, "NG": tuning.nodes_per_thread})
         prelude, setup, batch = _MMA, _MMA_SETUP, _MMA_BATCH
     else:

@@ -237,3 +237,17 @@ def test_node_map_covers_each_node_once(order, volume_variants):
         nodes = gk.volume_node_map(npn, lay, tuning.nodes_per_thread)
         assert np.array_equal(np.sort(nodes[nodes >= 0]), np.arange(npn)), tuning
         assert (nodes[lay.nt:] < 0).all() and lay.threads == tuning.kb_volume * lay.nt
+
+
+@pytest.mark.parametrize("precision", list(PRECISIONS))
+def test_shared_pool_holds_exactly_the_staged_operators(precision, volume_variants):
+    """With d_shared the pool's operator part is the size of the table the kernel copies in
+    (too small overruns the pool, too large costs occupancy)."""
+    itemsize = np.dtype(PRECISIONS[precision]).itemsize
+    for order, tuning in volume_variants:
+        if not tuning.d_shared:
+            continue
+        ref = reference_tetrahedron(order)
+        lay = gk.volume_layout(ref.n_nodes, tuning, itemsize)
+        D = gk.volume_operators(*(a.astype(PRECISIONS[precision]) for a in (ref.Dr, ref.Ds, ref.Dt)), tuning, lay)
+        assert lay.shared_bytes - lay.operator_offset == D.nbytes, tuning

@@ -4,9 +4,10 @@ the read-only cache or staged in shared memory.
 
 - volume:  rhs = -A . grad q on each element (6 matrix-vector rows of length Np per node:
   grad p and div v = Dr (r_x . v) + Ds (s_x . v) + Dt (t_x . v), using affine factors),
-  one template whose variants (`VolumeTuning`: register blocking over elements and nodes,
-  operator packing and placement, unrolling, occupancy) are picked per order from
-  `VOLUME_TUNING` and measured by `bench/bench_dg.py --tune`;
+  one frame (staging, prefetching persistent grids) around two layouts: rows of threads
+  with register tiles over elements and nodes (FMA units), or warp matrix products on the
+  tensor cores (DMMA in fp64, 3xTF32 in fp32); the variants (`VolumeTuning`) are picked per
+  order and precision from `VOLUME_TUNING` and measured by `bench/bench_dg.py --tune`;
 - surface: upwind flux at the 4 Nfp face nodes into shared memory, then rhs += LIFT flux;
 - update:  the low-storage RK stage res = a res + dt rhs, q += b res.
 
@@ -86,8 +87,10 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
         #pragma unroll
         for (int s = 0; s < NSTAGE; ++s) {
             const int i1 = threadIdx.x + s * NTHREADS, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
-            const int e = i / NP, k = k0 + e < K ? k0 + e : K - 1;
-            const size_t id = (size_t)k * NP + (i - e * NP);
+            int e, n;
+            STAGE_NODE(i, e, n);
+            const int k = k0 + e < K ? k0 + e : K - 1;
+            const size_t id = (size_t)k * NP + n;
             raw[s].a = q[id]; raw[s].b = q[KN + id]; raw[s].c = q[2 * KN + id]; raw[s].d = q[3 * KN + id];
         }
         #pragma unroll
@@ -105,7 +108,8 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
         #pragma unroll
         for (int s = 0; s < NSTAGE; ++s) {
             const int i1 = threadIdx.x + s * NTHREADS, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
-            const int e = i / NP;
+            int e, n;
+            STAGE_NODE(i, e, n);
             const real* g = s_g + 9 * e;
             const real u = raw[s].b, v = raw[s].c, w = raw[s].d;
             real4 f;
@@ -113,7 +117,7 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
             f.b = g[0] * u + g[1] * v + g[2] * w;
             f.c = g[3] * u + g[4] * v + g[5] * w;
             f.d = g[6] * u + g[7] * v + g[8] * w;
-            STAGE_FIELD(e, i - e * NP, f);
+            STAGE_FIELD(e, n, f);
         }
     };
 __SETUP__
@@ -160,6 +164,7 @@ struct __align__(DVA) dentry { real v[NPT]; };
 #endif
 #define SQ_TYPE real4
 #define SQ_SIZE (KBV * SQS)
+#define STAGE_NODE(i, e, n) { e = (i) / NP; n = (i) - e * NP; }  /* staging thread i: element-major */
 #define STAGE_FIELD(e, n, f) s_q[(e) * SQS + (n)] = (f)
 """
 
@@ -263,6 +268,10 @@ __device__ __forceinline__ void put_split(float* p, const float x)
     p[0] = __uint_as_float(h);
     p[128] = __uint_as_float(to_tf32(x - p[0]));
 }
+/* staging thread i: elements e and e + 8 of a tile side by side (i & 1), then nodes, then g:
+   adjacent threads store adjacent floats, a warp's stores are conflict-free */
+#define STAGE_NODE(i, e, n) { const int r_ = (i) >> 1, q_ = r_ / NP; n = r_ - q_ * NP; \
+    e = ((q_ >> 3) << 4) + (((i) & 1) << 3) + (q_ & 7); }
 #define STAGE_FIELD(e, n, f) { \
     float* sq_ = A_TILE(0, (e) >> 4) + A_SLOT((n) >> 3, ((e) & 7) * 4 + ((n) & 3)) + (((e) >> 3) & 1) \
                  + (((n) >> 1) & 2); \
@@ -295,6 +304,7 @@ __device__ __forceinline__ void mma_f64(double* c, const double* a, const double
 }
 #endif
 /* element stride SQS = 4 (mod 8): a fragment load's 32 lanes hit distinct banks */
+#define STAGE_NODE(i, e, n) { e = (i) / NP; n = (i) - e * NP; }
 #define A_TILE(c, tile) (s_q + ((c) * KBV + (tile) * EM) * SQS)
 #define STAGE_FIELD(e, n, f) { real* sq_ = s_q + (e) * SQS + (n); sq_[0] = (f).a; \
     sq_[KBV * SQS] = (f).b; sq_[2 * KBV * SQS] = (f).c; sq_[3 * KBV * SQS] = (f).d; }
@@ -314,6 +324,16 @@ _MMA_SETUP = r"""
        C register r element g + 8 (r >> 1), node n = 2 t + (r & 1) */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int eg = warp / NGROUPS, ng = warp - eg * NGROUPS;
+#if B_REGS  /* the warp's operator fragments, loaded once: persistent blocks reuse them for every batch */
+    dentry breg[NG][3][NKS];
+    #pragma unroll
+    for (int j = 0; j < NG; ++j)
+        #pragma unroll
+        for (int d = 0; d < 3; ++d)
+            #pragma unroll
+            for (int ks = 0; ks < NKS; ++ks)
+                breg[j][d][ks] = D[((d * NNT + (ng * NG + j < NNT ? ng * NG + j : NNT - 1)) * NKS + ks) * 32 + lane];
+#endif
 """
 
 _MMA_BATCH = r"""
@@ -340,8 +360,12 @@ _MMA_BATCH = r"""
             for (int j = 0; j < NG; ++j) {
                 const int nt = ng * NG + j;
                 if (nt >= NNT) break;  /* warp-uniform: the last node group may be short */
+#if B_REGS
+                const dentry br = breg[j][0][ks], bs = breg[j][1][ks], bt = breg[j][2][ks];
+#else
                 const dentry* bp = Db + (nt * NKS + ks) * 32 + lane;
                 const dentry br = bp[0], bs = bp[DSTRIDE], bt = bp[2 * DSTRIDE];
+#endif
                 /* the products' passes one after the other: no pass waits for the one before */
                 #pragma unroll
                 for (int pass = 0; pass < PASSES; ++pass)
@@ -481,6 +505,7 @@ class VolumeTuning(NamedTuple):
     tensor: bool = False  # warp matrix products on the tensor cores (DMMA fp64, 3xTF32 fp32)
     staged_output: bool = False  # tensor: the rhs through shared memory, written in coalesced rows
     split_dv: bool = False  # tensor: the three terms of div v in separate accumulators
+    b_registers: bool = False  # tensor: each warp's operator fragments held in registers throughout
 
     def __repr__(self) -> str:  # only what differs from the defaults: the tuning table's style
         changed = [f"{k}={v!r}" for k, v in zip(self._fields, self)
@@ -573,8 +598,9 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
         raise ValueError(f"{tuning}: persistent must be >= 0")
     if tuning.tensor:
         return _mma_layout(n_nodes, tuning, itemsize)
-    if tuning.staged_output or tuning.split_dv:
-        raise ValueError(f"{tuning}: staged_output and split_dv are options of tensor, not of the row layout")
+    if tuning.staged_output or tuning.split_dv or tuning.b_registers:
+        raise ValueError(f"{tuning}: staged_output, split_dv and b_registers are options of tensor, "
+                         "not of the row layout")
     nt = -(-n_nodes // npt)
     if tuning.warp_rows:  # the node map t + i NT still covers every node once (NT NPT >= Np)
         nt = warp_row_width(nt)
@@ -604,7 +630,10 @@ def _mma_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayo
         sqs = 2 * kpad
     else:  # = 4 (mod 8) doubles
         sqs = kpad + (4 - kpad) % 8
-    entry = 2 * tiles.b_regs * itemsize  # bytes of a dentry: TF32 holds hi and lo of each register
+    entry = tiles.b_regs * itemsize * (2 if itemsize == 4 else 1)  # bytes of a dentry: TF32 holds hi and lo
+    if tuning.b_registers and (tuning.d_shared or 3 * tuning.nodes_per_thread * tiles.k_steps * entry // 4 > 96):
+        raise ValueError(f"{tuning} for Np={n_nodes}: b_registers takes the operators out of shared memory, "
+                         "in at most 96 registers")
     dbytes = 3 * tiles.node_tiles * tiles.k_steps * 32 * entry if tuning.d_shared else 0
     unroll = tuning.unroll or (tiles.k_steps if tiles.k_steps <= 12 else 2)
     lay = VolumeLayout(32, 0, 0, sqs, 32 * tuning.kb_volume * groups, elements, unroll,
@@ -759,7 +788,8 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
         if base.persistent:  # blocks per SM of the persistent grid
             out += [base._replace(persistent=p) for p in (1, 2, 3, 4, 6, 8)]
         if base.tensor:
-            out.append(base._replace(split_dv=not base.split_dv))
+            out += [base._replace(split_dv=not base.split_dv), base._replace(b_registers=True, d_shared=False)]
+            out += [base._replace(b_registers=True, d_shared=False, persistent=p) for p in (1, 2, 4)]
     else:
         raise ValueError(f"unknown tuning stage {stage!r}")
     keep = []
@@ -797,6 +827,7 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
         tiles = mma_tiles(n_nodes, itemsize)
         defs.update({"MMA_TF32": int(itemsize == 4), "NNT": tiles.node_tiles, "NKS": tiles.k_steps,
                      "STAGED_OUT": int(tuning.staged_output), "SPLIT_DV": int(tuning.split_dv),
+                     "B_REGS": int(tuning.b_registers),
                      "NACC": 6 if tuning.split_dv else 4,
                      "NGROUPS": lay.node_groups, "ET": tuning.elements_per_thread, "NG": tuning.nodes_per_thread})
         prelude, setup, batch = _MMA, _MMA_SETUP, _MMA_BATCH

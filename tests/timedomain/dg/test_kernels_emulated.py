@@ -56,8 +56,6 @@ static inline void __syncthreads() { g_barrier->arrive_and_wait(); }
 static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 struct alignas(8) float2 { float x, y; };
-static inline unsigned to_tf32(float x) {  /* cvt.rna.tf32.f32 */
-    unsigned u; std::memcpy(&u, &x, 4); return (u + 0x1000u) & 0xFFFFE000u; }
 
 /* A warp's mma: every lane posts its fragments, the warp meets, each lane sums its C entries
    from all lanes' fragments (the PTX layouts), the warp meets again before the next one. */

@@ -239,13 +239,10 @@ _MMA = r"""
 #define KS 8
 #define CR 4
 struct __align__(16) dentry { unsigned hi[2], lo[2]; };
+/* x rounded to TF32, to nearest, ties away (cvt.rna.tf32.f32 without its NaN/inf care, which
+   costs two more instructions per value: infinities stay infinite, NaNs NaN) */
+__device__ __forceinline__ unsigned to_tf32(const float x) { return (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u; }
 #ifndef WAVESCAT_EMULATION
-__device__ __forceinline__ unsigned to_tf32(const float x)
-{
-    unsigned u;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
-    return u;
-}
 __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsigned* b)
 {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "

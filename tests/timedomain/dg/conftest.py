@@ -44,12 +44,14 @@ VOLUME_VARIANTS = [
     # tensor cores (the emulation runs the warp mma lane by lane): element tiles of 16 (fp32) or
     # 8 (fp64) elements, node groups that do not divide the node tiles, several element groups,
     # shared memory above 48 KB (N = 4 and 5 in fp32, operators in it at N = 4), rhs staged in it,
-    # div v's terms in separate accumulators, operators in registers
+    # div v's terms in separate accumulators, operators in registers, fields split when loaded
     (1, VolumeTuning(kb_volume=1, tensor=True)),
     (2, VolumeTuning(kb_volume=3, tensor=True, min_blocks=2, staged_output=True)),
     (3, VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=2, tensor=True, d_shared=True)),
     (4, VolumeTuning(kb_volume=1, nodes_per_thread=3, tensor=True, persistent=1, staged_output=True)),
     (4, VolumeTuning(kb_volume=1, tensor=True, d_shared=True)),
+    (4, VolumeTuning(kb_volume=1, tensor=True, staged_output=True, split_on_load=True)),
+    (5, VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=2, tensor=True, split_on_load=True)),
     (4, VolumeTuning(kb_volume=1, elements_per_thread=2, tensor=True, b_registers=True, persistent=1)),
     (3, VolumeTuning(kb_volume=2, nodes_per_thread=2, tensor=True, b_registers=True, staged_output=True)),
     (4, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=5, tensor=True, unroll=2)),

@@ -255,15 +255,20 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsi
    lanes' hi[4] (lane (g, t)'s A registers side by side), then their lo[4]: a warp's fragment
    load is two 512-byte rows. Lane slots are swizzled by the k step's parity (slot lane ^ 4
    (ks & 1)), so that the staging stores of an element's consecutive nodes spread over twice the
-   banks (two-way conflicts, not four-way). */
+   banks (two-way conflicts, not four-way). SPLIT_ON_LOAD: the values staged as they are (128
+   floats per k step), split when loaded: half the shared-memory traffic, three more
+   instructions per register, lo left for the mma to truncate (2^-21 x instead of 2^-22 x). */
 struct afrag { unsigned hi[4], lo[4]; };
-#define A_TILE(c, tile) (s_q + (c) * KBV * SQS + (tile) * NKS * 256)
-#define A_SLOT(ks, slot) ((ks) * 256 + ((slot) ^ (((ks) & 1) << 2)) * 4)
+#define A_ROW (SPLIT_ON_LOAD ? 128 : 256)
+#define A_TILE(c, tile) (s_q + (c) * KBV * SQS + (tile) * NKS * A_ROW)
+#define A_SLOT(ks, slot) ((ks) * A_ROW + ((slot) ^ (((ks) & 1) << 2)) * 4)
 __device__ __forceinline__ void put_split(float* p, const float x)
 {
     const unsigned h = to_tf32(x);
-    p[0] = __uint_as_float(h);
+    p[0] = SPLIT_ON_LOAD ? x : __uint_as_float(h);
+#if !SPLIT_ON_LOAD
     p[128] = __uint_as_float(to_tf32(x - p[0]));
+#endif
 }
 /* staging thread i: elements e and e + 8 of a tile side by side (i & 1), then nodes, then g:
    adjacent threads store adjacent floats, a warp's stores are conflict-free */
@@ -277,9 +282,18 @@ __device__ __forceinline__ void put_split(float* p, const float x)
 __device__ __forceinline__ void load_a(afrag& a, const float* tile, const int ks, const int lane)
 {
     const real4 h = *reinterpret_cast<const real4*>(tile + A_SLOT(ks, lane));
+#if SPLIT_ON_LOAD
+    const float x[4] = {h.a, h.b, h.c, h.d};
+    #pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        a.hi[r] = to_tf32(x[r]);
+        a.lo[r] = __float_as_uint(x[r] - __uint_as_float(a.hi[r]));
+    }
+#else
     const real4 l = *reinterpret_cast<const real4*>(tile + A_SLOT(ks, lane) + 128);
     a.hi[0] = __float_as_uint(h.a); a.hi[1] = __float_as_uint(h.b); a.hi[2] = __float_as_uint(h.c); a.hi[3] = __float_as_uint(h.d);
     a.lo[0] = __float_as_uint(l.a); a.lo[1] = __float_as_uint(l.b); a.lo[2] = __float_as_uint(l.c); a.lo[3] = __float_as_uint(l.d);
+#endif
 }
 #define PASSES 3
 /* pass 0, 1, 2 of a product: a_lo b_hi, a_hi b_lo, a_hi b_hi (the small terms first) */
@@ -503,6 +517,7 @@ class VolumeTuning(NamedTuple):
     staged_output: bool = False  # tensor: the rhs through shared memory, written in coalesced rows
     split_dv: bool = False  # tensor: the three terms of div v in separate accumulators
     b_registers: bool = False  # tensor: each warp's operator fragments held in registers throughout
+    split_on_load: bool = False  # tensor, fp32 (fp64 has no split): fields staged unsplit, split when loaded
 
     def __repr__(self) -> str:  # only what differs from the defaults: the tuning table's style
         changed = [f"{k}={v!r}" for k, v in zip(self._fields, self)
@@ -595,9 +610,9 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
         raise ValueError(f"{tuning}: persistent must be >= 0")
     if tuning.tensor:
         return _mma_layout(n_nodes, tuning, itemsize)
-    if tuning.staged_output or tuning.split_dv or tuning.b_registers:
-        raise ValueError(f"{tuning}: staged_output, split_dv and b_registers are options of tensor, "
-                         "not of the row layout")
+    if tuning.staged_output or tuning.split_dv or tuning.b_registers or tuning.split_on_load:
+        raise ValueError(f"{tuning}: staged_output, split_dv, b_registers and split_on_load are options of "
+                         "tensor, not of the row layout")
     nt = -(-n_nodes // npt)
     if tuning.warp_rows:  # the node map t + i NT still covers every node once (NT NPT >= Np)
         nt = warp_row_width(nt)
@@ -623,8 +638,8 @@ def _mma_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayo
         raise ValueError(f"{tuning} for Np={n_nodes}: a node group without node tiles")
     elements = tuning.kb_volume * tuning.elements_per_thread * tiles.elements
     kpad = tiles.k_steps * tiles.k_step
-    if itemsize == 4:  # (hi, lo) of each value in fragment order
-        sqs = 2 * kpad
+    if itemsize == 4:  # (hi, lo) of each value in fragment order, or the value (split_on_load)
+        sqs = kpad if tuning.split_on_load else 2 * kpad
     else:  # = 4 (mod 8) doubles
         sqs = kpad + (4 - kpad) % 8
     entry = tiles.b_regs * itemsize * (2 if itemsize == 4 else 1)  # bytes of a dentry: TF32 holds hi and lo
@@ -787,6 +802,8 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
         if base.tensor:
             out += [base._replace(split_dv=not base.split_dv), base._replace(b_registers=True, d_shared=False)]
             out += [base._replace(b_registers=True, d_shared=False, persistent=p) for p in (1, 2, 4)]
+            if itemsize == 4:
+                out.append(base._replace(split_on_load=not base.split_on_load))
     else:
         raise ValueError(f"unknown tuning stage {stage!r}")
     keep = []
@@ -824,7 +841,7 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
         tiles = mma_tiles(n_nodes, itemsize)
         defs.update({"MMA_TF32": int(itemsize == 4), "NNT": tiles.node_tiles, "NKS": tiles.k_steps,
                      "STAGED_OUT": int(tuning.staged_output), "SPLIT_DV": int(tuning.split_dv),
-                     "B_REGS": int(tuning.b_registers),
+                     "B_REGS": int(tuning.b_registers), "SPLIT_ON_LOAD": int(tuning.split_on_load),
                      "NACC": 6 if tuning.split_dv else 4,
                      "NGROUPS": lay.node_groups, "ET": tuning.elements_per_thread, "NG": tuning.nodes_per_thread})
         prelude, setup, batch = _MMA, _MMA_SETUP, _MMA_BATCH

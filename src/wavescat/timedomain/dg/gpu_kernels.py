@@ -22,8 +22,12 @@ import numpy as np
 _COMMON = r"""
 typedef REAL real;
 struct __align__(ALIGN4) real4 { real a, b, c, d; };
-#ifndef SHARED_POOL
+#ifndef SHARED_POOL  /* static up to 48 KB (the row layout measured faster so), dynamic above */
+#if SHARED_BYTES <= 49152
+#define SHARED_POOL(name, bytes) __shared__ __align__(32) unsigned char name[bytes]
+#else
 #define SHARED_POOL(name, bytes) extern __shared__ __align__(32) unsigned char name[]
+#endif
 #endif
 """
 
@@ -60,8 +64,8 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
           const dentry* __restrict__ D, const real* __restrict__ sigma, real* __restrict__ rhs,
           const real inv_rho, const real rhoc2)
 {
-    /* one pool of dynamic shared memory (above 48 KB a launch needs the opt-in): the staged
-       fields, the staged elements' affine factors, the operators */
+    /* one pool of shared memory (above 48 KB dynamic, with the opt-in): the staged fields, the
+       staged elements' affine factors, the operators */
     SHARED_POOL(pool, SHARED_BYTES);
     SQ_TYPE* const s_q = reinterpret_cast<SQ_TYPE*>(pool);
     real* const s_g = reinterpret_cast<real*>(pool + GEO_OFFSET);
@@ -495,6 +499,7 @@ lserk_update(const size_t n, real* __restrict__ q, real* __restrict__ res,
 """
 
 SHARED_LIMIT = 227 * 1024  # bytes of shared memory a block may use on Hopper (opt-in above 48 KB)
+STATIC_SHARED_LIMIT = 48 * 1024  # a pool up to this size is declared static, above it dynamic
 NVRTC_OPTIONS = ("-std=c++17",)
 
 
@@ -785,9 +790,11 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
         groups = sorted({-(-tiles.node_tiles // k) for k in range(1, 7)})
         # at most 96 accumulator registers per lane (ET NG tiles of 4 accumulators)
         pairs = [(e, g) for e in (1, 2, 3) for g in groups if e * g * 4 * tiles.elements * 8 * itemsize // 4 <= 96 * 32]
+        # (staged_output, split_on_load): fp64 has no split
+        outputs = [(False, False), (True, False)] + ([(True, True)] if itemsize == 4 else [])
         out = [VolumeTuning(kb, elements_per_thread=e, nodes_per_thread=g, tensor=True, persistent=p, d_shared=ds,
-                            staged_output=so)
-               for e, g in pairs for kb in (1, 2, 4) for p in (0, 2) for ds in (False, True) for so in (False, True)]
+                            staged_output=so, split_on_load=sl)
+               for e, g in pairs for kb in (1, 2) for p in (0, 2) for ds in (False, True) for so, sl in outputs]
     elif stage == "codegen":
         lay = volume_layout(n_nodes, base, itemsize)
         if base.tensor:  # a full unroll of a long k loop compiles slowly
@@ -882,8 +889,9 @@ class GpuKernels:
         if self.layout.shared_bytes > optin:
             raise ValueError(f"{self.tuning}: {self.layout.shared_bytes} bytes of shared memory per block, "
                              f"this device allows {optin}")
-        if self.layout.shared_bytes > 48 * 1024:
-            self._vol.max_dynamic_shared_size_bytes = self.layout.shared_bytes
+        self._dynamic_shared = self.layout.shared_bytes if self.layout.shared_bytes > STATIC_SHARED_LIMIT else 0
+        if self._dynamic_shared:
+            self._vol.max_dynamic_shared_size_bytes = self._dynamic_shared
         surf = xp.RawModule(code=surface_source(npn, nfn // 4, ops.face_mask, self.dtype, self.kbs),
                             options=NVRTC_OPTIONS)
         self._surf = surf.get_function("dg_surface")
@@ -900,7 +908,7 @@ class GpuKernels:
         sigma = o.sigma if o.sigma is not None else self._empty
         self._vol((volume_grid(self.layout, self.tuning, k, self.sms),), (self.layout.threads,),
                   (np.int32(k), q, o.geo, self.D, sigma, out, self.scalar(1 / o.rho), self.scalar(o.rhoc2)),
-                  shared_mem=self.layout.shared_bytes)
+                  shared_mem=self._dynamic_shared)
 
     def surface(self, q, out, boundary_vn):
         o, k = self.ops, self.ops.geo.shape[0]

@@ -127,6 +127,8 @@ class OrderBench:
         pf32, pf64, self.peak_bw = peaks_for(backend.device_name)
         self.peak_flops = pf32 if precision == "single" else pf64
         self.itemsize = 4 if precision == "single" else 8
+        from wavescat.timedomain.dg.gpu_kernels import TENSOR_CORES_MIN_CC
+        self.tensor_cores = int(cp.cuda.Device().compute_capability) >= TENSOR_CORES_MIN_CC
         self.models = kernel_models(self.npn, nfn, self.itemsize)
         try:
             l2 = int(cp.cuda.Device().attributes["L2CacheSize"])
@@ -209,7 +211,7 @@ def tune(bench: OrderBench, repeats: int, jobs: int, stage_names=None):
     from wavescat.timedomain.dg import gpu_kernels as gk
 
     dtype = np.float32 if bench.precision == "single" else np.float64
-    best = gk.default_volume_tuning(bench.npn, dtype)
+    best = gk.default_volume_tuning(bench.npn, dtype, bench.tensor_cores)
     times = {}
     previous = gk.VolumeTuning(**PREVIOUS_TUNING[bench.npn]) if bench.npn in PREVIOUS_TUNING else None
     generic = gk.VolumeTuning(gk.default_elements_per_block(bench.npn))  # a row-layout start
@@ -234,6 +236,11 @@ def tune(bench: OrderBench, repeats: int, jobs: int, stage_names=None):
                   f"({v['gflops']:6.0f} GF/s, {v['gbytes_s']:5.0f} GB/s)", flush=True)
         best = min(times, key=times.get)
     return best, times
+
+
+def table_name(tuning, precision: str) -> str:
+    """The gpu_kernels table a tuned variant belongs in."""
+    return ("TENSOR_TUNING" if tuning.tensor else "VOLUME_TUNING") + ("_FP64" if precision == "double" else "")
 
 
 def table_line(npn: int, tuning, figures: dict, device: str, precision: str) -> str:
@@ -276,25 +283,26 @@ def main(argv=None) -> int:
         for precision in args.precisions:
             bench = OrderBench(space, backend, precision, args.footprint)
             dtype = np.float32 if precision == "single" else np.float64
-            default = default_volume_tuning(ref.n_nodes, dtype)
+            default = default_volume_tuning(ref.n_nodes, dtype, bench.tensor_cores)
             row = bench.stage(default, args.repeats)
             rows.append(row)
             print_row(row, default)
             if args.tune:
                 best, times = tune(bench, args.repeats, args.jobs, args.stages)
                 v, d = bench.figures("volume", times[best]), bench.figures("volume", times[default])
-                lines.setdefault(precision, []).append(table_line(ref.n_nodes, best, v, device, precision))
+                line = table_line(ref.n_nodes, best, v, device, precision)
+                lines.setdefault(table_name(best, precision), []).append(line)
                 print(f"  N={order} {precision}: best {best!r}: {v['frac_roofline'] * 100:.1f}% of {v['bound']} "
                       f"bound ({v['gflops']:.0f} GF/s, {v['gbytes_s']:.0f} GB/s; default "
-                      f"{d['frac_roofline'] * 100:.1f}%)\n  {lines[precision][-1].strip()}", flush=True)
+                      f"{d['frac_roofline'] * 100:.1f}%)\n  {line.strip()}", flush=True)
                 tuned.append({"order": order, "precision": precision, "best": best._asdict(),
                               "variants": [{"tuning": c._asdict(), **bench.figures("volume", t)}
                                            for c, t in times.items()]})
             del bench
             backend.xp.get_default_memory_pool().free_all_blocks()
-    for precision, table in lines.items():
-        name = "VOLUME_TUNING" if precision == "single" else "VOLUME_TUNING_FP64"
-        print(f"\nLines for gpu_kernels.{name} (replace the entry of each order):")
+    for name, table in lines.items():
+        print(f"\nLines for gpu_kernels.{name} (replace the entry of each order; a tensor-core table's entry")
+        print("wins over the row table's on devices with tensor cores):")
         print("\n".join(table))
     if args.json:
         with open(args.json, "w") as fh:

@@ -42,7 +42,8 @@ def fake_cupy(compiled):
             assert shared_mem <= max(48 * 1024, self.max_dynamic_shared_size_bytes)
 
     device = types.SimpleNamespace(attributes={"L2CacheSize": 50 << 20, "MultiProcessorCount": 132,
-                                               "MaxSharedMemoryPerBlockOptin": 227 * 1024}, use=lambda: None)
+                                               "MaxSharedMemoryPerBlockOptin": 227 * 1024}, use=lambda: None,
+                                   compute_capability="90")
     cuda = types.SimpleNamespace(Event=Event, get_elapsed_time=lambda a, b: 1e3 * (b.t - a.t) + 1e-3,
                                  Device=lambda *a: device, runtime=types.SimpleNamespace(getDevice=lambda: 0))
     pool = types.SimpleNamespace(free_all_blocks=lambda: None)
@@ -61,8 +62,15 @@ def test_bench_tune_runs_and_prints_table_lines(monkeypatch, tmp_path, capsys):
     assert bench.main(["--orders", "1", "3", "--nodes", "3e3", "--precisions", "single", "double",
                        "--repeats", "1", "--tune", "--jobs", "2", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "Lines for gpu_kernels.VOLUME_TUNING " in text and "Lines for gpu_kernels.VOLUME_TUNING_FP64" in text
-    assert "    20: VolumeTuning(kb_volume=" in text and "previous " in text and "skipped" not in text
+    assert "previous " in text and "skipped" not in text
+    # one table line per order and precision, each under the table of its layout
+    tables = text.split("\nLines for gpu_kernels.")[1:]
+    assert tables and sum(t.count(": VolumeTuning(") for t in tables) == 4
+    for t in tables:
+        name, entries = t.split(" ", 1)[0], [e for e in t.splitlines() if ": VolumeTuning(" in e]
+        assert name in ("VOLUME_TUNING", "VOLUME_TUNING_FP64", "TENSOR_TUNING", "TENSOR_TUNING_FP64")
+        assert all(("tensor=True" in e) == name.startswith("TENSOR") for e in entries)
+        assert all(e.startswith(("    4: ", "    20: ")) for e in entries)
     result = json.loads(out.read_text())
     assert {r["order"] for r in result["rows"]} == {1, 3} and len(result["tune"]) == 4
     assert len(compiled) > 20 and all("dg_volume" in c for c in compiled)

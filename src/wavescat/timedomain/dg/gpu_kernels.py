@@ -533,10 +533,12 @@ class VolumeTuning(NamedTuple):
 # Volume-kernel variant per Np (fp32; fp64 uses it too unless VOLUME_TUNING_FP64 has Np):
 # the fastest settings of `bench/bench_dg.py --tune --precisions single` on an NVIDIA H200
 # (1.2-1.4M nodes, 3x L2 of data cycled), pasted from its output (N = 1, 2: an earlier tune).
+# These are the row layout's; where the device has tensor cores (compute capability 8.0 and
+# up) the TENSOR_TUNING tables come first.
 VOLUME_TUNING = {
     4: VolumeTuning(kb_volume=64, min_blocks=4),  # 60% of memory bound
     10: VolumeTuning(kb_volume=3, elements_per_thread=2),  # 50% of memory bound
-    20: VolumeTuning(kb_volume=6, elements_per_thread=3, min_blocks=7),  # 42% of memory bound
+    20: VolumeTuning(kb_volume=6, elements_per_thread=3, min_blocks=9),  # 41% of memory bound
     35: VolumeTuning(kb_volume=14, elements_per_thread=4, nodes_per_thread=2, d_shared=True, unroll=35,
                      persistent=1),  # 30% of compute bound
     56: VolumeTuning(kb_volume=4, elements_per_thread=3, nodes_per_thread=4, d_shared=True, unroll=8,
@@ -552,18 +554,35 @@ VOLUME_TUNING_FP64: dict[int, VolumeTuning] = {
                      warp_rows=True),  # 43% of compute bound
     84: VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=2, unroll=84),  # 51% of compute bound
 }
+# tensor-core variants where they beat the rows (same format, H200, `--tune --stages tensor codegen`)
+TENSOR_TUNING = {
+    35: VolumeTuning(kb_volume=1, tensor=True, staged_output=True, split_on_load=True),  # 35% of compute bound
+    56: VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=2, tensor=True, staged_output=True,
+                     split_on_load=True),  # 46% of compute bound
+    84: VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=2, tensor=True,
+                     staged_output=True),  # 53% of compute bound
+}
+TENSOR_TUNING_FP64 = {
+    20: VolumeTuning(kb_volume=1, min_blocks=16, tensor=True, staged_output=True),  # 55% of memory bound
+    35: VolumeTuning(kb_volume=1, min_blocks=7, tensor=True, staged_output=True),  # 48% of compute bound
+    56: VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=2, tensor=True,
+                     staged_output=True),  # 52% of compute bound
+    84: VolumeTuning(kb_volume=1, nodes_per_thread=2, tensor=True),  # 59% of compute bound
+}
+TENSOR_CORES_MIN_CC = 80  # mma.sync TF32 m16n8k8 and DMMA m8n8k4: compute capability 8.0
 
 
 def default_elements_per_block(n_nodes: int, target_threads: int = 256) -> int:
     return max(1, target_threads // n_nodes)
 
 
-def default_volume_tuning(n_nodes: int, dtype) -> VolumeTuning:
-    """The table's variant for Np, with fewer rows per block where it does not fit (fp64
-    staging needs twice the shared memory of fp32)."""
+def default_volume_tuning(n_nodes: int, dtype, tensor_cores: bool = True) -> VolumeTuning:
+    """The tables' variant for Np (the tensor-core tables first, with tensor_cores), with fewer
+    rows per block where it does not fit (fp64 staging needs twice the shared memory of fp32)."""
     itemsize = np.dtype(dtype).itemsize
-    table = VOLUME_TUNING_FP64 if itemsize == 8 else {}
-    tuning = table.get(n_nodes) or VOLUME_TUNING.get(n_nodes) or VolumeTuning(default_elements_per_block(n_nodes))
+    tables = [TENSOR_TUNING_FP64 if itemsize == 8 else TENSOR_TUNING] if tensor_cores else []
+    tables += [VOLUME_TUNING_FP64 if itemsize == 8 else {}, VOLUME_TUNING]
+    tuning = next((t[n_nodes] for t in tables if n_nodes in t), None) or VolumeTuning(default_elements_per_block(n_nodes))
     while tuning.kb_volume > 1:
         try:
             volume_layout(n_nodes, tuning, itemsize)
@@ -571,6 +590,21 @@ def default_volume_tuning(n_nodes: int, dtype) -> VolumeTuning:
         except ValueError:
             tuning = tuning._replace(kb_volume=tuning.kb_volume // 2)
     return tuning
+
+
+def resolve_volume_tuning(n_nodes: int, dtype, tensor_cores: bool, **options) -> VolumeTuning:
+    """The variant GpuKernels compiles: with no options the default (`default_volume_tuning`);
+    options (VolumeTuning fields; None: not given) change a row-layout default unless they say
+    tensor=True, then a tensor-core one (the table's, or one warp per element group)."""
+    given = {k: v for k, v in options.items() if v is not None}
+    if not given:
+        return default_volume_tuning(n_nodes, dtype, tensor_cores)
+    if given.get("tensor"):
+        table = TENSOR_TUNING_FP64 if np.dtype(dtype).itemsize == 8 else TENSOR_TUNING
+        base = table.get(n_nodes, VolumeTuning(1, tensor=True))
+    else:
+        base = default_volume_tuning(n_nodes, dtype, tensor_cores=False)
+    return base._replace(**given)
 
 
 class VolumeLayout(NamedTuple):
@@ -878,8 +912,11 @@ class GpuKernels:
         unknown = set(volume_tuning) - set(VolumeTuning._fields)
         if unknown:
             raise TypeError(f"GpuKernels: unknown volume-kernel options {sorted(unknown)}")
-        self.tuning = default_volume_tuning(npn, self.dtype)._replace(
-            **{k: v for k, v in volume_tuning.items() if v is not None})
+        cc = int(xp.cuda.Device().compute_capability)
+        self.tuning = resolve_volume_tuning(npn, self.dtype, cc >= TENSOR_CORES_MIN_CC, **volume_tuning)
+        if self.tuning.tensor and cc < TENSOR_CORES_MIN_CC:
+            raise ValueError(f"{self.tuning}: the tensor-core variant needs compute capability "
+                             f"{TENSOR_CORES_MIN_CC / 10:.1f}, this device has {cc / 10:.1f}")
         self.layout = volume_layout(npn, self.tuning, self.dtype.itemsize)
         self.kbs = kb_surface or default_elements_per_block(max(npn, nfn))
         self._vol = xp.RawKernel(volume_source(npn, self.dtype, self.tuning, ops.sigma is not None), "dg_volume",

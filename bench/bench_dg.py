@@ -13,53 +13,51 @@ through copies of the state and mesh data (at least --footprint times the L2 siz
 warm (a single 1.2M-node fp32 state and its output, about 43 MB, would fit the 50 MB L2;
 at most 32 copies, so tiny meshes stay cached).
 
---tune runs a greedy search over the volume kernel's variants (gpu_kernels.TUNING_STAGES:
-register tile (elements, nodes per thread), persistent grid with prefetch (and larger tiles),
-its neighbours, rows per block, operator packing and placement, unroll and occupancy), each stage starting from the best so far, and prints
-per order the best variant, its fraction of the bound and the line for VOLUME_TUNING
-(VOLUME_TUNING_FP64 when tuning double).
+--tune runs a greedy search over the volume kernel's variants (gpu_kernels.TUNING_STAGES: for
+the row layout register tile (elements, nodes per thread), persistent grid with prefetch (and
+larger tiles), its neighbours, rows per block, operator packing and placement; then the
+tensor-core grid; then unroll, occupancy and the tensor-core options of the best), each stage
+starting from the best so far (the row stages from the best row-layout variant), and prints per
+order the best variant, its fraction of the bound and the line for its table (VOLUME_TUNING or
+TENSOR_TUNING, _FP64 when tuning double). --stages runs some stages only.
 
 Measured before the register-tiled volume kernel (fp32, 1.2-1.4M nodes, a single data copy;
 fraction of the volume kernel's roofline bound; node updates per second per RK stage):
     NVIDIA H100 80GB HBM3: N=1 72% of BW 9.1 Gnode/s, N=2 58%, N=3 50%, N=4 31% of BW 7.7 Gnode/s,
       N=5 32% of compute 7.1 Gnode/s, N=6 34% of compute 6.2 Gnode/s (fp64 about half the rate)
     NVIDIA H200: N=3 39.5% of BW, N=4 26.6%, N=5 32.4%, N=6 35.4% of compute
-Measured 2026-11-23 on an NVIDIA H200, `bench_dg.py --tune --orders 4 3 5 6 --repeats 10` with
-`--precisions single` and with `--precisions double` (3x L2 of data cycled), the best variant per order, now the defaults
-(gpu_kernels.VOLUME_TUNING, VOLUME_TUNING_FP64), volume kernel as a fraction of its bound:
-    fp32: N=1 60% of BW, N=2 50% of BW, N=3 42.3% of BW (16.3 TF/s, 2.03 TB/s), N=4 29.7% of
-          compute (17.8 TF/s), N=5 37.6% (22.6 TF/s), N=6 43.9% (26.4 TF/s)
-    fp64: N=3 42.2% of BW (2.02 TB/s), N=4 38.0% of compute (11.4 TF/s, 6 persistent blocks per
-          SM), N=5 43.0% (12.9 TF/s, element rows padded to 16 threads: VolumeTuning.warp_rows),
-          N=6 51.1% (15.3 TF/s)
-A plain run of the defaults (`bench_dg.py --repeats 10`, same day) gave fp32 N=1 60.1%, N=2 53.3%,
-N=3 42.5%, N=4 29.6%, N=5 37.5%, N=6 43.8%; fp64 N=1 76.2%, N=2 61.9%, N=3 42.1%, N=4 36.4% (4
-persistent blocks per SM then), N=5 41.2%, N=6 51.5%; RK stage 10.4-10.6 Gnode/s (fp32, N <= 3),
-8.6 (N=4), 7.9 (N=5), 7.0 (N=6).
-The goal of 40% for N >= 3 is met at N = 3 and 6 (fp32) and N = 3, 5, 6 (fp64); not at N = 4
-(fp32 and fp64) and N = 5 (fp32).
+The row layout after its tuning (H200, 3x L2 of data cycled), now the fallback below compute
+capability 8.0: fp32 N=3 42.3% of BW, N=4 29.7% of compute, N=5 37.6%, N=6 43.9%; fp64 N=3
+42.2% of BW, N=4 38.0%, N=5 43.0%, N=6 51.1%.
 
-Why (Nsight Compute on the H200, fp32, before the persistent grid, `ncu --section
-SpeedOfLight,Occupancy,WarpStateStats,MemoryWorkloadAnalysis ... bench_dg.py --orders N`):
-the kernel was bound by the L1/TEX pipe (shared-memory field reads and read-only-cache operator
-reads), not by the FMA pipe or DRAM:
-    N   L1/TEX busy  FMA pipe  DRAM  issue slots  occupancy (achieved, limit: registers)
-    3      92%         30%      20%      50%       49%  (min_blocks=7 spills: 220k local requests)
-    4      93%         31%      11%      44%       45%
-    5      92%         43%      10%      61%       50%
-    6      75%         44%       8%      53%       33%
-At N=4 a thread's m-step issues 5 LDS.128 (one staged element each, 2.75 wavefronts on average)
-and 3 LDG of operator entries for 30 FMAs. Larger register tiles load less per FMA, but
-measured slower: at N=4 a 4 x 4 tile (115 registers, 18% of warps active) stalls on long
-scoreboard (the global loads of the staging and the operators), L1/TEX only 42% busy. Hence the
-persistent grid (VolumeTuning.persistent): each block loops over batches of elements and issues
-the next batch's loads before this batch's arithmetic; with the operators in shared memory it
-lifts N=4 from 26.7% to 29.7% (fp32) and 23-26% to 38.0% (fp64). The affine factors are staged
-in shared memory with the fields (N=3: 38.9 -> 42.3%, N=6: 39.4 -> 43.9%).
-Element rows padded to warp-aligned widths (warp_rows: a staged-field read is one address per
-warp row) helped only fp64 N=5 (41.4 -> 43.0%); in fp32 they were 3-15 points slower.
-Tried and dropped: one element per lane (a thread computes 4-21 nodes of one element, operator
-rows read as broadcasts): 15-33% of compute bound for N=4-6, below the row layout at every order.
+The tensor-core layout (VolumeTuning.tensor; see gpu_kernels._MMA), the default where it is
+faster. Measured 2026-11-23 on an NVIDIA H200, a plain run of the defaults
+(`bench_dg.py --repeats 10`), volume kernel as a fraction of its bound:
+    fp32: N=1 59.6% of BW, N=2 51.8% of BW, N=3 41.2% of BW (rows; 1.98 TB/s), N=4 35.2% of
+          compute (21.1 TF/s), N=5 46.1% (27.7 TF/s), N=6 53.0% (31.8 TF/s)
+    fp64: N=1 76.4% of BW, N=2 61.8% of BW, N=3 54.6% of BW (2.62 TB/s), N=4 47.5% of compute
+          (14.2 TF/s), N=5 51.5% (15.4 TF/s), N=6 59.0% (17.7 TF/s)
+    RK stage, fp32: 10.3-10.6 Gnode/s (N <= 3), 8.9 (N=4), 8.3 (N=5), 7.3 (N=6); fp64 3.8-6.1.
+The tuning runs behind the tables (`--tune --stages tensor codegen --orders N --precisions P
+--repeats 10`, same machine) agree within a point. The goal of 40% for N >= 3 is met everywhere
+but fp32 N=4 (35.2%).
+
+Why the tensor-core layout: the row layout was bound by the L1/TEX pipe (shared-memory field
+reads and read-only-cache operator reads, Nsight Compute: 92-93% busy at N = 3-5, FMA pipe
+30-43%). A warp's m16n8k8 (TF32) or m8n8k4 (DMMA) product needs one fragment load per 16 x 8
+(8 x 4) values instead of a load per 3-6 FMAs. What made it fast, in the order found (fp64 N=4,
+fp32 N=5): DMMA alone 36-38% / 35%; the rhs written through shared memory in coalesced rows
+(staged_output) 47% / 40%; fp32 fields staged in fragment order with hi and lo rows and a
+parity swizzle (conflict-free fragment loads, Nsight showed 44% of shared wavefronts were bank
+conflicts) and paired staging threads (conflict-free stores) 44% fp32 N=5; fp32 fields split
+into TF32 hi and lo when loaded instead of when staged (split_on_load: half the shared traffic)
+fp32 N=4 31 -> 35%.
+Why fp32 N=4 stays below 40%: per element it needs as much staging and writing as fp64 N=4 with
+a third of the arithmetic per byte of fp64 N=6, and each of its 5 node tiles is a warp that
+reads the element tile's fragments again; one warp per element tile for all node tiles (less
+shared traffic) needs 80 accumulator registers and runs at 21% for lack of warps.
+Tried and dropped: one element per lane in the row layout (15-33% of compute bound); element
+rows padded to warp-aligned widths help only the row layout's fp64 N=5.
 """
 from __future__ import annotations
 

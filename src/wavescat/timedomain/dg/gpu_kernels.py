@@ -76,8 +76,14 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
 #else
     const dentry* __restrict__ Dm = D;
 #endif
-#if SQ_ZERO  /* padding slots must hold finite values: the operators' zeros there would meet NaN */
-    for (int i = threadIdx.x; i < SQ_SIZE; i += NTHREADS) s_q[i] = 0;
+#if SQ_ZERO && KPAD > NP  /* padding nodes must hold finite values: the operators' zeros there
+    would meet NaN; later the staged rhs (finite) passes over them */
+    for (int i = threadIdx.x; i < KBV * (KPAD - NP); i += NTHREADS) {
+        const int e = i / (KPAD - NP), n = NP + (i - e * (KPAD - NP));
+        real4 z;
+        z.a = z.b = z.c = z.d = 0;
+        STAGE_FIELD(e, n, z);
+    }
 #endif
     const size_t KN = (size_t)K * NP;
     const int nbatch = (K + KBV - 1) / KBV;
@@ -260,8 +266,8 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsi
    load is two 512-byte rows. Lane slots are swizzled by the k step's parity (slot lane ^ 4
    (ks & 1)), so that the staging stores of an element's consecutive nodes spread over twice the
    banks (two-way conflicts, not four-way). SPLIT_ON_LOAD: the values staged as they are (128
-   floats per k step), split when loaded: half the shared-memory traffic, three more
-   instructions per register, lo left for the mma to truncate (2^-21 x instead of 2^-22 x). */
+   floats per k step), split when loaded: half the shared-memory traffic, a few instructions per
+   register, hi truncated instead of rounded (lo within 2^-21 x instead of 2^-22 x). */
 struct afrag { unsigned hi[4], lo[4]; };
 #define A_ROW (SPLIT_ON_LOAD ? 128 : 256)
 #define A_TILE(c, tile) (s_q + (c) * KBV * SQS + (tile) * NKS * A_ROW)
@@ -289,9 +295,10 @@ __device__ __forceinline__ void load_a(afrag& a, const float* tile, const int ks
 #if SPLIT_ON_LOAD
     const float x[4] = {h.a, h.b, h.c, h.d};
     #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        a.hi[r] = to_tf32(x[r]);
-        a.lo[r] = __float_as_uint(x[r] - __uint_as_float(a.hi[r]));
+    for (int r = 0; r < 4; ++r) {  /* hi: x as is, the mma reads it truncated to TF32; lo: the exact
+                                      remainder rounded to TF32 (an error of 2^-21 x at most) */
+        a.hi[r] = __float_as_uint(x[r]);
+        a.lo[r] = to_tf32(x[r] - __uint_as_float(a.hi[r] & 0xFFFFE000u));
     }
 #else
     const real4 l = *reinterpret_cast<const real4*>(tile + A_SLOT(ks, lane) + 128);
@@ -363,6 +370,7 @@ _MMA_BATCH = r"""
                 for (int c = 0; c < NACC; ++c)
                     #pragma unroll
                     for (int r = 0; r < CR; ++r) acc[et][j][c][r] = 0;
+        const dentry* __restrict__ Bw = Db + ng * NG * NKS * 32 + lane;  /* the warp's node tiles */
         #pragma unroll __UNROLL__
         for (int ks = 0; ks < NKS; ++ks) {
             afrag a[ET][4];  /* p, U_r, U_s, U_t */
@@ -378,7 +386,7 @@ _MMA_BATCH = r"""
 #if B_REGS
                 const dentry br = breg[j][0][ks], bs = breg[j][1][ks], bt = breg[j][2][ks];
 #else
-                const dentry* bp = Db + (nt * NKS + ks) * 32 + lane;
+                const dentry* bp = Bw + (j * NKS + ks) * 32;
                 const dentry br = bp[0], bs = bp[DSTRIDE], bt = bp[2 * DSTRIDE];
 #endif
                 /* the products' passes one after the other: no pass waits for the one before */
@@ -399,6 +407,14 @@ _MMA_BATCH = r"""
         __syncthreads();  /* the staged fields are read: their space takes the rhs as real4 */
         real4* const s_o = reinterpret_cast<real4*>(s_q);
 #endif
+        real ge[ET][CR / 2][9];  /* affine factors of the lane's elements g (and g + 8), loaded once:
+                                    the staged rhs may alias them for the compiler */
+        #pragma unroll
+        for (int et = 0; et < ET; ++et)
+            #pragma unroll
+            for (int h = 0; h < CR / 2; ++h)
+                #pragma unroll
+                for (int c = 0; c < 9; ++c) ge[et][h][c] = s_g[9 * ((eg * ET + et) * EM + g + 8 * h) + c];
         #pragma unroll
         for (int et = 0; et < ET; ++et)
             #pragma unroll
@@ -411,7 +427,7 @@ _MMA_BATCH = r"""
 #if SPLIT_DV
                     dv += acc[et][j][4][r] + acc[et][j][5][r];
 #endif
-                    const real4 o = volume_rhs(s_g + 9 * e, acc[et][j][0][r], acc[et][j][1][r], acc[et][j][2][r],
+                    const real4 o = volume_rhs(ge[et][r >> 1], acc[et][j][0][r], acc[et][j][1][r], acc[et][j][2][r],
                                                dv, inv_rho, rhoc2);
 #if STAGED_OUT
                     s_o[e * NP + n] = o;
@@ -881,6 +897,7 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
     if tuning.tensor:
         tiles = mma_tiles(n_nodes, itemsize)
         defs.update({"MMA_TF32": int(itemsize == 4), "NNT": tiles.node_tiles, "NKS": tiles.k_steps,
+                     "KPAD": tiles.k_steps * tiles.k_step,
                      "STAGED_OUT": int(tuning.staged_output), "SPLIT_DV": int(tuning.split_dv),
                      "B_REGS": int(tuning.b_registers), "SPLIT_ON_LOAD": int(tuning.split_on_load),
                      "NACC": 6 if tuning.split_dv else 4,

@@ -403,18 +403,26 @@ _MMA_BATCH = r"""
                     }
             }
         }
+        /* the rhs of the lane's nodes, all before any is stored (a store in between would make the
+           compiler load the affine factors again) */
+        real4 o[ET][NG][CR];
+        #pragma unroll
+        for (int et = 0; et < ET; ++et)
+            #pragma unroll
+            for (int j = 0; j < NG; ++j)
+                #pragma unroll
+                for (int r = 0; r < CR; ++r) {
+                    real dv = acc[et][j][3][r];
+#if SPLIT_DV
+                    dv += acc[et][j][4][r] + acc[et][j][5][r];
+#endif
+                    o[et][j][r] = volume_rhs(s_g + 9 * ((eg * ET + et) * EM + g + 8 * (r >> 1)), acc[et][j][0][r],
+                                             acc[et][j][1][r], acc[et][j][2][r], dv, inv_rho, rhoc2);
+                }
 #if STAGED_OUT
         __syncthreads();  /* the staged fields are read: their space takes the rhs as real4 */
         real4* const s_o = reinterpret_cast<real4*>(s_q);
 #endif
-        real ge[ET][CR / 2][9];  /* affine factors of the lane's elements g (and g + 8), loaded once:
-                                    the staged rhs may alias them for the compiler */
-        #pragma unroll
-        for (int et = 0; et < ET; ++et)
-            #pragma unroll
-            for (int h = 0; h < CR / 2; ++h)
-                #pragma unroll
-                for (int c = 0; c < 9; ++c) ge[et][h][c] = s_g[9 * ((eg * ET + et) * EM + g + 8 * h) + c];
         #pragma unroll
         for (int et = 0; et < ET; ++et)
             #pragma unroll
@@ -423,16 +431,10 @@ _MMA_BATCH = r"""
                 for (int r = 0; r < CR; ++r) {
                     const int e = (eg * ET + et) * EM + g + 8 * (r >> 1), n = (ng * NG + j) * 8 + 2 * t + (r & 1);
                     if (n >= NP) continue;
-                    real dv = acc[et][j][3][r];
-#if SPLIT_DV
-                    dv += acc[et][j][4][r] + acc[et][j][5][r];
-#endif
-                    const real4 o = volume_rhs(ge[et][r >> 1], acc[et][j][0][r], acc[et][j][1][r], acc[et][j][2][r],
-                                               dv, inv_rho, rhoc2);
 #if STAGED_OUT
-                    s_o[e * NP + n] = o;
+                    s_o[e * NP + n] = o[et][j][r];
 #else
-                    if (b * KBV + e < K) write_rhs(rhs, q, sigma, KN, (size_t)(b * KBV + e) * NP + n, o);
+                    if (b * KBV + e < K) write_rhs(rhs, q, sigma, KN, (size_t)(b * KBV + e) * NP + n, o[et][j][r]);
 #endif
                 }
 #if STAGED_OUT  /* the batch's rhs is one contiguous range per field: coalesced stores */

@@ -37,6 +37,10 @@ _VOLUME = r"""
    rhs (the layout's batch code) and writes it with write_rhs. PREFETCH (a persistent grid, gridDim < nbatch):
    each block loops over batches and issues the next batch's global loads before this batch's
    arithmetic, which hides their latency. */
+#ifndef STAGE_NODE  /* staging thread i's element and node: element-major unless the layout says */
+#define STAGE_NODE(i, e, n) { e = (i) / NP; n = (i) - e * NP; }
+#endif
+
 __device__ __forceinline__ real4 volume_rhs(const real* g, const real pr, const real ps, const real pt,
                                              const real dv, const real inv_rho, const real rhoc2)
 {
@@ -174,7 +178,6 @@ struct __align__(DVA) dentry { real v[NPT]; };
 #endif
 #define SQ_TYPE real4
 #define SQ_SIZE (KBV * SQS)
-#define STAGE_NODE(i, e, n) { e = (i) / NP; n = (i) - e * NP; }  /* staging thread i: element-major */
 #define STAGE_FIELD(e, n, f) s_q[(e) * SQS + (n)] = (f)
 """
 
@@ -234,7 +237,8 @@ _MMA = r"""
    (element tile, node tile): C_pr += P Dr^T, C_ps += P Ds^T, C_pt += P Dt^T and
    C_dv += U_r Dr^T + U_s Ds^T + U_t Dt^T. fp64: DMMA m8n8k4 (exact fp64 FMAs). fp32: TF32 m16n8k8
    in three products (3xTF32: a = a_hi + a_lo, b = b_hi + b_lo, ab ~ a_hi b_hi + a_hi b_lo +
-   a_lo b_hi, about fp32 accuracy), the fields split when staged, the operators beforehand.
+   a_lo b_hi, about fp32 accuracy), the fields split when staged (or loaded), the operators
+   beforehand.
    Fields staged one component after another (fp32: in fragment order, split into TF32 hi and
    lo); padding nodes are zero in the operators and finite in the fields. Warp (eg, ng) of the
    block computes ET element tiles of element group eg times NG node tiles of node group ng.
@@ -256,9 +260,9 @@ __device__ __forceinline__ unsigned to_tf32(const float x) { return (__float_as_
 __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsigned* b)
 {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                 "{%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 #endif
 /* Fields staged in fragment order: per component, element tile and k step 256 floats, the 32
@@ -274,9 +278,10 @@ struct afrag { unsigned hi[4], lo[4]; };
 #define A_SLOT(ks, slot) ((ks) * A_ROW + ((slot) ^ (((ks) & 1) << 2)) * 4)
 __device__ __forceinline__ void put_split(float* p, const float x)
 {
-    const unsigned h = to_tf32(x);
-    p[0] = SPLIT_ON_LOAD ? x : __uint_as_float(h);
-#if !SPLIT_ON_LOAD
+#if SPLIT_ON_LOAD
+    p[0] = x;
+#else
+    p[0] = __uint_as_float(to_tf32(x));
     p[128] = __uint_as_float(to_tf32(x - p[0]));
 #endif
 }
@@ -322,11 +327,10 @@ struct afrag { double v; };
 __device__ __forceinline__ void mma_f64(double* c, const double* a, const double* b)
 {
     asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
-                 : "+d"(c[0]), "+d"(c[1]) : "d"(a[0]), "d"(b[0]));
+        : "+d"(c[0]), "+d"(c[1]) : "d"(a[0]), "d"(b[0]));
 }
 #endif
 /* element stride SQS = 4 (mod 8): a fragment load's 32 lanes hit distinct banks */
-#define STAGE_NODE(i, e, n) { e = (i) / NP; n = (i) - e * NP; }
 #define A_TILE(c, tile) (s_q + ((c) * KBV + (tile) * EM) * SQS)
 #define STAGE_FIELD(e, n, f) { real* sq_ = s_q + (e) * SQS + (n); sq_[0] = (f).a; \
     sq_[KBV * SQS] = (f).b; sq_[2 * KBV * SQS] = (f).c; sq_[3 * KBV * SQS] = (f).d; }

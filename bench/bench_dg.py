@@ -26,36 +26,42 @@ fraction of the volume kernel's roofline bound; node updates per second per RK s
     NVIDIA H100 80GB HBM3: N=1 72% of BW 9.1 Gnode/s, N=2 58%, N=3 50%, N=4 31% of BW 7.7 Gnode/s,
       N=5 32% of compute 7.1 Gnode/s, N=6 34% of compute 6.2 Gnode/s (fp64 about half the rate)
     NVIDIA H200: N=3 39.5% of BW, N=4 26.6%, N=5 32.4%, N=6 35.4% of compute
-The row layout after its tuning (H200, 3x L2 of data cycled), now the fallback below compute
-capability 8.0: fp32 N=3 42.3% of BW, N=4 29.7% of compute, N=5 37.6%, N=6 43.9%; fp64 N=3
+The row layout after its tuning (H200, 3x L2 of data cycled, earlier the same day), now the
+fallback below compute capability 8.0: fp32 N=3 42.3% of BW, N=4 29.7% of compute, N=5 37.6%, N=6 43.9%; fp64 N=3
 42.2% of BW, N=4 38.0%, N=5 43.0%, N=6 51.1%.
 
 The tensor-core layout (VolumeTuning.tensor; see gpu_kernels._MMA), the default where it is
 faster. Measured 2026-11-23 on an NVIDIA H200, a plain run of the defaults
 (`bench_dg.py --repeats 10`), volume kernel as a fraction of its bound:
-    fp32: N=1 59.6% of BW, N=2 51.8% of BW, N=3 41.2% of BW (rows; 1.98 TB/s), N=4 35.2% of
-          compute (21.1 TF/s), N=5 46.1% (27.7 TF/s), N=6 53.0% (31.8 TF/s)
-    fp64: N=1 76.4% of BW, N=2 61.8% of BW, N=3 54.6% of BW (2.62 TB/s), N=4 47.5% of compute
-          (14.2 TF/s), N=5 51.5% (15.4 TF/s), N=6 59.0% (17.7 TF/s)
-    RK stage, fp32: 10.3-10.6 Gnode/s (N <= 3), 8.9 (N=4), 8.3 (N=5), 7.3 (N=6); fp64 3.8-6.1.
-The tuning runs behind the tables (`--tune --stages tensor codegen --orders N --precisions P
---repeats 10`, same machine) agree within a point. The goal of 40% for N >= 3 is met everywhere
-but fp32 N=4 (35.2%).
+    fp32: N=1 59.5% of BW, N=2 51.1% of BW, N=3 41.1% of BW (rows; 1.97 TB/s), N=4 36.4% of
+          compute (21.8 TF/s), N=5 44.4% (26.6 TF/s), N=6 55.2% (33.1 TF/s)
+    fp64: N=1 73.8% of BW, N=2 61.7% of BW, N=3 54.9% of BW (2.63 TB/s), N=4 44.9% of compute
+          (13.5 TF/s), N=5 47.6% (14.3 TF/s), N=6 61.1% (18.3 TF/s)
+    RK stage, fp32: 10.3-10.6 Gnode/s (N <= 3), 9.0 (N=4), 8.2 (N=5), 7.4 (N=6); fp64 3.8-6.1.
+Runs a few minutes apart differ by up to 3 points (fp64 N=4 44.9-48.2%, N=5 47.6-51.8%); the
+tuning runs behind the tables (`--tune --stages tensor codegen --orders N --precisions P
+--repeats 10`, same machine) fall in those ranges. The goal of 40% for N >= 3 is met everywhere
+but fp32 N=4 (36.4%).
 
 Why the tensor-core layout: the row layout was bound by the L1/TEX pipe (shared-memory field
 reads and read-only-cache operator reads, Nsight Compute: 92-93% busy at N = 3-5, FMA pipe
-30-43%). A warp's m16n8k8 (TF32) or m8n8k4 (DMMA) product needs one fragment load per 16 x 8
-(8 x 4) values instead of a load per 3-6 FMAs. What made it fast, in the order found (fp64 N=4,
+30-43%). A warp's m16n8k8 (TF32) or m8n8k4 (DMMA) product reads one fragment of 16 x 8 (8 x 4)
+field values per 1024 (256) multiply-adds, where a row-layout thread loads a staged value for
+every 3-6 FMAs. What made it fast, in the order found (fp64 N=4,
 fp32 N=5): DMMA alone 36-38% / 35%; the rhs written through shared memory in coalesced rows
 (staged_output) 47% / 40%; fp32 fields staged in fragment order with hi and lo rows and a
 parity swizzle (conflict-free fragment loads, Nsight showed 44% of shared wavefronts were bank
 conflicts) and paired staging threads (conflict-free stores) 44% fp32 N=5; fp32 fields split
 into TF32 hi and lo when loaded instead of when staged (split_on_load: half the shared traffic)
-fp32 N=4 31 -> 35%.
-Why fp32 N=4 stays below 40%: per element it needs as much staging and writing as fp64 N=4 with
-a third of the arithmetic per byte of fp64 N=6, and each of its 5 node tiles is a warp that
-reads the element tile's fragments again; one warp per element tile for all node tiles (less
-shared traffic) needs 80 accumulator registers and runs at 21% for lack of warps.
+fp32 N=4 31 -> 35%; the epilogue computing all of a lane's rhs before storing any, and the
+split in three instructions per value, 36.4%.
+Why fp32 N=4 stays below 40% (Nsight Compute, before the last two changes): L1/TEX 67% busy, issue slots 57%,
+tensor pipe 29%, stalls mostly on fixed-latency dependencies and the two barriers per batch.
+Its 327 warp instructions per element are the staging (each node's 4 loads, affine transform and
+stores), the 3xTF32 split of every fragment value (3 instructions) and the epilogue; each of its
+5 node tiles is a warp that loads and splits the element tile's fragments again. One warp per
+element tile for all node tiles (a fifth of that) needs 80 accumulator registers and ran at 21%
+for lack of warps.
 Tried and dropped: one element per lane in the row layout (15-33% of compute bound); element
 rows padded to warp-aligned widths help only the row layout's fp64 N=5.
 """

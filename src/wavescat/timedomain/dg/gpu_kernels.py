@@ -23,7 +23,7 @@ _COMMON = r"""
 typedef REAL real;
 struct __align__(ALIGN4) real4 { real a, b, c, d; };
 #ifndef SHARED_POOL  /* static up to 48 KB (the row layout measured faster so), dynamic above */
-#if SHARED_BYTES <= 49152
+#if STATIC_POOL
 #define SHARED_POOL(name, bytes) __shared__ __align__(32) unsigned char name[bytes]
 #else
 #define SHARED_POOL(name, bytes) extern __shared__ __align__(32) unsigned char name[]
@@ -899,6 +899,7 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
             "NSTAGE": -(-lay.elements * n_nodes // lay.threads), "NGEO": -(-lay.elements * 9 // lay.threads),
             "PREFETCH": int(tuning.persistent > 0), "KBV": lay.elements, "SQS": lay.sqs,
             "SHARED_BYTES": lay.shared_bytes, "GEO_OFFSET": lay.geo_offset, "D_OFFSET": lay.operator_offset,
+            "STATIC_POOL": int(lay.shared_bytes <= STATIC_SHARED_LIMIT),
             "D_SHARED": int(tuning.d_shared), "SPONGE": int(sponge), "BOUNDS": bounds}
     if tuning.tensor:
         tiles = mma_tiles(n_nodes, itemsize)

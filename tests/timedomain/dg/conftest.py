@@ -57,6 +57,17 @@ VOLUME_VARIANTS = [
     (4, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=5, tensor=True, unroll=2)),
     (5, VolumeTuning(kb_volume=1, elements_per_thread=3, nodes_per_thread=4, tensor=True, persistent=2, split_dv=True)),
     (6, VolumeTuning(kb_volume=1, nodes_per_thread=4, tensor=True, staged_output=True, split_dv=True)),
+    # transposed products (operators as A, fields as B: fp32 tiles of 8 elements x 16 nodes)
+    (1, VolumeTuning(kb_volume=1, tensor=True, transposed=True)),
+    (2, VolumeTuning(kb_volume=2, tensor=True, transposed=True, b_registers=True, split_on_load=True)),
+    (3, VolumeTuning(kb_volume=1, elements_per_thread=2, tensor=True, transposed=True, staged_output=True)),
+    (4, VolumeTuning(kb_volume=1, nodes_per_thread=3, tensor=True, transposed=True, staged_output=True,
+                     split_on_load=True)),
+    (4, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=2, tensor=True, transposed=True,
+                     d_shared=True, persistent=1, split_dv=True, split_on_load=True)),
+    (5, VolumeTuning(kb_volume=3, nodes_per_thread=3, tensor=True, transposed=True, unroll=2)),
+    (6, VolumeTuning(kb_volume=1, elements_per_thread=3, nodes_per_thread=2, tensor=True, transposed=True,
+                     persistent=2, staged_output=True, split_on_load=True)),
 ]
 
 

@@ -232,13 +232,16 @@ _ROWS_BATCH = r"""
 """
 
 _MMA = r"""
-/* Tensor-core layout: the volume terms of a batch as warp matrix products C += A B, A the
-   staged fields (EM elements x KS nodes m), B the transposed operators (KS x 8 nodes n), per
-   (element tile, node tile): C_pr += P Dr^T, C_ps += P Ds^T, C_pt += P Dt^T and
-   C_dv += U_r Dr^T + U_s Ds^T + U_t Dt^T. fp64: DMMA m8n8k4 (exact fp64 FMAs). fp32: TF32 m16n8k8
-   in three products (3xTF32: a = a_hi + a_lo, b = b_hi + b_lo, ab ~ a_hi b_hi + a_hi b_lo +
-   a_lo b_hi, about fp32 accuracy), the fields split when staged (or loaded), the operators
-   beforehand.
+/* Tensor-core layout: the volume terms of a batch as warp matrix products, per (element tile,
+   node tile) C_pr += P Dr^T, C_ps += P Ds^T, C_pt += P Dt^T and C_dv += U_r Dr^T + U_s Ds^T +
+   U_t Dt^T with P, U_* the staged fields (EM elements x KS nodes m per k step) and D_*^T the
+   transposed operators (KS x NM nodes n): the fields are the mma's A, the operators its B.
+   TRANSPOSED: the transposed products (C^T += D P^T ...): the operators are A, the fields B,
+   so that in fp32 (EM = 8 elements, NM = 16 nodes) a warp's field fragment has half the
+   registers and is loaded and split once for all its node tiles. fp64: DMMA m8n8k4 (exact
+   fp64 FMAs). fp32: TF32 m16n8k8 in three products (3xTF32: a = a_hi + a_lo, b = b_hi + b_lo,
+   ab ~ a_hi b_hi + a_hi b_lo + a_lo b_hi, about fp32 accuracy), the fields split when staged
+   (or loaded), the operators beforehand.
    Fields staged one component after another (fp32: in fragment order, split into TF32 hi and
    lo); padding nodes are zero in the operators and finite in the fields. Warp (eg, ng) of the
    block computes ET element tiles of element group eg times NG node tiles of node group ng.
@@ -248,11 +251,26 @@ _MMA = r"""
 #define SQ_ZERO 1
 #define DSIZE (3 * NNT * NKS * 32)
 #define DSTRIDE (NNT * NKS * 32)
+#if TRANSPOSED  /* C register r of lane (g, t): element and node in their tiles (PTX C layout) */
+#define C_ELEM(r) (2 * t + ((r) & 1))
+#define C_NODE(r) (g + 8 * ((r) >> 1))
+#else
+#define C_ELEM(r) (g + 8 * ((r) >> 1))
+#define C_NODE(r) (2 * t + ((r) & 1))
+#endif
 #if MMA_TF32
-#define EM 16
 #define KS 8
 #define CR 4
-struct __align__(16) dentry { unsigned hi[2], lo[2]; };
+#if TRANSPOSED
+#define EM 8
+#define NM 16
+#define FREGS 2
+#else
+#define EM 16
+#define NM 8
+#define FREGS 4
+#endif
+struct __align__(16) dentry { unsigned hi[6 - FREGS], lo[6 - FREGS]; };  /* the other operand's registers */
 /* x rounded to TF32, to nearest, ties away (cvt.rna.tf32.f32 without its NaN/inf care, which
    costs two more instructions per value: infinities stay infinite, NaNs NaN) */
 __device__ __forceinline__ unsigned to_tf32(const float x) { return (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u; }
@@ -265,64 +283,80 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsi
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 #endif
-/* Fields staged in fragment order: per component, element tile and k step 256 floats, the 32
-   lanes' hi[4] (lane (g, t)'s A registers side by side), then their lo[4]: a warp's fragment
-   load is two 512-byte rows. Lane slots are swizzled by the k step's parity (slot lane ^ 4
-   (ks & 1)), so that the staging stores of an element's consecutive nodes spread over twice the
-   banks (two-way conflicts, not four-way). SPLIT_ON_LOAD: the values staged as they are (128
-   floats per k step), split when loaded: half the shared-memory traffic, a few instructions per
-   register, hi truncated instead of rounded (lo within 2^-21 x instead of 2^-22 x). */
-struct afrag { unsigned hi[4], lo[4]; };
-#define A_ROW (SPLIT_ON_LOAD ? 128 : 256)
-#define A_TILE(c, tile) (s_q + (c) * KBV * SQS + (tile) * NKS * A_ROW)
-#define A_SLOT(ks, slot) ((ks) * A_ROW + ((slot) ^ (((ks) & 1) << 2)) * 4)
+/* Fields staged in fragment order: per component, element tile and k step 32 FREGS floats, the
+   32 lanes' hi[FREGS] (lane (g, t)'s field registers side by side), then their lo[FREGS]: a
+   warp's fragment load is one or two contiguous rows. Without TRANSPOSED, lane slots are
+   swizzled by the k step's parity (slot lane ^ 4 (ks & 1)), so that the staging stores of an
+   element's consecutive nodes spread over twice the banks (two-way conflicts, not four-way).
+   SPLIT_ON_LOAD: the values staged as they are (32 FREGS floats per k step), split when
+   loaded: half the shared-memory traffic, a few instructions per register, hi truncated
+   instead of rounded (lo within 2^-21 x instead of 2^-22 x). */
+struct ffrag { unsigned hi[FREGS], lo[FREGS]; };
+struct __align__(4 * FREGS) fvec { float v[FREGS]; };
+#define F_ROW (32 * FREGS * (SPLIT_ON_LOAD ? 1 : 2))
+#define F_TILE(c, tile) (s_q + (c) * KBV * SQS + (tile) * NKS * F_ROW)
+#define F_SLOT(ks, slot) ((ks) * F_ROW + ((slot) ^ (TRANSPOSED ? 0 : ((ks) & 1) << 2)) * FREGS)
 __device__ __forceinline__ void put_split(float* p, const float x)
 {
 #if SPLIT_ON_LOAD
     p[0] = x;
 #else
     p[0] = __uint_as_float(to_tf32(x));
-    p[128] = __uint_as_float(to_tf32(x - p[0]));
+    p[32 * FREGS] = __uint_as_float(to_tf32(x - p[0]));
 #endif
 }
+#if TRANSPOSED
+/* staging thread i: 4 elements side by side (i & 3), then nodes: a warp stores 8 consecutive
+   nodes of 4 elements, 32 distinct banks; field register r of element g: node t + 4 r */
+#define STAGE_NODE(i, e, n) { const int r_ = (i) >> 2, q_ = r_ / NP; n = r_ - q_ * NP; e = (q_ << 2) + ((i) & 3); }
+#define F_REG(e, n) (((n) >> 2) & 1)
+#else
 /* staging thread i: elements e and e + 8 of a tile side by side (i & 1), then nodes, then g:
-   adjacent threads store adjacent floats, a warp's stores are conflict-free */
+   adjacent threads store adjacent floats, a warp's stores are conflict-free; field register
+   r of lane (g, t): element g + 8 (r & 1), node t + 4 (r >> 1) */
 #define STAGE_NODE(i, e, n) { const int r_ = (i) >> 1, q_ = r_ / NP; n = r_ - q_ * NP; \
     e = ((q_ >> 3) << 4) + (((i) & 1) << 3) + (q_ & 7); }
+#define F_REG(e, n) ((((e) >> 3) & 1) + (((n) >> 1) & 2))
+#endif
 #define STAGE_FIELD(e, n, f) { \
-    float* sq_ = A_TILE(0, (e) >> 4) + A_SLOT((n) >> 3, ((e) & 7) * 4 + ((n) & 3)) + (((e) >> 3) & 1) \
-                 + (((n) >> 1) & 2); \
+    float* sq_ = F_TILE(0, (e) / EM) + F_SLOT((n) >> 3, ((e) & 7) * 4 + ((n) & 3)) + F_REG(e, n); \
     put_split(sq_, (f).a); put_split(sq_ + KBV * SQS, (f).b); put_split(sq_ + 2 * KBV * SQS, (f).c); \
     put_split(sq_ + 3 * KBV * SQS, (f).d); }
-__device__ __forceinline__ void load_a(afrag& a, const float* tile, const int ks, const int lane)
+__device__ __forceinline__ void load_f(ffrag& a, const float* tile, const int ks, const int lane)
 {
-    const real4 h = *reinterpret_cast<const real4*>(tile + A_SLOT(ks, lane));
+    const fvec h = *reinterpret_cast<const fvec*>(tile + F_SLOT(ks, lane));
 #if SPLIT_ON_LOAD
-    const float x[4] = {h.a, h.b, h.c, h.d};
     #pragma unroll
-    for (int r = 0; r < 4; ++r) {  /* hi: x as is, the mma reads it truncated to TF32; lo: the exact
-                                      remainder rounded to TF32 (an error of 2^-21 x at most) */
-        a.hi[r] = __float_as_uint(x[r]);
-        a.lo[r] = to_tf32(x[r] - __uint_as_float(a.hi[r] & 0xFFFFE000u));
+    for (int r = 0; r < FREGS; ++r) {  /* hi: x as is, the mma reads it truncated to TF32; lo: the exact
+                                          remainder rounded to TF32 (an error of 2^-21 x at most) */
+        a.hi[r] = __float_as_uint(h.v[r]);
+        a.lo[r] = to_tf32(h.v[r] - __uint_as_float(a.hi[r] & 0xFFFFE000u));
     }
 #else
-    const real4 l = *reinterpret_cast<const real4*>(tile + A_SLOT(ks, lane) + 128);
-    a.hi[0] = __float_as_uint(h.a); a.hi[1] = __float_as_uint(h.b); a.hi[2] = __float_as_uint(h.c); a.hi[3] = __float_as_uint(h.d);
-    a.lo[0] = __float_as_uint(l.a); a.lo[1] = __float_as_uint(l.b); a.lo[2] = __float_as_uint(l.c); a.lo[3] = __float_as_uint(l.d);
+    const fvec l = *reinterpret_cast<const fvec*>(tile + F_SLOT(ks, lane) + 32 * FREGS);
+    #pragma unroll
+    for (int r = 0; r < FREGS; ++r) { a.hi[r] = __float_as_uint(h.v[r]); a.lo[r] = __float_as_uint(l.v[r]); }
 #endif
 }
 #define PASSES 3
-/* pass 0, 1, 2 of a product: a_lo b_hi, a_hi b_lo, a_hi b_hi (the small terms first) */
-__device__ __forceinline__ void mma(float* c, const afrag& a, const dentry& b, const int pass)
+/* pass 0, 1, 2 of a product: f_lo d_hi, f_hi d_lo, f_hi d_hi (the small terms first) */
+__device__ __forceinline__ void mma(float* c, const ffrag& f, const dentry& d, const int pass)
 {
-    mma_tf32(c, pass == 0 ? a.lo : a.hi, pass == 1 ? b.lo : b.hi);
+    const unsigned* fr = pass == 0 ? f.lo : f.hi;
+    const unsigned* dr = pass == 1 ? d.lo : d.hi;
+#if TRANSPOSED
+    mma_tf32(c, dr, fr);
+#else
+    mma_tf32(c, fr, dr);
+#endif
 }
 #else
 #define EM 8
+#define NM 8
 #define KS 4
 #define CR 2
 typedef double dentry;
-struct afrag { double v; };
+struct ffrag { double v; };
 #ifndef WAVESCAT_EMULATION
 __device__ __forceinline__ void mma_f64(double* c, const double* a, const double* b)
 {
@@ -331,23 +365,31 @@ __device__ __forceinline__ void mma_f64(double* c, const double* a, const double
 }
 #endif
 /* element stride SQS = 4 (mod 8): a fragment load's 32 lanes hit distinct banks */
-#define A_TILE(c, tile) (s_q + ((c) * KBV + (tile) * EM) * SQS)
+#define F_TILE(c, tile) (s_q + ((c) * KBV + (tile) * EM) * SQS)
 #define STAGE_FIELD(e, n, f) { real* sq_ = s_q + (e) * SQS + (n); sq_[0] = (f).a; \
     sq_[KBV * SQS] = (f).b; sq_[2 * KBV * SQS] = (f).c; sq_[3 * KBV * SQS] = (f).d; }
-/* A register: element g, node t */
-__device__ __forceinline__ void load_a(afrag& a, const double* tile, const int ks, const int lane)
+/* field register of lane (g, t): element g, node t (as A and as B: the m8n8k4 fragments of
+   A and of B^T have one layout) */
+__device__ __forceinline__ void load_f(ffrag& a, const double* tile, const int ks, const int lane)
 {
     a.v = tile[(lane >> 2) * SQS + ks * 4 + (lane & 3)];
 }
 #define PASSES 1
-__device__ __forceinline__ void mma(double* c, const afrag& a, const dentry& b, int) { mma_f64(c, &a.v, &b); }
+__device__ __forceinline__ void mma(double* c, const ffrag& f, const dentry& d, int)
+{
+#if TRANSPOSED
+    mma_f64(c, &d, &f.v);
+#else
+    mma_f64(c, &f.v, &d);
+#endif
+}
 #endif
 """
 
 _MMA_SETUP = r"""
-    /* fragment coordinates (PTX mma layouts): A register r of lane (g, t) holds element
-       g + 8 (r & 1), node m = t + 4 (r >> 1) of its tile; B register r node n = g, m = t + 4 r;
-       C register r element g + 8 (r >> 1), node n = 2 t + (r & 1) */
+    /* fragment coordinates (PTX mma layouts): A register r of lane (g, t) holds row g + 8 (r & 1),
+       column t + 4 (r >> 1) of its tile; B register r column g, row t + 4 r; C register r row
+       g + 8 (r >> 1), column 2 t + (r & 1) (rows: elements, or nodes n with TRANSPOSED) */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int eg = warp / NGROUPS, ng = warp - eg * NGROUPS;
 #if B_REGS  /* the warp's operator fragments, loaded once: persistent blocks reuse them for every batch */
@@ -377,12 +419,12 @@ _MMA_BATCH = r"""
         const dentry* __restrict__ Bw = Db + ng * NG * NKS * 32 + lane;  /* the warp's node tiles */
         #pragma unroll __UNROLL__
         for (int ks = 0; ks < NKS; ++ks) {
-            afrag a[ET][4];  /* p, U_r, U_s, U_t */
+            ffrag a[ET][4];  /* p, U_r, U_s, U_t */
             #pragma unroll
             for (int et = 0; et < ET; ++et)
                 #pragma unroll
                 for (int c = 0; c < 4; ++c)
-                    load_a(a[et][c], A_TILE(c, eg * ET + et), ks, lane);
+                    load_f(a[et][c], F_TILE(c, eg * ET + et), ks, lane);
             #pragma unroll
             for (int j = 0; j < NG; ++j) {
                 const int nt = ng * NG + j;
@@ -420,7 +462,7 @@ _MMA_BATCH = r"""
 #if SPLIT_DV
                     dv += acc[et][j][4][r] + acc[et][j][5][r];
 #endif
-                    o[et][j][r] = volume_rhs(s_g + 9 * ((eg * ET + et) * EM + g + 8 * (r >> 1)), acc[et][j][0][r],
+                    o[et][j][r] = volume_rhs(s_g + 9 * ((eg * ET + et) * EM + C_ELEM(r)), acc[et][j][0][r],
                                              acc[et][j][1][r], acc[et][j][2][r], dv, inv_rho, rhoc2);
                 }
 #if STAGED_OUT
@@ -433,7 +475,7 @@ _MMA_BATCH = r"""
             for (int j = 0; j < NG; ++j)
                 #pragma unroll
                 for (int r = 0; r < CR; ++r) {
-                    const int e = (eg * ET + et) * EM + g + 8 * (r >> 1), n = (ng * NG + j) * 8 + 2 * t + (r & 1);
+                    const int e = (eg * ET + et) * EM + C_ELEM(r), n = (ng * NG + j) * NM + C_NODE(r);
                     if (n >= NP) continue;
 #if STAGED_OUT
                     s_o[e * NP + n] = o[et][j][r];
@@ -528,7 +570,8 @@ NVRTC_OPTIONS = ("-std=c++17",)
 class VolumeTuning(NamedTuple):
     """One variant of the volume kernel (see the comments of _ROWS and _MMA). With tensor, the
     counts mean: kb_volume element groups per batch, elements_per_thread element tiles (16
-    elements fp32, 8 fp64) and nodes_per_thread node tiles (8 nodes) per warp."""
+    elements fp32, 8 fp64 or transposed) and nodes_per_thread node tiles (8 nodes, 16 fp32
+    transposed) per warp."""
 
     kb_volume: int  # TE: rows of threads per block, one element per row and EPT step
     elements_per_thread: int = 1  # EPT: register blocking over elements (operator reuse)
@@ -545,6 +588,8 @@ class VolumeTuning(NamedTuple):
     split_dv: bool = False  # tensor: the three terms of div v in separate accumulators
     b_registers: bool = False  # tensor: each warp's operator fragments held in registers throughout
     split_on_load: bool = False  # tensor, fp32 (fp64 has no split): fields staged unsplit, split when loaded
+    transposed: bool = False  # tensor: the operators the mma's A, the fields its B (fp32: tiles of
+    # 8 elements x 16 nodes; a warp splits a field fragment once for all its node tiles)
 
     def __repr__(self) -> str:  # only what differs from the defaults: the tuning table's style
         changed = [f"{k}={v!r}" for k, v in zip(self._fields, self)
@@ -650,16 +695,21 @@ def warp_row_width(nt: int) -> int:
 
 class MmaTiles(NamedTuple):
     """Tile sizes of the tensor-core variant: the mma shape of the precision and Np's tiling."""
-    elements: int  # EM: elements per tile (the mma's M)
+    elements: int  # EM: elements per tile (the mma's M, its N when transposed)
+    nodes: int  # NM: nodes n per tile (the mma's N, its M when transposed)
     k_step: int  # KS: nodes m per k step
-    node_tiles: int  # NNT: tiles of 8 nodes n (the mma's N) covering Np
+    node_tiles: int  # NNT: node tiles covering Np
     k_steps: int  # NKS: k steps covering Np
-    b_regs: int  # B-fragment registers per lane
+    operator_regs: int  # registers per lane of an operator fragment (of TF32 hi or lo)
 
 
-def mma_tiles(n_nodes: int, itemsize: int) -> MmaTiles:
-    em, ks = (16, 8) if itemsize == 4 else (8, 4)  # TF32 m16n8k8, DMMA m8n8k4
-    return MmaTiles(em, ks, -(-n_nodes // 8), -(-n_nodes // ks), ks // 4)
+def mma_tiles(n_nodes: int, itemsize: int, transposed: bool = False) -> MmaTiles:
+    """TF32 m16n8k8 (fp32) or DMMA m8n8k4 (fp64); transposed: the operators are the mma's A."""
+    if itemsize == 8:
+        em, nm, ks = 8, 8, 4
+    else:
+        em, nm, ks = (8, 16, 8) if transposed else (16, 8, 8)
+    return MmaTiles(em, nm, ks, -(-n_nodes // nm), -(-n_nodes // ks), nm * ks // 32)
 
 
 def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayout:
@@ -671,9 +721,9 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
         raise ValueError(f"{tuning}: persistent must be >= 0")
     if tuning.tensor:
         return _mma_layout(n_nodes, tuning, itemsize)
-    if tuning.staged_output or tuning.split_dv or tuning.b_registers or tuning.split_on_load:
-        raise ValueError(f"{tuning}: staged_output, split_dv, b_registers and split_on_load are options of "
-                         "tensor, not of the row layout")
+    if tuning.staged_output or tuning.split_dv or tuning.b_registers or tuning.split_on_load or tuning.transposed:
+        raise ValueError(f"{tuning}: staged_output, split_dv, b_registers, split_on_load and transposed are "
+                         "options of tensor, not of the row layout")
     nt = -(-n_nodes // npt)
     if tuning.warp_rows:  # the node map t + i NT still covers every node once (NT NPT >= Np)
         nt = warp_row_width(nt)
@@ -693,7 +743,7 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
 def _mma_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayout:
     if tuning.d_packed or tuning.warp_rows:
         raise ValueError(f"{tuning}: d_packed and warp_rows are options of the row layout, not of tensor")
-    tiles = mma_tiles(n_nodes, itemsize)
+    tiles = mma_tiles(n_nodes, itemsize, tuning.transposed)
     groups = -(-tiles.node_tiles // tuning.nodes_per_thread)
     if (groups - 1) * tuning.nodes_per_thread >= tiles.node_tiles:
         raise ValueError(f"{tuning} for Np={n_nodes}: a node group without node tiles")
@@ -703,7 +753,7 @@ def _mma_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLayo
         sqs = kpad if tuning.split_on_load else 2 * kpad
     else:  # = 4 (mod 8) doubles
         sqs = kpad + (4 - kpad) % 8
-    entry = tiles.b_regs * itemsize * (2 if itemsize == 4 else 1)  # bytes of a dentry: TF32 holds hi and lo
+    entry = tiles.operator_regs * itemsize * (2 if itemsize == 4 else 1)  # bytes of a dentry: TF32 holds hi and lo
     if tuning.b_registers and (tuning.d_shared or 3 * tuning.nodes_per_thread * tiles.k_steps * entry // 4 > 96):
         raise ValueError(f"{tuning} for Np={n_nodes}: b_registers takes the operators out of shared memory, "
                          "in at most 96 registers")
@@ -742,7 +792,7 @@ def volume_operators(Dr, Ds, Dt, tuning: VolumeTuning, layout: VolumeLayout, xp=
     mma_operators."""
     if tuning.tensor:
         host = [np.asarray(a.get() if hasattr(a, "get") else a, dtype=np.float64) for a in (Dr, Ds, Dt)]
-        return xp.asarray(mma_operators(np.stack(host), np.dtype(Dr.dtype).itemsize))
+        return xp.asarray(mma_operators(np.stack(host), np.dtype(Dr.dtype).itemsize, tuning.transposed))
     npn = Dr.shape[0]
     nodes = volume_node_map(npn, layout, tuning.nodes_per_thread)
     d = xp.stack([Dr.T, Ds.T, Dt.T])  # [d, m, n]
@@ -759,18 +809,22 @@ def tf32_round(x: np.ndarray) -> np.ndarray:
     return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
-def mma_operators(D: np.ndarray, itemsize: int) -> np.ndarray:
-    """D[d, n, m] (3, Np, Np) in B-fragment order: [d, node tile, k step, lane, register] =
-    D_d[8 tile + g, KS step + t + 4 r] (g, t = lane // 4, lane % 4), zero past Np. TF32: the
-    registers' hi parts, then their lo parts (x = hi + lo + O(2^-22 x))."""
+def mma_operators(D: np.ndarray, itemsize: int, transposed: bool = False) -> np.ndarray:
+    """D[d, n, m] (3, Np, Np) in fragment order, zero past Np: [d, node tile, k step, lane,
+    register] = D_d[NM tile + g + dn_r, KS step + t + dm_r] (g, t = lane // 4, lane % 4), as the
+    mma's B (dn_r = 0, dm_r = 4 r) or, transposed, its A (dn_r = 8 (r & 1), dm_r = 4 (r >> 1)).
+    TF32: the registers' hi parts, then their lo parts (x = hi + lo + O(2^-22 x))."""
     npn = D.shape[1]
-    tiles = mma_tiles(npn, itemsize)
-    padded = np.zeros((3, 8 * tiles.node_tiles, tiles.k_step * tiles.k_steps))
+    tiles = mma_tiles(npn, itemsize, transposed)
+    padded = np.zeros((3, tiles.nodes * tiles.node_tiles, tiles.k_step * tiles.k_steps))
     padded[:, :npn, :npn] = D
-    lane = np.arange(32)
-    n = 8 * np.arange(tiles.node_tiles)[:, None, None, None] + (lane // 4)[None, None, :, None]
+    lane, r = np.arange(32), np.arange(tiles.operator_regs)
+    as_a = transposed and tiles.operator_regs == 4  # fp64: one register, the same either way
+    dn, dm = (8 * (r & 1), 4 * (r >> 1)) if as_a else (0 * r, 4 * r)
+    n = (tiles.nodes * np.arange(tiles.node_tiles)[:, None, None, None] + (lane // 4)[None, None, :, None]
+         + dn[None, None, None, :])
     m = (tiles.k_step * np.arange(tiles.k_steps)[None, :, None, None] + (lane % 4)[None, None, :, None]
-         + 4 * np.arange(tiles.b_regs)[None, None, None, :])
+         + dm[None, None, None, :])
     frag = padded[:, n, m]  # [d, nt, ks, lane, r]
     if itemsize == 8:
         return np.ascontiguousarray(frag)
@@ -842,19 +896,23 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
     elif stage == "operators":
         out = [base._replace(d_packed=p, d_shared=s) for p in (False, True) for s in (False, True)]
     elif stage == "tensor":  # tensor-core variants: tiles per warp, element groups, prefetch, operators
-        tiles = mma_tiles(n_nodes, itemsize)
-        groups = sorted({-(-tiles.node_tiles // k) for k in range(1, 7)})
-        # at most 96 accumulator registers per lane (ET NG tiles of 4 accumulators)
-        pairs = [(e, g) for e in (1, 2, 3) for g in groups if e * g * 4 * tiles.elements * 8 * itemsize // 4 <= 96 * 32]
-        # (staged_output, split_on_load): fp64 has no split
-        outputs = [(False, False), (True, False)] + ([(True, True)] if itemsize == 4 else [])
-        out = [VolumeTuning(kb, elements_per_thread=e, nodes_per_thread=g, tensor=True, persistent=p, d_shared=ds,
-                            staged_output=so, split_on_load=sl)
-               for e, g in pairs for kb in (1, 2) for p in (0, 2) for ds in (False, True) for so, sl in outputs]
+        out = []
+        for tr in (False, True):
+            tiles = mma_tiles(n_nodes, itemsize, tr)
+            groups = sorted({-(-tiles.node_tiles // k) for k in range(1, 7)})
+            # at most 96 accumulator registers per lane (ET NG tiles of 4 accumulators)
+            pairs = [(e, g) for e in (1, 2, 3) for g in groups
+                     if e * g * 4 * tiles.elements * tiles.nodes * itemsize // 4 <= 96 * 32]
+            # (staged_output, split_on_load): fp64 has no split; transposed fp32 splits a fragment once per warp
+            outputs = ([(True, False)] if tr else [(False, False), (True, False)]) + \
+                ([(True, True)] if itemsize == 4 else [])
+            out += [VolumeTuning(kb, elements_per_thread=e, nodes_per_thread=g, tensor=True, persistent=p,
+                                 d_shared=ds, staged_output=so, split_on_load=sl, transposed=tr)
+                    for e, g in pairs for kb in (1, 2) for p in (0, 2) for ds in (False, True) for so, sl in outputs]
     elif stage == "codegen":
         lay = volume_layout(n_nodes, base, itemsize)
         if base.tensor:  # a full unroll of a long k loop compiles slowly
-            k_steps = mma_tiles(n_nodes, itemsize).k_steps
+            k_steps = mma_tiles(n_nodes, itemsize, base.transposed).k_steps
             unrolls = [2, 4] + ([k_steps] if k_steps <= 16 else [])
         else:  # FMAs per m; a full unroll of a large body compiles slowly
             unrolls = [2, 4, 8] + ([n_nodes] if n_nodes * 6 * ept * npt <= 4096 else [])
@@ -902,8 +960,9 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
             "STATIC_POOL": int(lay.shared_bytes <= STATIC_SHARED_LIMIT),
             "D_SHARED": int(tuning.d_shared), "SPONGE": int(sponge), "BOUNDS": bounds}
     if tuning.tensor:
-        tiles = mma_tiles(n_nodes, itemsize)
-        defs.update({"MMA_TF32": int(itemsize == 4), "NNT": tiles.node_tiles, "NKS": tiles.k_steps,
+        tiles = mma_tiles(n_nodes, itemsize, tuning.transposed)
+        defs.update({"MMA_TF32": int(itemsize == 4), "TRANSPOSED": int(tuning.transposed),
+                     "NNT": tiles.node_tiles, "NKS": tiles.k_steps,
                      "KPAD": tiles.k_steps * tiles.k_step,
                      "STAGED_OUT": int(tuning.staged_output), "SPLIT_DV": int(tuning.split_dv),
                      "B_REGS": int(tuning.b_registers), "SPLIT_ON_LOAD": int(tuning.split_on_load),

@@ -68,6 +68,13 @@ VOLUME_VARIANTS = [
     (5, VolumeTuning(kb_volume=3, nodes_per_thread=3, tensor=True, transposed=True, unroll=2)),
     (6, VolumeTuning(kb_volume=1, elements_per_thread=3, nodes_per_thread=2, tensor=True, transposed=True,
                      persistent=2, staged_output=True, split_on_load=True)),
+    # a k step's fragments loaded during the step before (rolled loops included)
+    (4, VolumeTuning(kb_volume=1, tensor=True, staged_output=True, split_on_load=True, prefetch_k=True)),
+    (3, VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=2, tensor=True, b_registers=True,
+                     prefetch_k=True)),
+    (5, VolumeTuning(kb_volume=2, nodes_per_thread=3, tensor=True, transposed=True, prefetch_k=True, unroll=2)),
+    (6, VolumeTuning(kb_volume=1, nodes_per_thread=2, tensor=True, persistent=1, split_dv=True, d_shared=True,
+                     prefetch_k=True, unroll=3)),
 ]
 
 

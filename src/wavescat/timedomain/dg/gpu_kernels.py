@@ -263,10 +263,12 @@ _MMA = r"""
 #define CR 4
 #if TRANSPOSED
 #define EM 8
+#define EM_SHIFT 3
 #define NM 16
 #define FREGS 2
 #else
 #define EM 16
+#define EM_SHIFT 4
 #define NM 8
 #define FREGS 4
 #endif
@@ -319,24 +321,36 @@ __device__ __forceinline__ void put_split(float* p, const float x)
 #define F_REG(e, n) ((((e) >> 3) & 1) + (((n) >> 1) & 2))
 #endif
 #define STAGE_FIELD(e, n, f) { \
-    float* sq_ = F_TILE(0, (e) / EM) + F_SLOT((n) >> 3, ((e) & 7) * 4 + ((n) & 3)) + F_REG(e, n); \
+    float* sq_ = F_TILE(0, (e) >> EM_SHIFT) + F_SLOT((n) >> 3, ((e) & 7) * 4 + ((n) & 3)) + F_REG(e, n); \
     put_split(sq_, (f).a); put_split(sq_ + KBV * SQS, (f).b); put_split(sq_ + 2 * KBV * SQS, (f).c); \
     put_split(sq_ + 3 * KBV * SQS, (f).d); }
-__device__ __forceinline__ void load_f(ffrag& a, const float* tile, const int ks, const int lane)
-{
-    const fvec h = *reinterpret_cast<const fvec*>(tile + F_SLOT(ks, lane));
-#if SPLIT_ON_LOAD
-    #pragma unroll
-    for (int r = 0; r < FREGS; ++r) {  /* hi: x as is, the mma reads it truncated to TF32; lo: the exact
-                                          remainder rounded to TF32 (an error of 2^-21 x at most) */
-        a.hi[r] = __float_as_uint(h.v[r]);
-        a.lo[r] = to_tf32(h.v[r] - __uint_as_float(a.hi[r] & 0xFFFFE000u));
-    }
-#else
-    const fvec l = *reinterpret_cast<const fvec*>(tile + F_SLOT(ks, lane) + 32 * FREGS);
-    #pragma unroll
-    for (int r = 0; r < FREGS; ++r) { a.hi[r] = __float_as_uint(h.v[r]); a.lo[r] = __float_as_uint(l.v[r]); }
+/* a field fragment as loaded from shared memory (fetch_f), and as the mma takes it (split_f) */
+struct fraw { fvec h;
+#if !SPLIT_ON_LOAD
+    fvec l;
 #endif
+};
+__device__ __forceinline__ fraw fetch_f(const float* tile, const int ks, const int lane)
+{
+    fraw x;
+    x.h = *reinterpret_cast<const fvec*>(tile + F_SLOT(ks, lane));
+#if !SPLIT_ON_LOAD
+    x.l = *reinterpret_cast<const fvec*>(tile + F_SLOT(ks, lane) + 32 * FREGS);
+#endif
+    return x;
+}
+__device__ __forceinline__ void split_f(ffrag& a, const fraw& x)
+{
+    #pragma unroll
+    for (int r = 0; r < FREGS; ++r) {
+        a.hi[r] = __float_as_uint(x.h.v[r]);
+#if SPLIT_ON_LOAD  /* hi: x as is, the mma reads it truncated to TF32; lo: the exact remainder
+                      rounded to TF32 (an error of 2^-21 x at most) */
+        a.lo[r] = to_tf32(x.h.v[r] - __uint_as_float(a.hi[r] & 0xFFFFE000u));
+#else
+        a.lo[r] = __float_as_uint(x.l.v[r]);
+#endif
+    }
 }
 #define PASSES 3
 /* pass 0, 1, 2 of a product: f_lo d_hi, f_hi d_lo, f_hi d_hi (the small terms first) */
@@ -370,10 +384,12 @@ __device__ __forceinline__ void mma_f64(double* c, const double* a, const double
     sq_[KBV * SQS] = (f).b; sq_[2 * KBV * SQS] = (f).c; sq_[3 * KBV * SQS] = (f).d; }
 /* field register of lane (g, t): element g, node t (as A and as B: the m8n8k4 fragments of
    A and of B^T have one layout) */
-__device__ __forceinline__ void load_f(ffrag& a, const double* tile, const int ks, const int lane)
+typedef ffrag fraw;
+__device__ __forceinline__ fraw fetch_f(const double* tile, const int ks, const int lane)
 {
-    a.v = tile[(lane >> 2) * SQS + ks * 4 + (lane & 3)];
+    return {tile[(lane >> 2) * SQS + ks * 4 + (lane & 3)]};
 }
+__device__ __forceinline__ void split_f(ffrag& a, const fraw& x) { a = x; }
 #define PASSES 1
 __device__ __forceinline__ void mma(double* c, const ffrag& f, const dentry& d, int)
 {
@@ -417,24 +433,61 @@ _MMA_BATCH = r"""
                     #pragma unroll
                     for (int r = 0; r < CR; ++r) acc[et][j][c][r] = 0;
         const dentry* __restrict__ Bw = Db + ng * NG * NKS * 32 + lane;  /* the warp's node tiles */
+        /* the operator fragments (Dr, Ds, Dt) of node tile j (of the warp's NG), k step ks */
+        auto fetch_d = [&](dentry (&d)[3], const int j, const int ks) {
+            #pragma unroll
+            for (int dd = 0; dd < 3; ++dd)
+#if B_REGS
+                d[dd] = breg[j][dd][ks];
+#else
+                d[dd] = Bw[(j * NKS + ks) * 32 + dd * DSTRIDE];
+#endif
+        };
+        /* the fragments of k step ks: fields (p, U_r, U_s, U_t) of the ET element tiles as loaded,
+           with PREFETCH_K also the operators */
+        auto fetch = [&](fraw (&f)[ET][4], dentry (&d)[NG][3], const int ks) {
+            #pragma unroll
+            for (int et = 0; et < ET; ++et)
+                #pragma unroll
+                for (int c = 0; c < 4; ++c) f[et][c] = fetch_f(F_TILE(c, eg * ET + et), ks, lane);
+#if PREFETCH_K
+            #pragma unroll
+            for (int j = 0; j < NG; ++j)
+                if (ng * NG + j < NNT) fetch_d(d[j], j, ks);
+#endif
+        };
+#if PREFETCH_K  /* step ks + 1's loads issued before step ks's products, which hide their latency */
+        fraw fk[ET][4];
+        dentry dk[NG][3];
+        fetch(fk, dk, 0);
+#endif
         #pragma unroll __UNROLL__
         for (int ks = 0; ks < NKS; ++ks) {
-            ffrag a[ET][4];  /* p, U_r, U_s, U_t */
+#if PREFETCH_K
+            fraw fn[ET][4];
+            dentry dn[NG][3];
+            if (ks + 1 < NKS) fetch(fn, dn, ks + 1);
+#else
+            dentry dk[NG][3];
+#endif
+            ffrag a[ET][4];
             #pragma unroll
             for (int et = 0; et < ET; ++et)
                 #pragma unroll
                 for (int c = 0; c < 4; ++c)
-                    load_f(a[et][c], F_TILE(c, eg * ET + et), ks, lane);
+#if PREFETCH_K
+                    split_f(a[et][c], fk[et][c]);
+#else
+                    split_f(a[et][c], fetch_f(F_TILE(c, eg * ET + et), ks, lane));
+#endif
             #pragma unroll
             for (int j = 0; j < NG; ++j) {
                 const int nt = ng * NG + j;
                 if (nt >= NNT) break;  /* warp-uniform: the last node group may be short */
-#if B_REGS
-                const dentry br = breg[j][0][ks], bs = breg[j][1][ks], bt = breg[j][2][ks];
-#else
-                const dentry* bp = Bw + (j * NKS + ks) * 32;
-                const dentry br = bp[0], bs = bp[DSTRIDE], bt = bp[2 * DSTRIDE];
+#if !PREFETCH_K
+                fetch_d(dk[j], j, ks);
 #endif
+                const dentry br = dk[j][0], bs = dk[j][1], bt = dk[j][2];
                 /* the products' passes one after the other: no pass waits for the one before */
                 #pragma unroll
                 for (int pass = 0; pass < PASSES; ++pass)
@@ -448,6 +501,18 @@ _MMA_BATCH = r"""
                         mma(acc[et][j][3 + 2 * SPLIT_DV], a[et][3], bt, pass);
                     }
             }
+#if PREFETCH_K
+            if (ks + 1 < NKS) {
+                #pragma unroll
+                for (int et = 0; et < ET; ++et)
+                    #pragma unroll
+                    for (int c = 0; c < 4; ++c) fk[et][c] = fn[et][c];
+                #pragma unroll
+                for (int j = 0; j < NG; ++j)
+                    #pragma unroll
+                    for (int dd = 0; dd < 3; ++dd) dk[j][dd] = dn[j][dd];
+            }
+#endif
         }
         /* the rhs of the lane's nodes, all before any is stored (a store in between would make the
            compiler load the affine factors again) */
@@ -590,6 +655,7 @@ class VolumeTuning(NamedTuple):
     split_on_load: bool = False  # tensor, fp32 (fp64 has no split): fields staged unsplit, split when loaded
     transposed: bool = False  # tensor: the operators the mma's A, the fields its B (fp32: tiles of
     # 8 elements x 16 nodes; a warp splits a field fragment once for all its node tiles)
+    prefetch_k: bool = False  # tensor: a k step's fragments loaded during the step before
 
     def __repr__(self) -> str:  # only what differs from the defaults: the tuning table's style
         changed = [f"{k}={v!r}" for k, v in zip(self._fields, self)
@@ -721,9 +787,10 @@ def volume_layout(n_nodes: int, tuning: VolumeTuning, itemsize: int) -> VolumeLa
         raise ValueError(f"{tuning}: persistent must be >= 0")
     if tuning.tensor:
         return _mma_layout(n_nodes, tuning, itemsize)
-    if tuning.staged_output or tuning.split_dv or tuning.b_registers or tuning.split_on_load or tuning.transposed:
-        raise ValueError(f"{tuning}: staged_output, split_dv, b_registers, split_on_load and transposed are "
-                         "options of tensor, not of the row layout")
+    if (tuning.staged_output or tuning.split_dv or tuning.b_registers or tuning.split_on_load or tuning.transposed
+            or tuning.prefetch_k):
+        raise ValueError(f"{tuning}: staged_output, split_dv, b_registers, split_on_load, transposed and prefetch_k "
+                         "are options of tensor, not of the row layout")
     nt = -(-n_nodes // npt)
     if tuning.warp_rows:  # the node map t + i NT still covers every node once (NT NPT >= Np)
         nt = warp_row_width(nt)
@@ -923,6 +990,7 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
         if base.tensor:
             out += [base._replace(split_dv=not base.split_dv), base._replace(b_registers=True, d_shared=False)]
             out += [base._replace(b_registers=True, d_shared=False, persistent=p) for p in (1, 2, 4)]
+            out += [base._replace(prefetch_k=not base.prefetch_k)]
             if itemsize == 4:
                 out.append(base._replace(split_on_load=not base.split_on_load))
     else:
@@ -966,6 +1034,7 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
                      "KPAD": tiles.k_steps * tiles.k_step,
                      "STAGED_OUT": int(tuning.staged_output), "SPLIT_DV": int(tuning.split_dv),
                      "B_REGS": int(tuning.b_registers), "SPLIT_ON_LOAD": int(tuning.split_on_load),
+                     "PREFETCH_K": int(tuning.prefetch_k),
                      "NACC": 6 if tuning.split_dv else 4,
                      "NGROUPS": lay.node_groups, "ET": tuning.elements_per_thread, "NG": tuning.nodes_per_thread})
         prelude, setup, batch = _MMA, _MMA_SETUP, _MMA_BATCH

@@ -79,6 +79,7 @@ static void warp_mma(T* c, const U* a, const U* b, int ar, int br, int cr, int k
 static double tf32_value(unsigned u) { return __uint_as_float(u & 0xFFFFE000u); }  /* the mma reads 19 bits */
 static double f64_value(double x) { return x; }
 static inline void mma_tf32(float* c, const unsigned* a, const unsigned* b) { warp_mma(c, a, b, 4, 2, 4, 8, tf32_value); }
+static inline void mma_tf32_k4(float* c, const unsigned* a, const unsigned* b) { warp_mma(c, a, b, 2, 1, 4, 4, tf32_value); }
 static inline void mma_f64(double* c, const double* a, const double* b) { warp_mma(c, a, b, 1, 1, 2, 4, f64_value); }
 
 #define GUARD_BYTES 64

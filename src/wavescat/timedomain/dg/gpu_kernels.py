@@ -284,6 +284,12 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsi
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+/* m16n8k4: the first half of the k8 fragments (A registers 0, 1 and B register 0) */
+__device__ __forceinline__ void mma_tf32_k4(float* c, const unsigned* a, const unsigned* b)
+{
+    asm("mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+}
 #endif
 /* Fields staged in fragment order: per component, element tile and k step 32 FREGS floats, the
    32 lanes' hi[FREGS] (lane (g, t)'s field registers side by side), then their lo[FREGS]: a
@@ -353,17 +359,20 @@ __device__ __forceinline__ void split_f(ffrag& a, const fraw& x)
     }
 }
 #define PASSES 3
-/* pass 0, 1, 2 of a product: f_lo d_hi, f_hi d_lo, f_hi d_hi (the small terms first) */
-__device__ __forceinline__ void mma(float* c, const ffrag& f, const dentry& d, const int pass)
+/* pass 0, 1, 2 of a product: f_lo d_hi, f_hi d_lo, f_hi d_hi (the small terms first). k4: the
+   last k step where it holds at most 4 nodes m (Np % 8 in 1..4), half the products: the
+   registers of the other half are not computed */
+__device__ __forceinline__ void mma(float* c, const ffrag& f, const dentry& d, const int pass, const bool k4)
 {
     const unsigned* fr = pass == 0 ? f.lo : f.hi;
     const unsigned* dr = pass == 1 ? d.lo : d.hi;
 #if TRANSPOSED
-    mma_tf32(c, dr, fr);
+    if (k4) mma_tf32_k4(c, dr, fr); else mma_tf32(c, dr, fr);
 #else
-    mma_tf32(c, fr, dr);
+    if (k4) mma_tf32_k4(c, fr, dr); else mma_tf32(c, fr, dr);
 #endif
 }
+#define HALF_LAST_K (NP % 8 != 0 && NP % 8 <= 4)
 #else
 #define EM 8
 #define NM 8
@@ -391,7 +400,8 @@ __device__ __forceinline__ fraw fetch_f(const double* tile, const int ks, const 
 }
 __device__ __forceinline__ void split_f(ffrag& a, const fraw& x) { a = x; }
 #define PASSES 1
-__device__ __forceinline__ void mma(double* c, const ffrag& f, const dentry& d, int)
+#define HALF_LAST_K 0
+__device__ __forceinline__ void mma(double* c, const ffrag& f, const dentry& d, int, bool)
 {
 #if TRANSPOSED
     mma_f64(c, &d, &f.v);
@@ -489,16 +499,17 @@ _MMA_BATCH = r"""
 #endif
                 const dentry br = dk[j][0], bs = dk[j][1], bt = dk[j][2];
                 /* the products' passes one after the other: no pass waits for the one before */
+                const bool k4 = HALF_LAST_K && ks == NKS - 1;
                 #pragma unroll
                 for (int pass = 0; pass < PASSES; ++pass)
                     #pragma unroll
                     for (int et = 0; et < ET; ++et) {
-                        mma(acc[et][j][0], a[et][0], br, pass);
-                        mma(acc[et][j][1], a[et][0], bs, pass);
-                        mma(acc[et][j][2], a[et][0], bt, pass);
-                        mma(acc[et][j][3], a[et][1], br, pass);
-                        mma(acc[et][j][3 + SPLIT_DV], a[et][2], bs, pass);
-                        mma(acc[et][j][3 + 2 * SPLIT_DV], a[et][3], bt, pass);
+                        mma(acc[et][j][0], a[et][0], br, pass, k4);
+                        mma(acc[et][j][1], a[et][0], bs, pass, k4);
+                        mma(acc[et][j][2], a[et][0], bt, pass, k4);
+                        mma(acc[et][j][3], a[et][1], br, pass, k4);
+                        mma(acc[et][j][3 + SPLIT_DV], a[et][2], bs, pass, k4);
+                        mma(acc[et][j][3 + 2 * SPLIT_DV], a[et][3], bt, pass, k4);
                     }
             }
 #if PREFETCH_K

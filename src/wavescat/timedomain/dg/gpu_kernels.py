@@ -38,7 +38,7 @@ _VOLUME = r"""
    each block loops over batches and issues the next batch's global loads before this batch's
    arithmetic, which hides their latency. */
 #ifndef STAGE_NODE  /* staging thread i's element and node: element-major unless the layout says */
-#define STAGE_NODE(i, e, n) { e = (i) / NP; n = (i) - e * NP; }
+#define STAGE_NODE(i, e, n) { e = (i) / NSN; n = (i) - e * NSN; }
 #endif
 
 /* a staged element's 9 affine factors (GEO_STRIDE 12: rows of three real4, vector loads) */
@@ -98,31 +98,25 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
 #else
     const dentry* __restrict__ Dm = D;
 #endif
-#if SQ_ZERO && KPAD > NP  /* padding nodes must hold finite values: the operators' zeros there
-    would meet NaN; later the staged rhs (finite) passes over them */
-    for (int i = threadIdx.x; i < KBV * (KPAD - NP); i += NTHREADS) {
-        const int e = i / (KPAD - NP), n = NP + (i - e * (KPAD - NP));
-        real4 z;
-        z.a = z.b = z.c = z.d = 0;
-        STAGE_FIELD(e, n, z);
-    }
-#endif
     const size_t KN = (size_t)K * NP;
     const int nbatch = (K + KBV - 1) / KBV;
     real4 raw[NSTAGE];
     real graw[NGEO];
-    /* global loads of batch b (KBV elements) into registers; unrolled and branch-free, so that
-       all of a thread's loads are in flight together: indices clamped into range (a thread
-       past the last node or element stages an identical or unused value) */
+    /* global loads of batch b (KBV elements, NSN staged nodes each) into registers; unrolled and
+       branch-free, so that all of a thread's loads are in flight together: indices clamped into
+       range (a thread past the last node or element stages an identical or unused value) */
     auto load = [&](int b) {
         const int k0 = b * KBV;
         #pragma unroll
         for (int s = 0; s < NSTAGE; ++s) {
-            const int i1 = threadIdx.x + s * NTHREADS, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
+            const int i1 = threadIdx.x + s * NTHREADS, i = i1 < KBV * NSN ? i1 : KBV * NSN - 1;
             int e, n;
             STAGE_NODE(i, e, n);
             const int k = k0 + e < K ? k0 + e : K - 1;
             const size_t id = (size_t)k * NP + n;
+#if NSN > NP  /* padding nodes staged as zeros (finite: the operators' zeros there would meet NaN) */
+            if (n >= NP) { raw[s].a = raw[s].b = raw[s].c = raw[s].d = 0; continue; }
+#endif
             raw[s].a = q[id]; raw[s].b = q[KN + id]; raw[s].c = q[2 * KN + id]; raw[s].d = q[3 * KN + id];
         }
         #pragma unroll
@@ -139,7 +133,7 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
         __syncthreads();
         #pragma unroll
         for (int s = 0; s < NSTAGE; ++s) {
-            const int i1 = threadIdx.x + s * NTHREADS, i = i1 < KBV * NP ? i1 : KBV * NP - 1;
+            const int i1 = threadIdx.x + s * NTHREADS, i = i1 < KBV * NSN ? i1 : KBV * NSN - 1;
             int e, n;
             STAGE_NODE(i, e, n);
             real g[9];
@@ -262,12 +256,11 @@ _MMA = r"""
    ab ~ a_hi b_hi + a_hi b_lo + a_lo b_hi, about fp32 accuracy), the fields split when staged
    (or loaded), the operators beforehand.
    Fields staged one component after another (fp32: in fragment order, split into TF32 hi and
-   lo); padding nodes are zero in the operators and finite in the fields. Warp (eg, ng) of the
+   lo); padding nodes are zero in the operators and staged as zeros. Warp (eg, ng) of the
    block computes ET element tiles of element group eg times NG node tiles of node group ng.
    The operators are stored in fragment order, one dentry per (d, node tile, k step, lane). */
 #define SQ_TYPE real
 #define SQ_SIZE (4 * KBV * SQS)
-#define SQ_ZERO 1
 #define DSIZE (3 * NNT * NKS * 32)
 #define DSTRIDE (NNT * NKS * 32)
 #define SHORT_GROUP (NGROUPS * NG > NNT)
@@ -338,13 +331,13 @@ __device__ __forceinline__ void put_split(float* p, const float x)
 #if TRANSPOSED
 /* staging thread i: 4 elements side by side (i & 3), then nodes: a warp stores 8 consecutive
    nodes of 4 elements, 32 distinct banks; field register r of element g: node t + 4 r */
-#define STAGE_NODE(i, e, n) { const int r_ = (i) >> 2, q_ = r_ / NP; n = r_ - q_ * NP; e = (q_ << 2) + ((i) & 3); }
+#define STAGE_NODE(i, e, n) { const int r_ = (i) >> 2, q_ = r_ / NSN; n = r_ - q_ * NSN; e = (q_ << 2) + ((i) & 3); }
 #define F_REG(e, n) (((n) >> 2) & 1)
 #else
 /* staging thread i: elements e and e + 8 of a tile side by side (i & 1), then nodes, then g:
    adjacent threads store adjacent floats, a warp's stores are conflict-free; field register
    r of lane (g, t): element g + 8 (r & 1), node t + 4 (r >> 1) */
-#define STAGE_NODE(i, e, n) { const int r_ = (i) >> 1, q_ = r_ / NP; n = r_ - q_ * NP; \
+#define STAGE_NODE(i, e, n) { const int r_ = (i) >> 1, q_ = r_ / NSN; n = r_ - q_ * NSN; \
     e = ((q_ >> 3) << 4) + (((i) & 1) << 3) + (q_ & 7); }
 #define F_REG(e, n) ((((e) >> 3) & 1) + (((n) >> 1) & 2))
 #endif
@@ -521,19 +514,24 @@ _MMA_BATCH = r"""
                 fetch_d(dk[j], j, ks);
 #endif
                 const dentry br = dk[j][0], bs = dk[j][1], bt = dk[j][2];
-                /* the products' passes one after the other: no pass waits for the one before */
+                /* product by product, its passes one after the other (the fragments of one field
+                   at a time in registers: 56 registers at N = 4, not 64) */
                 const bool k4 = HALF_LAST_K && ks == NKS - 1;
                 #pragma unroll
-                for (int pass = 0; pass < PASSES; ++pass)
+                for (int et = 0; et < ET; ++et) {
                     #pragma unroll
-                    for (int et = 0; et < ET; ++et) {
+                    for (int pass = 0; pass < PASSES; ++pass) {
                         mma(acc[et][j][0], a[et][0], br, pass, k4);
                         mma(acc[et][j][1], a[et][0], bs, pass, k4);
                         mma(acc[et][j][2], a[et][0], bt, pass, k4);
-                        mma(acc[et][j][3], a[et][1], br, pass, k4);
-                        mma(acc[et][j][3 + SPLIT_DV], a[et][2], bs, pass, k4);
-                        mma(acc[et][j][3 + 2 * SPLIT_DV], a[et][3], bt, pass, k4);
                     }
+                    #pragma unroll
+                    for (int pass = 0; pass < PASSES; ++pass) mma(acc[et][j][3], a[et][1], br, pass, k4);
+                    #pragma unroll
+                    for (int pass = 0; pass < PASSES; ++pass) mma(acc[et][j][3 + SPLIT_DV], a[et][2], bs, pass, k4);
+                    #pragma unroll
+                    for (int pass = 0; pass < PASSES; ++pass) mma(acc[et][j][3 + 2 * SPLIT_DV], a[et][3], bt, pass, k4);
+                }
             }
 #if PREFETCH_K
             if (ks + 1 < NKS) {
@@ -1060,14 +1058,16 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
     lay = volume_layout(n_nodes, tuning, itemsize)
     bounds = f"__launch_bounds__({lay.threads}" + (f", {tuning.min_blocks})" if tuning.min_blocks else ")")
     defs = {**_real(dtype), "NP": n_nodes, "NTHREADS": lay.threads,
-            "NSTAGE": -(-lay.elements * n_nodes // lay.threads), "NGEO": -(-lay.elements * 9 // lay.threads),
+            "NGEO": -(-lay.elements * 9 // lay.threads),
             "PREFETCH": int(tuning.persistent > 0), "KBV": lay.elements, "SQS": lay.sqs,
             "SHARED_BYTES": lay.shared_bytes, "GEO_OFFSET": lay.geo_offset, "D_OFFSET": lay.operator_offset,
             "STATIC_POOL": int(lay.shared_bytes <= STATIC_SHARED_LIMIT),
             "D_SHARED": int(tuning.d_shared), "SPONGE": int(sponge), "BOUNDS": bounds,
             "GEO_STRIDE": MMA_GEO_STRIDE if tuning.tensor else 9}
+    staged = n_nodes  # nodes staged per element: tensor, the padding nodes too (as zeros)
     if tuning.tensor:
         tiles = mma_tiles(n_nodes, itemsize, tuning.transposed)
+        staged = tiles.k_steps * tiles.k_step
         defs.update({"MMA_TF32": int(itemsize == 4), "TRANSPOSED": int(tuning.transposed),
                      "NNT": tiles.node_tiles, "NKS": tiles.k_steps,
                      "KPAD": tiles.k_steps * tiles.k_step,
@@ -1081,6 +1081,7 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
         defs.update({"NT": lay.nt, "NPT": tuning.nodes_per_thread, "TE": tuning.kb_volume,
                      "EPT": tuning.elements_per_thread, "RV": lay.rv, "DVA": lay.dva, "DPACK": int(tuning.d_packed)})
         prelude, setup, batch = _ROWS, _ROWS_SETUP, _ROWS_BATCH
+    defs.update({"NSN": staged, "NSTAGE": -(-lay.elements * staged // lay.threads)})
     body = _VOLUME.replace("__SETUP__", setup).replace("__BATCH__", batch.replace("__UNROLL__", str(lay.unroll)))
     return _defines(defs) + _COMMON + prelude + body
 

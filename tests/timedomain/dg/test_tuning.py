@@ -31,7 +31,7 @@ def test_caller_options_pick_the_layout_family():
 
 
 def test_tensor_options_are_refused_by_the_row_layout():
-    for option in ("staged_output", "split_dv", "b_registers", "split_on_load"):
+    for option in ("staged_output", "split_dv", "b_registers", "split_on_load", "transposed", "prefetch_k"):
         with pytest.raises(ValueError, match="options of tensor"):
             gk.volume_layout(35, gk.VolumeTuning(2, **{option: True}), 4)
     with pytest.raises(ValueError, match="options of the row layout"):
@@ -46,7 +46,28 @@ def test_tuning_stages_give_launchable_variants_of_their_family(itemsize):
         tensor = gk.tuning_candidates("tensor", npn, gk.VolumeTuning(1), itemsize)
         assert tensor and all(t.tensor for t in tensor)
         assert any(t.split_on_load for t in tensor) == (itemsize == 4)  # fp64 has no split
+        assert any(t.transposed for t in tensor) and not all(t.transposed for t in tensor)
         for t in tensor + gk.tuning_candidates("codegen", npn, tensor[0], itemsize):
             gk.volume_layout(npn, t, itemsize)
         with pytest.raises(ValueError, match="row-layout"):
             gk.tuning_candidates("tile", npn, tensor[0], itemsize)
+
+
+@pytest.mark.parametrize("itemsize", [4, 8])
+def test_transposed_operator_fragments_hold_the_operators(itemsize):
+    """Each (node tile, k step, lane, register) entry of the fragment-ordered operators is the
+    operator entry of the PTX fragment layout (as B, or transposed as A), hi + lo = D in fp32."""
+    rng = np.random.default_rng(3)
+    D = rng.standard_normal((3, 35, 35))
+    for transposed in (False, True):
+        tiles = gk.mma_tiles(35, itemsize, transposed)
+        frag = gk.mma_operators(D, itemsize, transposed)
+        regs = tiles.operator_regs
+        assert frag.shape == (3, tiles.node_tiles, tiles.k_steps, 32, regs * (2 if itemsize == 4 else 1))
+        value = frag if itemsize == 8 else frag[..., :regs] + frag[..., regs:]
+        for d, nt, ks, lane, r in [(0, 0, 0, 0, 0), (1, 2, 3, 17, regs - 1), (2, 1, 4, 31, regs // 2)]:
+            g, t = divmod(lane, 4)
+            dn, dm = (8 * (r & 1), 4 * (r >> 1)) if transposed and regs == 4 else (0, 4 * r)
+            n, m = tiles.nodes * nt + g + dn, tiles.k_step * ks + t + dm
+            want = D[d, n, m] if n < 35 and m < 35 else 0.0
+            assert value[d, nt, ks, lane, r] == pytest.approx(want, rel=1e-6, abs=1e-12)

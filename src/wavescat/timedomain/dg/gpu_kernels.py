@@ -32,6 +32,11 @@ struct __align__(ALIGN4) real4 { real a, b, c, d; };
 """
 
 _VOLUME = r"""
+#if INDEX32  /* every index into the state (4 K Np) and the affine factors (9 K) below 2^32 */
+typedef unsigned index_t;
+#else
+typedef size_t index_t;
+#endif
 /* The frame both volume layouts share. A block stages KBV elements of (p, r_x.v, s_x.v, t_x.v)
    and their affine factors in shared memory (STAGE_FIELD: the layout's order), computes their
    rhs (the layout's batch code) and writes it with write_rhs. PREFETCH (a persistent grid, gridDim < nbatch):
@@ -72,7 +77,7 @@ __device__ __forceinline__ real4 volume_rhs(const real* g, const real pr, const 
 }
 
 __device__ __forceinline__ void write_rhs(real* __restrict__ rhs, const real* __restrict__ q,
-                                          const real* __restrict__ sigma, const size_t KN, const size_t id, real4 r)
+                                          const real* __restrict__ sigma, const index_t KN, const index_t id, real4 r)
 {
 #if SPONGE
     const real sg = sigma[id];
@@ -98,7 +103,7 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
 #else
     const dentry* __restrict__ Dm = D;
 #endif
-    const size_t KN = (size_t)K * NP;
+    const index_t KN = (index_t)K * NP;
     const int nbatch = (K + KBV - 1) / KBV;
     real4 raw[NSTAGE];
     real graw[NGEO];
@@ -113,7 +118,7 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
             int e, n;
             STAGE_NODE(i, e, n);
             const int k = k0 + e < K ? k0 + e : K - 1;
-            const size_t id = (size_t)k * NP + n;
+            const index_t id = (index_t)k * NP + n;
 #if NSN > NP  /* padding nodes staged as zeros (finite: the operators' zeros there would meet NaN) */
             if (n >= NP) { raw[s].a = raw[s].b = raw[s].c = raw[s].d = 0; continue; }
 #endif
@@ -121,8 +126,8 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
         }
         #pragma unroll
         for (int j = 0; j < NGEO; ++j) {
-            const size_t g = (size_t)k0 * 9 + threadIdx.x + j * NTHREADS;
-            graw[j] = geo[g < (size_t)K * 9 ? g : (size_t)K * 9 - 1];
+            const index_t g = (index_t)k0 * 9 + threadIdx.x + j * NTHREADS;
+            graw[j] = geo[g < (index_t)K * 9 ? g : (index_t)K * 9 - 1];
         }
     };
     /* registers -> shared memory as (p, r_x.v, s_x.v, t_x.v); callers sync before and after */
@@ -144,7 +149,7 @@ dg_volume(const int K, const real* __restrict__ q, const real* __restrict__ geo,
             f.b = g[0] * u + g[1] * v + g[2] * w;
             f.c = g[3] * u + g[4] * v + g[5] * w;
             f.d = g[6] * u + g[7] * v + g[8] * w;
-            STAGE_FIELD(e, n, f);
+            STAGE_FIELD(i, e, n, f);
         }
     };
 __SETUP__
@@ -191,7 +196,7 @@ struct __align__(DVA) dentry { real v[NPT]; };
 #endif
 #define SQ_TYPE real4
 #define SQ_SIZE (KBV * SQS)
-#define STAGE_FIELD(e, n, f) s_q[(e) * SQS + (n)] = (f)
+#define STAGE_FIELD(i, e, n, f) s_q[(e) * SQS + (n)] = (f)
 """
 
 _ROWS_SETUP = r"""
@@ -238,7 +243,7 @@ _ROWS_BATCH = r"""
             for (int i = 0; i < NPT; ++i) {
                 const int n = t + i * NT;
                 if (n >= NP) break;
-                write_rhs(rhs, q, sigma, KN, (size_t)k * NP + n, volume_rhs(s_g + GEO_STRIDE * (e0 + j * TE),
+                write_rhs(rhs, q, sigma, KN, (index_t)k * NP + n, volume_rhs(s_g + GEO_STRIDE * (e0 + j * TE),
                           pr[j][i], ps[j][i], pt[j][i], dv[j][i], inv_rho, rhoc2));
             }
         }
@@ -276,12 +281,10 @@ _MMA = r"""
 #define CR 4
 #if TRANSPOSED
 #define EM 8
-#define EM_SHIFT 3
 #define NM 16
 #define FREGS 2
 #else
 #define EM 16
-#define EM_SHIFT 4
 #define NM 8
 #define FREGS 4
 #endif
@@ -306,19 +309,19 @@ __device__ __forceinline__ void mma_tf32_k4(float* c, const unsigned* a, const u
 #endif
 /* Fields staged in fragment order: per component, element tile and k step 32 FREGS floats, the
    32 lanes' hi[FREGS] (lane (g, t)'s field registers side by side), then their lo[FREGS]: a
-   warp's fragment load is one or two contiguous rows. Without TRANSPOSED, lane slots are
-   swizzled by the k step's parity (slot lane ^ 4 (ks & 1)), so that the staging stores of an
-   element's consecutive nodes spread over twice the banks (two-way conflicts, not four-way).
-   SPLIT_ON_LOAD: the values staged as they are (32 FREGS floats per k step), split when
-   loaded: half the shared-memory traffic, two instructions per register; the mma truncates
-   hi and lo to TF32 (lo within 2^-20 x, not 2^-22 x: for random fields times Dr at N = 4 the
-   product's rms error is 1.3e-7 of its rms, against 1.2e-7 with both rounded and 0.7e-7 for
-   fp32 FMAs; the maximum errors are 1.7e-7, 1.8e-7 and 1.6e-7 of the maximum). */
+   warp's fragment load is one or two contiguous rows. Staging thread i writes slot i of these
+   rows (the hi rows, lo 32 FREGS floats after): a warp's stores are contiguous, its global
+   loads 8 nodes of each of 4 elements. SPLIT_ON_LOAD: the values staged as they are (32 FREGS
+   floats per k step), split when loaded: half the shared-memory traffic, two instructions per
+   register; the mma truncates hi and lo to TF32 (lo within 2^-20 x, not 2^-22 x: for random
+   fields times Dr at N = 4 the product's rms error is 1.3e-7 of its rms, against 1.2e-7 with
+   both rounded and 0.7e-7 for fp32 FMAs; the maximum errors are 1.7e-7, 1.8e-7 and 1.6e-7 of
+   the maximum). */
 struct ffrag { unsigned hi[FREGS], lo[FREGS]; };
 struct __align__(4 * FREGS) fvec { float v[FREGS]; };
 #define F_ROW (32 * FREGS * (SPLIT_ON_LOAD ? 1 : 2))
 #define F_TILE(c, tile) (s_q + (c) * KBV * SQS + (tile) * NKS * F_ROW)
-#define F_SLOT(ks, slot) ((ks) * F_ROW + ((slot) ^ (TRANSPOSED ? 0 : ((ks) & 1) << 2)) * FREGS)
+#define F_SLOT(ks, lane) ((ks) * F_ROW + (lane) * FREGS)
 __device__ __forceinline__ void put_split(float* p, const float x)
 {
 #if SPLIT_ON_LOAD
@@ -328,21 +331,12 @@ __device__ __forceinline__ void put_split(float* p, const float x)
     p[32 * FREGS] = __uint_as_float(to_tf32(x - p[0]));
 #endif
 }
-#if TRANSPOSED
-/* staging thread i: 4 elements side by side (i & 3), then nodes: a warp stores 8 consecutive
-   nodes of 4 elements, 32 distinct banks; field register r of element g: node t + 4 r */
-#define STAGE_NODE(i, e, n) { const int r_ = (i) >> 2, q_ = r_ / NSN; n = r_ - q_ * NSN; e = (q_ << 2) + ((i) & 3); }
-#define F_REG(e, n) (((n) >> 2) & 1)
-#else
-/* staging thread i: elements e and e + 8 of a tile side by side (i & 1), then nodes, then g:
-   adjacent threads store adjacent floats, a warp's stores are conflict-free; field register
-   r of lane (g, t): element g + 8 (r & 1), node t + 4 (r >> 1) */
-#define STAGE_NODE(i, e, n) { const int r_ = (i) >> 1, q_ = r_ / NSN; n = r_ - q_ * NSN; \
-    e = ((q_ >> 3) << 4) + (((i) & 1) << 3) + (q_ & 7); }
-#define F_REG(e, n) ((((e) >> 3) & 1) + (((n) >> 1) & 2))
-#endif
-#define STAGE_FIELD(e, n, f) { \
-    float* sq_ = F_TILE(0, (e) >> EM_SHIFT) + F_SLOT((n) >> 3, ((e) & 7) * 4 + ((n) & 3)) + F_REG(e, n); \
+/* slot i: register r, lane (g, t), k step and element tile; register r of lane (g, t) holds
+   element g + 8 (r & 1), node t + 4 (r >> 1) (TRANSPOSED: element g, node t + 4 r) */
+#define STAGE_NODE(i, e, n) { const int r_ = (i) & (FREGS - 1), l_ = ((i) / FREGS) & 31, q_ = (i) / (32 * FREGS); \
+    e = q_ / NKS * EM + (l_ >> 2) + (FREGS == 4 ? (r_ & 1) << 3 : 0); \
+    n = (q_ % NKS) * KS + (l_ & 3) + 4 * (FREGS == 4 ? r_ >> 1 : r_); }
+#define STAGE_FIELD(i, e, n, f) { float* sq_ = s_q + (i) / (32 * FREGS) * F_ROW + (i) % (32 * FREGS); \
     put_split(sq_, (f).a); put_split(sq_ + KBV * SQS, (f).b); put_split(sq_ + 2 * KBV * SQS, (f).c); \
     put_split(sq_ + 3 * KBV * SQS, (f).d); }
 /* a field fragment as loaded from shared memory (fetch_f), and as the mma takes it (split_f) */
@@ -403,7 +397,7 @@ __device__ __forceinline__ void mma_f64(double* c, const double* a, const double
 #endif
 /* element stride SQS = 4 (mod 8): a fragment load's 32 lanes hit distinct banks */
 #define F_TILE(c, tile) (s_q + ((c) * KBV + (tile) * EM) * SQS)
-#define STAGE_FIELD(e, n, f) { real* sq_ = s_q + (e) * SQS + (n); sq_[0] = (f).a; \
+#define STAGE_FIELD(i, e, n, f) { real* sq_ = s_q + (e) * SQS + (n); sq_[0] = (f).a; \
     sq_[KBV * SQS] = (f).b; sq_[2 * KBV * SQS] = (f).c; sq_[3 * KBV * SQS] = (f).d; }
 /* field register of lane (g, t): element g, node t (as A and as B: the m8n8k4 fragments of
    A and of B^T have one layout) */
@@ -579,14 +573,14 @@ _MMA_BATCH = r"""
 #if STAGED_OUT
                     s_o[e * NP + n] = o[et][j][r];
 #else
-                    if (b * KBV + e < K) write_rhs(rhs, q, sigma, KN, (size_t)(b * KBV + e) * NP + n, o[et][j][r]);
+                    if (b * KBV + e < K) write_rhs(rhs, q, sigma, KN, (index_t)(b * KBV + e) * NP + n, o[et][j][r]);
 #endif
                 }
 #if STAGED_OUT  /* the batch's rhs is one contiguous range per field: coalesced stores */
         __syncthreads();
         const int nb = (K - b * KBV < KBV ? K - b * KBV : KBV) * NP;
         for (int i = threadIdx.x; i < nb; i += NTHREADS)
-            write_rhs(rhs, q, sigma, KN, (size_t)b * KBV * NP + i, s_o[i]);
+            write_rhs(rhs, q, sigma, KN, (index_t)b * KBV * NP + i, s_o[i]);
 #endif
 """
 
@@ -1053,7 +1047,9 @@ def _real(dtype) -> dict:
     return {"REAL": "double" if itemsize == 8 else "float", "ALIGN4": str(4 * itemsize)}
 
 
-def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> str:
+def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool, index32: bool = False) -> str:
+    """CUDA source of the volume kernel; index32: 32-bit indices (every index into the state and
+    the affine factors of the meshes it runs on is below 2^32, see `fits_index32`)."""
     itemsize = np.dtype(dtype).itemsize
     lay = volume_layout(n_nodes, tuning, itemsize)
     bounds = f"__launch_bounds__({lay.threads}" + (f", {tuning.min_blocks})" if tuning.min_blocks else ")")
@@ -1062,7 +1058,7 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
             "PREFETCH": int(tuning.persistent > 0), "KBV": lay.elements, "SQS": lay.sqs,
             "SHARED_BYTES": lay.shared_bytes, "GEO_OFFSET": lay.geo_offset, "D_OFFSET": lay.operator_offset,
             "STATIC_POOL": int(lay.shared_bytes <= STATIC_SHARED_LIMIT),
-            "D_SHARED": int(tuning.d_shared), "SPONGE": int(sponge), "BOUNDS": bounds,
+            "D_SHARED": int(tuning.d_shared), "SPONGE": int(sponge), "BOUNDS": bounds, "INDEX32": int(index32),
             "GEO_STRIDE": MMA_GEO_STRIDE if tuning.tensor else 9}
     staged = n_nodes  # nodes staged per element: tensor, the padding nodes too (as zeros)
     if tuning.tensor:
@@ -1084,6 +1080,11 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool) -> st
     defs.update({"NSN": staged, "NSTAGE": -(-lay.elements * staged // lay.threads)})
     body = _VOLUME.replace("__SETUP__", setup).replace("__BATCH__", batch.replace("__UNROLL__", str(lay.unroll)))
     return _defines(defs) + _COMMON + prelude + body
+
+
+def fits_index32(n_elements: int, n_nodes: int) -> bool:
+    """Whether the volume kernel's indices (4 K Np state entries, 9 K affine factors) fit 32 bits."""
+    return 4 * n_elements * n_nodes < 2**32 and 9 * n_elements < 2**32
 
 
 def surface_source(n_nodes: int, face_nodes: int, face_mask, dtype, kb_surface: int) -> str:
@@ -1111,8 +1112,8 @@ class GpuKernels:
                              f"{TENSOR_CORES_MIN_CC / 10:.1f}, this device has {cc / 10:.1f}")
         self.layout = volume_layout(npn, self.tuning, self.dtype.itemsize)
         self.kbs = kb_surface or default_elements_per_block(max(npn, nfn))
-        self._vol = xp.RawKernel(volume_source(npn, self.dtype, self.tuning, ops.sigma is not None), "dg_volume",
-                                 options=NVRTC_OPTIONS)
+        self._vol = xp.RawKernel(volume_source(npn, self.dtype, self.tuning, ops.sigma is not None,
+                                               fits_index32(ops.geo.shape[0], npn)), "dg_volume", options=NVRTC_OPTIONS)
         # dynamic shared memory above the 48 KB every device gives: the opt-in, within the device's limit
         optin = xp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", SHARED_LIMIT)
         if self.layout.shared_bytes > optin:

@@ -228,7 +228,8 @@ def tune(bench: OrderBench, repeats: int, jobs: int, stage_names=None):
                 rows = [c for c in times if not c.tensor]
                 base = min(rows, key=times.get) if rows else generic
             cands = [c for c in gk.tuning_candidates(name, bench.npn, base, bench.itemsize) if c not in times]
-        precompile(bench.cp, [gk.volume_source(bench.npn, dtype, c, False) for c in cands], jobs)
+        index32 = gk.fits_index32(bench.k, bench.npn)  # as GpuKernels compiles them
+        precompile(bench.cp, [gk.volume_source(bench.npn, dtype, c, False, index32) for c in cands], jobs)
         for c in cands:
             try:
                 times[c] = t = bench.volume_time(c, repeats)

@@ -333,10 +333,10 @@ __device__ __forceinline__ void put_split(float* p, const float x)
 }
 /* slot i: register r, lane (g, t), k step and element tile; register r of lane (g, t) holds
    element g + 8 (r & 1), node t + 4 (r >> 1) (TRANSPOSED: element g, node t + 4 r) */
-#define STAGE_NODE(i, e, n) { const int r_ = (i) & (FREGS - 1), l_ = ((i) / FREGS) & 31, q_ = (i) / (32 * FREGS); \
+#define STAGE_NODE(i, e, n) { const unsigned u_ = (i), r_ = u_ % FREGS, l_ = u_ / FREGS % 32, q_ = u_ / (32 * FREGS); \
     e = q_ / NKS * EM + (l_ >> 2) + (FREGS == 4 ? (r_ & 1) << 3 : 0); \
-    n = (q_ % NKS) * KS + (l_ & 3) + 4 * (FREGS == 4 ? r_ >> 1 : r_); }
-#define STAGE_FIELD(i, e, n, f) { float* sq_ = s_q + (i) / (32 * FREGS) * F_ROW + (i) % (32 * FREGS); \
+    n = q_ % NKS * KS + (l_ & 3) + 4 * (FREGS == 4 ? r_ >> 1 : r_); }  /* unsigned: shifts, masks */
+#define STAGE_FIELD(i, e, n, f) { float* sq_ = s_q + (unsigned)(i) / (32 * FREGS) * F_ROW + (unsigned)(i) % (32 * FREGS); \
     put_split(sq_, (f).a); put_split(sq_ + KBV * SQS, (f).b); put_split(sq_ + 2 * KBV * SQS, (f).c); \
     put_split(sq_ + 3 * KBV * SQS, (f).d); }
 /* a field fragment as loaded from shared memory (fetch_f), and as the mma takes it (split_f) */
@@ -1013,7 +1013,7 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
             unrolls = [2, 4] + ([k_steps] if k_steps <= 16 else [])
         else:  # FMAs per m; a full unroll of a large body compiles slowly
             unrolls = [2, 4, 8] + ([n_nodes] if n_nodes * 6 * ept * npt <= 4096 else [])
-        blocks = {min(32, -(-t // lay.threads)) for t in (1024, 1536)}  # >= 50, 75% occupancy
+        blocks = {min(32, -(-t // lay.threads)) for t in (1024, 1280, 1536)}  # >= 50, 62, 75% occupancy
         out = [base._replace(unroll=u) for u in unrolls if u != lay.unroll] + [base._replace(min_blocks=b) for b in blocks]
         if base.persistent:  # blocks per SM of the persistent grid
             out += [base._replace(persistent=p) for p in (1, 2, 3, 4, 6, 8)]

@@ -996,7 +996,8 @@ def tuning_candidates(stage: str, n_nodes: int, base: VolumeTuning, itemsize: in
         out = []
         for tr in (False, True):
             tiles = mma_tiles(n_nodes, itemsize, tr)
-            groups = sorted({-(-tiles.node_tiles // k) for k in range(1, 7)})
+            # node tiles per warp, one per count of node groups, at most 6 (one node tile per warp included)
+            groups = sorted(g for g in {-(-tiles.node_tiles // k) for k in range(1, tiles.node_tiles + 1)} if g <= 6)
             # at most 96 accumulator registers per lane (ET NG tiles of 4 accumulators)
             pairs = [(e, g) for e in (1, 2, 3) for g in groups
                      if e * g * 4 * tiles.elements * tiles.nodes * itemsize // 4 <= 96 * 32]

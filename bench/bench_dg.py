@@ -31,39 +31,36 @@ fallback below compute capability 8.0: fp32 N=3 42.3% of BW, N=4 29.7% of comput
 42.2% of BW, N=4 38.0%, N=5 43.0%, N=6 51.1%.
 
 The tensor-core layout (VolumeTuning.tensor; see gpu_kernels._MMA), the default where it is
-faster. Measured 2026-11-23 on an NVIDIA H200, a plain run of the defaults
+faster. Measured 2026-11-23 on an NVIDIA H200 (1980 MHz), a plain run of the defaults
 (`bench_dg.py --repeats 10`), volume kernel as a fraction of its bound:
-    fp32: N=1 59.5% of BW, N=2 51.1% of BW, N=3 41.1% of BW (rows; 1.97 TB/s), N=4 36.4% of
-          compute (21.8 TF/s), N=5 44.4% (26.6 TF/s), N=6 55.2% (33.1 TF/s)
-    fp64: N=1 73.8% of BW, N=2 61.7% of BW, N=3 54.9% of BW (2.63 TB/s), N=4 44.9% of compute
-          (13.5 TF/s), N=5 47.6% (14.3 TF/s), N=6 61.1% (18.3 TF/s)
-    RK stage, fp32: 10.3-10.6 Gnode/s (N <= 3), 9.0 (N=4), 8.2 (N=5), 7.4 (N=6); fp64 3.8-6.1.
-Runs a few minutes apart differ by up to 3 points (fp64 N=4 44.9-48.2%, N=5 47.6-51.8%); the
-tuning runs behind the tables (`--tune --stages tensor codegen --orders N --precisions P
---repeats 10`, same machine) fall in those ranges. The goal of 40% for N >= 3 is met everywhere
-but fp32 N=4 (36.4%).
-
-Why the tensor-core layout: the row layout was bound by the L1/TEX pipe (shared-memory field
-reads and read-only-cache operator reads, Nsight Compute: 92-93% busy at N = 3-5, FMA pipe
-30-43%). A warp's m16n8k8 (TF32) or m8n8k4 (DMMA) product reads one fragment of 16 x 8 (8 x 4)
-field values per 1024 (256) multiply-adds, where a row-layout thread loads a staged value for
-every 3-6 FMAs. What made it fast, in the order found (fp64 N=4,
-fp32 N=5): DMMA alone 36-38% / 35%; the rhs written through shared memory in coalesced rows
-(staged_output) 47% / 40%; fp32 fields staged in fragment order with hi and lo rows and a
-parity swizzle (conflict-free fragment loads, Nsight showed 44% of shared wavefronts were bank
-conflicts) and paired staging threads (conflict-free stores) 44% fp32 N=5; fp32 fields split
-into TF32 hi and lo when loaded instead of when staged (split_on_load: half the shared traffic)
-fp32 N=4 31 -> 35%; the epilogue computing all of a lane's rhs before storing any, and the
-split in three instructions per value, 36.4%.
-Why fp32 N=4 stays below 40% (Nsight Compute, before the last two changes): L1/TEX 67% busy, issue slots 57%,
-tensor pipe 29%, stalls mostly on fixed-latency dependencies and the two barriers per batch.
-Its 327 warp instructions per element are the staging (each node's 4 loads, affine transform and
-stores), the 3xTF32 split of every fragment value (3 instructions) and the epilogue; each of its
-5 node tiles is a warp that loads and splits the element tile's fragments again. One warp per
-element tile for all node tiles (a fifth of that) needs 80 accumulator registers and ran at 21%
-for lack of warps.
+    fp32: N=1, 2 (rows) 61.4%, 50.7% of BW, N=3 44.3% of BW (2.13 TB/s), N=4 40.4% of
+          compute (24.2 TF/s), N=5 58.4% (35.0 TF/s), N=6 61.2% (36.7 TF/s)
+    fp64: N=1, 2 (rows) 76.0%, 61.8% of BW, N=3 56.0% of BW (2.69 TB/s), N=4 50.6% of
+          compute (15.2 TF/s), N=5 61.5% (18.5 TF/s), N=6 68.1% (20.4 TF/s)
+    RK stage, fp32: 10.3-10.5 Gnode/s (N <= 3), 9.0 (N=4), 8.5 (N=5), 7.4 (N=6); fp64 3.9-6.1.
+fp32 N=4 is the closest to the 40% goal: six more timings of its default in two runs gave
+40.0-40.3%, and runs a few minutes apart have differed by up to 3 points before.
+How the tensor-core layout got there (fp32 N=4 unless said; the gains overlap):
+    DMMA alone (fp64 N=4) 36-38%; the rhs written through shared memory in coalesced rows
+    (staged_output) 47% fp64; fp32 fields staged in fragment order and split into TF32 hi and lo
+    when loaded (split_on_load: half the shared traffic) 31 -> 35%; earlier epilogue and split
+    work 36.4%. Then: the last k step as m16n8k4 where it holds at most 4 nodes (Np % 8 in 1..4)
+    37%; the split in two instructions (the mma truncates lo) and the affine factors as real4
+    rows 38%; products field by field (56 registers, not 64: 7 blocks per SM) 39%; the padding
+    nodes staged as zeros with the batch (no prologue); 32-bit indices; staging thread i writes
+    fragment slot i (contiguous stores, shifts and masks instead of the swizzle's index
+    arithmetic): 848 -> 824 instructions per warp and batch, from 1136; two element tiles per
+    warp with the next k step's fragments loaded ahead (prefetch_k) at 5 blocks per SM 40.4%.
+    The same changes took fp32 N=5 from 44% to 58%, N=6 55 -> 61%, fp64 N=4-6 45-61 -> 51-68%.
 Tried and dropped: one element per lane in the row layout (15-33% of compute bound); element
-rows padded to warp-aligned widths help only the row layout's fp64 N=5.
+rows padded to warp-aligned widths help only the row layout's fp64 N=5; the transposed products
+(VolumeTuning.transposed: operators as the mma's A, tiles of 8 elements x 16 nodes, each field
+fragment split once per warp) are slower at N <= 5 (23-37% at N=4: twice the operator traffic
+per element, 16-node tiles pad 35 nodes to 48) but the fp32 default at N=6.
+Why fp32 N=4 stays lowest: its 35 nodes fill 5 node tiles of 8 (the fifth holds 3) and 4.5 k
+steps; staging (global loads, affine transform, fragment-order stores) costs about as many
+instructions as the products and their splits; Nsight Compute (earlier) showed no pipe
+saturated (L1/TEX 67%, issue 57%, tensor 29%) and stalls on dependencies and barriers.
 """
 from __future__ import annotations
 

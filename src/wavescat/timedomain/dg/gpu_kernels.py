@@ -6,8 +6,9 @@ the read-only cache or staged in shared memory.
   grad p and div v = Dr (r_x . v) + Ds (s_x . v) + Dt (t_x . v), using affine factors),
   one frame (staging, prefetching persistent grids) around two layouts: rows of threads
   with register tiles over elements and nodes (FMA units), or warp matrix products on the
-  tensor cores (DMMA in fp64, 3xTF32 in fp32); the variants (`VolumeTuning`) are picked per
-  order and precision from `VOLUME_TUNING` and measured by `bench/bench_dg.py --tune`;
+  tensor cores (DMMA in fp64, 3xTF32 in fp32; fields as the mma's A, or transposed as its B);
+  the variants (`VolumeTuning`) are picked per order and precision from `TENSOR_TUNING` (compute
+  capability 8.0 and up) or `VOLUME_TUNING` and measured by `bench/bench_dg.py --tune`;
 - surface: upwind flux at the 4 Nfp face nodes into shared memory, then rhs += LIFT flux;
 - update:  the low-storage RK stage res = a res + dt rhs, q += b res.
 

@@ -71,3 +71,12 @@ def test_transposed_operator_fragments_hold_the_operators(itemsize):
             n, m = tiles.nodes * nt + g + dn, tiles.k_step * ks + t + dm
             want = D[d, n, m] if n < 35 and m < 35 else 0.0
             assert value[d, nt, ks, lane, r] == pytest.approx(want, rel=1e-6, abs=1e-12)
+
+
+def test_32_bit_indices_only_where_every_state_index_fits():
+    """4 K Np state entries (and 9 K affine factors) must stay below 2^32 for the 32-bit kernel."""
+    assert gk.fits_index32(1_000_000, 84)
+    assert gk.fits_index32((2**32 - 1) // (4 * 35), 35)
+    assert not gk.fits_index32(2**32 // (4 * 35) + 1, 35)
+    src32, src64 = (gk.volume_source(35, np.float32, gk.VolumeTuning(1, tensor=True), False, i) for i in (True, False))
+    assert "#define INDEX32 1" in src32 and "#define INDEX32 0" in src64

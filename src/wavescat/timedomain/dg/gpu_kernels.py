@@ -1070,7 +1070,6 @@ def volume_source(n_nodes: int, dtype, tuning: VolumeTuning, sponge: bool, index
         staged = tiles.k_steps * tiles.k_step
         defs.update({"MMA_TF32": int(itemsize == 4), "TRANSPOSED": int(tuning.transposed),
                      "NNT": tiles.node_tiles, "NKS": tiles.k_steps,
-                     "KPAD": tiles.k_steps * tiles.k_step,
                      "STAGED_OUT": int(tuning.staged_output), "SPLIT_DV": int(tuning.split_dv),
                      "B_REGS": int(tuning.b_registers), "SPLIT_ON_LOAD": int(tuning.split_on_load),
                      "PREFETCH_K": int(tuning.prefetch_k),

@@ -38,8 +38,8 @@ faster. Measured 2026-11-23 on an NVIDIA H200 (1980 MHz), a plain run of the def
     fp64: N=1, 2 (rows) 76.0%, 61.8% of BW, N=3 56.0% of BW (2.69 TB/s), N=4 50.6% of
           compute (15.2 TF/s), N=5 61.5% (18.5 TF/s), N=6 68.1% (20.4 TF/s)
     RK stage, fp32: 10.3-10.5 Gnode/s (N <= 3), 9.0 (N=4), 8.5 (N=5), 7.4 (N=6); fp64 3.9-6.1.
-fp32 N=4 is the closest to the 40% goal: six more timings of its default in two runs gave
-40.0-40.3%, and runs a few minutes apart have differed by up to 3 points before.
+fp32 N=4 is the closest to the 40% goal: eight more timings of its default in three device calls
+gave 40.2-40.6% (runs a few minutes apart have differed by up to 3 points before).
 How the tensor-core layout got there (fp32 N=4 unless said; the gains overlap):
     DMMA alone (fp64 N=4) 36-38%; the rhs written through shared memory in coalesced rows
     (staged_output) 47% fp64; fp32 fields staged in fragment order and split into TF32 hi and lo

@@ -196,7 +196,6 @@ struct __align__(DVA) dentry { real v[NPT]; };
 #define DSIZE (3 * NP * RV)
 #endif
 #define SQ_TYPE real4
-#define SQ_SIZE (KBV * SQS)
 #define STAGE_FIELD(i, e, n, f) s_q[(e) * SQS + (n)] = (f)
 """
 
@@ -266,7 +265,6 @@ _MMA = r"""
    block computes ET element tiles of element group eg times NG node tiles of node group ng.
    The operators are stored in fragment order, one dentry per (d, node tile, k step, lane). */
 #define SQ_TYPE real
-#define SQ_SIZE (4 * KBV * SQS)
 #define DSIZE (3 * NNT * NKS * 32)
 #define DSTRIDE (NNT * NKS * 32)
 #define SHORT_GROUP (NGROUPS * NG > NNT)

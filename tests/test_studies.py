@@ -82,7 +82,7 @@ def _dry_run(tmp_path, profile=None):
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
     args = ["-n", "target_strength", "--configfile", str(tmp_path / "study.yaml"), "--cores", "2"]
     if profile:
-        args += ["--profile", str(ROOT / "workflow" / "profiles" / profile)]
+        args += ["--profile", str(ROOT / "profiles" / profile)]
     # run inside the repository so the default config (and its base cases) is merged
     return subprocess.run(SNAKEMAKE + args + ["--directory", str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from .farfield import receiver_directions
-from .tables import FARFIELD_HEADER, atomic_path, read_farfield_csv
+from .files import atomic_path
+from .tables import FARFIELD_HEADER, read_farfield_csv
 
 
 def gather(cases: dict[str, dict], farfield_paths: dict[str, str | Path], out: str | Path) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import time
 
 import numpy as np
@@ -89,17 +88,10 @@ def verify_dg(args) -> int:
 
 
 def _save_figure(fig, path) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    suffix = os.path.splitext(path)[1] or ".png"
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=suffix)
-    os.close(fd)
-    try:
+    from ..files import atomic_path
+
+    with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=120)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _plot_convergence(rows, path) -> None:
@@ -192,10 +184,10 @@ def dg_scatter(args) -> int:
     except ImportError:  # pragma: no cover - reference module is part of the package
         pass
     if args.summary:
-        folder = os.path.dirname(os.path.abspath(args.summary))
-        os.makedirs(folder, exist_ok=True)
-        with open(args.summary, "w") as fh:
-            json.dump(summary, fh, indent=2)
+        from ..files import atomic_path
+
+        with atomic_path(args.summary) as tmp:
+            tmp.write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary))
     return 0
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import csv
 import math
-import os
-import tempfile
 from pathlib import Path
+
+from ..files import atomic_path
 
 
 def register(subparsers) -> None:
@@ -28,28 +28,15 @@ def acoustics_path(csv_path: Path) -> Path:
     return csv_path.with_name(f"{csv_path.stem}_acoustics{csv_path.suffix}")
 
 
-def _atomic_target(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    return tmp
-
-
 def write_table(path: Path, rows) -> None:
     from wavescat.timedomain.hermite.convergence import HEADER
 
-    tmp = _atomic_target(path)
-    try:
-        with open(tmp, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(HEADER)
-            for r in rows:
-                w.writerow([r["m"], r["q"], r["cells"], f"{r['h']:.8g}", f"{r['error_max']:.6e}",
-                            "" if math.isnan(r["observed_order"]) else f"{r['observed_order']:.3f}"])
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(HEADER)
+        for r in rows:
+            w.writerow([r["m"], r["q"], r["cells"], f"{r['h']:.8g}", f"{r['error_max']:.6e}",
+                        "" if math.isnan(r["observed_order"]) else f"{r['observed_order']:.3f}"])
 
 
 def plot_study(path: Path, tables: dict, title: str) -> None:
@@ -74,14 +61,11 @@ def plot_study(path: Path, tables: dict, title: str) -> None:
         ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    tmp = _atomic_target(path)
     try:
-        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png")
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def run(args) -> int:

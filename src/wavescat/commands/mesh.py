@@ -6,11 +6,9 @@ when everything succeeded, so a failed run leaves no half-written file.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from pathlib import Path
 
 from ..errors import ConfigError
+from ..files import atomic_path
 
 
 def _json_arg(name: str, text: str) -> dict:
@@ -23,17 +21,6 @@ def _json_arg(name: str, text: str) -> dict:
     return value
 
 
-def _temp_beside(path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}",
-                                dir=path.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(name, 0o666 & ~umask)  # mkstemp makes 0600; results should read like any file
-    return Path(name)
-
-
 def run(args) -> int:
     from ..geometry import mesh_case
 
@@ -42,16 +29,9 @@ def run(args) -> int:
     mesh, stats = mesh_case(case, medium, verbose=args.gmsh_verbose)
     if args.name:
         stats = {"case": args.name, **stats}
-    out_mesh, out_stats = Path(args.mesh), Path(args.stats)
-    temps = [_temp_beside(out_mesh), _temp_beside(out_stats)]
-    try:
-        mesh.write(temps[0], "gmsh22")
-        temps[1].write_text(json.dumps(stats, indent=2) + "\n")
-        os.replace(temps[0], out_mesh)
-        os.replace(temps[1], out_stats)
-    finally:
-        for t in temps:
-            t.unlink(missing_ok=True)
+    with atomic_path(args.mesh) as tmp_mesh, atomic_path(args.stats) as tmp_stats:
+        mesh.write(tmp_mesh, "gmsh22")
+        tmp_stats.write_text(json.dumps(stats, indent=2) + "\n")
     return 0
 
 

@@ -15,7 +15,7 @@ from ..bem import potentials, spaces
 from ..errors import ConfigError
 from ..solve.records import read_solution
 from ..surface import SurfaceMesh
-from ..tables import atomic_path
+from ..files import atomic_path
 
 
 def scattered_pressure(solution: dict, points, incidence: int = 0, backend="cpu") -> np.ndarray:

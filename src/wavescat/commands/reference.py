@@ -9,10 +9,32 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..farfield import far_field_errors, incident_directions, receiver_directions
-from ..reference.rigid_sphere import far_field
-from ..tables import atomic_path, read_farfield_csv, write_farfield_csv
+from ..files import atomic_path
+from ..reference.rigid_sphere import far_field, monostatic_far_field
+from ..solve.records import write_farfield_csv
+from ..tables import read_farfield_csv
 
 log = logging.getLogger(__name__)
+
+
+def exact_solution(case: dict, medium: dict, frequency_hz: float) -> dict:
+    """The exact far field of a sphere case at one frequency, laid out like a BEM solution
+    file (`solve.records`), so that the table rows come out exactly as in farfield.csv:
+    an aspect sweep gives the backscatter F(-d) per aspect direction d, otherwise every
+    incidence direction gives F at all receivers."""
+    geometry = case["geometry"]
+    a, c = geometry["radius"], geometry.get("center", (0.0, 0.0, 0.0))
+    k = 2.0 * math.pi * frequency_hz / medium["sound_speed"]
+    incidence = incident_directions(case["incident"])
+    out = {"frequency_hz": frequency_hz, "incident_directions": incidence.directions}
+    if incidence.monostatic:
+        out["monostatic_far_field"] = monostatic_far_field(k, a, incidence.directions, c)
+    else:
+        receivers = receiver_directions(case["receivers"])
+        out["receivers"] = {"theta_deg": receivers.theta_deg, "phi_deg": receivers.phi_deg}
+        out["far_field"] = np.array([far_field(k, a, d, receivers.vectors, c)
+                                     for d in incidence.directions])
+    return out
 
 
 def reference_farfield(args) -> None:
@@ -20,23 +42,15 @@ def reference_farfield(args) -> None:
     geometry = case["geometry"]
     if geometry["kind"] != "sphere":
         raise ConfigError(f"geometry.kind = {geometry['kind']!r}: the exact series needs a sphere")
-    receivers = receiver_directions(case["receivers"])
-    incidence = incident_directions(case["incident"])
-    if len(incidence.directions) != 1 and not incidence.monostatic:
-        raise ConfigError("incident.directions: the reference table holds one incidence direction")
-    rows = []
+    solutions = []
     for f in case["frequencies_hz"]:
-        k = 2.0 * math.pi * f / medium["sound_speed"]
-        if incidence.monostatic:  # receiver -d for each aspect angle
-            F = np.array([far_field(k, geometry["radius"], d, -d[None, :], geometry["center"])[0]
-                          for d in incidence.directions])
-        else:
-            F = far_field(k, geometry["radius"], incidence.directions[0], receivers.vectors,
-                          geometry["center"])
-        log.info("f = %g Hz, ka = %.4g: max TS %.2f dB", f, k * geometry["radius"],
+        s = exact_solution(case, medium, float(f))
+        F = s.get("monostatic_far_field", s.get("far_field"))
+        log.info("f = %g Hz, ka = %.4g: max TS %.2f dB", f,
+                 2.0 * math.pi * f / medium["sound_speed"] * geometry["radius"],
                  20 * np.log10(np.abs(F).max()))
-        rows.append(F)
-    write_farfield_csv(args.out, case["frequencies_hz"], receivers, np.array(rows))
+        solutions.append(s)
+    write_farfield_csv(args.out, solutions)
 
 
 def compare_farfield(args) -> None:

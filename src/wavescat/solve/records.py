@@ -18,33 +18,16 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from .. import __version__, farfield
 from ..errors import WavescatError
+from ..files import atomic_path
+from ..tables import FARFIELD_HEADER
 
-FARFIELD_HEADER = ["frequency_hz", "theta_deg", "phi_deg", "re_F", "im_F", "ts_db"]
 STAGES = ("assembly", "preconditioner", "solve", "far_field")
-
-
-@contextmanager
-def atomic_path(path):
-    """Yield a temporary path next to `path`; move it into place only on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def write_solution(path, result, mesh, case_name: str = "") -> None:

@@ -8,13 +8,12 @@ p_s(x, t) = Re(P(x) exp(-i w t)) comes from a DFT over the last whole periods.
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...errors import ConfigError
+from ...files import atomic_path
 from .mesh import TetMesh
 from .solver import AcousticsDG
 from .space import BC_ABSORBING, BC_SCATTERER, build_space
@@ -173,21 +172,11 @@ def read_probes(path) -> np.ndarray:
 
 def write_csv_atomic(path, header: list[str], rows: np.ndarray) -> None:
     """Write a CSV next to `path` and move it into place, so a crash leaves no half file."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(header)
-            for row in rows:
-                w.writerow([repr(float(v)) if not isinstance(v, (int, np.integer)) else int(v) for v in row])
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(header)
+        for row in rows:
+            w.writerow([repr(float(v)) if not isinstance(v, (int, np.integer)) else int(v) for v in row])
 
 
 def write_dg_amplitudes(path, probes: np.ndarray, p_dg: np.ndarray) -> None:

@@ -110,3 +110,24 @@ def test_generated_jobs_carry_resources(tmp_path, profile):
         assert "gpu=0" in res and "threads: 2" in res
     if profile == "slurm":
         assert "slurm_partition=gpu" in out.stdout
+
+
+def test_values_differing_past_six_digits_are_separate_cases(default):
+    user = {"run": ["r"], "studies": {"r": {"cases": ["sphere_ka5"],
+                                            "vary": {"geometry.radius": [1.0000001, 1.0000002, 2.0]}}}}
+    cfg = merged(default, user)
+    cases = run_cases(cfg)
+    assert len(cases) == 3
+    assert sorted(cfg["cases"][c]["geometry"]["radius"] for c in cases) == [1.0000001, 1.0000002, 2.0]
+    assert "r_sphere_ka5_radius-2" in cases
+
+
+@pytest.mark.parametrize("key, values", [
+    ("description", ["a b", "ab"]),
+    ("geometry.radius", [1, 1.0]),
+    ("geometry.center", [[1, 2, 0], [1.0, 2.0, 0.0]]),
+])
+def test_values_giving_one_name_are_refused(default, key, values):
+    user = {"run": ["r"], "studies": {"r": {"cases": ["sphere_ka5"], "vary": {key: values}}}}
+    with pytest.raises(ConfigError, match=r"studies\.r\.vary: values .* both give the case name"):
+        merged(default, user)

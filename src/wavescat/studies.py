@@ -32,8 +32,12 @@ CASE_KEYS = {"description", "geometry", "frequencies_hz", "incident", "receivers
 def _label(value) -> str:
     if isinstance(value, bool):
         return str(value).lower()
-    if isinstance(value, (int, float)):
-        return f"{value:g}"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        # every digit counts (1.0000001 and 1.0000002 are two cases); 50.0 reads as 50
+        text = str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+        return text.replace("+", "")
     if isinstance(value, str):
         return re.sub(r"[^A-Za-z0-9.-]+", "", value) or "x"
     if isinstance(value, (list, tuple)):
@@ -71,9 +75,16 @@ def expand_study(name: str, study: dict, cases: dict) -> dict[str, dict]:
             for dotted, value in zip(keys, values):
                 _assign(case, dotted, value, f"{where}.vary")
                 label.append(f"{dotted.split('.')[-1]}-{_label(value)}")
-            case["study"] = {"name": name, "base": base,
-                             "parameters": dict(zip(keys, values))}
-            out["_".join(label)] = case
+            parameters = dict(zip(keys, values))
+            case_name = "_".join(label)
+            if case_name in out:
+                raise ConfigError(
+                    f"{where}.vary: values {out[case_name]['study']['parameters']} and "
+                    f"{parameters} both give the case name {case_name!r} (names keep only "
+                    "the letters, digits, '.' and '-' of a value): drop the repeated value or "
+                    "make them differ there")
+            case["study"] = {"name": name, "base": base, "parameters": parameters}
+            out[case_name] = case
     return out
 
 

@@ -83,6 +83,39 @@ BAD = [
     (_set(["cases", "sphere_ka5", "mesh", "elements_per_wavelength"], -1),
      "cases.sphere_ka5.mesh.elements_per_wavelength = -1: must be > 0"),
 ]
+# YAML's .nan and .inf are numbers to the schema; each must be refused at its key.
+NAN, INF = float("nan"), float("inf")
+BAD += [
+    (_set(["cases", "sphere_ka5", "frequencies_hz"], [NAN]),
+     "cases.sphere_ka5.frequencies_hz[0] = nan: must be a finite number"),
+    (_set(["cases", "sphere_ka5", "frequencies_hz"], [100.0, INF]),
+     "cases.sphere_ka5.frequencies_hz[1] = inf: must be a finite number"),
+    (_set(["cases", "sphere_ka5", "frequencies_hz"], {"start": 100, "stop": INF, "count": 3}),
+     "cases.sphere_ka5.frequencies_hz.stop = inf: must be a finite number"),
+    (_set(["cases", "sphere_ka5", "geometry", "radius"], NAN),
+     "cases.sphere_ka5.geometry.radius = nan: must be a finite number"),
+    (_set(["cases", "sphere_ka5", "geometry", "center"], [0, -INF, 0]),
+     "cases.sphere_ka5.geometry.center[1] = -inf: must be a finite number"),
+    (_set(["cases", "submarine", "geometry", "hull_length"], INF),
+     "cases.submarine.geometry.hull_length = inf: must be a finite number"),
+    (_set(["cases", "sphere_ka5", "incident", "direction"], [0, NAN, 1]),
+     "cases.sphere_ka5.incident.direction[1] = nan: must be a finite number"),
+    (_set(["cases", "sphere_ka5", "receivers"], {"directions_deg": [[90, INF]]}),
+     "cases.sphere_ka5.receivers.directions_deg[0][1] = inf: must be a finite number"),
+    (_set(["cases", "sphere_ka5", "mesh", "max_element_size"], INF),
+     "cases.sphere_ka5.mesh.max_element_size = inf: must be a finite number"),
+    (_set(["medium", "sound_speed"], NAN), "medium.sound_speed = nan: must be a finite number"),
+    (_set(["studies"], {"s": {"cases": ["sphere_ka5"], "vary": {"geometry.radius": [1, NAN]}}}),
+     "studies.s.vary.geometry.radius[1] = nan: must be a finite number"),
+]
+# A name is one folder under results/: `.` and `..` would write beside or above it.
+for _section in ("cases", "studies"):
+    for _name in (".", "..", ".hidden", "-x", "a/b"):
+        BAD.append((
+            lambda cfg, section=_section, name=_name: cfg.setdefault(section, {}).update(
+                {name: copy.deepcopy(cfg["cases"]["sphere_ka5"]) if section == "cases"
+                 else {"cases": ["sphere_ka5"]}}),
+            f"{_section}.{_name}: not a usable name"))
 
 
 @pytest.mark.parametrize("mutate, message", BAD, ids=[m for _, m in BAD])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -191,6 +192,33 @@ def _check_case(name: str, case: dict, base_dir: Path) -> None:
         raise ConfigError(f"{where}.receivers.count = {rec['count']}: only used with plane")
 
 
+def _check_finite(node, parts=()) -> None:
+    """Every number anywhere in the config is finite: YAML's .nan and .inf pass the schema's
+    bounds (nan compares false with everything) and would fail far from the key."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            _check_finite(value, parts + (key,))
+    elif isinstance(node, (list, tuple)):
+        for i, value in enumerate(node):
+            _check_finite(value, parts + (i,))
+    elif isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{key_path(parts)} = {node}: must be a finite number")
+
+
+# A case or study name is one folder under results/: a single path component, not hidden.
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def _check_names(cfg: dict) -> None:
+    for section in ("cases", "studies"):
+        names = cfg.get(section)
+        for name in names if isinstance(names, dict) else ():
+            if not (isinstance(name, str) and SAFE_NAME.fullmatch(name)):
+                raise ConfigError(
+                    f"{section}.{name}: not a usable name (it names the folder results/<name>): "
+                    "use letters, digits, '_', '-' and '.', not starting with '.' or '-'")
+
+
 def _raise_first(validator, cfg) -> None:
     from jsonschema import exceptions
 
@@ -216,6 +244,8 @@ def run_studies(config: dict) -> list[str]:
 def prepare_config(config: dict, base_dir: str | Path = ".", schema_path=SCHEMA_PATH) -> dict:
     """Validate `config`, fill defaults and normalise it; raise ConfigError naming the key."""
     cfg = copy.deepcopy(dict(config))
+    _check_finite(cfg)
+    _check_names(cfg)
     validator = _validator(load_schema(schema_path))
     _raise_first(validator, cfg)
     # Studies copy their (defaults-filled) base cases; check the generated ones again.

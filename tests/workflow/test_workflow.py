@@ -103,3 +103,27 @@ def test_meshes_and_verify_bem_targets_run(tmp_path):
     ref = read_farfield_csv(tmp_path / "results" / "ball" / "reference_farfield.csv")
     assert len(ref["F"]) == 2 * 13  # two frequencies x 13 receivers
     assert not (tmp_path / "results" / "egg" / "reference_farfield.csv").exists()
+
+
+def test_editing_the_geometry_file_remeshes(tmp_path):
+    """The geometry file is an input of the mesh rule: a newer file schedules the mesh again."""
+    import os
+    import shutil
+
+    shutil.copy(ROOT / "meshes" / "box.geo", tmp_path / "part.geo")
+    config = ("run: [part]\ncases:\n  part:\n    geometry: {kind: file, path: part.geo}\n"
+              "    frequencies_hz: [100]\n")
+    outputs = [tmp_path / "results" / "part" / name for name in ("mesh.msh", "mesh_stats.json")]
+    outputs[0].parent.mkdir(parents=True)
+    for path in outputs:  # a finished mesh, newer than the geometry file
+        path.write_text("")
+        os.utime(path, (2e9, 2e9))
+    os.utime(tmp_path / "part.geo", (1e9, 1e9))
+    out = snakemake(["-n", "meshes"], tmp_path, config)
+    assert out.returncode == 0, out.stderr
+    assert "mesh" not in jobs(out.stdout)
+    os.utime(tmp_path / "part.geo", (3e9, 3e9))  # the user edits the .geo file
+    out = snakemake(["-n", "meshes"], tmp_path, config)
+    assert out.returncode == 0, out.stderr
+    assert jobs(out.stdout)["mesh"] == 1
+    assert "part.geo" in out.stdout

@@ -64,6 +64,12 @@ def solutions(wildcards):
                   index=frequency_indices(wildcards.case))
 
 
+def geometry_file(wildcards):
+    """The geometry file of a `file` case: an input of its mesh, so editing it re-meshes."""
+    geometry = CASES[wildcards.case]["geometry"]
+    return geometry["path"] if geometry["kind"] == "file" else []
+
+
 def reference_if_sphere(wildcards):
     if CASES[wildcards.case]["geometry"]["kind"] == "sphere":
         return f"results/{wildcards.case}/reference_farfield.csv"

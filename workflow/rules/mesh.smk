@@ -1,5 +1,6 @@
 rule mesh:
     """Surface mesh of one case sized from its highest frequency, checked, with statistics."""
+    input: geometry_file
     output:
         mesh="results/{case}/mesh.msh",
         stats="results/{case}/mesh_stats.json",

@@ -51,3 +51,23 @@ def test_rejects_bad_settings():
         gmres(lambda v: v, np.ones(3), tol=2.0)
     with pytest.raises(ConfigError, match="restart"):
         gmres(lambda v: v, np.ones(3), restart=0)
+
+
+@pytest.mark.parametrize("poison", ["operator", "right-hand side"])
+def test_non_finite_residual_stops_at_once(poison):
+    a, b = _system(r=3)
+    products = []
+
+    def matvec(v):
+        products.append(v.shape[1])
+        out = a @ v
+        if poison == "operator" and len(products) == 2:
+            out[5] = np.nan  # one bad entry, from the second product on
+        return out
+
+    if poison == "right-hand side":
+        b[7, 1] = np.inf
+    with pytest.raises(SolverError, match=r"GMRES stopped: the residual of right-hand side "
+                                          r"\d of 3 is (nan|inf) after \d operator application"):
+        gmres(matvec, b, tol=1e-10, restart=20, maxiter=500)
+    assert len(products) == (2 if poison == "operator" else 0)

@@ -37,12 +37,25 @@ def _check(tol, restart, maxiter):
         raise ConfigError(f"solver.gmres.maxiter = {maxiter!r}: must be a positive integer")
 
 
+def _stop_if_not_finite(residual, columns, products, r):
+    """A NaN or inf residual never recovers: stop at once instead of using up maxiter."""
+    bad = np.flatnonzero(~np.isfinite(residual))
+    if len(bad):
+        q = bad[0]
+        raise SolverError(
+            f"GMRES stopped: the residual of right-hand side {columns[q]} of {r} is "
+            f"{residual[q]} after {int(products[q])} operator application(s); the operator, "
+            "preconditioner or right-hand side holds NaN or inf (check the mesh and the "
+            "solver settings)")
+
+
 def gmres(matvec, b, *, xp=np, tol: float = 1e-5, restart: int = 100, maxiter: int = 500,
           x0=None) -> GmresResult:
     """Solve A x = b for b of shape (n,) or (n, r); `matvec` maps (n, r') -> (n, r').
 
     Stops a column when |b - A x| <= tol |b|. Raises SolverError when some column has
-    used `maxiter` operator applications without converging, naming the residual reached.
+    used `maxiter` operator applications without converging, naming the residual reached,
+    and at the first residual that is not finite.
     """
     _check(tol, restart, maxiter)
     vector = b.ndim == 1
@@ -69,6 +82,7 @@ def gmres(matvec, b, *, xp=np, tol: float = 1e-5, restart: int = 100, maxiter: i
         fresh = False
         beta = _host(xp.linalg.norm(res, axis=0))
         residuals[active] = beta / bnorm[active]
+        _stop_if_not_finite(residuals[active], active, iterations[active], r)
         done = residuals[active] <= tol
         converged[active[done]] = True
         exhausted = iterations[active] >= maxiter
@@ -119,6 +133,7 @@ def gmres(matvec, b, *, xp=np, tol: float = 1e-5, restart: int = 100, maxiter: i
             g[j + 1] = -np.conj(sn[j]) * g[j]
             g[j] = cs[j] * g[j]
             est = np.abs(g[j + 1]) / bnorm[active]
+            _stop_if_not_finite(est, active, iterations[active] + j + 1, r)
             bar.update(1)
             bar.set_postfix_str(f"residual {est.max():.2e}", refresh=False)
             for q in np.flatnonzero(running):

@@ -32,6 +32,11 @@ class SurfaceMesh:
             raise MeshError("the mesh has no triangles")
         if t.min() < 0 or t.max() >= len(v):
             raise MeshError(f"triangle vertex index out of range [0, {len(v)})")
+        bad = np.flatnonzero(~np.isfinite(v).all(axis=1))
+        if len(bad):  # named here: NaN would otherwise surface deep inside SciPy or the solver
+            source = self.meta.get("source", "mesh")
+            raise MeshError(f"{source}: {len(bad)} vertex(es) with a NaN or infinite "
+                            f"coordinate, the first is vertex {bad[0]} = {v[bad[0]].tolist()}")
         object.__setattr__(self, "vertices", v)
         object.__setattr__(self, "triangles", t)
 

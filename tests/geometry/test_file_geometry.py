@@ -121,3 +121,20 @@ def test_missing_file_and_unknown_suffix(tmp_path):
     shutil.copy(MESHES / "box.geo", tmp_path / "box.iges")
     with pytest.raises(ConfigError, match=r"unknown suffix '\.iges'"):
         mesh_case(file_case(tmp_path / "box.iges"), MEDIUM)
+
+
+@pytest.mark.parametrize("suffix", [".stl", ".msh"])
+def test_non_finite_vertex_names_the_file(tmp_path, suffix):
+    sphere = icosphere(1)
+    vertices = sphere.vertices.copy()
+    vertices[3, 1] = np.nan
+    path = tmp_path / f"bad{suffix}"
+    meshio.write_points_cells(path, vertices, [("triangle", sphere.triangles)],
+                              file_format="gmsh22" if suffix == ".msh" else None, binary=False)
+    # (an STL repeats the vertex in each of its triangles)
+    with pytest.raises(MeshError, match=rf"bad\{suffix}: \d+ vertex\(es\) with a NaN or "
+                                        r"infinite coordinate, the first is vertex \d+ = \[.*nan"):
+        mesh_case(file_case(path), MEDIUM)
+    from wavescat.surface import SurfaceMesh  # the solve stage reads meshes this way
+    with pytest.raises(MeshError, match=rf"bad\{suffix}: \d+ vertex\(es\) with a NaN"):
+        SurfaceMesh.from_file(path)

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, MeshError
+from .geometry.geo_script import check_geo_script
 from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 from .studies import expand_studies, study_cases
 
@@ -154,6 +155,11 @@ def _check_case(name: str, case: dict, base_dir: Path) -> None:
         if not full.is_file():
             raise ConfigError(f"{where}.geometry.path = {geo['path']!r}: file not found "
                               f"(relative paths are taken from {base_dir})")
+        if path.suffix.lower() == ".geo":
+            try:
+                check_geo_script(full)
+            except MeshError as exc:
+                raise ConfigError(f"{where}.geometry.path = {geo['path']!r}: {exc}") from None
     spec = case["frequencies_hz"]
     if isinstance(spec, dict) and spec["stop"] < spec["start"]:
         raise ConfigError(f"{where}.frequencies_hz.stop = {spec['stop']}: must be >= start "

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ConfigError, MeshError
 from ..surface import SurfaceMesh
+from .geo_script import check_geo_script
 from .gmsh_model import generate_surface_mesh, gmsh_session, mesh_occ_model, surface_from_model
 from .params import center, positive
 from .sizing import MeshOptions
@@ -51,6 +52,8 @@ def read_triangle_file(path: Path) -> SurfaceMesh:
 
 
 def _mesh_cad(path: Path, options: MeshOptions) -> SurfaceMesh:
+    if path.suffix.lower() == ".geo":
+        check_geo_script(path)  # before gmsh runs a line of it
     with gmsh_session(options.verbose) as gmsh:
         try:
             if path.suffix.lower() == ".geo":

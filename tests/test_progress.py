@@ -47,3 +47,25 @@ def test_verbose_meshing_prints_gmsh_progress(capfd):
     mesh_case(case, {"sound_speed": 1500.0}, verbose=True)
     out = capfd.readouterr().out
     assert "Meshing 2D" in out and "Done meshing 2D" in out
+
+
+def test_cold_kernel_cache_is_announced_once_and_warm_cache_not(tmp_path):
+    """Numba compiles on a cache miss only: the first run says so once, the next is silent."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import logging, sys\n"
+        "logging.basicConfig(level=logging.INFO, stream=sys.stderr, format='%(message)s')\n"
+        "from wavescat.progress import announce_compilation\n"
+        "announce_compilation(logging.getLogger('wavescat.solve'))\n"
+        "announce_compilation(logging.getLogger('wavescat.solve'))\n"
+        "from wavescat.bem.kernels_cpu import _kernel, sincos\n"
+        "sincos(0.3); _kernel(0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0)\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=600) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr
+    assert runs[0].stderr.count("compiling CPU kernels (first run only, about a minute)") == 1
+    assert "compiling" not in runs[1].stderr

@@ -38,3 +38,35 @@ def progress(total: int | None, desc: str, unit: str = "it") -> tqdm:
                 mininterval=interval, delay=interval,
                 disable=os.environ.get("WAVESCAT_PROGRESS", "1") == "0",
                 ascii=not tty, dynamic_ncols=tty, leave=True)
+
+
+_compile_note = None
+
+
+def announce_compilation(log, what: str = "CPU kernels",
+                         duration: str = "first run only, about a minute") -> None:
+    """Log one line when Numba starts compiling a wavescat kernel, before it compiles.
+
+    Kernels are compiled with `cache=True`: the machine code is stored on disk (beside the
+    sources, or under NUMBA_CACHE_DIR), so this happens on the first run only. Numba signals
+    a compilation only on a cache miss, so a warm cache logs nothing.
+    """
+    global _compile_note
+    if _compile_note is not None:
+        return
+    from numba.core import event
+
+    class _Note(event.Listener):
+        said = False
+
+        def on_start(self, ev):
+            func = getattr(ev.data.get("dispatcher"), "py_func", None)
+            if not self.said and getattr(func, "__module__", "").startswith("wavescat."):
+                self.said = True
+                log.info("compiling %s (%s)", what, duration)
+
+        def on_end(self, ev):
+            pass
+
+    _compile_note = _Note()
+    event.register("numba:compile", _compile_note)

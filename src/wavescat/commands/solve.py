@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from ..progress import announce_compilation
 
 log = logging.getLogger("wavescat.solve")
 
@@ -34,6 +35,7 @@ def run_solve(args) -> int:
     case = _json_arg(args.case, "case")
     medium = _json_arg(args.medium, "medium")
     mesh = SurfaceMesh.from_file(args.mesh)
+    announce_compilation(log)
     result = solve_frequency(case, medium, mesh, float(args.frequency))
     write_solution(args.out, result, mesh, case_name=args.name or "")
     t = result.timings

@@ -29,9 +29,12 @@ def test_results_follow_the_umask(tmp_path, umask):
             "receivers": {"plane": "xy", "count": 5}}
     assert main(["reference", "--case", json.dumps(case), "--medium",
                  json.dumps({"sound_speed": 1500.0}), "--out", str(tmp_path / "ref.csv")]) == 0
+    assert main(["mesh", "--case", json.dumps({**case, "mesh": {"elements_per_wavelength": 6}}),
+                 "--medium", json.dumps({"sound_speed": 1500.0}), "--mesh",
+                 str(tmp_path / "mesh.msh"), "--stats", str(tmp_path / "mesh_stats.json")]) == 0
     from wavescat.timedomain.dg.scattering import write_csv_atomic
     write_csv_atomic(tmp_path / "probes.csv", ["x"], np.zeros((2, 1)))
-    for name in ("summary.json", "ref.csv", "probes.csv"):
+    for name in ("summary.json", "ref.csv", "mesh.msh", "mesh_stats.json", "probes.csv"):
         assert _mode(tmp_path / name) == 0o666 & ~umask, name
 
 

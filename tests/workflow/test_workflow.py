@@ -77,6 +77,10 @@ def test_default_config_dry_run():
      "    frequencies_hz: [50]\n", "cases.ball.geometry.kind = 'cone'"),
     ("run: [part]\ncases:\n  part:\n    geometry: {kind: file, path: missing.step}\n"
      "    frequencies_hz: [50]\n", "cases.part.geometry.path = 'missing.step': file not found"),
+    ("run: [ball]\ncases:\n  ball:\n    geometry: {kind: sphere, radius: 1}\n"
+     "    frequencies_hz: [.nan]\n", "cases.ball.frequencies_hz[0] = nan: must be a finite number"),
+    ("run: ['..']\ncases:\n  '..':\n    geometry: {kind: sphere, radius: 1}\n"
+     "    frequencies_hz: [50]\n", "cases...: not a usable name"),
 ])
 def test_bad_config_stops_before_any_job(tmp_path, text, message):
     (tmp_path / "results").mkdir()

@@ -115,7 +115,7 @@ for _section in ("cases", "studies"):
             lambda cfg, section=_section, name=_name: cfg.setdefault(section, {}).update(
                 {name: copy.deepcopy(cfg["cases"]["sphere_ka5"]) if section == "cases"
                  else {"cases": ["sphere_ka5"]}}),
-            f"{_section}.{_name}: not a usable name"))
+            f"{_section}: name {_name!r} is not usable"))
 
 
 @pytest.mark.parametrize("mutate, message", BAD, ids=[m for _, m in BAD])

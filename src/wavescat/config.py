@@ -221,8 +221,9 @@ def _check_names(cfg: dict) -> None:
         for name in names if isinstance(names, dict) else ():
             if not (isinstance(name, str) and SAFE_NAME.fullmatch(name)):
                 raise ConfigError(
-                    f"{section}.{name}: not a usable name (it names the folder results/<name>): "
-                    "use letters, digits, '_', '-' and '.', not starting with '.' or '-'")
+                    f"{section}: name {name!r} is not usable (it names the folder "
+                    "results/<name>): use letters, digits, '_', '-' and '.', not starting with "
+                    "'.' or '-'")
 
 
 def _raise_first(validator, cfg) -> None:

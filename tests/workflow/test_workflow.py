@@ -80,7 +80,7 @@ def test_default_config_dry_run():
     ("run: [ball]\ncases:\n  ball:\n    geometry: {kind: sphere, radius: 1}\n"
      "    frequencies_hz: [.nan]\n", "cases.ball.frequencies_hz[0] = nan: must be a finite number"),
     ("run: ['..']\ncases:\n  '..':\n    geometry: {kind: sphere, radius: 1}\n"
-     "    frequencies_hz: [50]\n", "cases...: not a usable name"),
+     "    frequencies_hz: [50]\n", "cases: name '..' is not usable"),
 ])
 def test_bad_config_stops_before_any_job(tmp_path, text, message):
     (tmp_path / "results").mkdir()

@@ -45,10 +45,9 @@ def reference_farfield(args) -> None:
     solutions = []
     for f in case["frequencies_hz"]:
         s = exact_solution(case, medium, float(f))
-        F = s.get("monostatic_far_field", s.get("far_field"))
-        log.info("f = %g Hz, ka = %.4g: max TS %.2f dB", f,
-                 2.0 * math.pi * f / medium["sound_speed"] * geometry["radius"],
-                 20 * np.log10(np.abs(F).max()))
+        F = s["monostatic_far_field"] if "monostatic_far_field" in s else s["far_field"]
+        ka = 2.0 * math.pi * f / medium["sound_speed"] * geometry["radius"]
+        log.info("f = %g Hz, ka = %.4g: max TS %.2f dB", f, ka, 20 * np.log10(np.abs(F).max()))
         solutions.append(s)
     write_farfield_csv(args.out, solutions)
 

@@ -36,13 +36,17 @@ READS = {"Include", "Merge", "MergeWithBoundingBox", "ShapeFromFile"}
 # Files gmsh reads as data, not as a script.
 DATA_SUFFIXES = {".step", ".stp", ".brep", ".iges", ".igs", ".stl", ".msh"}
 
+_SUSPECT = re.compile(r"\b(" + "|".join(sorted(FORBIDDEN.keys() | READS | {"Solver", "Printf"}))
+                      + r")\b")
 _TOKEN = re.compile(r'//[^\n]*|/\*.*?\*/|"[^"]*"|\'[^\']*\'|[A-Za-z_][A-Za-z0-9_]*|\S', re.S)
 
 
 def _tokens(text: str):
     """(kind, value, line) for every token: kind is 'name', 'string' or 'char'."""
+    line, pos = 1, 0
     for m in _TOKEN.finditer(text):
-        tok, line = m.group(), text.count("\n", 0, m.start()) + 1
+        tok = m.group()
+        line, pos = line + text.count("\n", pos, m.start()), m.start()
         if tok.startswith(("//", "/*")):
             continue
         if tok[0] in "\"'":
@@ -70,6 +74,9 @@ def check_geo_script(path: str | Path, _seen: set | None = None) -> None:
         text = path.read_text(errors="replace")
     except OSError as exc:
         raise MeshError(f"cannot read geometry file {str(path)!r}: {exc}") from exc
+    if _SUSPECT.search(text) is None:  # the common case: no command worth a closer look
+        _check_options_file(path, seen)
+        return
     toks = list(_tokens(text))
     for i, (kind, value, line) in enumerate(toks):
         if kind != "name":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .files import atomic_path  # noqa: F401  (kept importable from here)
+
 FARFIELD_HEADER = ["frequency_hz", "theta_deg", "phi_deg", "re_F", "im_F", "ts_db"]
 
 

@@ -134,8 +134,10 @@ def test_sphere_study_through_the_slurm_profile(tmp_path):
         ".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache"))
     (work / "pebble.yaml").write_text(yaml.safe_dump(
         {"run": ["pebble"], "cases": {"pebble": {**SPHERE, "solver": {"backend": "cpu"}}}}))
+    # threads from the profile's `cores` (a real run without it stopped before the first job),
+    # capped to one CPU of this machine
     run = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/slurm",
-                          "--cores", "1", "--configfile=pebble.yaml",
+                          "--max-threads", "1", "--configfile=pebble.yaml",
                           "--slurm-init-seconds-before-status-checks", "5",
                           "target_strength", "verify_bem"],
                          cwd=work, capture_output=True, text=True, timeout=1800)

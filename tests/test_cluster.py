@@ -134,7 +134,7 @@ def test_sphere_study_through_the_slurm_profile(tmp_path):
         ".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache"))
     (work / "pebble.yaml").write_text(yaml.safe_dump(
         {"run": ["pebble"], "cases": {"pebble": {**SPHERE, "solver": {"backend": "cpu"}}}}))
-    # threads from the profile's `cores` (a real run without it stopped before the first job),
+    # threads from the profile's `cores` (a real run without it stopped at the first solve),
     # capped to one CPU of this machine
     run = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/slurm",
                           "--max-threads", "1", "--configfile=pebble.yaml",

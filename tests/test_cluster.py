@@ -125,36 +125,73 @@ def _slurm_ready():
     return None
 
 
-@pytest.mark.skipif(_slurm_ready() is not None, reason=str(_slurm_ready()))
-def test_sphere_study_through_the_slurm_profile(tmp_path):
-    """A small sphere study submitted through profiles/slurm, from a copy of the repository:
-    every rule's job runs as a SLURM job and completes, and the far field is the exact one."""
+def _slurm_gpu_partition():
+    """Why GPU routing cannot be tried here, or None where SLURM has a `gpu` partition whose
+    nodes have GPUs (FAKE_GPU=1 profiles/slurm/one-node-cluster.sh setup declares one)."""
+    why = _slurm_ready()
+    if why:
+        return why
+    gres = subprocess.run(["sinfo", "-h", "-p", "gpu", "-o", "%G"], capture_output=True,
+                          text=True).stdout
+    return None if "gpu" in gres else "SLURM has no partition `gpu` with GPUs"
+
+
+def slurm_run(tmp_path, config, *targets):
+    """Run `targets` of `config` through profiles/slurm from a copy of the repository; return
+    the copy and the run's jobs as sacct reports them: {(rule, wildcards): row}."""
     work = tmp_path / "repo"
     shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(
         ".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache"))
-    (work / "pebble.yaml").write_text(yaml.safe_dump(
-        {"run": ["pebble"], "cases": {"pebble": {**SPHERE, "solver": {"backend": "cpu"}}}}))
+    (work / "study.yaml").write_text(yaml.safe_dump(config))
     # threads from the profile's `cores` (a real run without it stopped at the first solve),
     # capped to one CPU of this machine
     run = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/slurm",
-                          "--max-threads", "1", "--configfile=pebble.yaml",
-                          "--slurm-init-seconds-before-status-checks", "5",
-                          "target_strength", "verify_bem"],
+                          "--max-threads", "1", "--configfile=study.yaml",
+                          "--slurm-init-seconds-before-status-checks", "5", *targets],
                          cwd=work, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-
-    errors = json.loads((work / "results" / "pebble" / "bem_vs_exact.json").read_text())
-    assert errors["relative_l2_error"] < 0.05
-
-    # the accounting database has one completed job per rule that runs a command
     ids = re.findall(r"Job \d+ has been submitted with SLURM jobid (\d+)", run.stdout + run.stderr)
     assert ids, run.stderr[-3000:]
-    sacct = subprocess.run(["sacct", "-X", "-P", "-n", "-j", ",".join(ids),
-                            "--format=JobID,Partition,State,ExitCode,WorkDir,Comment"],
+    sacct = subprocess.run(["sacct", "-X", "-P", "-n", "-j", ",".join(ids), "--format="
+                            "JobID,Partition,State,ExitCode,WorkDir,AllocTRES,Comment"],
                            capture_output=True, text=True, check=True).stdout
-    rows = [line.split("|") for line in sacct.splitlines()]
+    rows = [dict(zip(["id", "partition", "state", "exit", "workdir", "tres", "comment"],
+                     line.split("|"))) for line in sacct.splitlines()]
     assert len(rows) == len(ids)
-    assert {(r[1], r[2], r[3]) for r in rows} == {("compute", "COMPLETED", "0:0")}
-    assert {Path(r[4]).resolve() for r in rows} == {work.resolve()}
-    rules = {re.match(r"rule_(\w+?)(_wildcards_.*)?$", r[5]).group(1) for r in rows}
-    assert rules == {"mesh", "solve", "reference_farfield", "far_field", "bem_vs_exact"}
+    assert {Path(r["workdir"]).resolve() for r in rows} == {work.resolve()}
+    jobs = {}
+    for r in rows:
+        rule, wildcards = re.match(r"rule_(\w+?)(?:_wildcards_(.*))?$", r["comment"]).groups()
+        jobs[rule, wildcards] = r
+    return work, jobs
+
+
+@pytest.mark.skipif(_slurm_ready() is not None, reason=str(_slurm_ready()))
+def test_sphere_study_through_the_slurm_profile(tmp_path):
+    """A small sphere study submitted through profiles/slurm: every rule's job runs as a SLURM
+    job in the profile's partition and completes, and the far field is the exact one."""
+    config = {"run": ["pebble"], "cases": {"pebble": {**SPHERE, "solver": {"backend": "cpu"}}}}
+    work, jobs = slurm_run(tmp_path, config, "target_strength", "verify_bem")
+    errors = json.loads((work / "results" / "pebble" / "bem_vs_exact.json").read_text())
+    assert errors["relative_l2_error"] < 0.05
+    assert {rule for rule, _ in jobs} == {"mesh", "solve", "reference_farfield", "far_field",
+                                          "bem_vs_exact"}
+    assert {(r["partition"], r["state"], r["exit"]) for r in jobs.values()} == {
+        ("compute", "COMPLETED", "0:0")}
+
+
+@pytest.mark.skipif(_slurm_gpu_partition() is not None, reason=str(_slurm_gpu_partition()))
+def test_only_gpu_solves_reach_the_gpu_partition(tmp_path):
+    """On GPU nodes an `auto` solve is given a GPU in the GPU partition; a CPU solve and every
+    other job stay in the CPU partition without one."""
+    cases = {f"on_{b}": {**SPHERE, "solver": {"backend": b}} for b in ("cpu", "auto")}
+    config = {"run": list(cases), "cases": cases,
+              "cluster": {"gpus": True, "partitions": {"cpu": "compute", "gpu": "gpu"}}}
+    work, jobs = slurm_run(tmp_path, config, "target_strength")
+    assert {r["state"] for r in jobs.values()} == {"COMPLETED"}
+    placed = {key: (r["partition"], "gres/gpu=1" in r["tres"]) for key, r in jobs.items()}
+    assert placed.pop(("solve", "on_auto_000")) == ("gpu", True)
+    # mesh, exact reference, solve and far field of each sphere but the GPU solve
+    assert len(placed) == 7 and set(placed.values()) == {("compute", False)}
+    for case in cases:
+        assert (work / "results" / case / "farfield.csv").exists()

@@ -17,6 +17,9 @@
 #
 # The cluster is named `wavescat`; it has the partition `compute` (default) and, where
 # nvidia-smi lists GPUs, `gpu` with those GPUs as gres; the accounting account is `my_account`.
+# FAKE_GPU=1 (setup) declares one GPU with no device behind it (/dev/null), so the routing
+# of GPU jobs to the `gpu` partition can be tried on a machine without one (its solves then
+# run on the CPU, as `solver.backend: auto` does without a GPU).
 # These are the names profiles/slurm/config.yaml uses, so the profile runs unchanged.
 # Environment: PYTHON (the interpreter with snakemake and wavescat; default: .venv/bin/python
 # of this repository), WORKDIR, SLURM_ACCOUNT (default my_account).
@@ -63,12 +66,16 @@ write_config() {
     local host node gpus gres=""
     host=$(hostname -s)
     node=$(node_line)
-    gpus=$(gpu_count)
+    gpus=$([ -n "${FAKE_GPU:-}" ] && echo 1 || gpu_count)
     mkdir -p /var/lib/slurm/slurmctld /var/lib/slurm/slurmd /var/log/slurm /run/slurm
     chown -R slurm:slurm /var/lib/slurm /var/log/slurm /run/slurm
     if [ "$gpus" -gt 0 ]; then
         gres="Gres=gpu:$gpus"
-        echo "Name=gpu File=/dev/nvidia[0-$((gpus - 1))]" > $CONF/gres.conf
+        if [ -n "${FAKE_GPU:-}" ]; then
+            echo "Name=gpu File=/dev/null" > $CONF/gres.conf
+        else
+            echo "Name=gpu File=/dev/nvidia[0-$((gpus - 1))]" > $CONF/gres.conf
+        fi
     else
         rm -f $CONF/gres.conf
     fi
@@ -95,6 +102,7 @@ SelectTypeParameters=CR_Core_Memory
 ReturnToService=2
 MpiDefault=none
 ${gres:+GresTypes=gpu}
+${gres:+AccountingStorageTRES=gres/gpu}
 JobAcctGatherType=jobacct_gather/linux
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
@@ -153,9 +161,17 @@ start_daemons() {
     running slurmdbd || /usr/sbin/slurmdbd
     wait_for 30 slurmdbd sacctmgr -n list cluster
     sacctmgr -i -Q add cluster $CLUSTER >/dev/null || true
-    running slurmctld || /usr/sbin/slurmctld
+    # a changed slurm.conf (nodes, gres) needs both slurm daemons started afresh
+    stop_pid /run/slurm/slurmd.pid
+    stop_pid /run/slurm/slurmctld.pid
+    /usr/sbin/slurmctld
     wait_for 30 slurmctld scontrol ping
-    running slurmd || /usr/sbin/slurmd
+    /usr/sbin/slurmd
+    # a drain left in the saved state by an earlier configuration would keep the node idle
+    wait_for 30 "slurmd" sh -c "sinfo -h -N -o %t | grep -qvE '^unk|[*]$'"
+    if sinfo -h -N -o %t | grep -q drain; then
+        scontrol update NodeName="$(hostname -s)" State=RESUME
+    fi
     wait_for 30 "node $(hostname -s)" sh -c "sinfo -h -N -o %t | grep -qE '^(idle|mix|alloc)'"
     sacctmgr -i -Q add account "$ACCOUNT" Cluster=$CLUSTER Description=wavescat Organization=wavescat \
         >/dev/null || true
@@ -164,13 +180,21 @@ start_daemons() {
     sacctmgr -n -P list association cluster=$CLUSTER format=Cluster,Account,User
 }
 
-stop_daemons() {
+stop_pid() {  # stop the daemon whose pid file is $1, and wait until it is gone
     local pid
-    for pid in /run/slurm/slurmd.pid /run/slurm/slurmctld.pid /run/slurm/slurmdbd.pid; do
-        [ -s $pid ] && kill "$(cat $pid)" 2>/dev/null || true
+    [ -s "$1" ] && pid=$(cat "$1") && kill "$pid" 2>/dev/null || return 0
+    for _ in $(seq 30); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 1
     done
+}
+
+stop_daemons() {
+    stop_pid /run/slurm/slurmd.pid
+    stop_pid /run/slurm/slurmctld.pid
+    stop_pid /run/slurm/slurmdbd.pid
     mysqladmin shutdown 2>/dev/null || true
-    [ -s /run/munge/munged.pid ] && kill "$(cat /run/munge/munged.pid)" 2>/dev/null || true
+    stop_pid /run/munge/munged.pid
 }
 
 study() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A one-node SLURM cluster on this machine, and a study submitted to it through profiles/slurm.
-# For trying the SLURM profile (and its test, tests/test_slurm.py) without a site cluster.
+# For trying the SLURM profile (and its test, tests/test_cluster.py) without a site cluster.
 # Debian/Ubuntu, as root; works without systemd (containers): every daemon is started by hand.
 #
 #   profiles/slurm/one-node-cluster.sh setup      install slurm-wlm, slurmdbd, munge, MariaDB
@@ -17,10 +17,10 @@
 #
 # The cluster is named `wavescat`; it has the partition `compute` (default) and, where
 # nvidia-smi lists GPUs, `gpu` with those GPUs as gres; the accounting account is `my_account`.
+# These are the names profiles/slurm/config.yaml uses, so the profile runs unchanged.
 # FAKE_GPU=1 (setup) declares one GPU with no device behind it (/dev/null), so the routing
 # of GPU jobs to the `gpu` partition can be tried on a machine without one (its solves then
 # run on the CPU, as `solver.backend: auto` does without a GPU).
-# These are the names profiles/slurm/config.yaml uses, so the profile runs unchanged.
 # Environment: PYTHON (the interpreter with snakemake and wavescat; default: .venv/bin/python
 # of this repository), WORKDIR, SLURM_ACCOUNT (default my_account).
 set -euo pipefail
@@ -224,5 +224,5 @@ case ${1:-all} in
     study) shift; study "$@" ;;
     stop) need_root stop; stop_daemons ;;
     all) need_root setup; install_packages; write_config; start_daemons; study ;;
-    *) sed -n '2,25p' "$0"; exit 2 ;;
+    *) sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 2 ;;
 esac

@@ -109,7 +109,7 @@ def test_generated_jobs_carry_resources(tmp_path, profile):
         assert re.search(r"mem_mb=\d+", res) and re.search(r"runtime=\d+", res)
         assert "gpu=0" in res and "threads: 2" in res
     if profile == "slurm":
-        assert "slurm_partition=gpu" in out.stdout
+        assert "slurm_partition=compute" in out.stdout and "slurm_partition=gpu" not in out.stdout
 
 
 def test_values_differing_past_six_digits_are_separate_cases(default):

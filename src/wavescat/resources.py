@@ -51,7 +51,20 @@ def dense_matrix_bytes(n: int, precision: str = "double") -> int:
     return 3 * n * n * (16 if precision == "double" else 8)
 
 
-def solve_resources(case: dict, medium: dict, cores: int) -> dict:
+def gpu_count(backend: str, cluster: dict) -> int:
+    """GPUs a job asks the scheduler for: one on the GPU backend, and on `auto` where the
+    cluster's nodes have GPUs (config `cluster.gpus`); `auto` falls back to the CPU anyway."""
+    return int(backend == "gpu" or (backend == "auto" and cluster.get("gpus", False)))
+
+
+def partition(gpus: int, cluster: dict) -> str | None:
+    """SLURM partition of a job by whether it asks for a GPU (config `cluster.partitions`);
+    None where the config names none, so the profile's `slurm_partition` applies."""
+    partitions = cluster.get("partitions")
+    return partitions["gpu" if gpus else "cpu"] if partitions else None
+
+
+def solve_resources(case: dict, medium: dict, cores: int, cluster: dict | None = None) -> dict:
     """threads, mem_mb, runtime (minutes) and gpu count of one (case, frequency) solve."""
     n = p1_dofs_estimate(case, medium)
     solver = case["solver"]
@@ -61,7 +74,7 @@ def solve_resources(case: dict, medium: dict, cores: int) -> dict:
         mem = 2000 + int(4e-3 * n * math.log2(max(n, 2)))
     else:
         mem = 1000 + dense_matrix_bytes(n, solver["precision"]) // 10**6
-    gpu = 1 if solver["backend"] == "gpu" else 0
+    gpu = gpu_count(solver["backend"], cluster or {})
     # CPU assembly ~1e6 entries/s per core and ~4 operators' worth of entries, plus GMRES
     entries = 4.0 * n * n if not hmatrix else 200.0 * n * math.log2(max(n, 2))
     minutes = 5 + entries / (1e6 * max(cores, 1)) / 60.0 * (0.05 if gpu else 1.0)

@@ -12,7 +12,7 @@ rule solve:
     resources:
         mem_mb=solve_resource("mem_mb"),
         runtime=solve_resource("runtime"),
-        gpu=solve_resource("gpu"),
+        **gpu_resources(solve_resource("gpu")),
     log:
         "results/{case}/logs/solve_f{index}.log",
     shell:

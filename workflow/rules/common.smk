@@ -10,7 +10,7 @@ from snakemake.utils import validate
 from wavescat.config import case_json, medium_json, prepare_config, run_cases, run_studies
 from wavescat.studies import study_cases
 from wavescat.errors import ConfigError
-from wavescat.resources import mesh_resources, solve_resources
+from wavescat.resources import gpu_count, mesh_resources, partition, solve_resources
 
 # Our own pass first: it names the key and value of the first problem and checks what a
 # schema cannot (geometry keys per kind, mesh files on disk, `run` entries).
@@ -79,7 +79,19 @@ def reference_if_sphere(wildcards):
 def solve_resource(key):
     """Resource `key` of a solve job, estimated from the case (see wavescat.resources)."""
     return lambda wildcards: solve_resources(CASES[wildcards.case], CONFIG["medium"],
-                                             workflow.cores)[key]
+                                             workflow.cores, CONFIG["cluster"])[key]
+
+
+def gpu_resources(gpus):
+    """`gpu` of a rule that can run on a GPU (a count, or a function of the wildcards) and,
+    where the config names `cluster.partitions`, the `slurm_partition` that goes with it;
+    otherwise the profile's partition applies."""
+    resources = {"gpu": gpus}
+    if CONFIG["cluster"].get("partitions"):
+        count = gpus if callable(gpus) else (lambda wildcards: gpus)
+        resources["slurm_partition"] = lambda wildcards: partition(count(wildcards),
+                                                                   CONFIG["cluster"])
+    return resources
 
 
 def mesh_resource(key):

@@ -79,7 +79,7 @@ rule dg_scatter:
     params:
         flags=dg_scatter_flags,
     resources:
-        gpu=1 if CONFIG["verification"]["backend"] == "gpu" else 0,
+        **gpu_resources(gpu_count(VERIFY["backend"], CONFIG["cluster"])),
         runtime=120,
     log:
         "results/{case}/logs/dg_scatter.log",

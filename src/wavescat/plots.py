@@ -168,7 +168,7 @@ def db_limits(*arrays) -> tuple[float, float]:
     span = np.clip(10.0 * np.ceil((values.max() + 1.0 - values.min()) / 10.0), *DYNAMIC_RANGE_DB)
     step = radial_step(span)
     top = step * np.ceil((values.max() + 1.0) / step)
-    return float(top - span), float(top)
+    return float(top - span) + 0.0, float(top) + 0.0
 
 
 def radial_step(span: float) -> float:

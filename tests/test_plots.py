@@ -217,3 +217,43 @@ def test_study_plots_of_bistatic_sweep_and_monostatic_case(tmp_path, figures):
     mono_ax = polar_axes(figures["s_mono_ts_polar.png"])
     assert "monostatic" in mono_ax.get_title()
     assert len(mono_ax.get_lines()[0].get_xdata()) == 37  # one point per aspect angle
+
+
+def test_dg_against_bem_plot_names_probes_and_units(tmp_path, monkeypatch):
+    import csv
+
+    from wavescat.cli import main
+    from wavescat.commands import dg
+
+    seen = []
+    save = dg._save_figure
+    monkeypatch.setattr(dg, "_save_figure", lambda fig, path: (seen.append(fig), save(fig, path)))
+    probes = np.array([[0, 0, -1.6], [1.2, 0, 1.2], [0, 1.5, 0.5]])
+    p = rigid_sphere.scattered_field(2.0, 1.0, [0, 0, 1], probes)
+    for name, values in (("dg", 1.02 * p), ("bem", p)):
+        with open(tmp_path / f"{name}.csv", "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["x", "y", "z", f"re_p_{name}", f"im_p_{name}"])
+            w.writerows([*q, v.real, v.imag] for q, v in zip(probes, values))
+    assert main(["dg-vs-bem", "--dg", str(tmp_path / "dg.csv"), "--bem", str(tmp_path / "bem.csv"),
+                 "--out", str(tmp_path / "j.csv"), "--plot", str(tmp_path / "j.png")]) == 0
+    (ax,) = seen[0].axes
+    assert (tmp_path / "j.png").stat().st_size > 0
+    assert ax.get_xlabel() == "probe number (x, y, z in m)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0\n(0, 0, -1.6)", "1\n(1.2, 0, 1.2)",
+                                                            "2\n(0, 1.5, 0.5)"]
+    assert "per unit incident amplitude" in ax.get_ylabel()
+    assert "relative L2 difference 0.020" in ax.get_title()
+    assert len(legend_labels(ax)) == 4 and all("BEM" in t or "DG" in t for t in legend_labels(ax))
+
+
+def test_many_frequencies_get_a_frequency_colour_bar(tmp_path, figures):
+    freqs = np.linspace(100.0, 1000.0, 12)
+    axis = plots.AngleAxis(np.linspace(0, 360, 73), "xy", False, np.array([0.0, 1.0, 0.0]))
+    ts = -20 + 10 * np.cos(np.radians(axis.angle_deg))[None, :] + np.log10(freqs)[:, None]
+    plots.polar_ts(tmp_path / "p.png", axis, freqs, ts, title="many")
+    fig = figures["p.png"]
+    assert polar_axes(fig).get_legend() is None
+    (cbar,) = [a for a in fig.axes if a.name != "polar"]
+    assert cbar.get_ylabel() == "frequency (Hz)"
+    assert cbar.get_ylim() == pytest.approx((100.0, 1000.0))

@@ -126,10 +126,9 @@ def _colours(n: int):
 
 def _frequency_colourbar(fig, ax, freqs) -> None:
     plt = _pyplot()
-    from matplotlib.colors import Normalize  # noqa: PLC0415
+    from matplotlib.colors import ListedColormap, Normalize  # noqa: PLC0415
 
-    cmap = plt.get_cmap("viridis").resampled(256)
-    cmap = cmap.from_list("viridis_top90", cmap(np.linspace(0.0, 0.9, 256)))
+    cmap = ListedColormap(plt.get_cmap("viridis")(np.linspace(0.0, 0.9, 256)))  # as _colours
     sm = plt.cm.ScalarMappable(norm=Normalize(min(freqs), max(freqs)), cmap=cmap)
     fig.colorbar(sm, ax=ax, label="frequency (Hz)", shrink=0.7, pad=0.12)
 

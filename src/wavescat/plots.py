@@ -341,8 +341,8 @@ def ts_against_frequency(path, freqs, curves: dict, title="", note="") -> Path:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
     for i, (label, (ts, exact)) in enumerate(curves.items()):
-        ax.plot(freqs, ts, "o-", color=f"C{i}", ms=4, lw=1.5, label=f"{label} (BEM)"
-                if exact is not None else label)
+        ax.plot(freqs, ts, "-", marker="os^Dv<>p"[i % 8], color=f"C{i}", ms=5, lw=1.5,
+                label=f"{label} (BEM)" if exact is not None else label)
         if exact is not None:
             ax.plot(freqs, exact, ls=(0, (2, 2)), color=f"C{i}", lw=1.2, label=f"{label} (exact series)")
     ax.set_xlabel("frequency (Hz)")

@@ -69,6 +69,11 @@ def texts(fig):
     return [t.get_text() for t in fig.findobj(Text) if t.get_text()]
 
 
+def prose(fig):
+    """All text of a figure as one line (the notes under a plot are wrapped)."""
+    return " ".join(" ".join(texts(fig)).split())
+
+
 def polar_axes(fig):
     (ax,) = [a for a in fig.axes if a.name == "polar"]
     return ax
@@ -94,9 +99,9 @@ def test_bistatic_polar_has_db_axis_convention_incidence_and_exact_series(tmp_pa
     assert ax.get_theta_offset() == 0 and ax.get_theta_direction() == 1
     tick_labels = [t.get_text() for t in ax.get_xticklabels()]
     assert "0\u00b0\n+x" in tick_labels and "90\u00b0 +z" in tick_labels
-    assert any("xz plane, 0\u00b0 = +x, 90\u00b0 = +z" in w for w in words)
-    assert any("angle = receiver direction" in w and "d = (0, 0, 1)" in w
-               and "backscatter at 270\u00b0" in w for w in words)
+    assert "xz plane, 0\u00b0 = +x, 90\u00b0 = +z (counter-clockwise from +x towards +z)" in prose(fig)
+    assert ("angle = receiver direction. Incident wave (arrow) travels along d = (0, 0, 1): "
+            "backscatter at 270\u00b0, forward scatter at 90\u00b0") in prose(fig)
     # the incidence arrow comes from -z (below the centre), pointing up along d = +z
     (arrow,) = [a for a in ax.texts if getattr(a, "arrow_patch", None) is not None and not a.get_text()]
     (tail_x, tail_y), (head_x, head_y) = arrow.xyann, arrow.xy
@@ -166,9 +171,9 @@ def test_monostatic_plots_say_the_angle_is_the_sonar_direction(tmp_path, figures
     ax = polar_axes(fig)
     assert "monostatic" in ax.get_title()
     assert (ax.get_thetamin(), ax.get_thetamax()) == pytest.approx((0, 180))  # the sector swept
-    assert any("angle = aspect, the direction of the sonar" in w and "received at \u2212d" in w
-               for w in texts(fig))
-    assert any("xy plane, 0\u00b0 = +x, 90\u00b0 = +y" in w for w in texts(fig))
+    assert ("angle = aspect, the direction of the sonar (source and receiver) seen from the body; "
+            "the wave travels along d = \u2212x\u0302(aspect), the echo is received at \u2212d") in prose(fig)
+    assert "xy plane, 0\u00b0 = +x, 90\u00b0 = +y" in prose(fig)
     assert not [a for a in ax.texts if getattr(a, "arrow_patch", None) is not None]
     assert legend_labels(ax) == ["computed (BEM)", "exact series"]
     exact = target_strength(sols[0]["monostatic_far_field"] / OFFSET)
@@ -257,3 +262,15 @@ def test_many_frequencies_get_a_frequency_colour_bar(tmp_path, figures):
     (cbar,) = [a for a in fig.axes if a.name != "polar"]
     assert cbar.get_ylabel() == "frequency (Hz)"
     assert cbar.get_ylim() == pytest.approx((100.0, 1000.0))
+
+
+def test_incidence_out_of_the_plot_plane_is_said_so():
+    oblique = plots.AngleAxis(np.linspace(0, 360, 37), "xy", False, np.array([1.0, 0.0, 1.0]))
+    assert not oblique.in_plane() and oblique.incident_angle() == pytest.approx(0.0)
+    assert "45\u00b0 out of the plot plane" in oblique.meaning("arrow")
+    assert "backscatter at" not in oblique.meaning("arrow")
+    normal = plots.AngleAxis(np.linspace(0, 360, 37), "xy", False, np.array([0.0, 0.0, -1.0]))
+    assert normal.incident_angle() is None
+    assert "d = (0, 0, -1), normal to the plot plane" in normal.meaning()
+    curves, _ = plots.frequency_curves(oblique, np.zeros((2, 37)))
+    assert list(curves) == ["nearest backscatter (180\u00b0)", "nearest forward (0\u00b0)"]

@@ -74,20 +74,34 @@ class AngleAxis:
         if self.incident_direction is None:
             return ""
         d = _fmt_vector(self.incident_direction)
-        if self.incident_angle() is None:
+        inc = self.incident_angle()
+        if inc is None:
             return f"Incident wave travels along d = {d}, normal to the plot plane."
-        back = (self.incident_angle() + 180.0) % 360.0
+        if not self.in_plane():
+            return (f"Incident wave{f' ({marker}: its projection)' if marker else ''} travels along "
+                    f"d = {d}, {self.elevation():.3g}\u00b0 out of the plot plane: no receiver "
+                    "here sees the exact backscatter (\u2212d).")
         return (f"Incident wave{f' ({marker})' if marker else ''} travels along d = {d}: "
-                f"backscatter at {back:.0f}\u00b0, forward scatter at {self.incident_angle():.0f}\u00b0.")
+                f"backscatter at {(inc + 180.0) % 360.0:.0f}\u00b0, forward scatter at {inc:.0f}\u00b0.")
+
+    def _in_plane_part(self) -> float:
+        i, j = PLANE_AXES[self.plane]
+        d = np.asarray(self.incident_direction, float)
+        return float(np.hypot(d[i], d[j]) / np.linalg.norm(d))
+
+    def elevation(self) -> float:
+        """Angle between d and the plot plane (deg)."""
+        return float(np.degrees(np.arccos(np.clip(self._in_plane_part(), 0.0, 1.0))))
+
+    def in_plane(self) -> bool:
+        return self.incident_angle() is not None and self._in_plane_part() > 1.0 - 1e-9
 
     def incident_angle(self) -> float | None:
         """Plane angle of d's projection (direction of travel), None when d is normal to it."""
-        if self.incident_direction is None or not self.polar:
+        if self.incident_direction is None or not self.polar or self._in_plane_part() < 1e-6:
             return None
         i, j = PLANE_AXES[self.plane]
         d = np.asarray(self.incident_direction, float)
-        if np.hypot(d[i], d[j]) < 1e-6 * np.linalg.norm(d):
-            return None
         return float(np.degrees(np.arctan2(d[j], d[i])) % 360.0)
 
     def values(self, n: int) -> np.ndarray:
@@ -147,8 +161,12 @@ def _legend(ax, freqs, with_exact: bool, anchor) -> None:
                   title_fontsize=8)
 
 
-def _footnote(fig, text: str) -> None:
-    fig.text(0.01, 0.0, text, ha="left", va="top", fontsize=7.5, color="0.25")
+def _footnote(fig, text: str, width: int = 110) -> None:
+    """Small grey notes under the plot, wrapped so that they never widen the figure."""
+    import textwrap  # noqa: PLC0415
+
+    lines = [w for line in text.splitlines() for w in textwrap.wrap(line, width) or [""]]
+    fig.text(0.01, 0.0, "\n".join(lines), ha="left", va="top", fontsize=7.5, color="0.25")
 
 
 def _save(fig, path) -> Path:
@@ -264,7 +282,7 @@ def polar_ts(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> Path:
 def _mark_directions(ax, axis: AngleAxis) -> None:
     """Vertical lines at the backscatter and forward-scatter angles of a bistatic plot."""
     inc = axis.incident_angle()
-    if axis.monostatic or inc is None:
+    if axis.monostatic or not axis.in_plane():
         return
     for a, name in (((inc + 180.0) % 360.0, "backscatter"), (inc, "forward")):
         ax.axvline(a, color="crimson", lw=0.8, ls="--", alpha=0.7)
@@ -372,7 +390,8 @@ def frequency_curves(axis: AngleAxis, ts, exact=None) -> tuple[dict, str]:
         for a in wanted or [angle[0], angle[len(angle) // 2], angle[-1]]:
             picks[f"aspect {angle[_nearest(angle, a)]:g}\u00b0"] = _nearest(angle, a)
     elif inc is not None:
-        for name, a in (("backscatter", inc + 180.0), ("forward", inc)):
+        near = "" if axis.in_plane() else "nearest "  # d out of the plane: its projection
+        for name, a in ((f"{near}backscatter", inc + 180.0), (f"{near}forward", inc)):
             j = _nearest(angle, a % 360.0)
             picks[f"{name} ({angle[j]:g}\u00b0)"] = j
     else:

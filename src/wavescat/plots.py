@@ -60,7 +60,7 @@ class AngleAxis:
 
     def meaning(self, marker: str = "") -> str:
         """A footnote saying what the angle is and where the incident wave comes from; marker:
-        how the plot shows the incidence ("arrow", "dashed lines"), if it does."""
+        how the plot shows the incidence ("arrow"), if it does."""
         if self.monostatic:
             return ("Monostatic: angle = aspect, the direction of the sonar (source and receiver) "
                     "seen from the body;\nthe wave travels along d = \u2212x\u0302(aspect), "
@@ -121,6 +121,12 @@ def _frequency_text(freqs) -> str:
     if len(freqs) == 1:
         return _fmt_hz(freqs[0])
     return f"{_fmt_hz(freqs.min())} \u2013 {_fmt_hz(freqs.max())} ({len(freqs)} frequencies)"
+
+
+def _heading(title: str, what: str) -> str:
+    """'<case>: <what>', then the rest of `title` (a description) on the lines below."""
+    head, *rest = title.split("\n") if title else [""]
+    return "\n".join([f"{head}: {what}" if head else what] + rest)
 
 
 def _pyplot():
@@ -268,8 +274,8 @@ def polar_ts(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> Path:
     elif inc is not None:
         _draw_incidence(ax, inc)
     kind = "monostatic" if axis.monostatic else "bistatic"
-    ax.set_title(f"{title + ': ' if title else ''}{kind} target strength, {_frequency_text(freqs)}\n"
-                 f"radius: TS in dB re 1 m", fontsize=10, pad=28)
+    ax.set_title(_heading(title, f"{kind} target strength, {_frequency_text(freqs)}")
+                 + "\nradius: TS in dB re 1 m", fontsize=10, pad=28)
     if len(freqs) > LEGEND_MAX:
         _frequency_colourbar(fig, ax, freqs)
     _legend(ax, freqs, exact is not None, (1.08, 1.02))
@@ -277,6 +283,9 @@ def polar_ts(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> Path:
     _footnote(fig, axis.meaning("arrow") + (f"\nValues below {floor:g} dB are drawn at {floor:g} dB."
                                      if clipped else ""))
     return _save(fig, path)
+
+
+_DASHED_NOTE = "\nDashed red lines: the backscatter and forward-scatter angles."
 
 
 def _mark_directions(ax, axis: AngleAxis) -> None:
@@ -311,7 +320,7 @@ def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> 
             err.plot(angle, ts[i] - exact[i], color=colours[i], lw=1.0)
     ax.set_ylabel("TS (dB re 1 m)")
     kind = "monostatic" if axis.monostatic else "bistatic"
-    ax.set_title(f"{title + ': ' if title else ''}{kind} target strength, {_frequency_text(freqs)}",
+    ax.set_title(_heading(title, f"{kind} target strength, {_frequency_text(freqs)}"),
                  fontsize=10, pad=14)
     ax.grid(alpha=0.3)
     _mark_directions(ax, axis)
@@ -328,7 +337,7 @@ def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> 
         err.grid(alpha=0.3)
         bottom = err
     bottom.set_xlabel(axis.label())
-    _footnote(fig, axis.meaning("dashed lines"))
+    _footnote(fig, axis.meaning() + _DASHED_NOTE * (axis.in_plane() and not axis.monostatic))
     return _save(fig, path)
 
 
@@ -348,9 +357,9 @@ def ts_map(path, axis: AngleAxis, freqs, ts, title="") -> Path:
         ax.set_xticks(np.arange(0, 361, 45))
     _mark_directions(ax, axis)
     kind = "monostatic" if axis.monostatic else "bistatic"
-    ax.set_title(f"{title + ': ' if title else ''}{kind} target strength, {_frequency_text(freqs)}",
+    ax.set_title(_heading(title, f"{kind} target strength, {_frequency_text(freqs)}"),
                  fontsize=10, pad=14)
-    _footnote(fig, axis.meaning("dashed lines"))
+    _footnote(fig, axis.meaning() + _DASHED_NOTE * (axis.in_plane() and not axis.monostatic))
     return _save(fig, path)
 
 
@@ -365,7 +374,7 @@ def ts_against_frequency(path, freqs, curves: dict, title="", note="") -> Path:
             ax.plot(freqs, exact, ls=(0, (2, 2)), color=f"C{i}", lw=1.2, label=f"{label} (exact series)")
     ax.set_xlabel("frequency (Hz)")
     ax.set_ylabel("TS (dB re 1 m)")
-    ax.set_title(f"{title + ': ' if title else ''}target strength against frequency", fontsize=10)
+    ax.set_title(_heading(title, "target strength against frequency"), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     if note:
@@ -441,9 +450,10 @@ def ts_plots(axis: AngleAxis, freqs, ts, exact, title: str, path_of) -> list[Pat
     return out
 
 
-def case_plots(solutions, folder, name: str = "", reference=None) -> list[Path]:
+def case_plots(solutions, folder, name: str = "", reference=None, description: str = "") -> list[Path]:
     """Every plot of one case (solution dicts sorted by frequency), per incidence direction;
-    with the exact series and the dB error where `reference` (read_farfield_csv) fits."""
+    with the exact series and the dB error where `reference` (read_farfield_csv) fits; the
+    case's description under the titles."""
     folder = Path(folder)
     freqs = np.array([s["frequency_hz"] for s in solutions])
     first = solutions[0]
@@ -465,7 +475,7 @@ def case_plots(solutions, folder, name: str = "", reference=None) -> list[Path]:
             return folder / f"{prefix + '_' if kind.startswith('ts_polar') or kind == 'ts' else ''}{kind}{suffix}.png"
 
         exact = None if exact_all is None else np.array([e[j] for e in exact_all])
-        title = name if n_inc == 1 else f"{name}, incidence {j}"
+        title = (name if n_inc == 1 else f"{name}, incidence {j}") + (f"\n{description}" if description else "")
         out += ts_plots(_axis_of(first, j), freqs, np.array([s[j] for s in series]), exact, title,
                         path_of)
     return out

@@ -54,7 +54,8 @@ def plot_study(cases: dict[str, dict], farfield_paths: dict, plot_dir: str | Pat
         ts = table["ts_db"].reshape(len(freqs), len(axes), -1)
         for j, axis in enumerate(axes):
             suffix = "" if len(axes) == 1 else f"_inc{j}"
-            title = name if len(axes) == 1 else f"{name}, incidence {j}"
+            title = (name if len(axes) == 1 else f"{name}, incidence {j}") + (
+                f"\n{case['description']}" if case.get("description") else "")
             written += ts_plots(axis, freqs, ts[:, j], None, title,
                                 lambda kind, s=suffix: plot_dir / f"{name}_{kind}{s}.png")
     return written

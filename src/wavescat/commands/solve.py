@@ -57,15 +57,16 @@ def run_collect(args) -> int:
     for w in {w for s in solutions for w in s["warnings"]}:
         log.warning(w)
     if args.plots:
-        make_plots(solutions, Path(args.plots), args.name or "", reference)
+        make_plots(solutions, Path(args.plots), args.name or "", reference,
+                   _json_arg(args.case, "case").get("description", ""))
     log.info("wrote %s and %s", args.farfield, args.summary)
     return 0
 
 
-def make_plots(solutions, folder: Path, name: str, reference=None) -> list[Path]:
+def make_plots(solutions, folder: Path, name: str, reference=None, description="") -> list[Path]:
     from ..plots import case_plots  # noqa: PLC0415
 
-    return case_plots(solutions, folder, name, reference)
+    return case_plots(solutions, folder, name, reference, description)
 
 
 def register(subparsers) -> None:

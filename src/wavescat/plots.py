@@ -352,6 +352,8 @@ def ts_map(path, axis: AngleAxis, freqs, ts, title="") -> Path:
                          vmin=top - DYNAMIC_RANGE_DB[1], vmax=top)
     fig.colorbar(mesh, ax=ax, label="TS (dB re 1 m)", extend="min")
     ax.set_ylabel("frequency (Hz)")
+    if len(freqs) <= 12:  # one band per computed frequency: label each
+        ax.set_yticks(freqs, [f"{f:.4g}" for f in freqs])
     ax.set_xlabel(axis.label())
     if axis.polar and np.ptp(angle) > 90:
         ax.set_xticks(np.arange(0, 361, 45))

@@ -457,7 +457,7 @@ def case_plots(solutions, folder, name: str = "", reference=None, description: s
     with the exact series and the dB error where `reference` (read_farfield_csv) fits; the
     case's description under the titles."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)  # the workflow's output, even if nothing fits
+    folder.mkdir(parents=True, exist_ok=True)  # the rule's output directory
     freqs = np.array([s["frequency_hz"] for s in solutions])
     first = solutions[0]
     if first["monostatic"]:

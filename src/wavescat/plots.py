@@ -207,7 +207,7 @@ def _label_angle(angle_deg, curves, avoid=()) -> float:
     a = np.asarray(angle_deg, float)[order]
     candidates = np.arange(7.5, 360.0, 15.0)
     if np.ptp(a) < 359.0:  # a sector: labels inside it
-        inside = candidates[(candidates > a[0]) & (candidates < a[-1])]
+        inside = np.arange(a[0] + 7.5, a[-1], 15.0)
         candidates = inside if len(inside) else np.array([0.5 * (a[0] + a[-1])])
     highest = np.max([np.interp(candidates, a, np.asarray(c)[order], period=360.0)
                       for c in curves], axis=0)
@@ -262,10 +262,12 @@ def polar_ts(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> Path:
         ax.text(where, t, f"{t + 0.0:g} dB", ha="center", va="center", fontsize=7.5, zorder=6,
                 bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=0.6))
     e1, e2 = axis.axis_names()
-    grid = np.arange(0, 360, 30)
     m1, m2 = (e.replace("+", "\u2212") for e in (e1, e2))
-    names = {0: f"0\u00b0\n{e1}", 90: f"90\u00b0 {e2}", 180: f"{m1}\n180\u00b0", 270: f"270\u00b0 {m2}"}
-    ax.set_thetagrids(grid, [names.get(int(g), f"{g}\u00b0") for g in grid], fontsize=8.5)
+    cardinal = {0: f"\n{e1}", 90: f" {e2}", 180: f"\n{m1}", 270: f" {m2}"}
+    lo = 30.0 * np.ceil(angle.min() / 30.0) if sector else 0.0
+    grid = np.arange(lo, (angle.max() + 1e-9) if sector else 359.0, 30.0)
+    ax.set_thetagrids(grid, [f"{g:g}\u00b0" + cardinal.get(int(g) % 360, "") for g in grid],
+                      fontsize=8.5)
     ax.tick_params(axis="x", pad=6)
     ax.grid(alpha=0.45)
     if sector:  # a partial aspect sweep: show the sector swept
@@ -299,6 +301,12 @@ def _mark_directions(ax, axis: AngleAxis) -> None:
                 fontsize=7.5, color="crimson")
 
 
+def _angle_ticks(ax, angle) -> None:
+    """Ticks every 45 deg over a wide angle range (matplotlib's own over a narrow one)."""
+    if np.ptp(angle) > 90:
+        ax.set_xticks(np.arange(45 * np.ceil(angle.min() / 45), angle.max() + 1e-9, 45))
+
+
 def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> Path:
     """TS against angle on cartesian axes, one curve per frequency; with the exact series, the
     dB difference in a panel below."""
@@ -325,7 +333,7 @@ def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> 
     ax.grid(alpha=0.3)
     _mark_directions(ax, axis)
     if axis.polar:
-        ax.set_xticks(np.arange(0, 361, 45) if np.ptp(angle) > 90 else ax.get_xticks())
+        _angle_ticks(ax, angle)
         ax.set_xlim(angle.min(), angle.max())
     if len(freqs) > LEGEND_MAX:
         _frequency_colourbar(fig, ax, freqs)
@@ -355,8 +363,8 @@ def ts_map(path, axis: AngleAxis, freqs, ts, title="") -> Path:
     if len(freqs) <= 12:  # one band per computed frequency: label each
         ax.set_yticks(freqs, [f"{f:.4g}" for f in freqs])
     ax.set_xlabel(axis.label())
-    if axis.polar and np.ptp(angle) > 90:
-        ax.set_xticks(np.arange(0, 361, 45))
+    if axis.polar:
+        _angle_ticks(ax, angle)
     _mark_directions(ax, axis)
     kind = "monostatic" if axis.monostatic else "bistatic"
     ax.set_title(_heading(title, f"{kind} target strength, {_frequency_text(freqs)}"),

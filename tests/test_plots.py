@@ -275,3 +275,17 @@ def test_incidence_out_of_the_plot_plane_is_said_so():
     assert "d = (0, 0, -1), normal to the plot plane" in normal.meaning()
     curves, _ = plots.frequency_curves(oblique, np.zeros((2, 37)))
     assert list(curves) == ["nearest backscatter (180\u00b0)", "nearest forward (0\u00b0)"]
+
+
+def test_aspect_sector_across_zero(tmp_path, figures):
+    case = {"incident": {"aspect": {"plane": "xz", "start_deg": -90, "stop_deg": 90, "count": 37}},
+            "receivers": {"plane": "xz", "count": 5}}
+    make_plots([solution(case, ka_hz(1.0))], tmp_path, "fan")
+    ax = polar_axes(figures["monostatic_ts_polar.png"])
+    assert (ax.get_thetamin(), ax.get_thetamax()) == pytest.approx((-90, 90))
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels[0] == "-90\u00b0 \u2212z" and labels[-1] == "90\u00b0 +z" and "0\u00b0\n+x" in labels
+    rings = [t for t in ax.texts if t.get_text().endswith(" dB")]
+    assert all(-90 < np.degrees(t.get_position()[0]) < 90 for t in rings)
+    cart = figures["monostatic_ts.png"].axes[0]
+    assert list(cart.get_xticks()) == [-90, -45, 0, 45, 90]

@@ -289,3 +289,14 @@ def test_aspect_sector_across_zero(tmp_path, figures):
     assert all(-90 < np.degrees(t.get_position()[0]) < 90 for t in rings)
     cart = figures["monostatic_ts.png"].axes[0]
     assert list(cart.get_xticks()) == [-90, -45, 0, 45, 90]
+
+
+def test_listed_receivers_plot_against_their_number(tmp_path, figures):
+    case = {"incident": {"direction": [0, 0, 1]},
+            "receivers": {"directions_deg": [[180, 0], [90, 0], [0, 0]]}}
+    written = {p.name for p in make_plots([solution(case, ka_hz(1.0))], tmp_path, "few")}
+    assert written == {"bistatic_ts.png"}  # no plane: no polar plot
+    fig = figures["bistatic_ts.png"]
+    assert fig.axes[0].get_xlabel() == "receiver number (config order)"
+    assert "receivers in the order of receivers.directions_deg" in prose(fig)
+    assert "Incident wave travels along d = (0, 0, 1)." in prose(fig)

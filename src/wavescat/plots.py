@@ -21,8 +21,8 @@ from .farfield import PLANE_AXES, target_strength
 
 AXIS_NAMES = "xyz"
 DYNAMIC_RANGE_DB = (20.0, 50.0)  # radial span of polar plots: at least, at most
-LEGEND_MAX = 8
-EXACT_STYLE = dict(color="k", ls=(0, (3, 3)), lw=1.0)  # drawn over the computed curves  # more frequencies than this get a colour bar instead of legend entries
+LEGEND_MAX = 8  # more frequencies than this get a colour bar instead of legend entries
+EXACT_STYLE = dict(color="k", ls=(0, (3, 3)), lw=1.0)  # drawn over the computed curves
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class AngleAxis:
             return ("Monostatic: angle = aspect, the direction of the sonar (source and receiver) "
                     "seen from the body;\nthe wave travels along d = \u2212x\u0302(aspect), "
                     "the echo is received at \u2212d." + self._plane_note())
+        if not self.polar:
+            return ("Bistatic: receivers in the order of receivers.directions_deg (their theta, phi "
+                    "in farfield.csv). " + self.incidence_note(marker))
         return "Bistatic: angle = receiver direction. " + self.incidence_note(marker) + self._plane_note()
 
     def _plane_note(self) -> str:
@@ -75,6 +78,8 @@ class AngleAxis:
             return ""
         d = _fmt_vector(self.incident_direction)
         inc = self.incident_angle()
+        if not self.polar:
+            return f"Incident wave travels along d = {d}."
         if inc is None:
             return f"Incident wave travels along d = {d}, normal to the plot plane."
         if not self.in_plane():
@@ -232,7 +237,7 @@ def _draw_incidence(ax, angle_deg: float) -> None:
 
 def polar_ts(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> Path:
     """TS (rows: frequencies) against the plane angle on a polar plot in dB, one curve per
-    frequency (colour map), the exact series dotted where given."""
+    frequency (colour map), the exact series dashed over them where given."""
     plt = _pyplot()
     freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
     exact = None if exact is None else np.atleast_2d(exact)
@@ -322,7 +327,8 @@ def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> 
     colours = _colours(len(freqs))
     for i, f in enumerate(freqs):
         label = None if len(freqs) > LEGEND_MAX else ("computed (BEM)" if len(freqs) == 1 else _fmt_hz(f))
-        ax.plot(angle, ts[i], color=colours[i], lw=1.5, label=label)
+        ax.plot(angle, ts[i], color=colours[i], lw=1.5, label=label,
+                marker="o" if len(angle) < 20 else None, ms=4)
         if exact is not None:
             ax.plot(angle, exact[i], **EXACT_STYLE)
             err.plot(angle, ts[i] - exact[i], color=colours[i], lw=1.0)
@@ -334,7 +340,8 @@ def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> 
     _mark_directions(ax, axis)
     if axis.polar:
         _angle_ticks(ax, angle)
-        ax.set_xlim(angle.min(), angle.max())
+        if np.ptp(angle) > 0:
+            ax.set_xlim(angle.min(), angle.max())
     if len(freqs) > LEGEND_MAX:
         _frequency_colourbar(fig, ax, freqs)
     _legend(ax, freqs, exact is not None, (1.01, 1.0))
@@ -445,7 +452,7 @@ def ts_plots(axis: AngleAxis, freqs, ts, exact, title: str, path_of) -> list[Pat
     ts_polar, ts, ts_vs_exact_f<i>, ts_vs_frequency, ts_map."""
     freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
     out = []
-    if axis.polar:
+    if axis.polar and ts.shape[1] > 1:
         out.append(polar_ts(path_of("ts_polar"), axis, freqs, ts, exact, title))
     if exact is not None:  # per frequency, each with its own error panel
         for i, f in enumerate(freqs):

@@ -1,13 +1,137 @@
-"""Plots of target strength: polar TS against receiver angle, TS against frequency,
-monostatic TS against aspect angle, and computed against exact with the dB error.
-Each function takes solution dicts (solve.records.read_solution) and writes one PNG."""
+"""Report plots of target strength (TS, dB re 1 m).
+
+Angles in a plane `xy`, `xz` or `yz` follow the receiver convention of the config: angle a is the
+direction cos(a) e1 + sin(a) e2, measured from the plane's first axis e1 towards its second e2.
+Polar plots put 0 deg (e1) to the right and turn counter-clockwise, so e2 points up.
+Bistatic plots: the angle is the receiver direction; an arrow shows the incident wave.
+Monostatic plots: the angle is the aspect, the direction of the sonar seen from the body; the
+wave travels along d = -xhat(aspect) and the echo is received at -d = xhat(aspect).
+
+The plotting functions take arrays (TS per frequency and angle), `case_plots` takes the
+solution dicts of `solve.records.read_solution` and writes every plot of one case.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .farfield import target_strength
+from .farfield import PLANE_AXES, target_strength
+
+AXIS_NAMES = "xyz"
+DYNAMIC_RANGE_DB = (20.0, 50.0)  # radial span of polar plots: at least, at most
+LEGEND_MAX = 8  # more frequencies than this get a colour bar instead of legend entries
+EXACT_STYLE = dict(color="k", ls=(0, (3, 3)), lw=1.0)  # drawn over the computed curves
+
+
+@dataclass(frozen=True)
+class AngleAxis:
+    """What the angle of a TS curve means.
+
+    angle_deg None: directions not on a great circle, plotted against their index.
+    incident_direction: bistatic only, the direction d the incident wave travels in.
+    """
+    angle_deg: np.ndarray | None
+    plane: str | None
+    monostatic: bool = False
+    incident_direction: np.ndarray | None = None
+
+    @property
+    def polar(self) -> bool:
+        return self.angle_deg is not None and self.plane in PLANE_AXES
+
+    def axis_names(self) -> tuple[str, str]:
+        i, j = PLANE_AXES[self.plane]
+        return f"+{AXIS_NAMES[i]}", f"+{AXIS_NAMES[j]}"
+
+    def convention(self) -> str:
+        """One line: which plane, from which axis towards which."""
+        e1, e2 = self.axis_names()
+        return f"{self.plane} plane, 0\u00b0 = {e1}, 90\u00b0 = {e2} (counter-clockwise from {e1} towards {e2})"
+
+    def label(self) -> str:
+        if not self.polar:
+            return ("aspect number (config order)" if self.monostatic
+                    else "receiver number (config order)")
+        e1, e2 = self.axis_names()
+        what = "aspect angle = sonar direction" if self.monostatic else "receiver angle"
+        return f"{what} (deg), {self.plane} plane: 0\u00b0 = {e1}, 90\u00b0 = {e2}"
+
+    def meaning(self, marker: str = "") -> str:
+        """A footnote saying what the angle is and where the incident wave comes from; marker:
+        how the plot shows the incidence ("arrow"), if it does."""
+        if self.monostatic:
+            return ("Monostatic: angle = aspect, the direction of the sonar (source and receiver) "
+                    "seen from the body;\nthe wave travels along d = \u2212x\u0302(aspect), "
+                    "the echo is received at \u2212d." + self._plane_note())
+        if not self.polar:
+            return ("Bistatic: receivers in the order of receivers.directions_deg (their theta, phi "
+                    "in farfield.csv). " + self.incidence_note(marker))
+        return "Bistatic: angle = receiver direction. " + self.incidence_note(marker) + self._plane_note()
+
+    def _plane_note(self) -> str:
+        return f"\nAngles in the {self.convention()}." if self.polar else ""
+
+    def incidence_note(self, marker: str = "") -> str:
+        if self.incident_direction is None:
+            return ""
+        d = _fmt_vector(self.incident_direction)
+        inc = self.incident_angle()
+        if not self.polar:
+            return f"Incident wave travels along d = {d}."
+        if inc is None:
+            return f"Incident wave travels along d = {d}, normal to the plot plane."
+        if not self.in_plane():
+            return (f"Incident wave{f' ({marker}: its projection)' if marker else ''} travels along "
+                    f"d = {d}, {self.elevation():.3g}\u00b0 out of the plot plane: no receiver "
+                    "here sees the exact backscatter (\u2212d).")
+        return (f"Incident wave{f' ({marker})' if marker else ''} travels along d = {d}: "
+                f"backscatter at {(inc + 180.0) % 360.0:.0f}\u00b0, forward scatter at {inc:.0f}\u00b0.")
+
+    def _in_plane_part(self) -> float:
+        i, j = PLANE_AXES[self.plane]
+        d = np.asarray(self.incident_direction, float)
+        return float(np.hypot(d[i], d[j]) / np.linalg.norm(d))
+
+    def elevation(self) -> float:
+        """Angle between d and the plot plane (deg)."""
+        return float(np.degrees(np.arccos(np.clip(self._in_plane_part(), 0.0, 1.0))))
+
+    def in_plane(self) -> bool:
+        return self.incident_angle() is not None and self._in_plane_part() > 1.0 - 1e-9
+
+    def incident_angle(self) -> float | None:
+        """Plane angle of d's projection (direction of travel), None when d is normal to it."""
+        if self.incident_direction is None or not self.polar or self._in_plane_part() < 1e-6:
+            return None
+        i, j = PLANE_AXES[self.plane]
+        d = np.asarray(self.incident_direction, float)
+        return float(np.degrees(np.arctan2(d[j], d[i])) % 360.0)
+
+    def values(self, n: int) -> np.ndarray:
+        return np.asarray(self.angle_deg, float) if self.angle_deg is not None else np.arange(n)
+
+
+def _fmt_vector(v) -> str:
+    return "(" + ", ".join(f"{x:.3g}" for x in np.asarray(v, float) + 0.0) + ")"
+
+
+def _fmt_hz(f: float) -> str:
+    return f"{f / 1e3:.4g} kHz" if f >= 1e4 else f"{f:.4g} Hz"
+
+
+def _frequency_text(freqs) -> str:
+    freqs = np.asarray(freqs, float)
+    if len(freqs) == 1:
+        return _fmt_hz(freqs[0])
+    return f"{_fmt_hz(freqs.min())} \u2013 {_fmt_hz(freqs.max())} ({len(freqs)} frequencies)"
+
+
+def _heading(title: str, what: str) -> str:
+    """'<case>: <what>', then the rest of `title` (a description) on the lines below."""
+    head, *rest = title.split("\n") if title else [""]
+    return "\n".join([f"{head}: {what}" if head else what] + rest)
 
 
 def _pyplot():
@@ -19,86 +143,357 @@ def _pyplot():
     return plt
 
 
-def _receiver_angles(solution):
-    rec = solution["receivers"]
-    if "angle_deg" in rec:
-        return rec["angle_deg"], f"angle in the {rec.get('plane', '')} plane (deg)"
-    return np.arange(len(rec["theta_deg"])), "receiver index"
+def _colours(n: int):
+    if n == 1:
+        return ["C0"]
+    return _pyplot().get_cmap("viridis")(np.linspace(0.0, 0.9, n))
 
 
-def _save(fig, path):
+def _frequency_colourbar(fig, ax, freqs) -> None:
+    plt = _pyplot()
+    from matplotlib.colors import ListedColormap, Normalize  # noqa: PLC0415
+
+    cmap = ListedColormap(plt.get_cmap("viridis")(np.linspace(0.0, 0.9, 256)))  # as _colours
+    sm = plt.cm.ScalarMappable(norm=Normalize(min(freqs), max(freqs)), cmap=cmap)
+    fig.colorbar(sm, ax=ax, label="frequency (Hz)", shrink=0.7, pad=0.12)
+
+
+def _legend(ax, freqs, with_exact: bool, anchor) -> None:
+    """Outside the axes, on the right: the frequencies (or BEM) and the exact series."""
+    from matplotlib.lines import Line2D  # noqa: PLC0415
+
+    handles, labels = ax.get_legend_handles_labels()
+    if with_exact:
+        handles.append(Line2D([], [], **EXACT_STYLE))
+        labels.append("exact series")
+    if handles:
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=anchor, fontsize=8,
+                  frameon=False, title="frequency" if 1 < len(freqs) <= LEGEND_MAX else None,
+                  title_fontsize=8)
+
+
+def _footnote(fig, text: str, width: int = 110) -> None:
+    """Small grey notes under the plot, wrapped so that they never widen the figure."""
+    import textwrap  # noqa: PLC0415
+
+    lines = [w for line in text.splitlines() for w in textwrap.wrap(line, width) or [""]]
+    fig.text(0.01, 0.0, "\n".join(lines), ha="left", va="top", fontsize=7.5, color="0.25")
+
+
+def _save(fig, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    fig.savefig(path, dpi=130, bbox_inches="tight", pad_inches=0.15)
     _pyplot().close(fig)
     return path
 
 
-def polar_ts(solutions, path, title=""):
-    """Bistatic TS around the receiver circle, one curve per frequency (first incidence)."""
+def db_limits(*arrays) -> tuple[float, float]:
+    """Radial limits of a polar TS plot: the top rounded up to a ring (5 or 10 dB) with at least
+    1 dB to spare, the floor 20-50 dB below it (the curves' own range in 10 dB steps)."""
+    values = np.concatenate([np.ravel(a) for a in arrays if a is not None])
+    values = values[np.isfinite(values)]
+    span = np.clip(10.0 * np.ceil((values.max() + 1.0 - values.min()) / 10.0), *DYNAMIC_RANGE_DB)
+    step = radial_step(span)
+    top = step * np.ceil((values.max() + 1.0) / step)
+    return float(top - span) + 0.0, float(top) + 0.0
+
+
+def radial_step(span: float) -> float:
+    """dB between the rings of a polar plot."""
+    return 5.0 if span <= 20.0 else 10.0
+
+
+def _label_angle(angle_deg, curves, avoid=()) -> float:
+    """Where the radial tick labels go: the direction in which the highest curve is lowest,
+    so the labels lie outside the curves; away from the incidence arrow and the 0/90/180/270
+    tick labels."""
+    order = np.argsort(angle_deg)
+    a = np.asarray(angle_deg, float)[order]
+    candidates = np.arange(7.5, 360.0, 15.0)
+    if np.ptp(a) < 359.0:  # a sector: labels inside it
+        inside = np.arange(a[0] + 7.5, a[-1], 15.0)
+        candidates = inside if len(inside) else np.array([0.5 * (a[0] + a[-1])])
+    highest = np.max([np.interp(candidates, a, np.asarray(c)[order], period=360.0)
+                      for c in curves], axis=0)
+    for x in avoid:
+        gap = np.abs((candidates - x + 180.0) % 360.0 - 180.0)
+        highest[gap < 20.0] = np.inf
+    return float(candidates[np.argmin(highest)])
+
+
+def _draw_incidence(ax, angle_deg: float) -> None:
+    """An arrow outside the rim coming from the source direction (angle + 180), pointing along d."""
+    src = np.radians(angle_deg + 180.0)
+    u = np.array([np.cos(src), np.sin(src)])
+    tail, head = 0.5 + 0.70 * u, 0.5 + 0.585 * u
+    ax.annotate("", xy=head, xytext=tail, xycoords="axes fraction", textcoords="axes fraction",
+                arrowprops=dict(arrowstyle="-|>,head_width=0.35,head_length=0.8", lw=2.2,
+                                color="crimson"), annotation_clip=False)
+    text = 0.5 + 0.76 * u
+    ax.annotate("incident\nwave", xy=text, xycoords="axes fraction", ha="center", va="center",
+                fontsize=8, color="crimson", annotation_clip=False)
+
+
+def polar_ts(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> Path:
+    """TS (rows: frequencies) against the plane angle on a polar plot in dB, one curve per
+    frequency (colour map), the exact series dashed over them where given."""
     plt = _pyplot()
-    angles, label = _receiver_angles(solutions[0])
-    fig = plt.figure(figsize=(6.5, 6.5))
-    ax = fig.add_subplot(projection="polar" if "angle_deg" in solutions[0]["receivers"] else None)
-    x = np.radians(angles) if "angle_deg" in solutions[0]["receivers"] else angles
-    for s in solutions:
-        ax.plot(x, target_strength(s["far_field"][0]), lw=1.2, label=f"{s['frequency_hz']:.6g} Hz")
-    ax.set_title(title or f"bistatic target strength (dB re 1 m) vs {label}", fontsize=10)
-    ax.legend(loc="lower left", fontsize=8, bbox_to_anchor=(-0.1, -0.12))
+    freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
+    exact = None if exact is None else np.atleast_2d(exact)
+    angle = axis.values(ts.shape[1])
+    floor, top = db_limits(ts, exact)
+    sector = axis.monostatic and np.ptp(angle) < 359.0
+    fig = plt.figure(figsize=(7.0, 4.2 if sector and np.ptp(angle) <= 180.0 else 6.6),
+                     layout="constrained")
+    ax = fig.add_subplot(projection="polar")
+    ax.set_theta_zero_location("E")
+    ax.set_theta_direction(1)
+    colours = _colours(len(freqs))
+    for i, f in enumerate(freqs):
+        label = None if len(freqs) > LEGEND_MAX else ("computed (BEM)" if len(freqs) == 1 else _fmt_hz(f))
+        ax.plot(np.radians(angle), np.maximum(ts[i], floor), color=colours[i], lw=1.5, label=label)
+        if exact is not None:
+            ax.plot(np.radians(angle), np.maximum(exact[i], floor), **EXACT_STYLE)
+    ax.set_rlim(floor, top)
+    step = radial_step(top - floor)
+    ticks = np.arange(top, floor - 1e-9, -step)[::-1]
+    ax.set_rticks(ticks)
+    ax.set_yticklabels([])
+    inc = axis.incident_angle()
+    avoid = [0.0, 90.0, 180.0, 270.0] + ([] if inc is None else [inc + 180.0])
+    where = np.radians(_label_angle(angle, list(ts) + ([] if exact is None else list(exact)), avoid))
+    for t in ticks[1:]:  # drawn over the curves, on white, so that they stay legible
+        ax.text(where, t, f"{t + 0.0:g} dB", ha="center", va="center", fontsize=7.5, zorder=6,
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=0.6))
+    e1, e2 = axis.axis_names()
+    m1, m2 = (e.replace("+", "\u2212") for e in (e1, e2))
+    cardinal = {0: f"\n{e1}", 90: f" {e2}", 180: f"\n{m1}", 270: f" {m2}"}
+    lo = 30.0 * np.ceil(angle.min() / 30.0) if sector else 0.0
+    grid = np.arange(lo, (angle.max() + 1e-9) if sector else 359.0, 30.0)
+    ax.set_thetagrids(grid, [f"{g:g}\u00b0" + cardinal.get(int(g) % 360, "") for g in grid],
+                      fontsize=8.5)
+    ax.tick_params(axis="x", pad=6)
+    ax.grid(alpha=0.45)
+    if sector:  # a partial aspect sweep: show the sector swept
+        ax.set_thetamin(angle.min())
+        ax.set_thetamax(angle.max())
+    elif inc is not None:
+        _draw_incidence(ax, inc)
+    kind = "monostatic" if axis.monostatic else "bistatic"
+    ax.set_title(_heading(title, f"{kind} target strength, {_frequency_text(freqs)}")
+                 + "\nradius: TS in dB re 1 m", fontsize=10, pad=28)
+    if len(freqs) > LEGEND_MAX:
+        _frequency_colourbar(fig, ax, freqs)
+    _legend(ax, freqs, exact is not None, (1.08, 1.02))
+    clipped = min(np.nanmin(ts), np.inf if exact is None else np.nanmin(exact)) < floor
+    _footnote(fig, axis.meaning("arrow") + (f"\nValues below {floor:g} dB are drawn at {floor:g} dB."
+                                     if clipped else ""))
     return _save(fig, path)
 
 
-def ts_vs_frequency(solutions, path, title=""):
-    """Backscatter (receiver nearest -d) and forward TS against frequency, first incidence."""
+_DASHED_NOTE = "\nDashed red lines: the backscatter and forward-scatter angles."
+
+
+def _mark_directions(ax, axis: AngleAxis) -> None:
+    """Vertical lines at the backscatter and forward-scatter angles of a bistatic plot."""
+    inc = axis.incident_angle()
+    if axis.monostatic or not axis.in_plane():
+        return
+    for a, name in (((inc + 180.0) % 360.0, "backscatter"), (inc, "forward")):
+        ax.axvline(a, color="crimson", lw=0.8, ls="--", alpha=0.7)
+        ax.text(a, 1.01, name, transform=ax.get_xaxis_transform(), va="bottom", ha="center",
+                fontsize=7.5, color="crimson")
+
+
+def _angle_ticks(ax, angle) -> None:
+    """Ticks every 45 deg over a wide angle range (matplotlib's own over a narrow one)."""
+    if np.ptp(angle) > 90:
+        ax.set_xticks(np.arange(45 * np.ceil(angle.min() / 45), angle.max() + 1e-9, 45))
+
+
+def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> Path:
+    """TS against angle on cartesian axes, one curve per frequency; with the exact series, the
+    dB difference in a panel below."""
     plt = _pyplot()
-    freqs = np.array([s["frequency_hz"] for s in solutions])
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for name, sign in (("backscatter", -1.0), ("forward", 1.0)):
-        ts = []
-        for s in solutions:
-            d = s["incident_directions"][0]
-            r = int(np.argmax(s["receivers"]["directions"] @ (sign * d)))
-            ts.append(target_strength(s["far_field"][0, r]))
-        ax.plot(freqs, ts, "o-", label=name)
+    freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
+    exact = None if exact is None else np.atleast_2d(exact)
+    angle = axis.values(ts.shape[1])
+    if exact is None:
+        fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
+    else:
+        fig, (ax, err) = plt.subplots(2, 1, figsize=(8, 6), sharex=True, layout="constrained",
+                                      gridspec_kw={"height_ratios": [3, 1.2]})
+    colours = _colours(len(freqs))
+    for i, f in enumerate(freqs):
+        label = None if len(freqs) > LEGEND_MAX else ("computed (BEM)" if len(freqs) == 1 else _fmt_hz(f))
+        ax.plot(angle, ts[i], color=colours[i], lw=1.5, label=label,
+                marker="o" if len(angle) < 20 else None, ms=4)
+        if exact is not None:
+            ax.plot(angle, exact[i], **EXACT_STYLE)
+            err.plot(angle, ts[i] - exact[i], color=colours[i], lw=1.0)
+    ax.set_ylabel("TS (dB re 1 m)")
+    kind = "monostatic" if axis.monostatic else "bistatic"
+    ax.set_title(_heading(title, f"{kind} target strength, {_frequency_text(freqs)}"),
+                 fontsize=10, pad=14)
+    ax.grid(alpha=0.3)
+    _mark_directions(ax, axis)
+    if axis.polar:
+        _angle_ticks(ax, angle)
+        if np.ptp(angle) > 0:
+            ax.set_xlim(angle.min(), angle.max())
+    if len(freqs) > LEGEND_MAX:
+        _frequency_colourbar(fig, ax, freqs)
+    _legend(ax, freqs, exact is not None, (1.01, 1.0))
+    bottom = ax
+    if exact is not None:
+        err.axhline(0.0, color="k", lw=0.6)
+        err.set_ylabel("computed \u2212 exact (dB)")
+        err.grid(alpha=0.3)
+        bottom = err
+    bottom.set_xlabel(axis.label())
+    _footnote(fig, axis.meaning() + _DASHED_NOTE * (axis.in_plane() and not axis.monostatic))
+    return _save(fig, path)
+
+
+def ts_map(path, axis: AngleAxis, freqs, ts, title="") -> Path:
+    """TS over angle (x) and frequency (y) as a colour map."""
+    plt = _pyplot()
+    freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
+    angle = axis.values(ts.shape[1])
+    fig, ax = plt.subplots(figsize=(8, 4.6), layout="constrained")
+    top = 5.0 * np.ceil(np.nanmax(ts) / 5.0)
+    mesh = ax.pcolormesh(angle, freqs, ts, shading="nearest", cmap="viridis",
+                         vmin=top - DYNAMIC_RANGE_DB[1], vmax=top)
+    fig.colorbar(mesh, ax=ax, label="TS (dB re 1 m)", extend="min")
+    ax.set_ylabel("frequency (Hz)")
+    if len(freqs) <= 12:  # one band per computed frequency: label each
+        ax.set_yticks(freqs, [f"{f:.4g}" for f in freqs])
+    ax.set_xlabel(axis.label())
+    if axis.polar:
+        _angle_ticks(ax, angle)
+    _mark_directions(ax, axis)
+    kind = "monostatic" if axis.monostatic else "bistatic"
+    ax.set_title(_heading(title, f"{kind} target strength, {_frequency_text(freqs)}"),
+                 fontsize=10, pad=14)
+    _footnote(fig, axis.meaning() + _DASHED_NOTE * (axis.in_plane() and not axis.monostatic))
+    return _save(fig, path)
+
+
+def ts_against_frequency(path, freqs, curves: dict, title="", note="") -> Path:
+    """TS against frequency: {label: (ts, exact or None)}, one line (markers) per label."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
+    for i, (label, (ts, exact)) in enumerate(curves.items()):
+        ax.plot(freqs, ts, "-", marker="os^Dv<>p"[i % 8], color=f"C{i}", ms=5, lw=1.5,
+                label=f"{label} (BEM)" if exact is not None else label)
+        if exact is not None:
+            ax.plot(freqs, exact, ls=(0, (2, 2)), color=f"C{i}", lw=1.2, label=f"{label} (exact series)")
     ax.set_xlabel("frequency (Hz)")
     ax.set_ylabel("TS (dB re 1 m)")
-    ax.set_title(title or "target strength against frequency", fontsize=10)
+    ax.set_title(_heading(title, "target strength against frequency"), fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    if note:
+        _footnote(fig, note)
     return _save(fig, path)
 
 
-def monostatic_vs_aspect(solutions, path, title=""):
-    """Monostatic TS against aspect angle, one curve per frequency."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for s in solutions:
-        ax.plot(s["aspect_deg"], target_strength(s["monostatic_far_field"]),
-                label=f"{s['frequency_hz']:.6g} Hz")
-    ax.set_xlabel(f"aspect angle in the {solutions[0].get('aspect_plane', '')} plane (deg)")
-    ax.set_ylabel("monostatic TS (dB re 1 m)")
-    ax.set_title(title or "monostatic target strength", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+def _nearest(angles, target) -> int:
+    return int(np.argmin(np.abs((np.asarray(angles) - target + 180.0) % 360.0 - 180.0)))
 
 
-def computed_vs_exact(solution, exact_far_field, path, title=""):
-    """Computed and exact TS against receiver angle, with the dB difference below."""
-    plt = _pyplot()
-    angles, label = _receiver_angles(solution)
-    computed = target_strength(solution["far_field"][0])
-    exact = target_strength(exact_far_field)
-    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True,
-                                  gridspec_kw={"height_ratios": [3, 1]})
-    ax.plot(angles, exact, "k-", lw=2, alpha=0.5, label="exact series")
-    ax.plot(angles, computed, "r--", lw=1.2, label="BEM (OSRC Burton-Miller, P1)")
-    ax.set_ylabel("TS (dB re 1 m)")
-    ax.set_title(title or f"{solution['frequency_hz']:.6g} Hz, ka-scaled sphere", fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    ax2.plot(angles, computed - exact, "b-", lw=1)
-    ax2.set_ylabel("error (dB)")
-    ax2.set_xlabel(label)
-    ax2.grid(alpha=0.3)
-    return _save(fig, path)
+def frequency_curves(axis: AngleAxis, ts, exact=None) -> tuple[dict, str]:
+    """The directions worth following over frequency: backscatter and forward scatter of a
+    bistatic case, a few aspects of a monostatic sweep; with the footnote naming them."""
+    ts = np.atleast_2d(ts)
+    exact = None if exact is None else np.atleast_2d(exact)
+    angle = axis.values(ts.shape[1])
+    picks = {}
+    inc = axis.incident_angle()
+    if axis.monostatic and axis.polar:
+        wanted = [a for a in (0.0, 45.0, 90.0, 180.0) if np.min(np.abs(angle - a)) <= 1.0]
+        for a in wanted or [angle[0], angle[len(angle) // 2], angle[-1]]:
+            picks[f"aspect {angle[_nearest(angle, a)]:g}\u00b0"] = _nearest(angle, a)
+    elif inc is not None:
+        near = "" if axis.in_plane() else "nearest "  # d out of the plane: its projection
+        for name, a in ((f"{near}backscatter", inc + 180.0), (f"{near}forward", inc)):
+            j = _nearest(angle, a % 360.0)
+            picks[f"{name} ({angle[j]:g}\u00b0)"] = j
+    else:
+        picks[f"receiver {0}"] = 0
+    curves = {name: (ts[:, j], None if exact is None else exact[:, j]) for name, j in picks.items()}
+    return curves, axis.meaning()
+
+
+def _axis_of(solution: dict, incidence: int = 0) -> AngleAxis:
+    if solution["monostatic"]:
+        return AngleAxis(np.asarray(solution["aspect_deg"], float), solution.get("aspect_plane"), True)
+    rec = solution["receivers"]
+    return AngleAxis(rec.get("angle_deg"), rec.get("plane"), False,
+                     np.asarray(solution["incident_directions"][incidence], float))
+
+
+def _exact_rows(reference, solution, count: int):
+    """The reference far field of one solution's frequency, (rows, count), or None if it does not fit."""
+    if reference is None:
+        return None
+    sel = np.isclose(reference["frequency_hz"], solution["frequency_hz"], rtol=1e-9, atol=0)
+    values = (reference["re_F"] + 1j * reference["im_F"])[sel]
+    if len(values) == 0 or len(values) % count:
+        return None
+    return target_strength(values).reshape(-1, count)
+
+
+def ts_plots(axis: AngleAxis, freqs, ts, exact, title: str, path_of) -> list[Path]:
+    """The plots of one TS table (rows: frequencies): polar where the angles lie in a plane,
+    cartesian (per frequency with its error panel against `exact` where given), TS against
+    frequency and a frequency-angle map for sweeps. path_of(kind) names each file, kind one of
+    ts_polar, ts, ts_vs_exact_f<i>, ts_vs_frequency, ts_map."""
+    freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
+    out = []
+    if axis.polar and ts.shape[1] > 1:
+        out.append(polar_ts(path_of("ts_polar"), axis, freqs, ts, exact, title))
+    if exact is not None:  # per frequency, each with its own error panel
+        for i, f in enumerate(freqs):
+            out.append(ts_against_angle(path_of(f"ts_vs_exact_f{i}"), axis, [f], ts[i:i + 1],
+                                        exact[i:i + 1], title))
+    if exact is None or len(freqs) > 1:
+        out.append(ts_against_angle(path_of("ts"), axis, freqs, ts, exact, title))
+    if len(freqs) > 1:
+        curves, note = frequency_curves(axis, ts, exact)
+        out.append(ts_against_frequency(path_of("ts_vs_frequency"), freqs, curves, title, note))
+        out.append(ts_map(path_of("ts_map"), axis, freqs, ts, title))
+    return out
+
+
+def case_plots(solutions, folder, name: str = "", reference=None, description: str = "") -> list[Path]:
+    """Every plot of one case (solution dicts sorted by frequency), per incidence direction;
+    with the exact series and the dB error where `reference` (read_farfield_csv) fits; the
+    case's description under the titles."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)  # the rule's output directory
+    freqs = np.array([s["frequency_hz"] for s in solutions])
+    first = solutions[0]
+    if first["monostatic"]:
+        series = [np.atleast_2d(target_strength(s["monostatic_far_field"])) for s in solutions]
+        prefix, n_inc = "monostatic", 1
+    else:
+        series = [target_strength(s["far_field"]) for s in solutions]  # (incidences, receivers)
+        prefix, n_inc = "bistatic", first["far_field"].shape[0]
+    count = series[0].shape[1]
+    exact_all = [_exact_rows(reference, s, count) for s in solutions]
+    if any(e is None or len(e) != n_inc for e in exact_all):
+        exact_all = None
+    out = []
+    for j in range(n_inc):
+        suffix = "" if n_inc == 1 else f"_inc{j}"
+
+        def path_of(kind, suffix=suffix):
+            return folder / f"{prefix + '_' if kind.startswith('ts_polar') or kind == 'ts' else ''}{kind}{suffix}.png"
+
+        exact = None if exact_all is None else np.array([e[j] for e in exact_all])
+        title = (name if n_inc == 1 else f"{name}, incidence {j}") + (f"\n{description}" if description else "")
+        out += ts_plots(_axis_of(first, j), freqs, np.array([s[j] for s in series]), exact, title,
+                        path_of)
+    return out

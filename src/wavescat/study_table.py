@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .farfield import receiver_directions
+from .farfield import incident_directions, receiver_directions
 from .files import atomic_path
 from .tables import FARFIELD_HEADER, read_farfield_csv
 
@@ -37,46 +37,26 @@ def gather(cases: dict[str, dict], farfield_paths: dict[str, str | Path], out: s
 
 
 def plot_study(cases: dict[str, dict], farfield_paths: dict, plot_dir: str | Path) -> list[Path]:
-    """Per case: a heat map of TS over (receiver angle, frequency) and polar TS per frequency."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Per case: TS against angle (polar where the angles lie in a plane, and cartesian), and for
+    sweeps TS against frequency and a map over angle and frequency (plots.ts_plots)."""
+    from .plots import AngleAxis, ts_plots  # noqa: PLC0415
 
     plot_dir = Path(plot_dir)
-    plot_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, case in cases.items():
         table = read_farfield_csv(farfield_paths[name])
         freqs = np.unique(table["frequency_hz"])
-        rec = receiver_directions(case["receivers"])
-        angle = rec.angle_deg if rec.angle_deg is not None else np.arange(len(rec.vectors))
-        ts = table["ts_db"].reshape(len(freqs), -1)
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        if len(freqs) > 1:
-            mesh = ax.pcolormesh(angle, freqs, ts, shading="nearest", cmap="viridis")
-            ax.set_ylabel("frequency (Hz)")
-            fig.colorbar(mesh, ax=ax, label="TS (dB re 1 m)")
+        incidence = incident_directions(case.get("incident", {"direction": [0, 0, 1]}))
+        if incidence.monostatic:  # one row per aspect angle
+            axes = [AngleAxis(incidence.aspect_deg, incidence.plane, True)]
         else:
-            ax.plot(angle, ts[0])
-            ax.set_ylabel("TS (dB re 1 m)")
-        ax.set_xlabel(f"receiver angle in the {rec.plane} plane (deg)" if rec.plane
-                      else "receiver index")
-        ax.set_title(name, fontsize=9)
-        fig.tight_layout()
-        path = plot_dir / f"{name}_ts_map.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-        if rec.plane:
-            fig = plt.figure(figsize=(5.5, 5.5))
-            ax = fig.add_subplot(projection="polar")
-            for i, f in enumerate(freqs):
-                ax.plot(np.radians(angle), ts[i], label=f"{f:g} Hz")
-            ax.set_title(f"{name}: TS (dB re 1 m)", fontsize=9)
-            ax.legend(loc="lower left", fontsize=7)
-            path = plot_dir / f"{name}_ts_polar.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            written.append(path)
+            rec = receiver_directions(case["receivers"])
+            axes = [AngleAxis(rec.angle_deg, rec.plane, False, d) for d in incidence.directions]
+        ts = table["ts_db"].reshape(len(freqs), len(axes), -1)
+        for j, axis in enumerate(axes):
+            suffix = "" if len(axes) == 1 else f"_inc{j}"
+            title = (name if len(axes) == 1 else f"{name}, incidence {j}") + (
+                f"\n{case['description']}" if case.get("description") else "")
+            written += ts_plots(axis, freqs, ts[:, j], None, title,
+                                lambda kind, s=suffix: plot_dir / f"{name}_{kind}{s}.png")
     return written

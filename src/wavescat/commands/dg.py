@@ -81,7 +81,7 @@ def verify_dg(args) -> int:
                  time.perf_counter() - t0)
     table = [[r.order, r.elements, r.h, r.error_l2, r.observed_order] for r in rows]
     write_csv_atomic(args.csv, CONVERGENCE_HEADER, table)
-    _plot_convergence(rows, args.plot)
+    _plot_convergence(rows, args.plot, args.t_final)
     for r in rows:
         print(f"N={r.order} K={r.elements:6d} h={r.h:.4f} error={r.error_l2:.3e} order={r.observed_order:.2f}")
     return 0
@@ -91,10 +91,10 @@ def _save_figure(fig, path) -> None:
     from ..files import atomic_path
 
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120)
+        fig.savefig(tmp, dpi=120, bbox_inches="tight")
 
 
-def _plot_convergence(rows, path) -> None:
+def _plot_convergence(rows, path, t_final: float) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -106,10 +106,11 @@ def _plot_convergence(rows, path) -> None:
         e = np.array([r.error_l2 for r in sel])
         line, = ax.loglog(h, e, "o-", label=f"N = {order}")
         ax.loglog(h, e[-1] * (h / h[-1]) ** (order + 1), ":", color=line.get_color(), lw=1)
-    ax.set_xlabel("h (longest edge)")
-    ax.set_ylabel("L2 error of p")
-    ax.set_title("Nodal DG, rigid-box standing mode (dotted: h^(N+1))")
-    ax.legend()
+    ax.set_xlabel("element size h (longest edge; unit box)")
+    ax.set_ylabel(f"L2 error of the pressure at t = {t_final:g}")
+    ax.set_title("Nodal DG convergence, rigid-box standing mode\n"
+                 "solid: computed, dotted: slope N + 1 (optimal order)", fontsize=10)
+    ax.legend(title="order N", fontsize=8, title_fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     _save_figure(fig, path)
@@ -221,17 +222,21 @@ def dg_vs_bem(args) -> int:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
         i = np.arange(len(p_dg))
         for f, name in ((np.real, "Re"), (np.imag, "Im")):
-            line, = ax.plot(i, f(p_bem), "-", label=f"{name} p BEM")
-            ax.plot(i, f(p_dg), "o", color=line.get_color(), mfc="none", label=f"{name} p DG")
-        ax.set_xlabel("probe")
-        ax.set_ylabel("scattered pressure amplitude")
-        ax.set_title(f"DG time domain vs BEM (relative L2 difference {err:.3f})")
-        ax.legend(ncol=2, fontsize=8)
+            line, = ax.plot(i, f(p_bem), "x", ms=8, label=f"{name} p, BEM (frequency domain)")
+            ax.plot(i, f(p_dg), "o", color=line.get_color(), mfc="none", ms=8,
+                    label=f"{name} p, DG (time domain, DFT)")
+        ax.set_xticks(i, [f"{k}\n({x:.3g}, {y:.3g}, {z:.3g})" for k, (x, y, z) in enumerate(dg[:, :3])],
+                      fontsize=7.5)
+        ax.set_xlabel("probe number (x, y, z in m)")
+        ax.set_ylabel("scattered pressure\n(per unit incident amplitude)")
+        ax.axhline(0.0, color="k", lw=0.6)
+        ax.set_title(f"Scattered pressure at the probes: DG time domain against BEM\n"
+                     f"relative L2 difference {err:.3f}", fontsize=10)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         ax.grid(alpha=0.3)
-        fig.tight_layout()
         _save_figure(fig, args.plot)
         plt.close(fig)
     return 0

@@ -59,31 +59,16 @@ def run_collect(args) -> int:
     for w in {w for s in solutions for w in s["warnings"]}:
         log.warning(w)
     if args.plots:
-        make_plots(solutions, Path(args.plots), args.name or "", reference)
+        make_plots(solutions, Path(args.plots), args.name or "", reference,
+                   _json_arg(args.case, "case").get("description", ""))
     log.info("wrote %s and %s", args.farfield, args.summary)
     return 0
 
 
-def make_plots(solutions, folder: Path, name: str, reference=None) -> list[Path]:
-    from .. import plots  # noqa: PLC0415
+def make_plots(solutions, folder: Path, name: str, reference=None, description="") -> list[Path]:
+    from ..plots import case_plots  # noqa: PLC0415
 
-    folder.mkdir(parents=True, exist_ok=True)
-    out = []
-    if solutions[0]["monostatic"]:
-        out.append(plots.monostatic_vs_aspect(solutions, folder / "monostatic_ts.png", name))
-    else:
-        out.append(plots.polar_ts(solutions, folder / "bistatic_ts_polar.png", name))
-        if len(solutions) > 1:
-            out.append(plots.ts_vs_frequency(solutions, folder / "ts_vs_frequency.png", name))
-        if reference is not None:
-            for i, s in enumerate(solutions):
-                sel = np.isclose(reference["frequency_hz"], s["frequency_hz"], rtol=1e-9, atol=0)
-                exact = (reference["re_F"] + 1j * reference["im_F"])[sel]
-                if len(exact) == s["far_field"].shape[1]:
-                    out.append(plots.computed_vs_exact(
-                        s, exact, folder / f"ts_vs_exact_f{i}.png",
-                        f"{name}: {s['frequency_hz']:.6g} Hz, computed vs exact"))
-    return out
+    return case_plots(solutions, folder, name, reference, description)
 
 
 def register(subparsers) -> None:

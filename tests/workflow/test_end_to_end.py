@@ -1,16 +1,10 @@
 """End to end on a tiny study: mesh -> solve -> far field -> study table -> report."""
 import csv
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 
 from wavescat.tables import FARFIELD_HEADER, read_farfield_csv
-
-ROOT = Path(__file__).resolve().parents[2]
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
 
 STUDY = """
 run: [tiny, pebble]
@@ -29,13 +23,12 @@ studies:
 """
 
 
-def test_tiny_study_end_to_end_with_report(tmp_path):
-    (tmp_path / "study.yaml").write_text(STUDY)
-    base = SNAKEMAKE + ["--configfile", str(tmp_path / "study.yaml"), "--directory", str(tmp_path)]
-    run = subprocess.run(base + ["--cores", "2", "target_strength", "verify_bem"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=900)
+def test_tiny_study_end_to_end_with_report(repo, snakemake):
+    (repo / "study.yaml").write_text(STUDY)
+    run = snakemake("--cores", "2", "target_strength", "verify_bem", "--configfile", "study.yaml",
+                    timeout=900)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-    res = tmp_path / "results"
+    res = repo / "results"
 
     # contract files of a case
     assert (res / "pebble" / "farfield.csv").read_text().splitlines()[0] == ",".join(FARFIELD_HEADER)
@@ -72,8 +65,7 @@ def test_tiny_study_end_to_end_with_report(tmp_path):
     p = scattered_pressure(sol, pts)
     assert np.linalg.norm(p - exact) / np.linalg.norm(exact) < 0.05
 
-    report = subprocess.run(base + ["--report", str(tmp_path / "report.html")], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+    report = snakemake("--report", "report.html", "--configfile", "study.yaml", timeout=300)
     assert report.returncode == 0, report.stderr[-3000:]
-    html = (tmp_path / "report.html").read_text(errors="replace")
+    html = (repo / "report.html").read_text(errors="replace")
     assert "Target strength" in html and "Studies" in html

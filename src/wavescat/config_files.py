@@ -38,7 +38,11 @@ def load_config_file(path) -> dict:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        what = " ".join(p for p in (exc.context, exc.problem) if p)
+        context = exc.context
+        if context and exc.context_mark and exc.problem_mark \
+                and exc.context_mark.line != exc.problem_mark.line:  # where the open bracket was
+            context += f" started at line {exc.context_mark.line + 1}"
+        what = ", ".join(p for p in (context, exc.problem) if p)
         raise ConfigError(f"config file {shown(path)}{where}: YAML syntax error: {what}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {shown(path)}: YAML syntax error: {exc}") from None

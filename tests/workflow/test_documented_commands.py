@@ -3,8 +3,10 @@
 The commands are read from the fenced shell blocks and inline code of README.md,
 config/README.md and docs/*.md, and from the comment lines of the shipped configs and profiles,
 then dry-run (`-n` after the program name, nothing else changed) in a temporary copy of the
-repository. `.venv/bin/snakemake` and `snakemake` become the test's interpreter with
-`-m snakemake`; where a command names `my.yaml`, a small stand-in study is written first.
+repository; documented `wavescat` commands (config checks) run as they are. `.venv/bin/snakemake`
+and `snakemake` become the test's interpreter with `-m snakemake`, `.venv/bin/wavescat` and
+`wavescat` likewise with `-m wavescat`; where a command names `my.yaml`, a small stand-in study
+is written first.
 Installation steps (venv, pip) and the test-suite command itself are listed as skipped items,
 so what is not run stays visible.
 """
@@ -22,7 +24,8 @@ DOCS = ["README.md", "config/README.md", *sorted(p.relative_to(ROOT).as_posix()
 COMMENTED = sorted(p.relative_to(ROOT).as_posix() for pattern in
                    ("config/examples/*.yaml", "profiles/*/config.yaml")
                    for p in ROOT.glob(pattern))
-SNAKEMAKE_PROGRAMS = {"snakemake", ".venv/bin/snakemake"}
+PROGRAMS = {"snakemake": "snakemake", ".venv/bin/snakemake": "snakemake",
+            "wavescat": "wavescat", ".venv/bin/wavescat": "wavescat"}
 
 # The user's own study of the README, as small as a study can be.
 MY_YAML = """\
@@ -36,7 +39,7 @@ cases:
 
 FENCE = re.compile(r"^```(\w*)\s*$")
 INLINE = re.compile(r"`([^`\n]+)`")
-COMMENT_COMMAND = re.compile(r"^#\s+((?:\.venv/bin/)?snakemake\s.*)$")
+COMMENT_COMMAND = re.compile(r"^#\s+((?:\.venv/bin/)?(?:snakemake|wavescat)\s.*)$")
 
 
 def documented_commands():
@@ -55,7 +58,7 @@ def documented_commands():
                     found += [(f"{name}:{lineno}", part.strip()) for part in text.split("&&")]
             else:
                 found += [(f"{name}:{lineno}", span.strip()) for span in INLINE.findall(line)
-                          if span.split()[0] in SNAKEMAKE_PROGRAMS and len(span.split()) > 1]
+                          if span.split()[0] in PROGRAMS and len(span.split()) > 1]
     for name in COMMENTED:
         for lineno, line in enumerate((ROOT / name).read_text().splitlines(), 1):
             match = COMMENT_COMMAND.match(line.strip())
@@ -68,9 +71,9 @@ COMMANDS = documented_commands()
 
 
 def not_run_because(command: str) -> str | None:
-    """Why a documented command is not run here, or None for a Snakemake command."""
+    """Why a documented command is not run here, or None for a command this test runs."""
     words = shlex.split(command)
-    if words[0] in SNAKEMAKE_PROGRAMS:
+    if words[0] in PROGRAMS:
         return None
     if words[:3] == ["python3", "-m", "venv"] or "pip" in Path(words[0]).name \
             or words[1:3] == ["-m", "pip"] or "install" in words:
@@ -83,6 +86,7 @@ def not_run_because(command: str) -> str | None:
 def test_the_docs_show_snakemake_commands():
     runnable = [c for _, c in COMMANDS if not_run_because(c) is None]
     assert len(runnable) >= 5, COMMANDS
+    assert any(c.split()[0].endswith("wavescat") for c in runnable)
     assert any("--configfile" in c and "my.yaml" in c for c in runnable)
 
 
@@ -92,12 +96,13 @@ def test_documented_command_runs(repo, where, command):
     if reason:
         pytest.skip(f"{where}: `{command}` not run: {reason}")
     words = shlex.split(command)
-    assert words[0] in SNAKEMAKE_PROGRAMS, f"{where}: `{command}`: no rule to check this command"
+    assert words[0] in PROGRAMS, f"{where}: `{command}`: no rule to check this command"
     if "my.yaml" in words or "--configfile=my.yaml" in words:
         (repo / "my.yaml").write_text(MY_YAML)
-    args = words[1:]
-    # --unlock changes nothing but the lock; everything else is dry-run
-    argv = [sys.executable, "-m", "snakemake"] + ([] if "--unlock" in args else ["-n"]) + args
+    program, args = PROGRAMS[words[0]], words[1:]
+    # Snakemake dry-runs; --unlock changes nothing but the lock, wavescat commands only check
+    dry = ["-n"] if program == "snakemake" and "--unlock" not in args else []
+    argv = [sys.executable, "-m", program] + dry + args
     out = subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=300)
     text = out.stdout + out.stderr
     if "--report" in args:

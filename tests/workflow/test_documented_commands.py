@@ -112,3 +112,22 @@ def test_documented_command_runs(repo, where, command):
             f"{where}: `{command}` failed:\n{text[-3000:]}"
         return
     assert out.returncode == 0, f"{where}: `{command}` failed:\n{text[-3000:]}"
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)[^)]*\)|`([\w./-]+\.(?:md|yaml|py|smk))`")
+
+
+@pytest.mark.parametrize("name", DOCS)
+def test_docs_point_only_into_the_repository(name):
+    """Every file a doc links or names in backticks exists in a clone (no ../shared/...)."""
+    doc = ROOT / name
+    missing = []
+    for link, named in LINK.findall(doc.read_text()):
+        target = link or named
+        if target.startswith(("http://", "https://")) or target in ("my.yaml",):
+            continue
+        inside = [p.resolve() for p in (doc.parent / target, ROOT / target)
+                  if p.resolve().is_relative_to(ROOT)]
+        if not any(p.exists() for p in inside):
+            missing.append(target)
+    assert not missing, f"{name} points to files no clone has: {missing}"

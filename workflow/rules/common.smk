@@ -4,7 +4,6 @@ import os
 import shlex
 import sys
 
-from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from wavescat.config import case_json, medium_json, prepare_config, run_cases, run_studies

@@ -48,8 +48,8 @@ def copy_repository(dest: Path) -> Path:
 
 @pytest.fixture
 def repo(tmp_path) -> Path:
-    """A temporary copy of the repository's workflow to run Snakemake in."""
-    return copy_repository(tmp_path / "repo")
+    """`tmp_path`, holding a copy of the repository's workflow to run Snakemake in."""
+    return copy_repository(tmp_path)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Result tables of docs/conventions.md, written atomically: a failed or
+"""Result tables of the contract (shared/CONTRACT.md), written atomically: a failed or
 interrupted run never leaves a half-written file under results/."""
 from __future__ import annotations
 

@@ -1,10 +1,14 @@
 """End to end on a tiny study: mesh -> solve -> far field -> study table -> report."""
 import csv
 import json
+import subprocess
+import sys
 
 import numpy as np
 
 from wavescat.tables import FARFIELD_HEADER, read_farfield_csv
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]  # the Snakefile of the copy in tmp_path
 
 STUDY = """
 run: [tiny, pebble]
@@ -23,12 +27,13 @@ studies:
 """
 
 
-def test_tiny_study_end_to_end_with_report(repo, snakemake):
-    (repo / "study.yaml").write_text(STUDY)
-    run = snakemake("--cores", "2", "target_strength", "verify_bem", "--configfile", "study.yaml",
-                    timeout=900)
+def test_tiny_study_end_to_end_with_report(tmp_path):
+    (tmp_path / "study.yaml").write_text(STUDY)
+    base = SNAKEMAKE + ["--configfile=study.yaml"]
+    run = subprocess.run(base + ["--cores", "2", "target_strength", "verify_bem"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-    res = repo / "results"
+    res = tmp_path / "results"
 
     # contract files of a case
     assert (res / "pebble" / "farfield.csv").read_text().splitlines()[0] == ",".join(FARFIELD_HEADER)
@@ -65,7 +70,8 @@ def test_tiny_study_end_to_end_with_report(repo, snakemake):
     p = scattered_pressure(sol, pts)
     assert np.linalg.norm(p - exact) / np.linalg.norm(exact) < 0.05
 
-    report = snakemake("--report", "report.html", "--configfile", "study.yaml", timeout=300)
+    report = subprocess.run(base + ["--report", "report.html"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-3000:]
-    html = (repo / "report.html").read_text(errors="replace")
+    html = (tmp_path / "report.html").read_text(errors="replace")
     assert "Target strength" in html and "Studies" in html

@@ -1,7 +1,14 @@
 """The Snakemake workflow: DAG of the named targets, config errors before any job, and real
-runs of the `meshes` and `verify_bem` targets on a tiny config, each in a temporary copy of the
-repository (fixtures `repo` and `snakemake` in conftest.py)."""
+runs of the `meshes` and `verify_bem` targets on a tiny config, each in a temporary copy of
+the repository (`tmp_path`, filled by the autouse fixture of conftest.py)."""
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]  # the Snakefile of the copy in the cwd
 
 TINY = """
 run: [ball, egg]
@@ -19,15 +26,10 @@ cases:
 """
 
 
-@pytest.fixture
-def study(repo, snakemake):
-    """`study(args, config_text)`: snakemake ARGS --configfile=study.yaml --cores 2 in the copy."""
-
-    def run(args, config_text=TINY, timeout=600):
-        (repo / "study.yaml").write_text(config_text)
-        return snakemake(*args, "--configfile=study.yaml", "--cores", "2", timeout=timeout)
-
-    return run
+def snakemake(args, cwd, config_text=TINY, timeout=600):
+    (cwd / "study.yaml").write_text(config_text)
+    return subprocess.run(SNAKEMAKE + ["--configfile", "study.yaml", "--cores", "2"] + args,
+                          cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 def jobs(stdout: str) -> dict:
@@ -45,8 +47,8 @@ def jobs(stdout: str) -> dict:
     return counts
 
 
-def test_dry_run_shows_whole_pipeline(study):
-    out = study(["-n", "target_strength"])
+def test_dry_run_shows_whole_pipeline(tmp_path):
+    out = snakemake(["-n", "target_strength"], tmp_path)
     assert out.returncode == 0, out.stderr
     counts = jobs(out.stdout)
     # 2 cases meshed, 3 (case, frequency) solves, 2 far-field collections, 1 sphere reference
@@ -54,16 +56,17 @@ def test_dry_run_shows_whole_pipeline(study):
                       "target_strength": 1}
 
 
-def test_dry_run_of_verify(study):
-    out = study(["-n", "verify"])
+def test_dry_run_of_verify(tmp_path):
+    out = snakemake(["-n", "verify"], tmp_path)
     assert out.returncode == 0, out.stderr
     counts = jobs(out.stdout)
     assert counts["hermite_convergence"] == 1 and counts["dg_convergence"] == 1
     assert counts["reference_farfield"] == 1
 
 
-def test_default_config_dry_run(snakemake):
-    out = snakemake("-n", "target_strength", "--cores", "1")
+def test_default_config_dry_run(tmp_path):
+    out = subprocess.run(SNAKEMAKE + ["-n", "target_strength", "--cores", "1"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert jobs(out.stdout)["mesh"] == 2
 
@@ -76,18 +79,18 @@ def test_default_config_dry_run(snakemake):
     ("run: [part]\ncases:\n  part:\n    geometry: {kind: file, path: missing.step}\n"
      "    frequencies_hz: [50]\n", "cases.part.geometry.path = 'missing.step': file not found"),
 ])
-def test_bad_config_stops_before_any_job(repo, study, text, message):
-    (repo / "results").mkdir()
-    (repo / "results" / "keep.txt").write_text("precious")
-    out = study(["target_strength"], config_text=text)
+def test_bad_config_stops_before_any_job(tmp_path, text, message):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "keep.txt").write_text("precious")
+    out = snakemake(["target_strength"], tmp_path, config_text=text)
     assert out.returncode != 0
     assert message in out.stdout + out.stderr
     assert "Building DAG" not in out.stdout + out.stderr
-    assert (repo / "results" / "keep.txt").read_text() == "precious"
+    assert (tmp_path / "results" / "keep.txt").read_text() == "precious"
 
 
-def test_meshes_and_verify_bem_targets_run(repo, study):
-    out = study(["meshes", "verify_bem"])
+def test_meshes_and_verify_bem_targets_run(tmp_path):
+    out = snakemake(["meshes", "verify_bem"], tmp_path)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     import json
 
@@ -95,9 +98,9 @@ def test_meshes_and_verify_bem_targets_run(repo, study):
     from wavescat.tables import read_farfield_csv
 
     for case in ("ball", "egg"):
-        mesh = SurfaceMesh.from_file(repo / "results" / case / "mesh.msh")
-        stats = json.loads((repo / "results" / case / "mesh_stats.json").read_text())
+        mesh = SurfaceMesh.from_file(tmp_path / "results" / case / "mesh.msh")
+        stats = json.loads((tmp_path / "results" / case / "mesh_stats.json").read_text())
         assert stats["elements"] == mesh.n_triangles and mesh.enclosed_volume > 0
-    ref = read_farfield_csv(repo / "results" / "ball" / "reference_farfield.csv")
+    ref = read_farfield_csv(tmp_path / "results" / "ball" / "reference_farfield.csv")
     assert len(ref["F"]) == 2 * 13  # two frequencies x 13 receivers
-    assert not (repo / "results" / "egg" / "reference_farfield.csv").exists()
+    assert not (tmp_path / "results" / "egg" / "reference_farfield.csv").exists()

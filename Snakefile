@@ -2,14 +2,25 @@
 # Thin on purpose: configuration and helpers live in workflow/rules/common.smk,
 # one rule file per stage, numerics in the `wavescat` package.
 import os
+import sys
 
 from snakemake.utils import min_version
 
+from wavescat.config_files import load_config_file
+from wavescat.errors import ConfigError
+
 min_version("9.0")
 
-
 # The embedded default study; found beside this Snakefile wherever Snakemake runs.
-configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+DEFAULT_CONFIG = os.path.join(workflow.basedir, "config", "config.yaml")
+# Snakemake's own message for a YAML syntax error names neither the file nor the line.
+try:
+    load_config_file(DEFAULT_CONFIG)
+except ConfigError as exc:
+    sys.exit(f"invalid configuration: {exc}")
+
+
+configfile: DEFAULT_CONFIG
 
 
 report: "workflow/report/workflow.rst"

@@ -1,4 +1,12 @@
-"""Shared fixtures. GPU tests carry the `gpu` marker and skip cleanly without a GPU."""
+"""Shared fixtures. GPU tests carry the `gpu` marker and skip cleanly without a GPU.
+Tests that run Snakemake do so in a temporary copy of the repository (`repo`, `snakemake`),
+never in the user's working tree: results/ or .snakemake/ left there by a real run must
+neither change a test's outcome nor be touched by it."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from wavescat.backend import get_backend, gpu_available
@@ -17,3 +25,40 @@ def pytest_collection_modifyitems(config, items):
 def backend(request):
     """Run a test once on the CPU backend and once on the GPU backend (skipped without one)."""
     return get_backend(request.param)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+# What a fresh clone brings to a run (the package itself comes from the test's interpreter).
+WORKFLOW_PARTS = ("Snakefile", "workflow", "profiles", "config", "meshes")
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def copy_repository(dest: Path) -> Path:
+    """The workflow files of this checkout copied to `dest`, without results or metadata."""
+    dest.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", ".snakemake", "results")
+    for part in WORKFLOW_PARTS:
+        src = ROOT / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=ignore)
+        else:
+            shutil.copy2(src, dest / part)
+    return dest
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """`tmp_path`, holding a copy of the repository's workflow to run Snakemake in."""
+    return copy_repository(tmp_path)
+
+
+@pytest.fixture
+def snakemake(repo):
+    """`snakemake(*args)` runs `snakemake ARGS` in the copy as a user types it there (the
+    default profile applies); returns the CompletedProcess."""
+
+    def run(*args, timeout=600) -> subprocess.CompletedProcess:
+        return subprocess.run(SNAKEMAKE + [str(a) for a in args], cwd=repo, capture_output=True,
+                              text=True, timeout=timeout)
+
+    return run

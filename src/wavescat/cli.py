@@ -1,5 +1,5 @@
-"""The `wavescat` command. Each module in `wavescat.commands` adds its subcommands
-through `register(subparsers)`; the Snakemake rules call these subcommands."""
+"""The `wavescat` command: the stages of the wavescat workflow (modules of
+`wavescat.commands`, each adding its subcommands through `register(subparsers)`)."""
 from __future__ import annotations
 
 import argparse
@@ -12,8 +12,23 @@ from . import __version__, commands
 from .errors import WavescatError
 
 
+DESCRIPTION = """\
+The stages of the wavescat workflow. These subcommands are its plumbing: the Snakemake rules
+call them with cases as normalised JSON. Run a study through Snakemake instead:
+
+  snakemake --cores all target_strength --configfile my.yaml
+
+(README.md, config/README.md). The subcommand meant for users is
+
+  wavescat check-config my.yaml
+
+which checks config files as the workflow does, naming file, line, key and value of an error.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="wavescat", description=__doc__)
+    parser = argparse.ArgumentParser(prog="wavescat", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"wavescat {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -1,6 +1,6 @@
 """Directions, far field and target strength.
 
-Receivers and incidence directions come from the case config (shared/CONTRACT.md):
+Receivers and incidence directions come from the case config (docs/conventions.md):
 `receivers: {plane, count}` gives angles linspace(0, 360, count) from the plane's first
 axis towards its second; `receivers: {directions_deg: [[theta, phi], ...]}` lists them.
 `incident` is {direction}, {directions} or {aspect: {plane, start_deg, stop_deg, count}}:

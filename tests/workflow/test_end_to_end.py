@@ -3,14 +3,12 @@ import csv
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 
 from wavescat.tables import FARFIELD_HEADER, read_farfield_csv
 
-ROOT = Path(__file__).resolve().parents[2]
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]  # the Snakefile of the copy in tmp_path
 
 STUDY = """
 run: [tiny, pebble]
@@ -31,8 +29,8 @@ studies:
 
 def test_tiny_study_end_to_end_with_report(tmp_path):
     (tmp_path / "study.yaml").write_text(STUDY)
-    base = SNAKEMAKE + ["--configfile", str(tmp_path / "study.yaml"), "--directory", str(tmp_path)]
-    run = subprocess.run(base + ["--cores", "2", "target_strength", "verify_bem"], cwd=ROOT,
+    base = SNAKEMAKE + ["--configfile=study.yaml"]
+    run = subprocess.run(base + ["--cores", "2", "target_strength", "verify_bem"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     res = tmp_path / "results"
@@ -72,7 +70,7 @@ def test_tiny_study_end_to_end_with_report(tmp_path):
     p = scattered_pressure(sol, pts)
     assert np.linalg.norm(p - exact) / np.linalg.norm(exact) < 0.05
 
-    report = subprocess.run(base + ["--report", str(tmp_path / "report.html")], cwd=ROOT,
+    report = subprocess.run(base + ["--report", "report.html"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-3000:]
     html = (tmp_path / "report.html").read_text(errors="replace")

@@ -1,5 +1,6 @@
 """The Snakemake workflow: DAG of the named targets, config errors before any job, and real
-runs of the `meshes` and `verify_bem` targets on a tiny config in a temporary directory."""
+runs of the `meshes` and `verify_bem` targets on a tiny config, each in a temporary copy of
+the repository (`tmp_path`, filled by the autouse fixture of conftest.py)."""
 import subprocess
 import sys
 from pathlib import Path
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]  # the Snakefile of the copy in the cwd
 
 TINY = """
 run: [ball, egg]
@@ -63,8 +64,8 @@ def test_dry_run_of_verify(tmp_path):
     assert counts["reference_farfield"] == 1
 
 
-def test_default_config_dry_run():
-    out = subprocess.run(SNAKEMAKE + ["-n", "target_strength", "--cores", "1"], cwd=ROOT,
+def test_default_config_dry_run(tmp_path):
+    out = subprocess.run(SNAKEMAKE + ["-n", "target_strength", "--cores", "1"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert jobs(out.stdout)["mesh"] == 2

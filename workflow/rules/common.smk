@@ -4,20 +4,24 @@ import os
 import shlex
 import sys
 
-from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from wavescat.config import case_json, medium_json, prepare_config, run_cases, run_studies
+from wavescat.config_files import config_error
 from wavescat.studies import study_cases
 from wavescat.errors import ConfigError
 from wavescat.resources import gpu_count, mesh_resources, partition, solve_resources
 
 # Our own pass first: it names the key and value of the first problem and checks what a
-# schema cannot (geometry keys per kind, mesh files on disk, `run` entries).
+# schema cannot (geometry keys per kind, mesh files on disk, `run` entries). The error is
+# one line that also names the file and line setting the key (command-line files win over
+# the Snakefile's), with no Snakemake stack around it.
+CONFIG_FILES = [f for f in workflow.configfiles if f not in workflow.overwrite_configfiles]
+CONFIG_FILES += list(workflow.overwrite_configfiles)
 try:
     CONFIG = prepare_config(config, base_dir=os.getcwd())
 except ConfigError as exc:
-    raise WorkflowError(f"invalid configuration: {exc}") from None
+    sys.exit(config_error(exc, CONFIG_FILES))
 validate(CONFIG, "../schemas/config.schema.yaml")
 
 # The wavescat CLI of the interpreter that runs Snakemake (no PATH set-up needed).

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
+from . import case_arguments
 from ..farfield import far_field_errors, incident_directions, receiver_directions
 from ..files import atomic_path
 from ..reference.rigid_sphere import far_field, monostatic_far_field
@@ -38,7 +39,7 @@ def exact_solution(case: dict, medium: dict, frequency_hz: float) -> dict:
 
 
 def reference_farfield(args) -> None:
-    case, medium = json.loads(args.case), json.loads(args.medium)
+    case, medium = case_arguments(args)
     geometry = case["geometry"]
     if geometry["kind"] != "sphere":
         raise ConfigError(f"geometry.kind = {geometry['kind']!r}: the exact series needs a sphere")
@@ -77,7 +78,7 @@ def compare_farfield(args) -> None:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("reference", help="exact rigid-sphere far field of a case")
-    p.add_argument("--case", required=True, help="normalised case as JSON")
+    p.add_argument("--case", required=True, help="case as JSON (normalised like the workflow's)")
     p.add_argument("--medium", required=True, help="medium as JSON")
     p.add_argument("--out", required=True, help="reference_farfield.csv to write")
     p.set_defaults(func=reference_farfield)

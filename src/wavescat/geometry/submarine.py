@@ -21,7 +21,6 @@ import math
 
 from ..errors import ConfigError
 from ..surface import SurfaceMesh
-from .gmsh_model import gmsh_session, mesh_occ_model
 from .params import center, positive
 from .sizing import MeshOptions
 
@@ -244,6 +243,9 @@ def build_submarine(occ, geometry: dict) -> int:
 
 
 def submarine(geometry: dict, options: MeshOptions) -> SurfaceMesh:
+    # imported here: the config checks read DEFAULTS and need neither gmsh nor scipy
+    from .gmsh_model import gmsh_session, mesh_occ_model
+
     _params(geometry)  # validate before starting gmsh
     with gmsh_session(options.verbose) as gmsh:
         build_submarine(gmsh.model.occ, geometry)

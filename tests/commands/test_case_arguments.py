@@ -1,0 +1,44 @@
+"""Subcommands take `--case` as the workflow hands it over or as typed by hand: a bare case is
+normalised through wavescat.config like the workflow's, or refused naming the key."""
+import json
+
+import numpy as np
+import pytest
+
+from wavescat.cli import main
+from wavescat.config import prepare_config
+from wavescat.farfield import receiver_directions
+from wavescat.reference.rigid_sphere import far_field
+from wavescat.tables import read_farfield_csv
+
+
+def test_bare_case_is_normalised_like_the_workflow(tmp_path):
+    """A case typed by hand (no incident, no receivers) gets the workflow's defaults."""
+    bare = {"geometry": {"kind": "sphere", "radius": 0.5}, "frequencies_hz": [300.0]}
+    out = tmp_path / "reference_farfield.csv"
+    assert main(["reference", "--case", json.dumps(bare), "--medium", "{}", "--out", str(out)]) == 0
+    config = prepare_config({"run": ["ball"], "cases": {"ball": bare}})
+    case, c = config["cases"]["ball"], config["medium"]["sound_speed"]
+    rec = receiver_directions(case["receivers"])
+    exact = far_field(2 * np.pi * 300.0 / c, 0.5, case["incident"]["direction"], rec.vectors,
+                      center=[0, 0, 0])
+    table = read_farfield_csv(out)
+    assert len(table["F"]) == len(rec.vectors)
+    assert np.allclose(table["F"], exact, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("case, medium, message", [
+    ({"geometry": {"kind": "sphere", "radius": -1}, "frequencies_hz": [300]}, {},
+     "--case geometry.radius = -1: must be > 0"),
+    ({"geometry": {"kind": "sphere", "radius": 1}}, {}, "--case: missing required key "
+                                                        "'frequencies_hz'"),
+    ({"geometry": {"kind": "sphere", "radius": 1}, "frequencies_hz": [300]},
+     {"sound_speed": 0}, "--medium sound_speed = 0: must be > 0"),
+])
+def test_bad_bare_case_names_the_key(tmp_path, capsys, case, medium, message):
+    out = tmp_path / "ref.csv"
+    rc = main(["reference", "--case", json.dumps(case), "--medium", json.dumps(medium),
+               "--out", str(out)])
+    assert rc == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert err.startswith(f"wavescat reference: error: {message}"), err

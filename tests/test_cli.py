@@ -1,0 +1,15 @@
+"""`wavescat --help` tells a user what the command is for and where to go instead."""
+import pytest
+
+from wavescat.cli import main
+
+
+def test_help_says_the_command_is_plumbing_and_points_to_snakemake(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    assert "plumbing" in text
+    assert "snakemake --cores all target_strength --configfile my.yaml" in text
+    assert "wavescat check-config my.yaml" in text
+    assert "wavescat.commands" not in text  # no developer notes in a user's help

@@ -1,0 +1,110 @@
+"""A bad config stops the workflow with one line that names the file, line, key and value
+(no traceback, no Snakemake stack), and `wavescat check-config` does the same without
+Snakemake, including for YAML syntax errors, which Snakemake reports without file or line."""
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from wavescat.config_files import config_error, locate
+from wavescat.errors import ConfigError
+
+BAD_VALUE = """\
+run: [ball]
+cases:
+  ball:
+    geometry: {kind: sphere, radius: 1}
+    frequencies_hz: [50, -50]
+"""
+UNKNOWN_KEY = """\
+run: [ball]
+cases:
+  ball:
+    geometry:
+      kind: sphere
+      radius: 1
+      radiu: 2
+    frequencies_hz: [50]
+"""
+SYNTAX = """\
+run: [ball]
+cases:
+  ball:
+    geometry: {kind: sphere, radius: 1
+    frequencies_hz: [50]
+"""
+
+
+def stack_free(text: str) -> bool:
+    return "Traceback" not in text and 'File "' not in text and "WorkflowError" not in text
+
+
+@pytest.mark.parametrize("text, where, message", [
+    (BAD_VALUE, "my.yaml, line 5, column 26", "cases.ball.frequencies_hz[1] = -50: must be > 0"),
+    (UNKNOWN_KEY, "my.yaml, line 7, column 7", "cases.ball.geometry: unknown key 'radiu'"),
+])
+def test_workflow_config_error_names_file_and_line(repo, snakemake, text, where, message):
+    (repo / "my.yaml").write_text(text)
+    out = snakemake("-n", "target_strength", "--configfile", "my.yaml")
+    assert out.returncode != 0
+    errors = [line for line in out.stderr.splitlines() if "invalid configuration" in line]
+    assert len(errors) == 1, out.stderr
+    assert errors[0].startswith(f"invalid configuration in {where}: {message}")
+    assert stack_free(out.stdout + out.stderr), out.stderr
+
+
+def test_syntax_error_in_the_default_config_names_file_and_line(repo, snakemake):
+    default = repo / "config" / "config.yaml"
+    lines = default.read_text().splitlines()
+    lineno = next(i for i, line in enumerate(lines) if line.startswith("run:"))
+    lines[lineno] = "run: [sphere_ka5, submarine"
+    default.write_text("\n".join(lines) + "\n")
+    with pytest.raises(yaml.MarkedYAMLError) as parsed:  # the line where the parser stops
+        yaml.safe_load(default.read_text())
+    out = snakemake("-n", "target_strength")
+    assert out.returncode != 0
+    assert "invalid configuration: config file " in out.stderr
+    assert f"config/config.yaml, line {parsed.value.problem_mark.line + 1}, column" in out.stderr
+    assert stack_free(out.stdout + out.stderr), out.stderr
+
+
+def check_config(cwd, *files):
+    return subprocess.run([sys.executable, "-m", "wavescat", "check-config", *files], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_check_config_names_line_of_a_syntax_error(repo):
+    (repo / "my.yaml").write_text(SYNTAX)
+    out = check_config(repo, "my.yaml")
+    assert out.returncode == 2
+    assert out.stderr.startswith(
+        "wavescat check-config: error: config file my.yaml, line 5, column 19: YAML syntax error: "
+        "while parsing a flow mapping started at line 4, expected ',' or '}'"), out.stderr
+    assert stack_free(out.stderr)
+
+
+def test_check_config_runs_the_workflow_checks(repo):
+    (repo / "my.yaml").write_text(BAD_VALUE)
+    out = check_config(repo, "my.yaml")
+    assert out.returncode == 2 and stack_free(out.stderr)
+    assert ("invalid configuration in my.yaml, line 5, column 26: "
+            "cases.ball.frequencies_hz[1] = -50: must be > 0") in out.stderr
+    (repo / "my.yaml").write_text(BAD_VALUE.replace("-50", "60"))
+    out = check_config(repo, "my.yaml")
+    assert out.returncode == 0, out.stderr
+    assert "builds 1 case(s): ball" in out.stdout
+
+
+def test_locate_takes_the_last_file_and_dotted_case_names(tmp_path):
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text("cases:\n  sub.v2:\n    frequencies_hz: [1, 2]\n")
+    second.write_text("run: [x]\ncases:\n  sub.v2:\n    mesh: {elements_per_wavelength: 3}\n"
+                      "    frequencies_hz: [1, -2]\n")
+    assert locate("cases.sub.v2.frequencies_hz[1]", [first, second]) == (second, 5, 25)
+    assert locate("cases.sub.v2.frequencies_hz[1]", [second, first]) == (first, 3, 25)
+    assert locate("cases.sub.v2.mesh.elements_per_wavelength", [first, second]) == (second, 4, 12)
+    assert locate("cases.sub.v3", [first, second]) is None
+    # a key no file sets (a default, a case a study made) gets no place, only the message
+    error = ConfigError("cases.study_sub_x.solver.precision = 'half': must be one of ...")
+    assert config_error(error, [first, second]) == f"invalid configuration: {error}"

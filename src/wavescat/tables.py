@@ -1,4 +1,4 @@
-"""The far-field table of the contract (shared/CONTRACT.md): its header and a reader
+"""The far-field table of the contract (docs/conventions.md): its header and a reader
 (`solve.records` writes it, through `files.atomic_path`)."""
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ from ..errors import ConfigError
 from ..farfield import far_field_errors, incident_directions, receiver_directions
 from ..files import atomic_path
 from ..reference.rigid_sphere import far_field, monostatic_far_field
-from ..solve.records import write_farfield_csv
-from ..tables import read_farfield_csv
+from ..solve.records import read_farfield_csv, write_farfield_csv
 
 log = logging.getLogger(__name__)
 

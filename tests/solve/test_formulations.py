@@ -14,7 +14,7 @@ from wavescat.errors import ConfigError, WavescatError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere
 from wavescat.solve import records
-from wavescat.solve.driver import solve_frequency
+from wavescat.solve.driver import solve_frequency, solver_settings
 from wavescat.solve.gmres import gmres
 
 C = 1500.0
@@ -80,8 +80,7 @@ def sphere_solution():
     mesh = icosphere(2)
     space = form.space(mesh)
     ops = {name: operators.assemble(name, space, space, ka) for name in form.operators}
-    osrc = {"pade_terms": 8, "branch_angle": math.pi / 3, "radius": None}
-    system = form.system(space, ka, ops, osrc)
+    system = form.system(space, ka, ops, solver_settings(None))
     d = np.array([[0.0, 0.0, 1.0], [0.6, 0.0, 0.8]])
     res = gmres(system.matvec, form.rhs(system, space, ka, d), tol=1e-8)
     return form, space, ka, d, res

@@ -59,14 +59,16 @@ class SoundHardBurtonMiller:
         return OsrcNtD(space, k, pade_terms=osrc["pade_terms"], branch_angle=osrc["branch_angle"],
                        radius=osrc["radius"], mass=mass, stiffness=stiffness)
 
-    def system(self, space, k: float, operators: dict, osrc: dict, xp=np):
+    def system(self, space, k: float, operators: dict, solver: dict, xp=np):
         """The preconditioned system with `matvec(x)` and `rhs(g, h)` (OsrcBurtonMiller) for
-        the assembled operators {name: op} (dense or H-matrix, on the backend `xp`)."""
+        the assembled operators {name: op} (dense or H-matrix, on the backend `xp`); `solver`:
+        the solver settings with defaults filled in (solve.driver.solver_settings), of which
+        this formulation reads `osrc`."""
         from .burton_miller import OsrcBurtonMiller  # noqa: PLC0415
         from .osrc import mass_and_stiffness  # noqa: PLC0415
 
         mass, stiffness = mass_and_stiffness(space)
-        ntd = self.preconditioner(space, k, osrc, mass, stiffness)
+        ntd = self.preconditioner(space, k, solver["osrc"], mass, stiffness)
         return OsrcBurtonMiller(*(operators[n] for n in self.operators), mass, ntd, xp=xp)
 
     def rhs(self, system, space, k: float, directions):

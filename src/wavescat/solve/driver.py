@@ -142,7 +142,7 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     timings["assembly"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    system = formulation.system(space, k, ops, settings["osrc"], xp=be.xp)
+    system = formulation.system(space, k, ops, settings, xp=be.xp)
     rhs = formulation.rhs(system, space, k, incidence.directions)
     timings["preconditioner"] = time.perf_counter() - t0
 

@@ -124,3 +124,20 @@ def test_records_carry_the_formulation(tmp_path):
     with pytest.raises(WavescatError, match="formulation 'combined_field' does not match "
                                             "boundary kind 'rigid'"):
         formulation_of_record(sol)
+
+
+@pytest.mark.parametrize("operator_format", ["dense", "hmatrix"])
+def test_solve_frequency_through_the_seam_on_each_backend(backend, operator_format):
+    """The driver with the rigid formulation, on the CPU and (where there is one) the GPU,
+    dense and H-matrix operators, against the exact series."""
+    ka = 2.0
+    d = np.array([0.0, 0.6, 0.8])
+    case = {"incident": {"direction": d.tolist()}, "receivers": {"plane": "xz", "count": 19},
+            "solver": {"operator_format": operator_format, "backend": backend.name,
+                       "hmatrix": {"leaf_size": 16}}}
+    res = solve_frequency(case, {"sound_speed": C}, icosphere(2), ka * C / (2 * math.pi))
+    assert res.backend["backend"] == backend.name and res.operator_format == operator_format
+    exact = rigid_sphere.far_field(ka, 1.0, d, res.receivers.vectors)
+    assert np.linalg.norm(res.far_field[:, 0] - exact) < 0.04 * np.linalg.norm(exact)
+    p = rigid_sphere.surface_pressure(ka, 1.0, d, icosphere(2).vertices)
+    assert np.linalg.norm(res.surface_pressure[:, 0] - p) < 0.03 * np.linalg.norm(p)

@@ -132,9 +132,17 @@ def read_farfield_csv(path) -> dict:
         raise WavescatError(f"far-field table {str(path)!r} does not exist")
     with open(path, newline="") as fh:
         rows = list(csv.reader(fh))
-    if rows[0] != FARFIELD_HEADER:
-        raise WavescatError(f"{str(path)!r}: header {','.join(rows[0])!r} is not "
-                            f"{','.join(FARFIELD_HEADER)!r}")
+    if not rows or rows[0] != FARFIELD_HEADER:
+        raise WavescatError(f"{str(path)!r}: header {','.join(rows[0] if rows else [])!r} is "
+                            f"not {','.join(FARFIELD_HEADER)!r}")
+    for i, row in enumerate(rows[1:], start=2):
+        try:
+            if len(row) != len(FARFIELD_HEADER):
+                raise ValueError(f"{len(row)} columns")
+            [float(x) for x in row]
+        except ValueError as exc:
+            raise WavescatError(f"{str(path)!r}: line {i} is not {len(FARFIELD_HEADER)} "
+                                f"numbers ({exc})") from None
     data = np.array(rows[1:], dtype=float).reshape(-1, len(FARFIELD_HEADER))
     out = {name: data[:, i] for i, name in enumerate(FARFIELD_HEADER)}
     out["F"] = out["re_F"] + 1j * out["im_F"]

@@ -37,6 +37,9 @@ matrices; relative Frobenius / largest-entry / matrix-vector errors):
        Bempp-cl 8.71e-6 / 2.82e-5 / 9.57e-6
     W  wavescat 8.05e-7 / 3.87e-7 / 8.26e-7; Bempp-cl 1.66e-5 / 1.70e-5 / 1.70e-5
 so both wavescat quadratures of K are more accurate than the peer's, the defaults 7x (K) and 20x (W).
+A GPU variant that evaluated each unordered pair of a space with itself once and added the
+swapped pair with transposed atomics was slower, so the GPU assembles every ordered pair:
+    NVIDIA H100, double, K, 20k DOFs (--backend gpu --precision double): 1.27 s against 0.92 s
 """
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ itself, so the rest of the code is written once against `backend.xp`.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from dataclasses import dataclass
@@ -37,9 +38,26 @@ class Backend:
             return self.xp.asnumpy(a)
         return np.asarray(a)
 
+    def device(self, index: int = 0):
+        """Context in which work runs on GPU `index` (nothing to do on the CPU)."""
+        if self.is_gpu:
+            return self.xp.cuda.Device(index)
+        return contextlib.nullcontext()
+
+    def synchronize(self) -> None:
+        """Wait for the current device's queued work (timings); nothing on the CPU."""
+        if self.is_gpu:
+            self.xp.cuda.Device().synchronize()
+
     def describe(self) -> dict:
         return {"backend": self.name, "device": self.device_name,
                 "device_count": self.device_count, "reason": self.reason}
+
+
+def to_host(a) -> np.ndarray:
+    """A NumPy array of `a`, a host or a device (CuPy) array: for code that receives arrays
+    of either backend without holding the Backend."""
+    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 @functools.lru_cache(maxsize=1)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from .bem.formulations import formulation_for
 from .errors import ConfigError, MeshError
 from .geometry.geo_script import check_geo_script
 from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
@@ -83,8 +84,8 @@ def _describe(error) -> str:
         missing = [k for k in arg if k not in v]
         return f"{path}: missing required key {', '.join(map(repr, missing))}"
     what = _WHAT[kind](arg) if kind in _WHAT else error.message
-    if kind == "enum" and error.absolute_path and error.absolute_path[-1] == "kind":
-        what = "unknown geometry kind; " + what
+    if kind == "enum" and len(error.absolute_path) > 1 and error.absolute_path[-1] == "kind":
+        what = f"unknown {error.absolute_path[-2]} kind; " + what  # geometry or boundary
     return f"{path} = {_show(v)}: {what}"
 
 
@@ -196,6 +197,7 @@ def _check_case(name: str, case: dict, base_dir: Path) -> None:
         rec.setdefault("count", 361)
     elif "count" in rec:
         raise ConfigError(f"{where}.receivers.count = {rec['count']}: only used with plane")
+    formulation_for(case.get("boundary"), f"{where}.boundary")  # kinds implemented, their keys
 
 
 def _check_finite(node, parts=()) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .farfield import incident_directions, receiver_directions
 from .files import atomic_path
-from .tables import FARFIELD_HEADER, read_farfield_csv
+from .solve.records import FARFIELD_HEADER, read_farfield_csv
 
 
 def gather(cases: dict[str, dict], farfield_paths: dict[str, str | Path], out: str | Path) -> list[str]:

@@ -19,13 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import to_host
 from .osrc import factorise
-
-FORMULATION = "osrc_burton_miller"
-
-
-def _host(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def plane_wave_data(space, k: float, directions, order: int = 6):
@@ -58,9 +53,8 @@ def _scatter(space, local):
 
 
 class OsrcBurtonMiller:
-    """The strong-form system A p = f above, for several right-hand sides at once."""
-
-    formulation = FORMULATION
+    """The strong-form system A p = f above, for several right-hand sides at once
+    (formulations.SoundHardBurtonMiller builds it for the solver)."""
 
     def __init__(self, double_layer, hypersingular, mass, ntd, xp=np):
         self.double_layer = double_layer
@@ -73,7 +67,7 @@ class OsrcBurtonMiller:
 
     def _apply_operator(self, op, x):
         if not isinstance(op, type(x)):  # an H-matrix: NumPy in and out
-            x = _host(x)
+            x = to_host(x)
         dtype = getattr(op, "dtype", None)
         return op @ (x if dtype is None or dtype == x.dtype else x.astype(dtype))
 
@@ -85,8 +79,8 @@ class OsrcBurtonMiller:
 
     def matvec(self, x):
         """A x for x of shape (n, r) on the backend."""
-        kx = _host(self._apply_operator(self.double_layer, x))
-        wx = _host(self._apply_operator(self.hypersingular, x))
+        kx = to_host(self._apply_operator(self.double_layer, x))
+        wx = to_host(self._apply_operator(self.hypersingular, x))
         host = self.solve_mass(kx) + self.ntd.apply_to_weak(wx)
         return 0.5 * x - self.xp.asarray(host.astype(x.dtype, copy=False))
 

@@ -33,11 +33,9 @@ __device__ const T PHI_B[NQB * NLB] = {PHI_B_VALUES};
 // Kernel value at x - y = (dx, dy, dz); operator codes as in kernels_cpu.py.
 // R: the arithmetic type (T for regular pairs; double for touching pairs in every precision,
 // whose thousands of Sauter-Schwab points per pair and near-coincident points need it).
-// SW: also the value (re2, im2) of the swapped pair (test y, trial x) for K and K' (one G
-// for both: K of (x, y) pairs with K' of (y, x)); V and W are symmetric.
-template <typename R, bool SW>
+template <typename R>
 __device__ __forceinline__ void kernel_value(R dx, R dy, R dz, const R* na, const R* nb,
-                                             R kr, R ki, R& re, R& im, R& re2, R& im2) {
+                                             R kr, R ki, R& re, R& im) {
     R r2 = dx * dx + dy * dy + dz * dz;
     R rinv = rsqrt_(r2);
     R g = (R)INV4PI * rinv;
@@ -55,12 +53,10 @@ __device__ __forceinline__ void kernel_value(R dx, R dy, R dz, const R* na, cons
 #if OP == 0 || OP == 3
     re = gre; im = gim;
 #else
-    R proj_b = -(dx * nb[0] + dy * nb[1] + dz * nb[2]);  // (y - x).n_y
-    R proj_a = dx * na[0] + dy * na[1] + dz * na[2];  // (x - y).n_x
 #if OP == 1
-    R proj = proj_b, proj2 = proj_a;
+    R proj = -(dx * nb[0] + dy * nb[1] + dz * nb[2]);  // (y - x).n_y
 #else
-    R proj = proj_a, proj2 = proj_b;
+    R proj = dx * na[0] + dy * na[1] + dz * na[2];  // (x - y).n_x
 #endif
     R rinv2 = rinv * rinv;
 #if LAPLACE
@@ -70,7 +66,6 @@ __device__ __forceinline__ void kernel_value(R dx, R dy, R dz, const R* na, cons
     R hre = gre * fre - gim * fim, him = gre * fim + gim * fre;
 #endif
     re = hre * proj; im = him * proj;
-    if (SW) { re2 = hre * proj2; im2 = him * proj2; }
 #endif
 }
 
@@ -102,14 +97,11 @@ __device__ __forceinline__ void hypersingular_finish(int a, int b, int ma, int m
 #endif
 }
 
-// Local matrix of the pair (a, b) into lre/lim; with SW (K, K'), also the swapped pair
-// (b, a) transposed into sre/sim ([i][j] = local (b, a) at [j][i]).
-#define KSW (OP == 1 || OP == 2)
-template <bool SW>
+// Local matrix of the pair (a, b) into lre/lim.
 __device__ __forceinline__ void regular_pair(int a, int b, int ma, int mb,
         const T* pts_a, const T* wts_a, const T* nrm_a, const T* curl_a,
         const T* pts_b, const T* wts_b, const T* nrm_b, const T* curl_b, T kr, T ki,
-        T (&lre)[NLA][NLB], T (&lim)[NLA][NLB], T (&sre)[NLA][NLB], T (&sim)[NLA][NLB]) {
+        T (&lre)[NLA][NLB], T (&lim)[NLA][NLB]) {
     T na[3], nb[3], yb[NQB][3], wb[NQB];
 #pragma unroll
     for (int c = 0; c < 3; ++c) { na[c] = nrm_a[c * ma + a]; nb[c] = nrm_b[c * mb + b]; }
@@ -122,37 +114,28 @@ __device__ __forceinline__ void regular_pair(int a, int b, int ma, int mb,
 #pragma unroll
     for (int i = 0; i < NLA; ++i)
 #pragma unroll
-        for (int j = 0; j < NLB; ++j) { lre[i][j] = 0; lim[i][j] = 0; sre[i][j] = 0; sim[i][j] = 0; }
+        for (int j = 0; j < NLB; ++j) { lre[i][j] = 0; lim[i][j] = 0; }
 #pragma unroll 1
     for (int qa = 0; qa < NQA; ++qa) {
         T x0 = pts_a[(qa * 3 + 0) * ma + a], x1 = pts_a[(qa * 3 + 1) * ma + a],
           x2 = pts_a[(qa * 3 + 2) * ma + a];
-        T tre[NLB], tim[NLB], t2re[NLB], t2im[NLB];
+        T tre[NLB], tim[NLB];
 #pragma unroll
-        for (int j = 0; j < NLB; ++j) { tre[j] = 0; tim[j] = 0; t2re[j] = 0; t2im[j] = 0; }
+        for (int j = 0; j < NLB; ++j) { tre[j] = 0; tim[j] = 0; }
 #pragma unroll
         for (int qb = 0; qb < NQB; ++qb) {
-            T gre, gim, g2re, g2im;
-            kernel_value<T, SW>(x0 - yb[qb][0], x1 - yb[qb][1], x2 - yb[qb][2], na, nb, kr, ki,
-                                gre, gim, g2re, g2im);
+            T gre, gim;
+            kernel_value<T>(x0 - yb[qb][0], x1 - yb[qb][1], x2 - yb[qb][2], na, nb, kr, ki, gre, gim);
             gre *= wb[qb]; gim *= wb[qb];
 #pragma unroll
             for (int j = 0; j < NLB; ++j) { tre[j] += gre * PHI_B[qb * NLB + j]; tim[j] += gim * PHI_B[qb * NLB + j]; }
-            if (SW && KSW) {
-                g2re *= wb[qb]; g2im *= wb[qb];
-#pragma unroll
-                for (int j = 0; j < NLB; ++j) { t2re[j] += g2re * PHI_B[qb * NLB + j]; t2im[j] += g2im * PHI_B[qb * NLB + j]; }
-            }
         }
         T wa = wts_a[qa * ma + a];
 #pragma unroll
         for (int i = 0; i < NLA; ++i) {
             T c = wa * PHI_A[qa * NLA + i];
 #pragma unroll
-            for (int j = 0; j < NLB; ++j) {
-                lre[i][j] += c * tre[j]; lim[i][j] += c * tim[j];
-                if (SW && KSW) { sre[i][j] += c * t2re[j]; sim[i][j] += c * t2im[j]; }
-            }
+            for (int j = 0; j < NLB; ++j) { lre[i][j] += c * tre[j]; lim[i][j] += c * tim[j]; }
         }
     }
     const int ident[3] = {0, 1, 2};
@@ -165,9 +148,9 @@ extern "C" __global__ void regular_local(long long npairs, const int* pa, const 
         T* out_re, T* out_im) {
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= npairs) return;
-    T lre[NLA][NLB], lim[NLA][NLB], sre[NLA][NLB], sim[NLA][NLB];
-    regular_pair<false>(pa[p], pb[p], ma, mb, pts_a, wts_a, nrm_a, curl_a, pts_b, wts_b, nrm_b, curl_b,
-                        kr, ki, lre, lim, sre, sim);
+    T lre[NLA][NLB], lim[NLA][NLB];
+    regular_pair(pa[p], pb[p], ma, mb, pts_a, wts_a, nrm_a, curl_a, pts_b, wts_b, nrm_b, curl_b,
+                 kr, ki, lre, lim);
 #pragma unroll
     for (int i = 0; i < NLA; ++i)
 #pragma unroll
@@ -177,8 +160,7 @@ extern "C" __global__ void regular_local(long long npairs, const int* pa, const 
         }
 }
 
-// All regular pairs (a0 .. a0 + na_tile) x (0 .. mb) added into out[row, col, part]. SYM (test
-// space is trial space): only b > a, the pair (b, a) from the same kernel evaluations.
+// All regular pairs (a0 .. a0 + na_tile) x (0 .. mb) added into out[row, col, part].
 extern "C" __global__ void dense_regular(int a0, int na_tile, int ma, int mb,
         const int* tri_a, const int* tri_b, const int* dofs_a, const int* dofs_b, long long ncols,
         const double* cen_a, const double* cen_b, const double* diam_a, const double* diam_b,
@@ -188,9 +170,6 @@ extern "C" __global__ void dense_regular(int a0, int na_tile, int ma, int mb,
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long long)na_tile * mb) return;
     int a = a0 + (int)(idx / mb), b = (int)(idx % mb);
-#if SYM
-    if (b <= a) return;
-#endif
 #pragma unroll
     for (int i = 0; i < 3; ++i)
 #pragma unroll
@@ -204,9 +183,9 @@ extern "C" __global__ void dense_regular(int a0, int na_tile, int ma, int mb,
         double dist2 = __dadd_rn(__dadd_rn(__dmul_rn(d0, d0), __dmul_rn(d1, d1)), __dmul_rn(d2, d2));
         if (dist2 < __dmul_rn(rad, rad)) return;
     }
-    T lre[NLA][NLB], lim[NLA][NLB], sre[NLA][NLB], sim[NLA][NLB];
-    regular_pair<SYM>(a, b, ma, mb, pts_a, wts_a, nrm_a, curl_a, pts_b, wts_b, nrm_b, curl_b,
-                      kr, ki, lre, lim, sre, sim);
+    T lre[NLA][NLB], lim[NLA][NLB];
+    regular_pair(a, b, ma, mb, pts_a, wts_a, nrm_a, curl_a, pts_b, wts_b, nrm_b, curl_b,
+                 kr, ki, lre, lim);
 #pragma unroll
     for (int i = 0; i < NLA; ++i) {
         long long row = dofs_a[i * ma + a];
@@ -217,13 +196,6 @@ extern "C" __global__ void dense_regular(int a0, int na_tile, int ma, int mb,
             atomicAdd(out + e, lre[i][j]);
 #if NPART == 2
             atomicAdd(out + e + 1, lim[i][j]);
-#endif
-#if SYM
-            e = (col * ncols + row) * NPART;  // the pair (b, a): transpose (V, W) or swapped K/K'
-            atomicAdd(out + e, KSW ? sre[i][j] : lre[i][j]);
-#if NPART == 2
-            atomicAdd(out + e + 1, KSW ? sim[i][j] : lim[i][j]);
-#endif
 #endif
         }
     }
@@ -267,8 +239,7 @@ extern "C" __global__ void singular_local(long long npairs, const int* pa, const
         for (int c = 0; c < 3; ++c)
             d[c] = (ba[0] * ca[0][c] + s * ca[1][c] + t * ca[2][c]) - (bb[0] * cb[0][c] + u * cb[1][c] + v * cb[2][c]);
         double gre, gim;
-        double unused_re, unused_im;
-        kernel_value<double, false>(d[0], d[1], d[2], na, nb, kr, ki, gre, gim, unused_re, unused_im);
+        kernel_value<double>(d[0], d[1], d[2], na, nb, kr, ki, gre, gim);
         double w = ref_w[q] * scale;
         gre *= w; gim *= w;
         // rows/columns of lre follow the permuted corners: corner c carries bary[c] (P0: 1)
@@ -326,13 +297,11 @@ def _literals(values) -> str:
 class GpuIntegrator:
     """Device copies of an EntryEvaluator's element data and its compiled kernels."""
 
-    def __init__(self, ev, a, b, symmetric=False):
+    def __init__(self, ev, a, b):
         """ev: the EntryEvaluator; a, b: its test/trial ElementData (one regular rule).
-
-        symmetric: dense assembly of a space with itself evaluates each unordered pair once
-        and adds the swapped pair with transposed atomics. Off by default: on an H100 the
-        scattered transposed atomics cost more than the halved kernel evaluations save (K,
-        P1, 20k DOFs, double: 1.27 s against 0.92 s; bench/bench_dense_assembly.py)."""
+        Dense assembly evaluates every ordered pair: the GPU has no symmetric twin of the CPU's
+        each-unordered-pair-once path, whose swapped pairs would need scattered transposed
+        atomics (see bench/bench_dense_assembly.py)."""
         self.cp = cp = ev.backend.xp
         self.ev = ev
         self.T = np.dtype(ev.real_dtype)
@@ -342,8 +311,7 @@ class GpuIntegrator:
         k = ev.k
         defines = {"IS_DOUBLE": int(self.T == np.float64), "OP": ev.op, "NQA": a.phi.shape[0],
                    "NQB": b.phi.shape[0], "NLA": self.nla, "NLB": self.nlb,
-                   "LAPLACE": int(k == 0), "DAMPED": int(k.imag != 0), "NPART": self.npart,
-                   "SYM": int(symmetric and ev.test is ev.trial)}
+                   "LAPLACE": int(k == 0), "DAMPED": int(k.imag != 0), "NPART": self.npart}
         head = "".join(f"#define {key} {val}\n" for key, val in defines.items())
         src = head + _SOURCE.replace("PHI_A_VALUES", _literals(a.phi)).replace(
             "PHI_B_VALUES", _literals(b.phi))

@@ -184,10 +184,6 @@ class EntryEvaluator:
     def shape(self) -> tuple[int, int]:
         return self.test.n_dofs, self.trial.n_dofs
 
-    @property
-    def kernel_evaluations_per_regular_pair(self) -> int:
-        return self.rule_points * self.rule_points
-
     # --- element pairs ----------------------------------------------------------------
     def _regular(self, pa, pb, near=False):
         """Local matrices (re, im) with the regular (or near) triangle rule, on the backend."""

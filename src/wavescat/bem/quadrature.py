@@ -61,7 +61,7 @@ class QuadratureOrders:
     near:     polynomial degree used instead of `regular` for disjoint pairs that are close:
               distance between the centroids < near_factor * the larger triangle diameter.
 
-    Defaults (measured in tests/bem/test_singular_rules.py and reported with issue 3):
+    Defaults (accuracies checked in tests/bem/test_singular_rules.py):
     regular 4 (6 points, Bempp's default: ~1e-5 at a centroid distance of 2 diameters, 1e-6
     at 3), near 10 (25 points: 2e-6 at 1 diameter, 1e-10 at 2) below 2 diameters;
     singular (5, 5, 7): relative errors of the pair integrals of exp(ikr)/r for k h <= 2 on

@@ -31,8 +31,8 @@ Conventions (the operator code relies on these):
   with x_i = x(x_ref[i]) on A, y_i = y(y_ref[i]) on B. Points: 6 order^4 (coincident),
   5 order^4 (edge), 2 order^4 (vertex). Every point lies strictly inside T_ref, and x_i != y_i.
 
-Accuracy (relative error of int int exp(ikr)/r, k <= 2, triangles of diameter ~1; tables in the
-issue-3 report, checked in tests/bem/test_singular_rules.py): well-shaped pairs lose a factor
+Accuracy (relative error of int int exp(ikr)/r, k <= 2, triangles of diameter ~1; checked in
+tests/bem/test_singular_rules.py): well-shaped pairs lose a factor
 ~6-15 per added Gauss point, e.g. order 5: vertex ~3e-7, edge ~3e-7, coincident 2.5e-5; order 7:
 coincident 6e-7. Convergence slows when the pair is nearly singular in shape: a coincident
 obtuse sliver (162 degrees) is still at 1e-3 at order 8, an edge pair folded to a 30 degree

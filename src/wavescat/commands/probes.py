@@ -1,8 +1,8 @@
 """`wavescat bem-probes`: the BEM scattered pressure at points off the surface.
 
-For a sound-hard body the scattered field is the double-layer potential of the total surface
-pressure, p_s = DL p (docs/conventions.md); the surface solution and its mesh come from the
-HDF5 file of `wavescat solve`.
+The surface solution and its mesh come from the HDF5 file of `wavescat solve`; the
+formulation that wrote it (bem/formulations.py) gives the potential of its unknown (for a
+rigid body the double-layer potential of the total surface pressure, p_s = DL p).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 
-from ..bem import potentials, spaces
+from ..bem.formulations import formulation_of_record
 from ..errors import ConfigError
 from ..solve.records import read_solution
 from ..surface import SurfaceMesh
@@ -24,10 +24,11 @@ def scattered_pressure(solution: dict, points, incidence: int = 0, backend="cpu"
     if not 0 <= incidence < len(pressure):
         raise ConfigError(f"--incidence = {incidence}: the solution has {len(pressure)} "
                           "incidence direction(s)")
-    space = spaces.p1(SurfaceMesh(solution["vertices"], solution["triangles"]))
-    dl = potentials.double_layer(space, np.asarray(points, float), float(solution["wavenumber"]),
-                                 backend=backend)
-    return np.asarray(dl @ pressure[incidence])
+    formulation = formulation_of_record(solution)
+    space = formulation.space(SurfaceMesh(solution["vertices"], solution["triangles"]))
+    potential = formulation.potential(space, np.asarray(points, float),
+                                      float(solution["wavenumber"]), backend=backend)
+    return np.asarray(potential @ pressure[incidence])
 
 
 def bem_probes(args) -> None:

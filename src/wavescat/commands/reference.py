@@ -12,8 +12,7 @@ from . import case_arguments
 from ..farfield import far_field_errors, incident_directions, receiver_directions
 from ..files import atomic_path
 from ..reference.rigid_sphere import far_field, monostatic_far_field
-from ..solve.records import write_farfield_csv
-from ..tables import read_farfield_csv
+from ..solve.records import read_farfield_csv, write_farfield_csv
 
 log = logging.getLogger(__name__)
 

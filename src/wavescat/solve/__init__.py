@@ -1,2 +1,2 @@
-"""Solving one case at one frequency: OSRC Burton-Miller system, batched GMRES, far field,
-and the HDF5 / CSV / JSON records of the result."""
+"""Solving one case at one frequency: the case's formulation (bem/formulations.py), batched
+GMRES, far field, and the HDF5 / CSV / JSON records of the result."""

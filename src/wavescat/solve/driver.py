@@ -1,5 +1,6 @@
-"""One case at one frequency: assemble -> OSRC Burton-Miller GMRES for every incidence
-direction -> far field at the receivers. Holds numerics only; files are in solve/records.py.
+"""One case at one frequency: assemble the operators of the case's formulation
+(bem/formulations.py) -> GMRES for every incidence direction -> far field at the receivers.
+Holds numerics only; files are in solve/records.py.
 """
 from __future__ import annotations
 
@@ -40,25 +41,11 @@ def solver_settings(solver: dict | None) -> dict:
     return out
 
 
-def _hmatrix_assembler():
-    try:
-        from ..bem import hmatrix  # noqa: PLC0415
-    except ImportError:
-        return None
-    return getattr(hmatrix, "assemble_hmatrix", None)
-
-
 def operator_format_for(requested: str, n_dofs: int, dense_below: int) -> str:
-    """The format `auto` resolves to: dense below `dense_below` DOFs or without H-matrices."""
-    if requested == "dense":
-        return "dense"
-    available = _hmatrix_assembler() is not None
-    if requested == "hmatrix":
-        if not available:
-            raise ConfigError("solver.operator_format = 'hmatrix': H-matrix assembly is not "
-                              "available in this installation (use dense or auto)")
-        return "hmatrix"
-    return "hmatrix" if available and n_dofs >= dense_below else "dense"
+    """The format `auto` resolves to: dense below `dense_below` DOFs, else H-matrices."""
+    if requested != "auto":
+        return requested
+    return "hmatrix" if n_dofs >= dense_below else "dense"
 
 
 def boundary_operator(name, space, k, *, operator_format, backend, precision, quadrature=None,
@@ -66,14 +53,15 @@ def boundary_operator(name, space, k, *, operator_format, backend, precision, qu
     """The seam between formats: an object with `shape`, `dtype` and `op @ X` for (n, r)
     arrays of the backend, for boundary operator `name` on `space` (trial = test)."""
     from ..bem import operators  # noqa: PLC0415
+    from ..bem.hmatrix import assemble_hmatrix  # noqa: PLC0415
 
     if operator_format == "dense":
         return operators.assemble(name, space, space, k, backend=backend, precision=precision,
                                   quadrature=quadrature)
     if operator_format == "hmatrix":
         opts = {key: v for key, v in (hmatrix_options or {}).items() if key != "dense_below"}
-        return _hmatrix_assembler()(name, space, space, k, backend=backend, precision=precision,
-                                    quadrature=quadrature, **opts)
+        return assemble_hmatrix(name, space, space, k, backend=backend, precision=precision,
+                                quadrature=quadrature, **opts)
     raise ConfigError(f"solver.operator_format = {operator_format!r}: must be dense or hmatrix")
 
 
@@ -98,6 +86,7 @@ class FrequencyResult:
     settings: dict
     operator_format: str
     backend: dict
+    formulation: object  # bem.formulations class instance: what the records say about it
     dofs: int
     elements: int
     elements_per_wavelength: float
@@ -108,10 +97,9 @@ class FrequencyResult:
 
 def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> FrequencyResult:
     """Solve case `case` (validated config dict) on `mesh` at `frequency_hz`."""
-    from ..bem import potentials, spaces  # noqa: PLC0415
-    from ..bem.burton_miller import OsrcBurtonMiller, plane_wave_data  # noqa: PLC0415
-    from ..bem.osrc import OsrcNtD, mass_and_stiffness  # noqa: PLC0415
+    from ..bem.formulations import formulation_for  # noqa: PLC0415
 
+    formulation = formulation_for(case.get("boundary"))
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
         raise ConfigError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
     c = float(medium.get("sound_speed", 1500.0))
@@ -139,27 +127,23 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
         warnings.append(msg)
 
     timings = {}
-    space = spaces.p1(mesh)
+    space = formulation.space(mesh)
     fmt = operator_format_for(settings["operator_format"], space.n_dofs,
                               settings["hmatrix"]["dense_below"])
     log.info("%d DOFs, %d elements, k = %.6g, %.2f elements per wavelength, %s on %s (%s)",
              space.n_dofs, mesh.n_triangles, k, epw, fmt, be.name, be.device_name)
 
     t0 = time.perf_counter()
-    ops = [boundary_operator(name, space, k, operator_format=fmt, backend=be, precision=precision,
-                             quadrature=quadrature, hmatrix_options=settings["hmatrix"])
-           for name in ("double_layer", "hypersingular")]
-    _synchronise(be)
+    ops = {name: boundary_operator(name, space, k, operator_format=fmt, backend=be,
+                                   precision=precision, quadrature=quadrature,
+                                   hmatrix_options=settings["hmatrix"])
+           for name in formulation.operators}
+    be.synchronize()
     timings["assembly"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    osrc = settings["osrc"]
-    mass, stiffness = mass_and_stiffness(space)
-    ntd = OsrcNtD(space, k, pade_terms=osrc["pade_terms"], branch_angle=osrc["branch_angle"],
-                  radius=osrc["radius"], mass=mass, stiffness=stiffness)
-    system = OsrcBurtonMiller(ops[0], ops[1], mass, ntd, xp=be.xp)
-    g, h = plane_wave_data(space, k, incidence.directions)
-    rhs = system.rhs(g, h)
+    system = formulation.system(space, k, ops, settings, xp=be.xp)
+    rhs = formulation.rhs(system, space, k, incidence.directions)
     timings["preconditioner"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -185,12 +169,11 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     log.info("GMRES iterations %s, residuals <= %.2e", iterations.tolist(), residuals.max())
 
     t0 = time.perf_counter()
-    ff = be.asnumpy(potentials.double_layer_far_field(space, receivers.vectors, k, backend=be))
+    ff = be.asnumpy(formulation.far_field(space, receivers.vectors, k, backend=be))
     far = ff @ pressure
     mono = None
     if incidence.monostatic:
-        fm = be.asnumpy(potentials.double_layer_far_field(space, -incidence.directions, k,
-                                                          backend=be))
+        fm = be.asnumpy(formulation.far_field(space, -incidence.directions, k, backend=be))
         mono = np.einsum("ij,ji->i", fm, pressure)
     timings["far_field"] = time.perf_counter() - t0
 
@@ -198,11 +181,7 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
         frequency_hz=float(frequency_hz), wavenumber=k, sound_speed=c, incidence=incidence,
         receivers=receivers, surface_pressure=pressure, far_field=far,
         monostatic_far_field=mono, iterations=iterations, residuals=residuals, timings=timings,
-        settings=settings, operator_format=fmt, backend=be.describe(), dofs=space.n_dofs,
+        settings=settings, operator_format=fmt, backend=be.describe(),
+        formulation=formulation, dofs=space.n_dofs,
         elements=mesh.n_triangles, elements_per_wavelength=epw,
         mesh_fingerprint=mesh.fingerprint(), warnings=warnings, residual_history=history)
-
-
-def _synchronise(be):
-    if be.is_gpu:
-        be.xp.cuda.Device().synchronize()

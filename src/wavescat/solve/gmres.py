@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..backend import to_host
 from ..errors import ConfigError, SolverError
 from ..progress import progress
 
@@ -22,10 +23,6 @@ class GmresResult:
     iterations: np.ndarray  # (r,) operator applications per column (inner iterations)
     residuals: np.ndarray  # (r,) final true relative residual |b - A x| / |b|
     history: list = field(default_factory=list)  # per column: estimated residual per iteration
-
-
-def _host(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def _check(tol, restart, maxiter):
@@ -64,7 +61,7 @@ def gmres(matvec, b, *, xp=np, tol: float = 1e-5, restart: int = 100, maxiter: i
     dtype = np.result_type(b.dtype, np.complex64)
     b = b.astype(dtype, copy=False)
     x = xp.zeros((n, r), dtype=dtype) if x0 is None else xp.array(x0, dtype=dtype).reshape(n, r)
-    bnorm = _host(xp.linalg.norm(b, axis=0))
+    bnorm = to_host(xp.linalg.norm(b, axis=0))
     bnorm[bnorm == 0] = 1.0
     iterations = np.zeros(r, dtype=np.int64)
     residuals = np.ones(r)
@@ -80,7 +77,7 @@ def gmres(matvec, b, *, xp=np, tol: float = 1e-5, restart: int = 100, maxiter: i
         ia = xp.asarray(active)
         res = b[:, ia] if fresh else b[:, ia] - matvec(x[:, ia])
         fresh = False
-        beta = _host(xp.linalg.norm(res, axis=0))
+        beta = to_host(xp.linalg.norm(res, axis=0))
         residuals[active] = beta / bnorm[active]
         _stop_if_not_finite(residuals[active], active, iterations[active], r)
         done = residuals[active] <= tol
@@ -116,7 +113,7 @@ def gmres(matvec, b, *, xp=np, tol: float = 1e-5, restart: int = 100, maxiter: i
             w = w - xp.einsum("jnr,jr->nr", v, h2)
             hn = xp.linalg.norm(w, axis=0)
             basis.append(w / xp.where(hn > 0, hn, 1.0).astype(dtype))
-            col = np.concatenate([_host(h + h2), _host(hn)[None].astype(dtype)])  # (j+2, na)
+            col = np.concatenate([to_host(h + h2), to_host(hn)[None].astype(dtype)])  # (j+2, na)
             for i in range(j):
                 t = cs[i] * col[i] + sn[i] * col[i + 1]
                 col[i + 1] = -np.conj(sn[i]) * col[i] + cs[i] * col[i + 1]

@@ -1,13 +1,17 @@
-"""Files of the solve stage: one HDF5 file per frequency, then the case tables.
+"""The result files of a BEM case, the one module that writes and reads them: one HDF5
+solution per frequency, the far-field table farfield.csv of the contract (and
+reference_farfield.csv, in the same format) and summary.json.
 
 HDF5 layout (all angles in degrees, complex data as complex128):
-  attrs: frequency_hz, wavenumber, sound_speed, formulation, space ("P1"), solver_settings
+  attrs: frequency_hz, wavenumber, sound_speed, formulation, space ("P1"), boundary (JSON:
+         the case's boundary block, bem/formulations.py), solver_settings
          (JSON), operator_format, mesh_fingerprint, dofs, elements, elements_per_wavelength,
          backend, device, precision, time_<stage>_s for assembly/preconditioner/solve/far_field,
          warnings (JSON list), monostatic (bool), wavescat_version
   vertices (nv, 3), triangles (m, 3)                          the mesh the solution lives on
   incident_directions (ni, 3), aspect_deg (ni,) [aspect sweeps]
-  surface_pressure (ni, n_dofs)        total pressure, P1 coefficients (vertex values)
+  surface_pressure (ni, n_dofs)        the formulation's unknown (rigid: total pressure, P1
+                                       coefficients, i.e. vertex values)
   iterations (ni,), residuals (ni,)    GMRES operator applications, final relative residual
   receivers/{theta_deg, phi_deg, directions, angle_deg [plane receivers]}
   far_field (ni, nr)                   F(xhat_r; d_i) in metres
@@ -25,8 +29,8 @@ import numpy as np
 from .. import __version__, farfield
 from ..errors import WavescatError
 from ..files import atomic_path
-from ..tables import FARFIELD_HEADER
 
+FARFIELD_HEADER = ["frequency_hz", "theta_deg", "phi_deg", "re_F", "im_F", "ts_db"]
 STAGES = ("assembly", "preconditioner", "solve", "far_field")
 
 
@@ -39,8 +43,8 @@ def write_solution(path, result, mesh, case_name: str = "") -> None:
         a["frequency_hz"] = result.frequency_hz
         a["wavenumber"] = result.wavenumber
         a["sound_speed"] = result.sound_speed
-        a["formulation"] = "osrc_burton_miller"
-        a["space"] = "P1"
+        for key, value in result.formulation.record().items():  # formulation, space, boundary
+            a[key] = value
         a["solver_settings"] = json.dumps(result.settings, sort_keys=True)
         a["operator_format"] = result.operator_format
         a["mesh_fingerprint"] = result.mesh_fingerprint
@@ -121,17 +125,28 @@ def write_farfield_csv(path, solutions) -> None:
 
 
 def read_farfield_csv(path) -> dict:
-    """farfield.csv (or reference_farfield.csv) as columns of floats."""
+    """farfield.csv (or reference_farfield.csv) as columns of floats, one per header name,
+    and the complex far field F = re_F + i im_F."""
     path = Path(path)
     if not path.is_file():
         raise WavescatError(f"far-field table {str(path)!r} does not exist")
     with open(path, newline="") as fh:
         rows = list(csv.reader(fh))
-    if rows[0] != FARFIELD_HEADER:
-        raise WavescatError(f"{str(path)!r}: header {','.join(rows[0])!r} is not "
-                            f"{','.join(FARFIELD_HEADER)!r}")
+    if not rows or rows[0] != FARFIELD_HEADER:
+        raise WavescatError(f"{str(path)!r}: header {','.join(rows[0] if rows else [])!r} is "
+                            f"not {','.join(FARFIELD_HEADER)!r}")
+    for i, row in enumerate(rows[1:], start=2):
+        try:
+            if len(row) != len(FARFIELD_HEADER):
+                raise ValueError(f"{len(row)} columns")
+            [float(x) for x in row]
+        except ValueError as exc:
+            raise WavescatError(f"{str(path)!r}: line {i} is not {len(FARFIELD_HEADER)} "
+                                f"numbers ({exc})") from None
     data = np.array(rows[1:], dtype=float).reshape(-1, len(FARFIELD_HEADER))
-    return {name: data[:, i] for i, name in enumerate(FARFIELD_HEADER)}
+    out = {name: data[:, i] for i, name in enumerate(FARFIELD_HEADER)}
+    out["F"] = out["re_F"] + 1j * out["im_F"]
+    return out
 
 
 def summary(solutions, case_name: str = "", reference=None) -> dict:

@@ -90,9 +90,8 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
 
     def build_part(d):
         xp = be.xp
-        ctx = xp.cuda.Device(d) if be.is_gpu else _null()
         st = {"evaluations_near": 0, "evaluations_aca": 0, "pairs_near": 0, "pairs_aca": 0}
-        with ctx:
+        with be.device(d):
             t0 = time.perf_counter()
             kern = PairKernel(name, k, tcl, scl, be, precision)
             sync(xp)
@@ -171,14 +170,6 @@ def _part_correction(corr, corr_block, pick):
         return None
     mine = np.isin(corr_block, pick)
     return tuple(c[mine] for c in corr)
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
 
 
 def _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label, kern) -> dict:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...backend import to_host
 from ...progress import progress
 from .aca import aca_plus_batched, recompress
 
@@ -38,14 +39,10 @@ class BlockGroup:
 
     def stored_entries(self) -> int:
         """Entries a tight (unpadded) storage would hold."""
-        m, n = _host(self.m), _host(self.n)
+        m, n = to_host(self.m), to_host(self.n)
         if self.D is not None:
             return int(np.sum(m * n))
         return int(np.sum(self.rank * (m + n)))
-
-
-def _host(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def sync(xp):
@@ -91,7 +88,7 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
             t1 = time.perf_counter()
             if recompression:
                 U, V, rank = recompress(xp, U, V, rank, eps)
-            rank_h = _host(rank)
+            rank_h = to_host(rank)
             t2 = time.perf_counter()
             stats["aca_cross_s"] = stats.get("aca_cross_s", 0.0) + t1 - t0
             stats["recompression_s"] = stats.get("recompression_s", 0.0) + t2 - t1

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse.linalg as spla
 
-from .batched_aca import BlockGroup, _host
+from ...backend import to_host
+from .batched_aca import BlockGroup
 
 
 def scatter_add(xp, y, idx, vals):
@@ -55,11 +56,7 @@ class DevicePart:
         self.shape = shape
 
     def _ctx(self):
-        if self.backend.is_gpu:
-            return self.backend.xp.cuda.Device(self.device_id)
-        import contextlib  # noqa: PLC0415
-
-        return contextlib.nullcontext()
+        return self.backend.device(self.device_id)
 
     def matvec_permuted(self, x_perm, dtype):
         """Partial product (this device's blocks) in the permuted numbering, on the host."""
@@ -157,11 +154,11 @@ class HMatrix:
         """The approximated matrix in full (tests on small sizes)."""
         A = np.zeros(self.shape, dtype=self.dtype)
         for g in self.groups():
-            r0, c0, m, n = (_host(a) for a in (g.r0, g.c0, g.m, g.n))
+            r0, c0, m, n = (to_host(a) for a in (g.r0, g.c0, g.m, g.n))
             if g.D is not None:
-                blocks = _host(g.D)
+                blocks = to_host(g.D)
             else:
-                blocks = np.matmul(_host(g.U), np.swapaxes(_host(g.V), 1, 2))
+                blocks = np.matmul(to_host(g.U), np.swapaxes(to_host(g.V), 1, 2))
             for b in range(len(r0)):
                 A[r0[b]:r0[b] + m[b], c0[b]:c0[b] + n[b]] += blocks[b, :m[b], :n[b]]
         return A[np.ix_(np.argsort(self.row_perm), np.argsort(self.col_perm))]

@@ -1,0 +1,130 @@
+"""Boundary-integral formulations, one class per boundary condition of the scatterer.
+
+A case names its boundary condition with `boundary.kind` (shared/CONTRACT.md; default
+`rigid`); `formulation_for(boundary)` returns the formulation that solves it. A formulation
+says which unknown it solves for, on which function space, with which boundary operators,
+and how to turn the assembled operators and the incident field into a preconditioned
+system (`matvec`, `rhs`), the far field and the near-field potential of the unknown, and
+what the solution records carry. The driver (solve/driver.py) and the probes
+(commands/probes.py) hold no physics of their own: a new boundary condition is a new class
+registered in FORMULATIONS.
+
+Conventions (docs/conventions.md): time dependence exp(-i w t), incident plane waves
+exp(ik d.x) of unit amplitude, outward normal n, G(x, y) = exp(ik|x-y|)/(4 pi |x-y|).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ..errors import ConfigError, WavescatError
+
+BOUNDARY_KINDS = ("rigid", "pressure_release", "fluid", "impedance")  # the contract's kinds
+
+
+class SoundHardBurtonMiller:
+    """Rigid (sound-hard) body, dp_tot/dn = 0: OSRC-preconditioned Burton-Miller.
+
+    Unknown: the total surface pressure p in P1 (vertex values). From p = p_inc + DL p
+    outside, the exterior Dirichlet and Neumann traces give (1/2 - K) p = p_inc and
+    W p = dp_inc/dn; the combination with the OSRC NtD map N as coupling operator,
+        (1/2 - K - N W) p = p_inc - N dp_inc/dn,
+    has no spurious resonances (bem/burton_miller.py has the Galerkin strong form,
+    bem/osrc.py the NtD map). The scattered field is the double-layer potential of p,
+    p_s = DL p, and its far-field amplitude F = DL_inf p (bem/potentials.py).
+    """
+
+    kind = "rigid"
+    name = "osrc_burton_miller"  # the `formulation` of the solution records
+    space_kind = "P1"
+    operators = ("double_layer", "hypersingular")  # K and W, in this order
+    keys = frozenset()  # boundary keys besides `kind`: a rigid body has no parameters
+
+    def __init__(self, boundary: dict | None = None):
+        self.boundary = {"kind": self.kind, **(boundary or {})}
+
+    def space(self, mesh):
+        """The function space of the unknown on `mesh`."""
+        from . import spaces  # noqa: PLC0415
+
+        return spaces.p1(mesh)
+
+    def preconditioner(self, space, k: float, osrc: dict, mass=None, stiffness=None):
+        """The OSRC NtD map at wavenumber k (settings `solver.osrc`), factorised once."""
+        from .osrc import OsrcNtD, mass_and_stiffness  # noqa: PLC0415
+
+        if mass is None or stiffness is None:
+            mass, stiffness = mass_and_stiffness(space)
+        return OsrcNtD(space, k, pade_terms=osrc["pade_terms"], branch_angle=osrc["branch_angle"],
+                       radius=osrc["radius"], mass=mass, stiffness=stiffness)
+
+    def system(self, space, k: float, operators: dict, solver: dict, xp=np):
+        """The preconditioned system with `matvec(x)` and `rhs(g, h)` (OsrcBurtonMiller) for
+        the assembled operators {name: op} (dense or H-matrix, on the backend `xp`); `solver`:
+        the solver settings with defaults filled in (solve.driver.solver_settings), of which
+        this formulation reads `osrc`."""
+        from .burton_miller import OsrcBurtonMiller  # noqa: PLC0415
+        from .osrc import mass_and_stiffness  # noqa: PLC0415
+
+        mass, stiffness = mass_and_stiffness(space)
+        ntd = self.preconditioner(space, k, solver["osrc"], mass, stiffness)
+        return OsrcBurtonMiller(*(operators[n] for n in self.operators), mass, ntd, xp=xp)
+
+    def rhs(self, system, space, k: float, directions):
+        """Right-hand sides (n_dofs, n_directions) for unit plane waves travelling along the
+        rows of `directions`, on the system's backend."""
+        from .burton_miller import plane_wave_data  # noqa: PLC0415
+
+        return system.rhs(*plane_wave_data(space, k, directions))
+
+    def far_field(self, space, directions, k: float, backend="cpu"):
+        """(n_directions, n_dofs) matrix P on the backend: F(xhat) = P @ p."""
+        from .potentials import double_layer_far_field  # noqa: PLC0415
+
+        return double_layer_far_field(space, directions, k, backend=backend)
+
+    def potential(self, space, points, k: float, backend="cpu"):
+        """(n_points, n_dofs) matrix P on the backend: scattered pressure p_s(x) = P @ p at
+        points off the surface."""
+        from .potentials import double_layer  # noqa: PLC0415
+
+        return double_layer(space, points, k, backend=backend)
+
+    def record(self) -> dict:
+        """What the solution records say about the formulation (HDF5 attributes)."""
+        return {"formulation": self.name, "space": self.space_kind,
+                "boundary": json.dumps(self.boundary, sort_keys=True)}
+
+
+FORMULATIONS = {cls.kind: cls for cls in (SoundHardBurtonMiller,)}
+
+
+def formulation_for(boundary: dict | None = None, where: str = "boundary"):
+    """The formulation of a case's `boundary` block (None: rigid). `where` names the block
+    in error messages (e.g. cases.ball.boundary)."""
+    boundary = dict(boundary or {})
+    kind = boundary.get("kind", "rigid")
+    if kind not in BOUNDARY_KINDS:
+        raise ConfigError(f"{where}.kind = {kind!r}: must be one of {', '.join(BOUNDARY_KINDS)}")
+    if kind not in FORMULATIONS:
+        raise ConfigError(f"{where}.kind = {kind!r}: not implemented yet (implemented: "
+                          f"{', '.join(FORMULATIONS)})")
+    cls = FORMULATIONS[kind]
+    foreign = sorted(set(boundary) - {"kind"} - cls.keys)
+    if foreign:
+        raise ConfigError(f"{where}.{foreign[0]} = {boundary[foreign[0]]!r}: not a key of "
+                          f"boundary kind {kind!r}")
+    return cls(boundary)
+
+
+def formulation_of_record(solution: dict):
+    """The formulation that wrote a solution (records.read_solution); files without a
+    `boundary` attribute are rigid-body solutions."""
+    boundary = json.loads(solution.get("boundary", '{"kind": "rigid"}'))
+    form = formulation_for(boundary, f"{solution.get('path', 'solution')}: boundary")
+    if solution.get("formulation", form.name) != form.name:
+        raise WavescatError(f"{solution.get('path', 'solution')}: formulation "
+                          f"{solution['formulation']!r} does not match boundary kind "
+                          f"{form.kind!r} ({form.name})")
+    return form

@@ -54,8 +54,10 @@ def test_rigid_sphere_against_series(spheres, level, ka, rel_l2, rms_db):
 
 
 def test_iterations_almost_independent_of_frequency(spheres):
+    """One more GMRES iteration each time ka doubles (4, 5, 6 at ka = 1.25, 2.5, 5 to 1e-5): a
+    weaker preconditioner (an OSRC damping ten times too strong gives 6, 7, 8) fails."""
     its = np.array([spheres[s].iterations for s in sorted(spheres)])
-    assert its.max() - its.min() <= 3 and its.max() <= 10, its
+    assert np.all(its <= np.array([[4], [5], [6]])), its
 
 
 def _spheroid():

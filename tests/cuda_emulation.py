@@ -169,15 +169,24 @@ def unit(name: str, source: str) -> str:
 GUARD = 256  # bytes either side of every array argument
 
 
+def _guard_band(dtype) -> np.ndarray:
+    """NaNs for floating-point arrays (a read past the end spoils the result), else 0xA5 bytes."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return np.full(GUARD // dtype.itemsize, np.nan, dtype).view(np.uint8)
+    return np.full(GUARD, 0xA5, np.uint8)
+
+
 def _guarded(a: np.ndarray):
-    """(buffer, interior): a's bytes between two guard bands, the interior 64-byte aligned."""
+    """(buffer, interior, band): a's bytes between two guard bands, the interior 64-byte aligned."""
     raw = np.empty(a.nbytes + 2 * GUARD + 64, np.uint8)
     start = -raw.ctypes.data % 64
     buf = raw[start:start + a.nbytes + 2 * GUARD]
-    buf[:GUARD] = buf[-GUARD:] = 0xA5
+    band = _guard_band(a.dtype)
+    buf[:GUARD] = buf[-GUARD:] = band
     inner = buf[GUARD:GUARD + a.nbytes]
-    inner[:] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-    return buf, inner
+    inner[:] = a.reshape(-1).view(np.uint8)
+    return buf, inner, band
 
 
 class EmulatedCuda:
@@ -244,8 +253,8 @@ class EmulatedCuda:
             if isinstance(a, np.ndarray):
                 if not a.flags.c_contiguous:
                     raise TypeError(f"{kernel}: argument {len(keep)} is not C-contiguous")
-                buf, inner = _guarded(a)
-                copies.append((a, buf, inner))
+                buf, inner, band = _guarded(a)
+                copies.append((a, buf, inner, band))
                 keep.append(ctypes.c_void_p(inner.ctypes.data))
             elif isinstance(a, np.generic):
                 keep.append(np.ctypeslib.as_ctypes_type(a.dtype)(a.item()))
@@ -254,8 +263,8 @@ class EmulatedCuda:
         ptrs = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(k) for k in keep])
         library = self._built[unit_name]
         getattr(library, f"{unit_name}_{kernel}")(ctypes.c_uint(int(grid[0])), ctypes.c_uint(int(block[0])), ptrs)
-        for i, (a, buf, inner) in enumerate(copies):
-            assert (buf[:GUARD] == 0xA5).all() and (buf[-GUARD:] == 0xA5).all(), \
+        for i, (a, buf, inner, band) in enumerate(copies):
+            assert (buf[:GUARD] == band).all() and (buf[-GUARD:] == band).all(), \
                 f"{kernel}: write outside array argument {i}"
             if a.flags.writeable:
                 a.reshape(-1).view(np.uint8)[:] = inner

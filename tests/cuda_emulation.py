@@ -254,7 +254,7 @@ class EmulatedCuda:
                 if not a.flags.c_contiguous:
                     raise TypeError(f"{kernel}: argument {len(keep)} is not C-contiguous")
                 buf, inner, band = _guarded(a)
-                copies.append((a, buf, inner, band))
+                copies.append((len(keep), a, buf, inner, band))
                 keep.append(ctypes.c_void_p(inner.ctypes.data))
             elif isinstance(a, np.generic):
                 keep.append(np.ctypeslib.as_ctypes_type(a.dtype)(a.item()))
@@ -263,7 +263,7 @@ class EmulatedCuda:
         ptrs = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(k) for k in keep])
         library = self._built[unit_name]
         getattr(library, f"{unit_name}_{kernel}")(ctypes.c_uint(int(grid[0])), ctypes.c_uint(int(block[0])), ptrs)
-        for i, (a, buf, inner, band) in enumerate(copies):
+        for i, a, buf, inner, band in copies:
             assert (buf[:GUARD] == band).all() and (buf[-GUARD:] == band).all(), \
                 f"{kernel}: write outside array argument {i}"
             if a.flags.writeable:

@@ -201,7 +201,8 @@ class EmulatedCuda:
         self._built: dict[str, ctypes.CDLL] = {}  # unit name -> its library
         self.launches = []  # (kernel, grid, block) of every launch, in order
         attributes = {"MultiProcessorCount": multiprocessors, "MaxSharedMemoryPerBlockOptin": shared_optin}
-        device = SimpleNamespace(compute_capability=str(compute_capability), attributes=attributes)
+        device = SimpleNamespace(compute_capability=str(compute_capability), attributes=attributes,
+                                 synchronize=lambda: None)  # launches return when done
         self.cuda = SimpleNamespace(Device=lambda *_: device)
 
     def __getattr__(self, name):

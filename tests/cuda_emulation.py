@@ -3,8 +3,10 @@ with g++ after a shim of the CUDA built-ins, and launches them with the grid, bl
 arguments the production code passes, so CI (which has no GPU) runs the GPU code paths.
 
 The shim runs one std::thread per CUDA thread and the blocks one after another:
-`__syncthreads` is a block barrier, `__shared__` is `static`, a warp's `mma` is summed lane
-by lane from every lane's fragments (the PTX layouts), `atomicAdd` takes a lock. Every array
+`__syncthreads` is a block barrier, `__shared__` is `static` (`extern __shared__` a pool of
+the launch's size), warp shuffles and a warp's `mma` exchange values between two warp
+barriers (the mma summed lane by lane from every lane's fragments, in the PTX layouts),
+`atomicAdd` takes a lock, and `__constant__` arrays are reachable through get_global. Every array
 argument is copied between two guard bands that each launch checks, and so is the shared
 pool (SHARED_POOL), so a write outside an array or a block's shared memory fails the test.
 It cannot see device-only faults: races the host schedule hides, shared-memory limits, the
@@ -109,6 +111,25 @@ static inline void mma_tf32(float* c, const unsigned* a, const unsigned* b) { wa
 static inline void mma_tf32_k4(float* c, const unsigned* a, const unsigned* b) { warp_mma(c, a, b, 2, 1, 4, 4, tf32_value); }
 static inline void mma_f64(double* c, const double* a, const double* b) { warp_mma(c, a, b, 1, 1, 2, 4, f64_value); }
 
+/* Warp shuffles through a per-warp exchange buffer between two warp barriers (every lane of
+   the warp takes part, as the full masks the kernels use require). */
+static unsigned char g_shfl[32][32][8];
+template <class T> static T shfl_from(T v, int (*source)(int lane, int arg, int width), int arg, int width) {
+    const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+    std::memcpy(g_shfl[w][l], &v, sizeof(T));
+    g_warp_barriers[w]->arrive_and_wait();
+    T out;
+    std::memcpy(&out, g_shfl[w][source(l, arg, width)], sizeof(T));
+    g_warp_barriers[w]->arrive_and_wait();
+    return out;
+}
+static int lane_of(int l, int src, int width) { return l - l % width + src % width; }
+static int lane_below(int l, int delta, int width) { return l % width + delta < width ? l + delta : l; }
+template <class T> static T __shfl_sync(unsigned, T v, int src, int width = 32) { return shfl_from(v, lane_of, src, width); }
+template <class T> static T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+    return shfl_from(v, lane_below, (int)delta, width);
+}
+
 #define GUARD_BYTES 64
 static std::mutex g_guard_lock;
 static std::vector<std::pair<unsigned char*, size_t>> g_guards;  /* (raw pool, bytes) */
@@ -120,21 +141,35 @@ static bool guard_pool(unsigned char* raw, size_t bytes) {
 }
 static int g_guard_broken = 0;
 extern "C" int guard_broken() { const int b = g_guard_broken; g_guard_broken = 0; return b; }  /* and clear */
+/* extern __shared__ (dynamic shared memory): a pool of the launch's size between guard bands */
+static std::vector<unsigned char> g_dynamic_raw;
+static unsigned char* g_dynamic_shared;
+static size_t g_dynamic_bytes;
+static void dynamic_pool(size_t bytes) {
+    g_dynamic_raw.assign(bytes + 2 * GUARD_BYTES + 64, 0xA5);
+    g_dynamic_shared = g_dynamic_raw.data() + GUARD_BYTES + (64 - (size_t)g_dynamic_raw.data() % 64) % 64;
+    g_dynamic_bytes = bytes;
+}
+static void check_dynamic_pool() {
+    for (int i = 0; i < GUARD_BYTES; ++i)
+        if (g_dynamic_shared[-1 - i] != 0xA5 || g_dynamic_shared[g_dynamic_bytes + i] != 0xA5) g_guard_broken = 1;
+}
 template <class F> static void launch(unsigned grid, unsigned block, F kernel) {
     blockDim = {block, 1, 1}; gridDim = {grid, 1, 1};
-    g_warp_barriers.clear();
-    for (unsigned w = 0; w * 32 < block; ++w)
-        g_warp_barriers.emplace_back(new std::barrier<>(block - 32 * w < 32 ? block - 32 * w : 32));
     for (unsigned b = 0; b < grid; ++b) {
+        g_warp_barriers.clear();  /* fresh per block: a thread leaves its warp's barrier on return */
+        for (unsigned w = 0; w * 32 < block; ++w)
+            g_warp_barriers.emplace_back(new std::barrier<>(block - 32 * w < 32 ? block - 32 * w : 32));
         std::barrier<> bar(block);
         g_barrier = &bar;
         std::vector<std::thread> threads;
         for (unsigned t = 0; t < block; ++t)
             threads.emplace_back([&, t, b] {
                 threadIdx = {t, 0, 0}; blockIdx = {b, 0, 0};
-                kernel(); bar.arrive_and_drop(); });
+                kernel(); bar.arrive_and_drop(); g_warp_barriers[t / 32]->arrive_and_drop(); });
         for (auto& th : threads) th.join();
     }
+    check_dynamic_pool();
     for (auto& [raw, bytes] : g_guards)
         for (int i = 0; i < GUARD_BYTES; ++i)
             if (raw[i] != 0xA5 || raw[GUARD_BYTES + bytes + i] != 0xA5) {
@@ -144,7 +179,9 @@ template <class F> static void launch(unsigned grid, unsigned block, F kernel) {
 }
 """
 
-_KERNEL = re.compile(r"__global__\s+void\s+(?:[A-Z_]+\s+)?(\w+)\s*\(([^)]*)\)")
+_KERNEL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+|[A-Z_]+\s+)?(\w+)\s*\(([^)]*)\)")
+_DYNAMIC_SHARED = re.compile(r"extern\s+__shared__\s+([\w ]+?)\s+(\w+)\[\];")
+_CONSTANT = re.compile(r"__constant__\s+[\w ]+?\s+(\w+)\[")
 
 
 def kernels(source: str) -> dict[str, list[str]]:
@@ -160,9 +197,12 @@ def unit(name: str, source: str) -> str:
     entries = ""
     for kernel, types in kernels(source).items():
         call = ", ".join(f"*({t}*)a[{i}]" for i, t in enumerate(types))
-        entries += (f'extern "C" void {name}_{kernel}(unsigned grid, unsigned block, void** a) '
-                    f"{{ launch(grid, block, [=] {{ {kernel}({call}); }}); }}\n")
-    body = source.replace('extern "C" ', "")
+        entries += (f'extern "C" void {name}_{kernel}(unsigned grid, unsigned block, size_t shared, void** a) '
+                    f"{{ dynamic_pool(shared); launch(grid, block, [=] {{ {kernel}({call}); }}); }}\n")
+    for constant in _CONSTANT.findall(source):  # get_global: address and size
+        entries += (f'extern "C" void* {name}_{constant}(size_t* bytes) '
+                    f"{{ *bytes = sizeof({constant}); return (void*){constant}; }}\n")
+    body = _DYNAMIC_SHARED.sub(r"\1* const \2 = (\1*)g_dynamic_shared;", source).replace('extern "C" ', "")
     return f"namespace {name} {{\n{body}\n{entries}}}\n" + "".join(f"#undef {m}\n" for m in macros)
 
 
@@ -217,7 +257,8 @@ class EmulatedCuda:
 
     def RawModule(self, code, options=()):  # noqa: N802 - CuPy's name
         unit_name = self._register(code)
-        return SimpleNamespace(get_function=lambda name: _Kernel(self, unit_name, name))
+        return SimpleNamespace(get_function=lambda name: _Kernel(self, unit_name, name),
+                               get_global=lambda name: self.global_(unit_name, name))
 
     def _register(self, code: str) -> str:
         if code not in self._units:
@@ -242,7 +283,20 @@ class EmulatedCuda:
         library = ctypes.CDLL(lib)
         self._built.update({name: library for name in todo.values()})
 
-    def launch(self, unit_name, kernel, grid, block, args):
+    def global_(self, unit_name, name):
+        """A module's __constant__ array as a ctypes buffer (what cupy.ndarray takes as memptr)."""
+        if unit_name not in self._built:
+            self.build()
+        accessor = getattr(self._built[unit_name], f"{unit_name}_{name}")
+        accessor.restype = ctypes.c_void_p
+        size = ctypes.c_size_t()
+        address = accessor(ctypes.byref(size))
+        return (ctypes.c_char * size.value).from_address(address)
+
+    def ndarray(self, shape, dtype, memptr=None):
+        return np.ndarray(shape, dtype, buffer=memptr)
+
+    def launch(self, unit_name, kernel, grid, block, args, shared_mem=0):
         if unit_name not in self._built:
             self.build()
         grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
@@ -263,7 +317,8 @@ class EmulatedCuda:
                 raise TypeError(f"{kernel}: argument {a!r} is neither an array nor a NumPy scalar")
         ptrs = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(k) for k in keep])
         library = self._built[unit_name]
-        getattr(library, f"{unit_name}_{kernel}")(ctypes.c_uint(int(grid[0])), ctypes.c_uint(int(block[0])), ptrs)
+        getattr(library, f"{unit_name}_{kernel}")(ctypes.c_uint(int(grid[0])), ctypes.c_uint(int(block[0])),
+                                                  ctypes.c_size_t(int(shared_mem)), ptrs)
         for i, a, buf, inner, band in copies:
             assert (buf[:GUARD] == band).all() and (buf[-GUARD:] == band).all(), \
                 f"{kernel}: write outside array argument {i}"
@@ -278,4 +333,4 @@ class _Kernel:
         self.max_dynamic_shared_size_bytes = 0
 
     def __call__(self, grid, block, args, shared_mem=0):
-        self._cuda.launch(self._unit, self.name, grid, block, args)
+        self._cuda.launch(self._unit, self.name, grid, block, args, shared_mem)

@@ -2,7 +2,8 @@
 with g++ after a shim of the CUDA built-ins, and launches them with the grid, block and
 arguments the production code passes, so CI (which has no GPU) runs the GPU code paths.
 
-The shim runs one std::thread per CUDA thread and the blocks one after another:
+The shim runs one std::thread per CUDA thread and the blocks (of 1-D, 2-D or 3-D grids) one
+after another:
 `__syncthreads` is a block barrier, `__shared__` is `static` (`extern __shared__` a pool of
 the launch's size), warp shuffles and a warp's `mma` exchange values between two warp
 barriers (the mma summed lane by lane from every lane's fragments, in the PTX layouts),
@@ -154,9 +155,10 @@ static void check_dynamic_pool() {
     for (int i = 0; i < GUARD_BYTES; ++i)
         if (g_dynamic_shared[-1 - i] != 0xA5 || g_dynamic_shared[g_dynamic_bytes + i] != 0xA5) g_guard_broken = 1;
 }
-template <class F> static void launch(unsigned grid, unsigned block, F kernel) {
-    blockDim = {block, 1, 1}; gridDim = {grid, 1, 1};
-    for (unsigned b = 0; b < grid; ++b) {
+template <class F> static void launch(uint3_ grid, unsigned block, F kernel) {
+    blockDim = {block, 1, 1}; gridDim = grid;
+    for (unsigned b = 0; b < grid.x * grid.y * grid.z; ++b) {
+        const uint3_ index = {b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};
         g_warp_barriers.clear();  /* fresh per block: a thread leaves its warp's barrier on return */
         for (unsigned w = 0; w * 32 < block; ++w)
             g_warp_barriers.emplace_back(new std::barrier<>(block - 32 * w < 32 ? block - 32 * w : 32));
@@ -164,8 +166,8 @@ template <class F> static void launch(unsigned grid, unsigned block, F kernel) {
         g_barrier = &bar;
         std::vector<std::thread> threads;
         for (unsigned t = 0; t < block; ++t)
-            threads.emplace_back([&, t, b] {
-                threadIdx = {t, 0, 0}; blockIdx = {b, 0, 0};
+            threads.emplace_back([&, t, index] {
+                threadIdx = {t, 0, 0}; blockIdx = index;
                 kernel(); bar.arrive_and_drop(); g_warp_barriers[t / 32]->arrive_and_drop(); });
         for (auto& th : threads) th.join();
     }
@@ -197,8 +199,9 @@ def unit(name: str, source: str) -> str:
     entries = ""
     for kernel, types in kernels(source).items():
         call = ", ".join(f"*({t}*)a[{i}]" for i, t in enumerate(types))
-        entries += (f'extern "C" void {name}_{kernel}(unsigned grid, unsigned block, size_t shared, void** a) '
-                    f"{{ dynamic_pool(shared); launch(grid, block, [=] {{ {kernel}({call}); }}); }}\n")
+        entries += (f'extern "C" void {name}_{kernel}(unsigned gx, unsigned gy, unsigned gz, unsigned block, '
+                    f"size_t shared, void** a) {{ dynamic_pool(shared); "
+                    f"launch({{gx, gy, gz}}, block, [=] {{ {kernel}({call}); }}); }}\n")
     for constant in _CONSTANT.findall(source):  # get_global: address and size
         entries += (f'extern "C" void* {name}_{constant}(size_t* bytes) '
                     f"{{ *bytes = sizeof({constant}); return (void*){constant}; }}\n")
@@ -300,9 +303,9 @@ class EmulatedCuda:
         if unit_name not in self._built:
             self.build()
         grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
-        if grid[1:] != (1, 1) or block[1:] != (1, 1):
-            raise NotImplementedError(f"{kernel}: the emulation launches 1-D grids and blocks only")
-        self.launches.append((kernel, grid[0], block[0]))
+        if block[1:] != (1, 1):
+            raise NotImplementedError(f"{kernel}: the emulation launches 1-D blocks only")
+        self.launches.append((kernel, grid, block[0]))
         keep, copies = [], []
         for a in args:
             if isinstance(a, np.ndarray):
@@ -317,7 +320,7 @@ class EmulatedCuda:
                 raise TypeError(f"{kernel}: argument {a!r} is neither an array nor a NumPy scalar")
         ptrs = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(k) for k in keep])
         library = self._built[unit_name]
-        getattr(library, f"{unit_name}_{kernel}")(ctypes.c_uint(int(grid[0])), ctypes.c_uint(int(block[0])),
+        getattr(library, f"{unit_name}_{kernel}")(*(ctypes.c_uint(int(g)) for g in grid), ctypes.c_uint(int(block[0])),
                                                   ctypes.c_size_t(int(shared_mem)), ptrs)
         for i, a, buf, inner, band in copies:
             assert (buf[:GUARD] == band).all() and (buf[-GUARD:] == band).all(), \

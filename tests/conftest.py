@@ -13,12 +13,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
-def backend(request):
-    """Run a test once on the CPU backend and once on the GPU backend (skipped without one)."""
-    return get_backend(request.param)
-
-
 @pytest.fixture(scope="session")
 def emulated_gpu(tmp_path_factory):
     """A "gpu" backend whose CuPy is the CPU emulation of tests/cuda_emulation.py: the GPU code
@@ -29,3 +23,10 @@ def emulated_gpu(tmp_path_factory):
 
     compiler()
     return Backend("gpu", EmulatedCuda(str(tmp_path_factory.mktemp("cuda_emulation"))), "CUDA emulated on the CPU")
+
+
+@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def backend(request):
+    """Run a test once on the CPU backend and once on the GPU backend (skipped without one)."""
+    return get_backend(request.param)
+

@@ -29,4 +29,3 @@ def emulated_gpu(tmp_path_factory):
 def backend(request):
     """Run a test once on the CPU backend and once on the GPU backend (skipped without one)."""
     return get_backend(request.param)
-

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wavescat.config import frequencies, prepare_config
+from wavescat.config import frequencies, load_schema, prepare_config
 from wavescat.errors import ConfigError
 from wavescat.geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 
@@ -191,6 +191,10 @@ BOUND = [
     *[(_set(["cases", "submarine", "geometry", key], 0), f"cases.submarine.geometry.{key} = 0: must be > 0")
       for key, value in sorted(SUBMARINE_DEFAULTS.items()) if not isinstance(value, str)],
 ]
+if "boundary" in load_schema()["$defs"]["case"]["properties"]:  # the fluid body's constants
+    BOUND += [(_set(["cases", "sphere_ka5", "boundary"], {"kind": "fluid", key: 0}),
+               f"cases.sphere_ka5.boundary.{key} = 0: must be > 0")
+              for key in ("density_ratio", "density", "sound_speed_ratio", "sound_speed")]
 
 # The checks config.py makes beyond the schema, one bad value each.
 EXPLICIT = [
@@ -239,8 +243,6 @@ def _bound_of(message):
 def test_every_schema_bound_is_tested():
     """Each numeric bound of the schema has a bad value in BOUND (or BAD), so that dropping
     one (say `density > 0`) fails a test."""
-    from wavescat.config import load_schema
-
     schema = load_schema()
     tested = {_bound_of(m) for _, m in BOUND + BAD if " = " in m and ": must be " in m}
     bounds = set(_schema_bounds(schema, schema, ""))

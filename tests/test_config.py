@@ -1,12 +1,14 @@
 """Config validation: the default config passes; each kind of bad config names key and value."""
 import copy
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from wavescat.config import frequencies, prepare_config
+from wavescat.config import frequencies, load_schema, prepare_config
 from wavescat.errors import ConfigError
+from wavescat.geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,7 +120,6 @@ for _section in ("cases", "studies"):
             f"{_section}: name {_name!r} is not usable"))
 
 
-@pytest.mark.parametrize("mutate, message", BAD, ids=[m for _, m in BAD])
 def test_bad_config_names_key_and_value(default, mutate, message):
     cfg = copy.deepcopy(default)
     mutate(cfg)
@@ -154,3 +155,135 @@ def test_submarine_key_of_other_kind_refused(default):
     cfg["cases"]["sphere_ka5"]["geometry"]["hull_length"] = 30
     with pytest.raises(ConfigError, match="not a key of geometry kind 'sphere'"):
         prepare_config(cfg, base_dir=ROOT)
+
+
+def _set_geometry(case, geometry):
+    return _set(["cases", case, "geometry"], geometry)
+
+
+# A value just outside every numeric bound of the schema, at a place the default config has
+# (test_every_schema_bound_is_tested checks that the list covers them all).
+BOUND = [
+    (_set(["medium", "density"], 0), "medium.density = 0: must be > 0"),
+    (_set(["medium", "density"], -1000.0), "medium.density = -1000.0: must be > 0"),
+    (_set(["medium", "sound_speed"], -1), "medium.sound_speed = -1: must be > 0"),
+    (_set(["cases", "sphere_ka5", "frequencies_hz"], {"start": 0, "stop": 10, "count": 3}),
+     "cases.sphere_ka5.frequencies_hz.start = 0: must be > 0"),
+    (_set(["cases", "sphere_ka5", "frequencies_hz"], {"start": 10, "stop": -5, "count": 3}),
+     "cases.sphere_ka5.frequencies_hz.stop = -5: must be > 0"),
+    (_set(["cases", "sphere_ka5", "frequencies_hz"], {"start": 10, "stop": 20, "count": 0}),
+     "cases.sphere_ka5.frequencies_hz.count = 0: must be >= 1"),
+    (_set(["cases", "sphere_ka5", "incident"], {"aspect": {"plane": "xy", "count": 0}}),
+     "cases.sphere_ka5.incident.aspect.count = 0: must be >= 1"),
+    (_set(["cases", "sphere_ka5", "receivers"], {"plane": "xy", "count": 0}),
+     "cases.sphere_ka5.receivers.count = 0: must be >= 1"),
+    (_set(["cases", "sphere_ka5", "mesh", "elements_per_wavelength"], 0),
+     "cases.sphere_ka5.mesh.elements_per_wavelength = 0: must be > 0"),
+    (_set(["cases", "sphere_ka5", "mesh", "max_element_size"], 0),
+     "cases.sphere_ka5.mesh.max_element_size = 0: must be > 0"),
+    (_set(["cases", "sphere_ka5", "mesh", "curvature_refinement"], -1),
+     "cases.sphere_ka5.mesh.curvature_refinement = -1: must be >= 0"),
+    (_set(["cases", "sphere_ka5", "solver", "gmres"], {"tol": 0}),
+     "cases.sphere_ka5.solver.gmres.tol = 0: must be > 0"),
+    (_set(["cases", "sphere_ka5", "solver", "gmres"], {"tol": 1}),
+     "cases.sphere_ka5.solver.gmres.tol = 1: must be < 1"),
+    (_set(["cases", "sphere_ka5", "solver", "gmres"], {"restart": 0}),
+     "cases.sphere_ka5.solver.gmres.restart = 0: must be >= 1"),
+    (_set(["cases", "sphere_ka5", "solver", "gmres"], {"maxiter": 0}),
+     "cases.sphere_ka5.solver.gmres.maxiter = 0: must be >= 1"),
+    (_set(["cases", "sphere_ka5", "solver", "osrc"], {"pade_terms": 0}),
+     "cases.sphere_ka5.solver.osrc.pade_terms = 0: must be >= 1"),
+    (_set(["cases", "sphere_ka5", "solver", "osrc"], {"radius": 0}),
+     "cases.sphere_ka5.solver.osrc.radius = 0: must be > 0"),
+    (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"eps": 0}),
+     "cases.sphere_ka5.solver.hmatrix.eps = 0: must be > 0"),
+    (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"eps": 1}),
+     "cases.sphere_ka5.solver.hmatrix.eps = 1: must be < 1"),
+    (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"eta": 0}),
+     "cases.sphere_ka5.solver.hmatrix.eta = 0: must be > 0"),
+    (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"leaf_size": 3}),
+     "cases.sphere_ka5.solver.hmatrix.leaf_size = 3: must be >= 4"),
+    (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"dense_below": 0}),
+     "cases.sphere_ka5.solver.hmatrix.dense_below = 0: must be >= 1"),
+    *[(_set(["cases", "sphere_ka5", "solver", "quadrature"], {rule: bad}),
+       f"cases.sphere_ka5.solver.quadrature.{rule} = {bad}: must be {what}")
+      for rule in ("regular", "singular", "near") for bad, what in ((0, ">= 1"), (21, "<= 20"))],
+    (_set(["cases", "sphere_ka2", "dg_cross_check", "order"], 0),
+     "cases.sphere_ka2.dg_cross_check.order = 0: must be >= 1"),
+    (_set(["cases", "sphere_ka2", "dg_cross_check", "order"], 7),
+     "cases.sphere_ka2.dg_cross_check.order = 7: must be <= 6"),
+    (_set(["cases", "sphere_ka2", "dg_cross_check", "points_per_wavelength"], 0),
+     "cases.sphere_ka2.dg_cross_check.points_per_wavelength = 0: must be > 0"),
+    (_set(["cases", "sphere_ka5", "geometry", "radius"], 0), "cases.sphere_ka5.geometry.radius = 0: must be > 0"),
+    (_set_geometry("sphere_ka5", {"kind": "spheroid", "semi_axes": [1, -2, 3]}),
+     "cases.sphere_ka5.geometry.semi_axes[1] = -2: must be > 0"),
+    (_set_geometry("sphere_ka5", {"kind": "box", "size": [1, 2, 0]}),
+     "cases.sphere_ka5.geometry.size[2] = 0: must be > 0"),
+    (_set_geometry("sphere_ka5", {"kind": "file", "path": "meshes/box.geo", "scale": 0}),
+     "cases.sphere_ka5.geometry.scale = 0: must be > 0"),
+    *[(_set(["cases", "submarine", "geometry", key], 0), f"cases.submarine.geometry.{key} = 0: must be > 0")
+      for key, value in sorted(SUBMARINE_DEFAULTS.items()) if not isinstance(value, str)],
+]
+if "boundary" in load_schema()["$defs"]["case"]["properties"]:  # the fluid body's constants
+    BOUND += [(_set(["cases", "sphere_ka5", "boundary"], {"kind": "fluid", key: 0}),
+               f"cases.sphere_ka5.boundary.{key} = 0: must be > 0")
+              for key in ("density_ratio", "density", "sound_speed_ratio", "sound_speed")]
+
+# The checks config.py makes beyond the schema, one bad value each.
+EXPLICIT = [
+    (_set_geometry("sphere_ka5", {"kind": "sphere"}), "cases.sphere_ka5.geometry: kind 'sphere' needs key 'radius'"),
+    (_set(["cases", "sphere_ka5", "incident"], {"direction": [0, 0, 1], "directions": [[0, 0, 1]]}),
+     "cases.sphere_ka5.incident = "),
+    (_set(["cases", "sphere_ka5", "incident"], {"directions": [[0, 0, 1], [0, 0, 0]]}),
+     "cases.sphere_ka5.incident.directions[1] = [0, 0, 0]: must be a non-zero finite vector"),
+    (_set(["cases", "sphere_ka5", "receivers"], {"directions_deg": [[90, 0]], "count": 3}),
+     "cases.sphere_ka5.receivers.count = 3: only used with plane"),
+    (_set(["cases", "sphere_ka2", "geometry"], {"kind": "spheroid", "semi_axes": [1, 1, 2]}),
+     "cases.sphere_ka2.dg_cross_check: the time-domain cross-check needs a sphere"),
+    (_set(["cases", "sphere_ka2", "dg_cross_check", "probes"], [[0, 0, 3], [0, 0.5, 0.5]]),
+     "cases.sphere_ka2.dg_cross_check.probes[1] = [0, 0.5, 0.5]: must lie outside the sphere"),
+]
+
+
+def _schema_bounds(node, schema, path):
+    """(dotted key path, 'must be > 0'-style rule) of every numeric bound below `node`; the
+    entries of a mapping (a case name) are '*', list items share their list's path."""
+    if "$ref" in node:
+        node = schema["$defs"][node["$ref"].rsplit("/", 1)[1]]
+    from wavescat.config import _WHAT
+
+    for rule in ("exclusiveMinimum", "minimum", "exclusiveMaximum", "maximum"):
+        if rule in node:
+            yield path, _WHAT[rule](node[rule])
+    for key, sub in node.get("properties", {}).items():
+        yield from _schema_bounds(sub, schema, f"{path}.{key}" if path else key)
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from _schema_bounds(node["additionalProperties"], schema, f"{path}.*")
+    if isinstance(node.get("items"), dict):
+        yield from _schema_bounds(node["items"], schema, path)
+    for branch in node.get("oneOf", []) + node.get("anyOf", []):
+        yield from _schema_bounds(branch, schema, path)
+
+
+def _bound_of(message):
+    """'cases.sphere_ka5.geometry.size[2] = 0: must be > 0' -> ('cases.*.geometry.size', 'must be > 0')."""
+    path, rest = message.split(" = ", 1)
+    path = re.sub(r"\[\d+\]", "", path)
+    path = re.sub(r"^cases\.[^.]+", "cases.*", path)
+    return path, rest.split(": ", 1)[1]
+
+
+def test_every_schema_bound_is_tested():
+    """Each numeric bound of the schema has a bad value in BOUND (or BAD), so that dropping
+    one (say `density > 0`) fails a test."""
+    schema = load_schema()
+    tested = {_bound_of(m) for _, m in BOUND + BAD if " = " in m and ": must be " in m}
+    bounds = set(_schema_bounds(schema, schema, ""))
+    assert bounds - tested == set()
+
+
+def pytest_generate_tests(metafunc):
+    """BAD, BOUND and EXPLICIT (defined below BAD's test) each give test_bad_config_... cases."""
+    if metafunc.function is test_bad_config_names_key_and_value:
+        cases = BAD + BOUND + EXPLICIT
+        metafunc.parametrize("mutate, message", cases, ids=[m for _, m in cases])

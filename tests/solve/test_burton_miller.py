@@ -2,10 +2,11 @@
 import numpy as np
 import pytest
 
-from wavescat.bem import spaces
+from wavescat.bem import operators, spaces
 from wavescat.bem.burton_miller import OsrcBurtonMiller, plane_wave_data
 from wavescat.bem.osrc import OsrcNtD, mass_and_stiffness
 from wavescat.geometry.icosphere import icosphere
+from wavescat.reference import rigid_sphere
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +34,44 @@ def test_system_matches_dense_formula(small, backend):
     assert np.allclose(backend.asnumpy(system.matvec(xp.asarray(x))), a_dense @ x, atol=1e-12)
 
 
-def test_exact_traces_solve_the_system(small):
-    """If p satisfies both trace equations (M/2 - K) p = g and W p = h, it solves A p = f."""
-    space, mass, ntd, k_weak, w_weak = small
+@pytest.fixture(scope="module")
+def rigid_sphere_case():
+    """The dense K and W on a unit sphere at k = 2, and the exact surface pressure of a plane
+    wave scattered by it (the series of wavescat.reference, independent of the BEM)."""
+    k, d = 2.0, np.array([0.0, 0.6, 0.8])
+    space = spaces.p1(icosphere(3))
+    k_weak, w_weak = (operators.assemble(name, space, space, k) for name in ("double_layer", "hypersingular"))
+    mass, stiff = mass_and_stiffness(space)
+    ntd = OsrcNtD(space, k, mass=mass, stiffness=stiff)
+    p = rigid_sphere.surface_pressure(k, 1.0, d, space.mesh.vertices)
+    return space, k, d, np.asarray(k_weak), np.asarray(w_weak), mass, ntd, p
+
+
+def test_exact_traces_solve_the_system(rigid_sphere_case):
+    """The exact surface pressure of a rigid sphere (the series, not the BEM) solves A p = f up
+    to the discretisation error: the signs and scalings of K, W, M and Ñ in the matvec agree
+    with those of the plane-wave data in the right-hand side and with the physics."""
+    space, k, d, k_weak, w_weak, mass, ntd, p = rigid_sphere_case
     system = OsrcBurtonMiller(k_weak, w_weak, mass, ntd)
-    p = np.random.default_rng(3).standard_normal((space.n_dofs, 2)) + 1j
-    g = 0.5 * (mass @ p) - k_weak @ p
-    h = w_weak @ p
-    assert np.allclose(system.matvec(p), system.rhs(g, h), atol=1e-12)
+    g, h = plane_wave_data(space, k, d)
+    f = system.rhs(g, h)[:, 0]
+    residual = np.linalg.norm(system.matvec(p[:, None])[:, 0] - f) / np.linalg.norm(f)
+    assert residual < 0.02, residual
+    # each trace equation separately, in the weak form: (M/2 - K) p = g and W p = h
+    assert np.linalg.norm(0.5 * (mass @ p) - k_weak @ p - g[:, 0]) < 0.02 * np.linalg.norm(g)
+    assert np.linalg.norm(w_weak @ p - h[:, 0]) < 0.02 * np.linalg.norm(h)
+
+
+def test_right_hand_side_matches_dense_formula(small):
+    """f = M^{-1} g - Ñ M^{-1} h with dense inverses, Ñ the strong-form NtD (OsrcNtD.apply)."""
+    space, mass, ntd, _, _ = small
+    system = OsrcBurtonMiller(None, None, mass, ntd)
+    rng = np.random.default_rng(3)
+    g, h = (rng.standard_normal((space.n_dofs, 2)) + 1j * rng.standard_normal((space.n_dofs, 2)) for _ in "gh")
+    m_dense = mass.toarray()
+    ntd_dense = ntd.apply(np.eye(space.n_dofs))
+    want = np.linalg.solve(m_dense, g) - ntd_dense @ np.linalg.solve(m_dense, h)
+    assert np.allclose(system.rhs(g, h), want, atol=1e-12 * np.abs(want).max())
 
 
 def test_plane_wave_data_integrates_exactly_on_sphere():

@@ -49,6 +49,15 @@ def _exact_ntd(l, k):
     return h / (k * dh)
 
 
+def _osrc_symbol(l, k, radius):
+    """Antoine & Darbas' OSRC NtD symbol on a sphere of radius R for the degree-l harmonics:
+    (1/ik) (1 - l(l+1) / (k_eps R)^2)^(-1/2) with the damped wavenumber
+    k_eps = k + i eps, eps = 0.4 k^(1/3) R^(-2/3) (their choice, written here from the paper)."""
+    eps = 0.4 * k ** (1 / 3) * radius ** (-2 / 3)
+    k_eps = k + 1j * eps
+    return 1 / (1j * k) / np.sqrt(1 - l * (l + 1) / (k_eps * radius) ** 2)
+
+
 @pytest.mark.parametrize("k", [20.0, 40.0])
 def test_ntd_of_spherical_harmonics_on_unit_sphere(sphere_space, k):
     op = OsrcNtD(sphere_space, k, radius=1.0)
@@ -58,7 +67,7 @@ def test_ntd_of_spherical_harmonics_on_unit_sphere(sphere_space, k):
         y = ss.eval_legendre(l, z)
         ny = op.apply(y)
         lam = (ny @ mass @ y) / (y @ mass @ y)
-        symbol = 1 / (1j * k) / np.sqrt(1 - l * (l + 1) / op.k_eps**2)
+        symbol = _osrc_symbol(l, k, 1.0)
         # Y_l is an eigenvector of the discrete operator up to discretisation error ...
         assert np.linalg.norm(ny - lam * y) < 1e-3 * np.linalg.norm(lam * y)
         assert abs(lam - symbol) < 1e-3 * abs(symbol)
@@ -69,3 +78,17 @@ def test_ntd_of_spherical_harmonics_on_unit_sphere(sphere_space, k):
 
 def test_characteristic_radius_is_half_box_diagonal():
     assert characteristic_radius(icosphere(2, radius=2.0)) == pytest.approx(2 * np.sqrt(3), rel=1e-12)
+
+
+@pytest.mark.parametrize("radius", [0.5, 2.0])
+def test_damping_scales_with_the_given_radius(radius):
+    """On a sphere of radius R the harmonics' eigenvalues follow the symbol with R's damping
+    (not the unit sphere's): l(l+1) / (k_eps R)^2 with eps ∝ R^(-2/3)."""
+    space = spaces.p1(icosphere(4, radius=radius))
+    k = 10.0 / radius  # l(l+1) / (kR)^2 up to 0.2: the damping matters at the 1% level
+    op = OsrcNtD(space, k, radius=radius)
+    z = space.mesh.vertices[:, 2] / radius
+    for l in (2, 4):
+        y = ss.eval_legendre(l, z)
+        lam = (op.apply(y) @ op.mass @ y) / (y @ op.mass @ y)
+        assert abs(lam - _osrc_symbol(l, k, radius)) < 1e-3 * abs(_osrc_symbol(l, k, radius))

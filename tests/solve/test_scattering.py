@@ -3,6 +3,8 @@ reciprocity, far field as the limit of the potential, non-convergence.
 
 Solves are shared through module fixtures (dense assembly dominates the run time)."""
 import math
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -54,8 +56,10 @@ def test_rigid_sphere_against_series(spheres, level, ka, rel_l2, rms_db):
 
 
 def test_iterations_almost_independent_of_frequency(spheres):
+    """One more GMRES iteration each time ka doubles (4, 5, 6 at ka = 1.25, 2.5, 5 to 1e-5): a
+    weaker preconditioner (an OSRC damping ten times too strong gives 6, 7, 8) fails."""
     its = np.array([spheres[s].iterations for s in sorted(spheres)])
-    assert its.max() - its.min() <= 3 and its.max() <= 10, its
+    assert np.all(its <= np.array([[4], [5], [6]])), its
 
 
 def _spheroid():
@@ -128,3 +132,35 @@ def test_sphere_at_ten_elements_per_wavelength_matches_the_peer(ka, rms_db, rel_
         ka, 1.0, [0.0, 0.0, 1.0], res.receivers.vectors))
     assert err["rms_ts_error_db"] <= rms_db, err
     assert err["relative_l2_error"] <= rel_l2, err
+
+
+@pytest.fixture(params=[pytest.param("gpu", marks=pytest.mark.gpu), "emulated"])
+def gpu_backend(request, monkeypatch):
+    """The GPU backend, or the CPU emulation of CUDA standing in for it in solve_frequency
+    (CuPy's sparse matrices by SciPy's)."""
+    if request.param == "gpu":
+        return
+    import scipy.sparse
+
+    from wavescat.solve import driver
+
+    be = request.getfixturevalue("emulated_gpu")
+    monkeypatch.setattr(driver, "get_backend", lambda name: be)
+    cupyx = types.SimpleNamespace(scipy=types.SimpleNamespace(sparse=scipy.sparse))
+    for name, module in (("cupyx", cupyx), ("cupyx.scipy", cupyx.scipy), ("cupyx.scipy.sparse", scipy.sparse)):
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+def test_solve_on_the_gpu_matches_the_cpu(spheres, gpu_backend):
+    """solve_frequency with backend gpu (dense CUDA assembly, GMRES and far field on the
+    device) gives the CPU's surface pressure, far field and iteration counts."""
+    res = solve_frequency(_case(solver={"operator_format": "dense", "backend": "gpu"}), MEDIUM,
+                          icosphere(1), _freq(1.25))
+    cpu = spheres[1]
+    assert res.backend["backend"] == "gpu"
+    assert np.array_equal(res.iterations, cpu.iterations)
+    # the CPU takes each unordered touching pair once (test is trial), which moves those entries
+    # by the singular quadrature's error: the solutions differ by about 4e-8
+    for got, want in ((res.surface_pressure, cpu.surface_pressure), (res.far_field, cpu.far_field)):
+        error = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert error < 2e-7, error

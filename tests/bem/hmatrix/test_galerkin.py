@@ -2,13 +2,9 @@
 import numpy as np
 import pytest
 
+from wavescat.bem import operators, spaces
+from wavescat.bem.hmatrix import assemble_hmatrix
 from wavescat.geometry.icosphere import icosphere
-
-operators = pytest.importorskip("wavescat.bem.operators")
-spaces = pytest.importorskip("wavescat.bem.spaces")
-pytest.importorskip("wavescat.bem.quadrature")
-
-from wavescat.bem.hmatrix import assemble_hmatrix  # noqa: E402
 
 
 @pytest.mark.parametrize("name, k", [("single_layer", 2.0), ("hypersingular", 0.0)])

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import scipy.sparse as sparse
 
 from wavescat.bem.hmatrix.block_tree import box_distance, build_block_tree
 from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
@@ -49,17 +50,32 @@ def test_blocks_cover_every_entry_exactly_once(eta, spaces):
     assert bt.near["m"].max() <= 16 and bt.near["n"].max() <= 16
 
 
-def test_touching_supports_are_never_admissible(p1_cloud):
-    t = build_cluster_tree(p1_cloud.lo, p1_cloud.hi, 8)
-    bt = build_block_tree(t, t, 10.0)
-    iperm = t.iperm
-    # every dof's own diagonal entry and its neighbours lie in dense blocks
-    mesh_pairs = [(0, 0), (5, 5), (17, 17)]
-    for i, j in mesh_pairs:
-        pi, pj = iperm[i], iperm[j]
-        inside = ((bt.near["r0"] <= pi) & (pi < bt.near["r0"] + bt.near["m"])
-                  & (bt.near["c0"] <= pj) & (pj < bt.near["c0"] + bt.near["n"]))
-        assert inside.sum() == 1
+def _touching_supports(space):
+    """(n, n) bool: the supports of P1 basis functions i and j (the triangles around vertices
+    i and j) share a point, i.e. j is within two edges of i, from the mesh alone."""
+    rows = np.repeat(np.arange(space.mesh.n_triangles), 3)
+    star = sparse.csr_matrix((np.ones(rows.size), (rows, space.element_dofs.ravel())))  # triangle x dof
+    closed = (star.T @ star) > 0  # dofs sharing a triangle (each with itself)
+    return ((closed @ closed) > 0).toarray()
+
+
+@pytest.mark.parametrize("eta", [2.0, 10.0])
+def test_touching_supports_are_never_admissible(eta):
+    """No admissible block, diagonal or not, holds a pair of dofs whose supports touch; those
+    pairs (the singular and near-singular integrals) all lie in dense blocks."""
+    space = p1_space(3)
+    cloud = space_cloud(space, 1)
+    t = build_cluster_tree(cloud.lo, cloud.hi, 8)
+    bt = build_block_tree(t, t, eta)
+    touching = _touching_supports(space)[np.ix_(t.perm, t.perm)]  # in cluster order
+    far = bt.far
+    assert len(far["r0"]) > 0
+    for r0, m, c0, n in zip(far["r0"], far["m"], far["c0"], far["n"]):
+        assert not touching[r0:r0 + m, c0:c0 + n].any(), (r0, m, c0, n)
+    in_near = np.zeros_like(touching)
+    for r0, m, c0, n in zip(bt.near["r0"], bt.near["m"], bt.near["c0"], bt.near["n"]):
+        in_near[r0:r0 + m, c0:c0 + n] = True
+    assert in_near[touching].all()
 
 
 def test_bad_parameters_name_the_key(p1_cloud):

@@ -7,8 +7,6 @@ from wavescat.timedomain.hermite.convergence import period_error
 from wavescat.timedomain.hermite.gpu_cell import MAX_VALUES
 from wavescat.timedomain.hermite.gpu_warp import MAX_VALUES as WARP_VALUES
 
-pytestmark = pytest.mark.gpu
-
 SYSTEMS = {"advection": lambda: advection((0.7, -0.4, 0.55)), "acoustics": lambda: acoustics(1.5, 1.2)}
 
 
@@ -22,11 +20,31 @@ def stepped_pair(cpu, gpu, seed, steps=2):
     return gpu.get_state(), cpu.get_state()
 
 
-@pytest.mark.parametrize("precision, tol", [("double", 1e-11), ("single", 1e-4)])
-@pytest.mark.parametrize("kernel", ["monolithic-shared", "monolithic-register", "monolithic-warp", "two-kernel"])
-@pytest.mark.parametrize("m", [1, 2, 3])
-@pytest.mark.parametrize("equation", ["advection", "acoustics"])
-def test_gpu_step_matches_cpu(equation, m, kernel, precision, tol):
+FORMS = ["monolithic-shared", "monolithic-register", "monolithic-warp", "two-kernel"]
+STEP_CASES = [(equation, m, kernel, precision, tol) for equation in SYSTEMS for m in (1, 2, 3) for kernel in FORMS
+              for precision, tol in (("double", 1e-11), ("single", 1e-4))]
+# the CPU emulation (one thread per CUDA thread, slow): every form at m = 1 (both systems,
+# double; single once) and the shared and two-kernel forms at m = 2
+EMULATED = [c for c in STEP_CASES if (c[1] == 1 and (c[3] == "double" or c[2] == "monolithic-shared"))
+            or (c[1] == 2 and c[2] in ("monolithic-shared", "two-kernel") and c[3] == "double")]
+
+
+@pytest.fixture
+def hermite_device(request, monkeypatch):
+    """"gpu": the device; "emulated": HermiteSolver's backend "gpu" is the CUDA emulation."""
+    if request.param == "emulated":
+        from wavescat.backend import get_backend
+        from wavescat.timedomain.hermite import solver
+
+        be = request.getfixturevalue("emulated_gpu")
+        monkeypatch.setattr(solver, "get_backend", lambda name: be if name == "gpu" else get_backend(name))
+    return request.param
+
+
+@pytest.mark.parametrize("hermite_device, equation, m, kernel, precision, tol",
+                         [pytest.param("gpu", *c, marks=pytest.mark.gpu) for c in STEP_CASES]
+                         + [("emulated",) + c for c in EMULATED], indirect=["hermite_device"])
+def test_gpu_step_matches_cpu(hermite_device, equation, m, kernel, precision, tol):
     system = SYSTEMS[equation]()
     if kernel == "monolithic-register" and system.n_fields * (2 * m + 2) ** 3 > MAX_VALUES:
         pytest.skip("cell does not fit in registers")
@@ -40,12 +58,14 @@ def test_gpu_step_matches_cpu(equation, m, kernel, precision, tol):
     assert np.abs(got - ref).max() <= tol * np.abs(ref).max()
 
 
+@pytest.mark.gpu
 def test_gpu_convergence_run_matches_cpu():
     _, e_cpu = period_error("acoustics", 2, 6, backend="cpu")
     _, e_gpu = period_error("acoustics", 2, 6, backend="gpu")
     assert e_gpu == pytest.approx(e_cpu, rel=1e-6)
 
 
+@pytest.mark.gpu
 def test_default_monolithic_kernel_runs():
     # "monolithic" picks the register form for advection m = 1, 2 and the warp form for m = 3
     for m in (1, 2, 3):
@@ -57,6 +77,7 @@ def test_default_monolithic_kernel_runs():
         np.testing.assert_allclose(gpu.get_state(), before, atol=1e-12)
 
 
+@pytest.mark.gpu
 def test_default_monolithic_acoustics_uses_shared_form_and_matches_cpu():
     system = acoustics(1.5, 1.2)
     cpu = HermiteSolver(system, (5, 4, 6), 1.0, 2, backend="cpu")
@@ -69,6 +90,7 @@ def test_default_monolithic_acoustics_uses_shared_form_and_matches_cpu():
     np.testing.assert_allclose(gpu.get_state(), cpu.get_state(), atol=1e-11 * np.abs(data).max() * 10)
 
 
+@pytest.mark.gpu
 def test_gpu_rigid_walls_match_cpu():
     system = acoustics(1.5, 1.2)
     args = dict(cells=(5, 4, 6), lengths=1.0, m=1)
@@ -83,6 +105,7 @@ def test_gpu_rigid_walls_match_cpu():
     np.testing.assert_allclose(gpu.get_state(), cpu.get_state(), atol=1e-10 * np.abs(cpu.get_state()).max())
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("precision, tol", [("double", 1e-11), ("single", 1e-4)])
 @pytest.mark.parametrize("tile", ["", "8x4x2", "16x2x3", "32x3x1"])
 @pytest.mark.parametrize("m", [1, 2, 3])
@@ -99,6 +122,7 @@ def test_propagator_kernel_matches_cpu_reference(m, tile, precision, tol, monkey
     assert np.abs(got - ref).max() <= tol * np.abs(ref).max()
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("precision, tol", [("double", 1e-11), ("single", 1e-4)])
 def test_propagator_on_a_larger_grid_matches_cpu_recursion(precision, tol):
     # default tile and march length over many blocks; the reference is the Numba recursion
@@ -116,6 +140,7 @@ def test_propagator_on_a_larger_grid_matches_cpu_recursion(precision, tol):
     assert np.abs(gpu.get_state() - ref).max() <= tol * np.abs(ref).max()
 
 
+@pytest.mark.gpu
 def test_auto_kernel_is_the_propagator_for_advection_only():
     for m in (1, 2, 3):
         gpu = HermiteSolver(advection(), 6, 1.0, m, backend="gpu", precision="single")

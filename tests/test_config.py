@@ -2,6 +2,7 @@
 import copy
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -198,7 +199,7 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
     from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
     from wavescat.bem.osrc import OsrcNtD, pade_sqrt
     from wavescat.bem.quadrature import QuadratureOrders
-    from wavescat.farfield import receiver_directions
+    from wavescat.farfield import incident_directions, receiver_directions
     from wavescat.geometry.sizing import MeshOptions, mesh_options
     from wavescat.solve.driver import solver_settings
     from wavescat.solve.gmres import gmres
@@ -206,7 +207,10 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
     cfg = copy.deepcopy(default)
     cfg["cases"]["bare"] = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [100],
                             "receivers": {"plane": "xy"}}
-    case = prepare_config(cfg, base_dir=ROOT)["cases"]["bare"]
+    cfg["cases"]["sweep"] = {**cfg["cases"]["bare"], "incident": {"aspect": {"plane": "xy",
+                                                                             "count": 5}}}
+    prepared = prepare_config(cfg, base_dir=ROOT)
+    case = prepared["cases"]["bare"]
     solver = case["solver"]
 
     def kw(fn, name):
@@ -227,3 +231,5 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
     assert mesh_options({"frequencies_hz": [100]}, cfg["medium"]) == \
         mesh_options(case, cfg["medium"])
     assert len(receiver_directions({"plane": "xy"}).vectors) == case["receivers"]["count"]
+    assert np.array_equal(incident_directions({"aspect": {"plane": "xy", "count": 5}}).aspect_deg,
+                          incident_directions(prepared["cases"]["sweep"]["incident"]).aspect_deg)

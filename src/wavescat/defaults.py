@@ -23,11 +23,16 @@ def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
         return yaml.safe_load(fh)
 
 
+def _resolve(node: dict, defs: dict) -> dict:
+    while "$ref" in node:
+        node = defs[node["$ref"].rsplit("/", 1)[-1]]
+    return node
+
+
 def filled(node: dict, defs: dict):
     """What validation fills into an absent key of schema `node`: its default, with the
     defaults of its own properties filled in (as `prepare_config` does, level by level)."""
-    while "$ref" in node:
-        node = defs[node["$ref"].rsplit("/", 1)[-1]]
+    node = _resolve(node, defs)
     value = copy.deepcopy(node.get("default"))
     if isinstance(value, dict):
         for name, sub in node.get("properties", {}).items():
@@ -37,8 +42,24 @@ def filled(node: dict, defs: dict):
 
 
 @lru_cache(maxsize=None)
+def _schema() -> dict:
+    return load_schema()
+
+
+def block_defaults(*path: str) -> dict:
+    """Defaults of the keys of the case block at `path` that has none of its own, e.g.
+    ("incident", "aspect") -> {"start_deg": 0.0, "stop_deg": 360.0}."""
+    defs = _schema()["$defs"]
+    node = defs["case"]
+    for name in path:
+        node = _resolve(node["properties"][name], defs)
+    return {name: filled(sub, defs) for name, sub in node.get("properties", {}).items()
+            if "default" in sub}
+
+
+@lru_cache(maxsize=None)
 def _schema_defaults() -> tuple[dict, dict]:
-    schema = load_schema()
+    schema = _schema()
     defs = schema["$defs"]
     case = {name: filled(sub, defs) for name, sub in defs["case"]["properties"].items()
             if "default" in sub}
@@ -64,4 +85,6 @@ QUADRATURE = SOLVER["quadrature"]
 MESH = _CASE["mesh"]
 INCIDENT = _CASE["incident"]
 RECEIVERS = _CASE["receivers"]
+ASPECT = block_defaults("incident", "aspect")
+DG_CROSS_CHECK = block_defaults("dg_cross_check")
 MEDIUM = _schema_defaults()[1]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .defaults import RECEIVERS
+from .defaults import ASPECT, RECEIVERS
 from .errors import ConfigError
 
 PLANE_AXES = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
@@ -105,7 +105,8 @@ def incident_directions(incident: dict) -> Incidence:
     count = int(sweep.get("count", 0))
     if count < 1:
         raise ConfigError(f"incident.aspect.count = {sweep.get('count')!r}: must be >= 1")
-    a = np.linspace(float(sweep.get("start_deg", 0.0)), float(sweep.get("stop_deg", 360.0)), count)
+    a = np.linspace(float(sweep.get("start_deg", ASPECT["start_deg"])),
+                    float(sweep.get("stop_deg", ASPECT["stop_deg"])), count)
     xhat = plane_directions(sweep.get("plane"), a, "incident.aspect.plane")
     return Incidence(-xhat, True, a, sweep["plane"])
 

@@ -199,6 +199,7 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
     from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
     from wavescat.bem.osrc import OsrcNtD, pade_sqrt
     from wavescat.bem.quadrature import QuadratureOrders
+    from wavescat.cli import build_parser
     from wavescat.farfield import incident_directions, receiver_directions
     from wavescat.geometry.sizing import MeshOptions, mesh_options
     from wavescat.solve.driver import solver_settings
@@ -233,3 +234,8 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
     assert len(receiver_directions({"plane": "xy"}).vectors) == case["receivers"]["count"]
     assert np.array_equal(incident_directions({"aspect": {"plane": "xy", "count": 5}}).aspect_deg,
                           incident_directions(prepared["cases"]["sweep"]["incident"]).aspect_deg)
+    check = prepare_config(default, base_dir=ROOT)["cases"]["sphere_ka2"]["dg_cross_check"]
+    commands = next(a for a in build_parser()._actions if a.choices and "dg-scatter" in a.choices)
+    scatter = commands.choices["dg-scatter"]
+    assert (scatter.get_default("order"), scatter.get_default("points_per_wavelength")) == \
+        (check["order"], check["points_per_wavelength"])

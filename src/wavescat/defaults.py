@@ -72,10 +72,6 @@ def case_defaults() -> dict:
     return copy.deepcopy(_schema_defaults()[0])
 
 
-def medium_defaults() -> dict:
-    return copy.deepcopy(_schema_defaults()[1])
-
-
 _CASE = _schema_defaults()[0]
 SOLVER = _CASE["solver"]          # read-only views; copy before changing
 GMRES = SOLVER["gmres"]

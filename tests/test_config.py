@@ -56,6 +56,10 @@ def _set(path, value):
 BAD = [
     (_set(["cases", "submarine", "frequencies_hz"], [-50]),
      "cases.submarine.frequencies_hz[0] = -50: must be > 0"),
+    (_set(["cases", "submarine", "solver"], {"quadrature": {"singular": [5, 5]}}),
+     "cases.submarine.solver.quadrature.singular = [5, 5]: must have at least 3 item(s)"),
+    (_set(["cases", "submarine", "solver"], {"quadrature": {"singular": [5, 5, 0]}}),
+     "cases.submarine.solver.quadrature.singular[2] = 0: must be >= 1"),
     (_set(["cases", "submarine", "frequencies_hz"], [100, 0]),
      "cases.submarine.frequencies_hz[1] = 0: must be > 0"),
     (_set(["cases", "submarine", "geometry", "kind"], "torus"),

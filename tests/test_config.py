@@ -19,13 +19,15 @@ def default():
 
 
 def test_default_config_valid_and_defaults_filled(default):
+    from wavescat import defaults
+
     cfg = prepare_config(default, base_dir=ROOT)
     case = cfg["cases"]["sphere_ka5"]
-    assert case["solver"]["gmres"]["tol"] == 1e-5
-    assert case["solver"]["osrc"]["pade_terms"] == 8
+    assert case["solver"]["gmres"] == defaults.GMRES
+    assert case["solver"]["osrc"] == defaults.OSRC
     assert case["mesh"]["max_element_size"] is None
     assert case["geometry"]["center"] == [0.0, 0.0, 0.0]
-    assert cfg["medium"]["sound_speed"] == 1500.0
+    assert cfg["medium"]["sound_speed"] == defaults.MEDIUM["sound_speed"]
     assert set(cfg["run"]) <= set(cfg["cases"])
 
 

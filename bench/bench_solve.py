@@ -7,7 +7,9 @@ Meshes (h = wavelength / epw): `gmsh` (default) is the workflow's sphere
 (wavescat.geometry.sphere: eight patches bounded by great-circle arcs, as Bempp builds it,
 i.e. the peer's mesh family); `icosphere` (or no gmsh, as on the GPU machine) the icosphere
 level closest to h; `--mesh FILE` any stored mesh of the unit sphere. One incidence (+z),
-361 receivers in the xz plane; times are wall-clock seconds of each stage.
+361 receivers in the xz plane; times are wall-clock seconds of each stage. The case goes
+through the workflow's normalisation (`prepare_config`): the quadrature, GMRES and OSRC
+settings are the ones `wavescat solve` gets from the `solve` rule.
 
 Measured 2026-11-23, octant meshes (before they became the workflow's sphere; gmsh's default
 algorithm, a few % fewer DOFs), 10 elements per wavelength, GMRES tolerance 1e-5:
@@ -30,13 +32,14 @@ import time
 
 import numpy as np
 
-from wavescat import farfield
+from wavescat import defaults, farfield
+from wavescat.config import prepare_config, solve_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere
 from wavescat.solve.driver import solve_frequency
 from wavescat.surface import SurfaceMesh
 
-C = 1500.0
+C = defaults.MEDIUM["sound_speed"]
 
 
 def sphere_mesh(ka: float, epw: float, mesher: str):
@@ -56,7 +59,7 @@ def sphere_mesh(ka: float, epw: float, mesher: str):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ka", type=float, nargs="+", default=[2, 5, 10, 20])
-    p.add_argument("--epw", type=float, default=10.0)
+    p.add_argument("--epw", type=float, default=defaults.MESH["elements_per_wavelength"])
     p.add_argument("--backend", default="cpu")
     p.add_argument("--precision", default="double")
     p.add_argument("--format", default="dense")
@@ -71,14 +74,16 @@ def main(argv=None):
           f"{'solve':>7} {'farfld':>7} {'total':>7} {'rmsTS_dB':>9} {'relL2':>8}", flush=True)
     for ka in args.ka:
         mesh = SurfaceMesh.from_file(args.mesh) if args.mesh else sphere_mesh(ka, args.epw, args.mesher)
-        case = {"incident": {"direction": [0.0, 0.0, 1.0]},
-                "receivers": {"plane": "xz", "count": 361},
-                "solver": {"operator_format": args.format, "backend": args.backend,
-                           "precision": args.precision}}
+        f = ka * C / (2 * math.pi)
+        case = solve_case(prepare_config({"run": ["sphere"], "cases": {"sphere": {
+            "geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [f],
+            "incident": {"direction": [0.0, 0.0, 1.0]}, "receivers": {"plane": "xz", "count": 361},
+            "solver": {"operator_format": args.format, "backend": args.backend,
+                       "precision": args.precision}}}}), "sphere")
         best, cold = None, None
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            res = solve_frequency(case, {"sound_speed": C}, mesh, ka * C / (2 * math.pi))
+            res = solve_frequency(case, {"sound_speed": C}, mesh, f)
             total = time.perf_counter() - t0
             cold = total if cold is None else cold
             best = (total, res) if best is None or total < best[0] else best

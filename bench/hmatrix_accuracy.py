@@ -1,6 +1,7 @@
 """H-matrix against the dense matrix of the same entries, as issue 5 asks:
 ||(H - A) x|| / ||A x|| <= 10 eps on random x, for V, K, K', W, Laplace (k = 0) and Helmholtz
-(k = 5), eps in {1e-3, 1e-4, 1e-6}, P1 clouds (3 points per triangle) on a geodesic sphere.
+(k = 5), eps in {1e-3, 1e-4, 1e-6}, P1 clouds (3 points per triangle) on a geodesic sphere,
+at the workflow's admissibility eta and leaf size (`solver.hmatrix`, the keyword defaults).
 
     python bench/hmatrix_accuracy.py [--dofs 5000] [--backend cpu|gpu]
 

@@ -3,6 +3,7 @@ import copy
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -20,13 +21,15 @@ def default():
 
 
 def test_default_config_valid_and_defaults_filled(default):
+    from wavescat import defaults
+
     cfg = prepare_config(default, base_dir=ROOT)
     case = cfg["cases"]["sphere_ka5"]
-    assert case["solver"]["gmres"]["tol"] == 1e-5
-    assert case["solver"]["osrc"]["pade_terms"] == 8
+    assert case["solver"]["gmres"] == defaults.GMRES
+    assert case["solver"]["osrc"] == defaults.OSRC
     assert case["mesh"]["max_element_size"] is None
     assert case["geometry"]["center"] == [0.0, 0.0, 0.0]
-    assert cfg["medium"]["sound_speed"] == 1500.0
+    assert cfg["medium"]["sound_speed"] == defaults.MEDIUM["sound_speed"]
     assert set(cfg["run"]) <= set(cfg["cases"])
 
 
@@ -57,6 +60,10 @@ def _set(path, value):
 BAD = [
     (_set(["cases", "submarine", "frequencies_hz"], [-50]),
      "cases.submarine.frequencies_hz[0] = -50: must be > 0"),
+    (_set(["cases", "submarine", "solver"], {"quadrature": {"singular": [5, 5]}}),
+     "cases.submarine.solver.quadrature.singular = [5, 5]: must have at least 3 item(s)"),
+    (_set(["cases", "submarine", "solver"], {"quadrature": {"singular": [5, 5, 0]}}),
+     "cases.submarine.solver.quadrature.singular[2] = 0: must be >= 1"),
     (_set(["cases", "submarine", "frequencies_hz"], [100, 0]),
      "cases.submarine.frequencies_hz[1] = 0: must be > 0"),
     (_set(["cases", "submarine", "geometry", "kind"], "torus"),
@@ -287,3 +294,118 @@ def pytest_generate_tests(metafunc):
     if metafunc.function is test_bad_config_names_key_and_value:
         cases = BAD + BOUND + EXPLICIT
         metafunc.parametrize("mutate, message", cases, ids=[m for _, m in cases])
+# --- one source of defaults ---------------------------------------------------------------
+
+def _schema_defaults(node, defs, prefix=""):
+    """(dotted key, default) of every key the schema fills, blocks split into their keys."""
+    while "$ref" in node:
+        node = defs[node["$ref"].rsplit("/", 1)[-1]]
+    for name, sub in node.get("properties", {}).items():
+        key = prefix + name
+        default = sub.get("default")
+        if isinstance(default, dict) and "properties" in sub:
+            yield from ((f"{key}.{k}", v) for k, v in default.items())
+        elif "default" in sub:
+            yield key, default
+        yield from _schema_defaults(sub, defs, key + ".")
+
+
+def _readme_defaults():
+    """`key` -> default of the tables in config/README.md (rows that give one)."""
+    import math
+    import re
+
+    def value(text):
+        if text == "pi/3":
+            return math.pi / 3
+        try:
+            return float(text)
+        except ValueError:
+            return yaml.safe_load(text)
+
+    rows = re.findall(r"^\| `([^`]+)` \| ([^|]*) \|", (ROOT / "config" / "README.md").read_text(),
+                      re.M)
+    return {key: value(text.strip()) for key, text in rows
+            if text.strip() and not text.strip().startswith("(")}
+
+
+def test_config_readme_states_the_schema_defaults():
+    from wavescat.defaults import load_schema
+
+    schema = load_schema()
+    defs = schema["$defs"]
+    documented = _readme_defaults()
+    filled = {**dict(_schema_defaults(schema, defs)),
+              **dict(_schema_defaults(defs["case"], defs)),
+              **dict(_schema_defaults(defs["study"], defs, "studies.<name>."))}
+    for key, default in filled.items():
+        if "." not in key:
+            continue  # a top-level block: its keys are listed
+        assert key in documented, f"config/README.md does not list the default of {key}"
+        assert documented[key] == default, (key, documented[key], default)
+
+
+def test_submarine_defaults_stated_as_the_builder_has_them():
+    import re
+
+    from wavescat.defaults import load_schema
+    from wavescat.geometry.submarine import DEFAULTS
+
+    documented = _readme_defaults()
+    props = load_schema()["$defs"]["geometry"]["properties"]
+    for key, value in DEFAULTS.items():
+        assert documented[f"geometry.{key}"] == value, key
+        said = re.search(r"default (\S+)$", props[key]["description"])
+        assert said is None or yaml.safe_load(said.group(1)) == value, key
+
+
+def test_library_keyword_defaults_are_the_normalised_case(default):
+    """What a direct library call uses when a key is left out is what the workflow fills in."""
+    import inspect
+
+    from wavescat.bem.hmatrix import assemble_from_clouds
+    from wavescat.bem.hmatrix.galerkin import assemble_hmatrix
+    from wavescat.bem.hmatrix.block_tree import build_block_tree
+    from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
+    from wavescat.bem.osrc import OsrcNtD, pade_sqrt
+    from wavescat.bem.quadrature import QuadratureOrders
+    from wavescat.cli import build_parser
+    from wavescat.farfield import incident_directions, receiver_directions
+    from wavescat.geometry.sizing import MeshOptions, mesh_options
+    from wavescat.solve.driver import solver_settings
+    from wavescat.solve.gmres import gmres
+
+    cfg = copy.deepcopy(default)
+    cfg["cases"]["bare"] = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [100],
+                            "receivers": {"plane": "xy"}}
+    cfg["cases"]["sweep"] = {**cfg["cases"]["bare"], "incident": {"aspect": {"plane": "xy",
+                                                                             "count": 5}}}
+    prepared = prepare_config(cfg, base_dir=ROOT)
+    case = prepared["cases"]["bare"]
+    solver = case["solver"]
+
+    def kw(fn, name):
+        return inspect.signature(fn).parameters[name].default
+
+    assert QuadratureOrders() == QuadratureOrders(**solver["quadrature"])
+    for fn in (assemble_hmatrix, assemble_from_clouds):
+        assert {k: kw(fn, k) for k in ("eps", "eta", "leaf_size")} == \
+            {k: solver["hmatrix"][k] for k in ("eps", "eta", "leaf_size")}
+    assert kw(build_block_tree, "eta") == solver["hmatrix"]["eta"]
+    assert kw(build_cluster_tree, "leaf_size") == solver["hmatrix"]["leaf_size"]
+    assert {k: kw(gmres, k) for k in solver["gmres"]} == solver["gmres"]
+    assert (kw(OsrcNtD, "pade_terms"), kw(OsrcNtD, "branch_angle")) == \
+        (kw(pade_sqrt, "n_terms"), kw(pade_sqrt, "branch_angle")) == \
+        (solver["osrc"]["pade_terms"], solver["osrc"]["branch_angle"])
+    assert solver_settings({}) == solver
+    assert kw(MeshOptions, "curvature_refinement") == case["mesh"]["curvature_refinement"]
+    assert mesh_options({"frequencies_hz": [100]}, cfg["medium"]) == \
+        mesh_options(case, cfg["medium"])
+    assert len(receiver_directions({"plane": "xy"}).vectors) == case["receivers"]["count"]
+    assert np.array_equal(incident_directions({"aspect": {"plane": "xy", "count": 5}}).aspect_deg,
+                          incident_directions(prepared["cases"]["sweep"]["incident"]).aspect_deg)
+    check = prepare_config(default, base_dir=ROOT)["cases"]["sphere_ka2"]["dg_cross_check"]
+    commands = next(a for a in build_parser()._actions if a.choices and "dg-scatter" in a.choices)
+    scatter = commands.choices["dg-scatter"]
+    assert (scatter.get_default("order"), scatter.get_default("points_per_wavelength")) == \
+        (check["order"], check["points_per_wavelength"])

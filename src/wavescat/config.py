@@ -15,15 +15,13 @@ import re
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from .bem.formulations import formulation_for
+from .defaults import RECEIVERS, SCHEMA_PATH, load_schema
 from .errors import ConfigError, MeshError
 from .geometry.geo_script import check_geo_script
 from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 from .studies import expand_studies, study_cases
-
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 # Keys each geometry kind accepts besides `kind` and `center`; the ones in REQUIRED must be given.
 GEOMETRY_KEYS = {
@@ -36,11 +34,6 @@ GEOMETRY_KEYS = {
 REQUIRED_GEOMETRY_KEYS = {"sphere": {"radius"}, "spheroid": {"semi_axes"}, "box": {"size"},
                           "file": {"path"}, "submarine": set()}
 MESH_SUFFIXES = {".step", ".stp", ".stl", ".msh", ".geo"}
-
-
-def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
-    with open(path) as fh:
-        return yaml.safe_load(fh)
 
 
 def key_path(parts) -> str:
@@ -194,7 +187,7 @@ def _check_case(name: str, case: dict, base_dir: Path) -> None:
         raise ConfigError(f"{where}.receivers = {_show(rec)}: give either plane (with count) or "
                           "directions_deg")
     if "plane" in rec:
-        rec.setdefault("count", 361)
+        rec.setdefault("count", RECEIVERS["count"])
     elif "count" in rec:
         raise ConfigError(f"{where}.receivers.count = {rec['count']}: only used with plane")
     formulation_for(case.get("boundary"), f"{where}.boundary")  # kinds implemented, their keys
@@ -267,6 +260,15 @@ def prepare_config(config: dict, base_dir: str | Path = ".", schema_path=SCHEMA_
     for name, case in cfg["cases"].items():
         _check_case(name, case, Path(base_dir).resolve())
     return cfg
+
+
+# The keys of a case that the `solve` rule hands to `wavescat solve`.
+SOLVE_KEYS = ("geometry", "incident", "receivers", "solver", "mesh")
+
+
+def solve_case(config: dict, name: str) -> dict:
+    """Case `name` of a prepared config exactly as `wavescat solve` receives it from the rule."""
+    return json.loads(case_json(config, name, SOLVE_KEYS))
 
 
 def case_json(config: dict, name: str, keys=None) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .defaults import ASPECT, RECEIVERS
 from .errors import ConfigError
 
 PLANE_AXES = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
@@ -64,7 +65,7 @@ def receiver_directions(receivers: dict) -> Directions:
         return Directions(td[:, 0].copy(), td[:, 1].copy(), angles_to_directions(td[:, 0], td[:, 1]))
     if "plane" not in receivers:
         raise ConfigError(f"receivers = {receivers!r}: give plane (with count) or directions_deg")
-    count = int(receivers.get("count", 361))
+    count = int(receivers.get("count", RECEIVERS["count"]))
     if count < 1:
         raise ConfigError(f"receivers.count = {count}: must be >= 1")
     a = np.linspace(0.0, 360.0, count)
@@ -104,7 +105,8 @@ def incident_directions(incident: dict) -> Incidence:
     count = int(sweep.get("count", 0))
     if count < 1:
         raise ConfigError(f"incident.aspect.count = {sweep.get('count')!r}: must be >= 1")
-    a = np.linspace(float(sweep.get("start_deg", 0.0)), float(sweep.get("stop_deg", 360.0)), count)
+    a = np.linspace(float(sweep.get("start_deg", ASPECT["start_deg"])),
+                    float(sweep.get("stop_deg", ASPECT["stop_deg"])), count)
     xhat = plane_directions(sweep.get("plane"), a, "incident.aspect.plane")
     return Incidence(-xhat, True, a, sweep["plane"])
 

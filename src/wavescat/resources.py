@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
+
 # Mean triangle area of a mesh with edge length h is about sqrt(3)/4 h^2; vertices ~ triangles / 2.
 _TRIANGLE_AREA_FACTOR = math.sqrt(3.0) / 4.0
 
@@ -25,8 +27,8 @@ def surface_area_estimate(geometry: dict) -> float | None:
         x, y, z = geometry["size"]
         return 2.0 * (x * y + y * z + x * z)
     if kind == "submarine":
-        length = geometry.get("hull_length", 62.0)
-        diameter = geometry.get("hull_diameter", 7.0)
+        length = geometry.get("hull_length", SUBMARINE_DEFAULTS["hull_length"])
+        diameter = geometry.get("hull_diameter", SUBMARINE_DEFAULTS["hull_diameter"])
         # hull of revolution ~ 85% of the enclosing cylinder, plus sail and rudders (~15%)
         return 1.15 * 0.85 * math.pi * diameter * length
     return None

@@ -1,7 +1,9 @@
 """Sound-hard scattering end to end on small meshes: exact sphere series, iteration counts,
 reciprocity, far field as the limit of the potential, non-convergence.
 
-Solves are shared through module fixtures (dense assembly dominates the run time)."""
+Every case goes through the workflow's normalisation (`prepare_config`, then what the `solve`
+rule hands to `wavescat solve`), so the accuracy asserted here is that of the workflow's
+settings. Solves are shared through module fixtures (dense assembly dominates the run time)."""
 import math
 import sys
 import types
@@ -10,6 +12,7 @@ import numpy as np
 import pytest
 
 from wavescat import farfield
+from wavescat.config import prepare_config, solve_case
 from wavescat.errors import SolverError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere
@@ -17,26 +20,34 @@ from wavescat.solve.driver import solve_frequency
 from wavescat.surface import SurfaceMesh
 
 C = 1500.0
-MEDIUM = {"sound_speed": C}
+MEDIUM = prepare_config({"medium": {"sound_speed": C}, "run": ["c"], "cases": {"c": {
+    "geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [1.0]}}})["medium"]
 D = np.array([0.0, 0.6, 0.8])
+UNIT_SPHERE = {"kind": "sphere", "radius": 1.0}
 
 
 def _freq(k):
     return k * C / (2 * math.pi)
 
 
+def workflow_case(geometry=UNIT_SPHERE, frequency=1.0, **keys):
+    """A case as the `solve` rule hands it to `wavescat solve`: validated, defaults filled."""
+    cfg = {"medium": MEDIUM, "run": ["c"],
+           "cases": {"c": {"geometry": geometry, "frequencies_hz": [frequency], **keys}}}
+    return solve_case(prepare_config(cfg), "c")
+
+
 def _case(**kw):
-    case = {"incident": {"directions": [[0.0, 0.0, 1.0], D.tolist()]},
+    keys = {"incident": {"directions": [[0.0, 0.0, 1.0], D.tolist()]},
             "receivers": {"plane": "xz", "count": 181},
             "solver": {"operator_format": "dense", "backend": "cpu"}}
-    case.update(kw)
-    return case
+    return workflow_case(**{**keys, **kw})
 
 
 @pytest.fixture(scope="module")
 def spheres():
     """Fixed elements per wavelength (about 8.4): the edge halves as ka doubles."""
-    return {s: solve_frequency(_case(), MEDIUM, icosphere(s), _freq(ka))
+    return {s: solve_frequency(_case(frequency=_freq(ka)), MEDIUM, icosphere(s), _freq(ka))
             for s, ka in ((1, 1.25), (2, 2.5), (3, 5.0))}
 
 
@@ -75,8 +86,11 @@ B = np.array([-0.2, 0.9, 0.4]) / np.linalg.norm([-0.2, 0.9, 0.4])
 @pytest.fixture(scope="module")
 def spheroid():
     theta, phi = farfield.directions_to_angles(np.array([-A, -B, [1, 0, 0], [0, 1, 0], [0, 0, -1]]))
-    case = _case(incident={"directions": [A.tolist(), B.tolist()]},
-                 receivers={"directions_deg": np.column_stack([theta, phi]).tolist()})
+    case = _case(geometry={"kind": "spheroid", "semi_axes": [1.0, 0.6, 0.45],
+                           "center": [0.3, -0.2, 0.15]},
+                 incident={"directions": [A.tolist(), B.tolist()]},
+                 receivers={"directions_deg": np.column_stack([theta, phi]).tolist()},
+                 frequency=_freq(2.0))
     mesh = _spheroid()
     return mesh, solve_frequency(case, MEDIUM, mesh, _freq(2.0))
 
@@ -123,10 +137,8 @@ def test_sphere_at_ten_elements_per_wavelength_matches_the_peer(ka, rms_db, rel_
     from wavescat.geometry import mesh_case
 
     f = _freq(ka)
-    mesh, _ = mesh_case({"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [f],
-                         "mesh": {"elements_per_wavelength": 10}}, MEDIUM)
-    case = {"incident": {"direction": [0.0, 0.0, 1.0]}, "receivers": {"plane": "xz", "count": 361},
-            "solver": {"operator_format": "dense", "backend": "cpu"}}
+    case = workflow_case(frequency=f, solver={"operator_format": "dense", "backend": "cpu"})
+    mesh, _ = mesh_case({**case, "frequencies_hz": [f]}, MEDIUM)
     res = solve_frequency(case, MEDIUM, mesh, f)
     err = farfield.far_field_errors(res.far_field[:, 0], rigid_sphere.far_field(
         ka, 1.0, [0.0, 0.0, 1.0], res.receivers.vectors))
@@ -164,3 +176,24 @@ def test_solve_on_the_gpu_matches_the_cpu(spheres, gpu_backend):
     for got, want in ((res.surface_pressure, cpu.surface_pressure), (res.far_field, cpu.far_field)):
         error = np.linalg.norm(got - want) / np.linalg.norm(want)
         assert error < 2e-7, error
+def test_workflow_settings_reach_the_operators(monkeypatch):
+    """The driver assembles with the normalised case's quadrature and H-matrix parameters,
+    and those are the rules the operator and quadrature accuracy tests measure."""
+    from wavescat.bem.quadrature import QuadratureOrders
+    from wavescat.solve import driver
+
+    seen = []
+    real = driver.boundary_operator
+
+    def spy(name, space, k, **kw):
+        seen.append(kw)
+        return real(name, space, k, **kw)
+
+    monkeypatch.setattr(driver, "boundary_operator", spy)
+    case = _case(solver={"operator_format": "hmatrix", "backend": "cpu"})
+    res = solve_frequency(case, MEDIUM, icosphere(1), _freq(1.0))
+    assert len(seen) == 2 and res.settings == case["solver"]
+    for kw in seen:
+        assert kw["quadrature"] == QuadratureOrders(**case["solver"]["quadrature"])
+        assert kw["quadrature"] == QuadratureOrders()
+        assert kw["hmatrix_options"] == case["solver"]["hmatrix"]

@@ -65,6 +65,14 @@ def test_tiny_study_end_to_end_with_report(tmp_path):
     from wavescat.solve.records import read_solution
 
     sol = read_solution(res / "pebble" / "solutions" / "f001.h5")
+    # what was asserted above ran with the normalised case's settings (the tests' defaults)
+    import yaml
+
+    from wavescat.config import prepare_config
+
+    study = yaml.safe_load(STUDY)
+    case = prepare_config({"run": ["pebble"], "cases": {"pebble": study["cases"]["pebble"]}})
+    assert sol["solver_settings"] == case["cases"]["pebble"]["solver"]
     pts = np.array([[0, 0, -0.5], [0.45, 0, 0.1], [0, 0.6, 0.6], [0, 0, 2.0]])
     exact = scattered_field(sol["wavenumber"], 0.3, [0, 0, 1], pts)
     p = scattered_pressure(sol, pts)

@@ -1,3 +1,6 @@
+from wavescat.config import SOLVE_KEYS  # what `wavescat solve` gets; tests solve the same
+
+
 rule solve:
     """OSRC Burton-Miller solve of one case at one frequency, all incidence directions."""
     input:
@@ -5,7 +8,7 @@ rule solve:
     output:
         "results/{case}/solutions/f{index}.h5",
     params:
-        case=case_param("geometry", "incident", "receivers", "solver", "mesh"),
+        case=case_param(*SOLVE_KEYS),
         medium=MEDIUM,
         frequency=frequency,
     threads: solve_resource("threads")

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ..defaults import OSRC
 from ..errors import ConfigError
 
 
@@ -71,7 +72,7 @@ def pade_coefficients(n_terms: int, branch_angle: float):
     return complex(c0), a, b
 
 
-def pade_sqrt(z, n_terms: int = 8, branch_angle: float = np.pi / 3):
+def pade_sqrt(z, n_terms: int = OSRC["pade_terms"], branch_angle: float = OSRC["branch_angle"]):
     """The rotated Padé approximant of sqrt(1 + z) at scalar or array z (for tests)."""
     c0, a, b = pade_coefficients(n_terms, branch_angle)
     z = np.asarray(z, dtype=complex)[..., None]
@@ -97,7 +98,8 @@ class OsrcNtD:
     (n, r); `weak(x) = M apply(x)` is the Galerkin form <φ_i, NtD u>.
     """
 
-    def __init__(self, space, k: float, pade_terms: int = 8, branch_angle: float = np.pi / 3,
+    def __init__(self, space, k: float, pade_terms: int = OSRC["pade_terms"],
+                 branch_angle: float = OSRC["branch_angle"],
                  radius: float | None = None, mass=None, stiffness=None):
         if k <= 0:
             raise ConfigError(f"wavenumber = {k!r}: OSRC needs k > 0")

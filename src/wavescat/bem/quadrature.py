@@ -27,6 +27,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import roots_jacobi
 
+from ..defaults import QUADRATURE
 from ..errors import ConfigError
 from .singular_rules import (  # noqa: F401 - re-exported: one import for the operator code
     COINCIDENT,
@@ -61,7 +62,8 @@ class QuadratureOrders:
     near:     polynomial degree used instead of `regular` for disjoint pairs that are close:
               distance between the centroids < near_factor * the larger triangle diameter.
 
-    Defaults (accuracies checked in tests/bem/test_singular_rules.py):
+    Defaults: the workflow's `solver.quadrature` (wavescat.defaults), measured in
+    tests/bem/test_singular_rules.py:
     regular 4 (6 points, Bempp's default: ~1e-5 at a centroid distance of 2 diameters, 1e-6
     at 3), near 10 (25 points: 2e-6 at 1 diameter, 1e-10 at 2) below 2 diameters;
     singular (5, 5, 7): relative errors of the pair integrals of exp(ikr)/r for k h <= 2 on
@@ -70,9 +72,11 @@ class QuadratureOrders:
     slowly (a 162-degree sliver: 1e-3 at order 7).
     """
 
-    regular: int = 4
-    singular: int | tuple[int, int, int] = (5, 5, 7)
-    near: int = 10
+    regular: int = QUADRATURE["regular"]
+    singular: int | tuple[int, int, int] = (tuple(QUADRATURE["singular"])  # lists are mutable
+                                             if isinstance(QUADRATURE["singular"], list)
+                                             else QUADRATURE["singular"])
+    near: int = QUADRATURE["near"]
     near_factor: float = 2.0
 
     def __post_init__(self):

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from ..defaults import DG_CROSS_CHECK
 from ..errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -36,14 +37,15 @@ def register(subparsers) -> None:
     s.add_argument("--center", type=float, nargs=3, default=[0.0, 0.0, 0.0])
     s.add_argument("--probes", required=True, help="CSV with columns x,y,z")
     s.add_argument("--out", required=True, help="CSV x,y,z,re_p_dg,im_p_dg")
-    s.add_argument("--order", type=int, default=4)
+    s.add_argument("--order", type=int, default=DG_CROSS_CHECK["order"])
     s.add_argument("--outer", default="sphere", choices=["sphere", "box"])
     s.add_argument("--outer-size", type=float, default=None,
                    help="outer radius / box half-width (default: sponge start + sponge width)")
     s.add_argument("--sponge-gap", type=float, default=0.5,
                    help="wavelengths between the farthest probe (or the sphere) and the sponge layer")
     s.add_argument("--sponge-width", type=float, default=1.0, help="sponge thickness in wavelengths")
-    s.add_argument("--points-per-wavelength", type=float, default=16.0,
+    s.add_argument("--points-per-wavelength", type=float,
+                   default=DG_CROSS_CHECK["points_per_wavelength"],
                    help="N * wavelength / h near the sphere")
     s.add_argument("--h-surface", type=float, default=None, help="element size at the sphere")
     s.add_argument("--mesh", default=None, help="use this volume mesh (.npz with vertices, tets, or .msh)")

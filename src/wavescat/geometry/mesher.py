@@ -7,7 +7,7 @@ import time
 from ..errors import ConfigError
 from ..surface import SurfaceMesh
 from .checks import check_surface
-from .sizing import mesh_options
+from .sizing import MESH_DEFAULTS, mesh_options
 from .statistics import mesh_statistics
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ def mesh_case(case: dict, medium: dict, verbose: bool = False) -> tuple[SurfaceM
              "h_applied": bool(mesh.meta.get("h_applied", True)),
              "frequency_max_hz": float(max(case["frequencies_hz"])),
              "elements_per_wavelength": float((case.get("mesh") or {}).get(
-                 "elements_per_wavelength", 10.0)),
+                 "elements_per_wavelength", MESH_DEFAULTS["elements_per_wavelength"])),
              "curvature_refinement": options.curvature_refinement}
     if not stats["h_applied"] and stats["edge_length_max"] > 1.5 * options.h:
         log.warning("%s: the stored mesh is used as it is; its longest edge %.4g m exceeds "

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..defaults import MESH as MESH_DEFAULTS
 from ..errors import ConfigError
-
-MESH_DEFAULTS = {"elements_per_wavelength": 10.0, "max_element_size": None,
-                 "curvature_refinement": 0}
 
 
 @dataclass(frozen=True)
@@ -18,7 +16,7 @@ class MeshOptions:
     (0 = off); refined elements are never smaller than h * min_size_factor.
     """
     h: float
-    curvature_refinement: int = 0
+    curvature_refinement: int = MESH_DEFAULTS["curvature_refinement"]
     min_size_factor: float = 0.1
     verbose: bool = False
 

@@ -11,30 +11,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import farfield
+from .. import defaults, farfield
 from ..backend import get_backend
 from ..errors import ConfigError, SolverError
 from .gmres import gmres
 
 log = logging.getLogger(__name__)
 
-GMRES_DEFAULTS = {"tol": 1e-5, "restart": 100, "maxiter": 500}
-OSRC_DEFAULTS = {"pade_terms": 8, "branch_angle": math.pi / 3, "radius": None}
-HMATRIX_DEFAULTS = {"eps": 1e-4, "eta": 1.5, "leaf_size": 64, "dense_below": 6000}
 MIN_ELEMENTS_PER_WAVELENGTH = 5.0
 _KRYLOV_BYTES = 2**29  # memory for the Krylov bases of one batch of incidence directions
 
 
 def solver_settings(solver: dict | None) -> dict:
-    """The solver block of a case with every default filled in (what the records store)."""
-    solver = dict(solver or {})
-    out = {"operator_format": solver.get("operator_format", "auto"),
-           "backend": solver.get("backend", "auto"),
-           "precision": solver.get("precision", "double"),
-           "gmres": {**GMRES_DEFAULTS, **(solver.get("gmres") or {})},
-           "osrc": {**OSRC_DEFAULTS, **(solver.get("osrc") or {})},
-           "hmatrix": {**HMATRIX_DEFAULTS, **(solver.get("hmatrix") or {})},
-           "quadrature": dict(solver.get("quadrature") or {})}
+    """The solver block of a case with every default filled in (what the records store):
+    the schema's defaults, so a partial block solves as the workflow would solve it."""
+    out = defaults.case_defaults()["solver"]
+    for key, value in (solver or {}).items():
+        out[key] = {**out[key], **(value or {})} if isinstance(out.get(key), dict) else value
     if out["operator_format"] not in ("auto", "dense", "hmatrix"):
         raise ConfigError(f"solver.operator_format = {out['operator_format']!r}: "
                           "must be one of auto, dense, hmatrix")
@@ -102,20 +95,17 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     formulation = formulation_for(case.get("boundary"))
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
         raise ConfigError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
-    c = float(medium.get("sound_speed", 1500.0))
+    c = float(medium.get("sound_speed", defaults.MEDIUM["sound_speed"]))
     if not c > 0:
         raise ConfigError(f"medium.sound_speed = {c!r}: must be positive")
     k = 2 * math.pi * frequency_hz / c
     settings = solver_settings(case.get("solver"))
     be = get_backend(settings["backend"])
     precision = settings["precision"]
-    incidence = farfield.incident_directions(case.get("incident", {"direction": [0, 0, 1]}))
-    receivers = farfield.receiver_directions(case.get("receivers", {"plane": "xz", "count": 361}))
-    quadrature = None
-    orders = {key: v for key, v in settings["quadrature"].items() if v is not None}
-    if orders:  # only the orders the case sets; the rest keep the tuned defaults
-        from ..bem.quadrature import QuadratureOrders  # noqa: PLC0415
-        quadrature = QuadratureOrders(**orders)
+    incidence = farfield.incident_directions(case.get("incident", defaults.INCIDENT))
+    receivers = farfield.receiver_directions(case.get("receivers", defaults.RECEIVERS))
+    from ..bem.quadrature import QuadratureOrders  # noqa: PLC0415
+    quadrature = QuadratureOrders(**settings["quadrature"])
 
     warnings = []
     epw = elements_per_wavelength(mesh, k)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..backend import to_host
+from ..defaults import GMRES
 from ..errors import ConfigError, SolverError
 from ..progress import progress
 
@@ -46,8 +47,8 @@ def _stop_if_not_finite(residual, columns, products, r):
             "solver settings)")
 
 
-def gmres(matvec, b, *, xp=np, tol: float = 1e-5, restart: int = 100, maxiter: int = 500,
-          x0=None) -> GmresResult:
+def gmres(matvec, b, *, xp=np, tol: float = GMRES["tol"], restart: int = GMRES["restart"],
+          maxiter: int = GMRES["maxiter"], x0=None) -> GmresResult:
     """Solve A x = b for b of shape (n,) or (n, r); `matvec` maps (n, r') -> (n, r').
 
     Stops a column when |b - A x| <= tol |b|. Raises SolverError when some column has

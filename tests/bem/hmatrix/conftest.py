@@ -39,3 +39,12 @@ def dense(kernel, n_rows, n_cols):
     i, j = np.meshgrid(np.arange(n_rows), np.arange(n_cols), indexing="ij")
     return kernel.backend.asnumpy(kernel(kernel.xp.asarray(i.ravel()),
                                          kernel.xp.asarray(j.ravel()))).reshape(n_rows, n_cols)
+
+
+def workflow_hmatrix() -> dict:
+    """eps, eta and leaf_size of `solver.hmatrix` as the workflow fills them into a case."""
+    from wavescat.config import prepare_config
+
+    case = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [100.0]}
+    opts = prepare_config({"run": ["c"], "cases": {"c": case}})["cases"]["c"]["solver"]["hmatrix"]
+    return {key: opts[key] for key in ("eps", "eta", "leaf_size")}

@@ -8,7 +8,7 @@ from wavescat.bem.hmatrix import assemble_from_clouds
 from wavescat.bem.hmatrix.kernels import OPERATORS, PairKernel
 from wavescat.errors import WavescatError
 
-from .conftest import dense
+from .conftest import dense, workflow_hmatrix
 
 EPS = [1e-3, 1e-4, 1e-6]
 _DENSE = {}
@@ -40,13 +40,16 @@ def test_galerkin_cloud_operators(p1_cloud, name, k, backend):
 
 
 @pytest.mark.parametrize("name", ["single_layer", "double_layer"])
-def test_larger_point_cloud(vertex_cloud, name, backend):
-    """2562 dofs, leaf size 32: deeper trees, compression well below 1."""
+def test_larger_point_cloud_at_the_workflow_settings(vertex_cloud, name, backend):
+    """2562 dofs with the admissibility eta and leaf size the workflow solves with (and its
+    eps among the tolerances): deeper trees, compression below 1."""
     k = 4.0
     A = dense_of(vertex_cloud, name, k, get_backend("cpu"))
-    for eps in EPS:
+    opts = workflow_hmatrix()
+    for eps in sorted({*EPS, opts["eps"]}):
         H = assemble_from_clouds(name, k, vertex_cloud, vertex_cloud, backend=backend, eps=eps,
-                                 leaf_size=32, eta=1.0)
+                                 leaf_size=opts["leaf_size"], eta=opts["eta"])
+        assert H.report["blocks"]["admissible"] > 0
         assert relative_matvec_error(H, A) <= 10 * eps, (name, eps)
     assert H.report["compression_ratio"] < 0.8
 

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...backend import Backend, get_backend
+from ...defaults import HMATRIX
 from ...errors import WavescatError
 from .batched_aca import assemble_near, compress_far, near_block_of, sync
 from .block_tree import build_block_tree
@@ -53,7 +54,8 @@ def _share(blocks: dict, part: int, nparts: int) -> np.ndarray:
 
 
 def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
-                         backend="auto", precision="double", eps=1e-4, eta=1.0, leaf_size=64,
+                         backend="auto", precision="double", eps=HMATRIX["eps"],
+                         eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
                          recompression=True, devices=None, work_bytes=None, label=None):
     """H-matrix of the regular-quadrature kernel matrix between two clouds plus
     `correction` = (rows, cols, values) in original numbering (touching pairs only)."""

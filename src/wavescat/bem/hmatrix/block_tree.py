@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...defaults import HMATRIX
 from ...errors import WavescatError
 from .cluster_tree import ClusterTree
 
@@ -60,7 +61,7 @@ def _empty():
     return out
 
 
-def build_block_tree(rows: ClusterTree, cols: ClusterTree, eta: float = 1.0) -> BlockTree:
+def build_block_tree(rows: ClusterTree, cols: ClusterTree, eta: float = HMATRIX["eta"]) -> BlockTree:
     if not (np.isfinite(eta) and eta > 0):
         raise WavescatError(f"hmatrix.eta = {eta!r}: must be a positive number")
     far, near = [], []

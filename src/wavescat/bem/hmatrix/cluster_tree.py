@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from ...defaults import HMATRIX
 from ...errors import WavescatError
 
 
@@ -67,7 +68,7 @@ def _sort_segments(perm, key, starts, sizes):
     return out
 
 
-def build_cluster_tree(lo: np.ndarray, hi: np.ndarray, leaf_size: int = 64) -> ClusterTree:
+def build_cluster_tree(lo: np.ndarray, hi: np.ndarray, leaf_size: int = HMATRIX["leaf_size"]) -> ClusterTree:
     """Tree over dofs whose supports have bounding boxes [lo, hi] (each (n, 3))."""
     if not isinstance(leaf_size, (int, np.integer)) or leaf_size < 2:
         raise WavescatError(f"hmatrix.leaf_size = {leaf_size!r}: must be an integer >= 2")

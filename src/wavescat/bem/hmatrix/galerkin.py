@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ...backend import Backend, get_backend
+from ...defaults import HMATRIX
 from .assembly import assemble_from_clouds
 from .clouds import space_cloud
 from .kernels import PairKernel
@@ -54,14 +55,15 @@ def singular_correction(ev, name, k, trial, test, rule, backend, precision, chun
     return rows, cols, np.concatenate(vals) if vals else np.zeros(0)
 
 
-def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double", eps=1e-4,
-                     eta=1.0, leaf_size=64, recompression=True, quadrature=None,
-                     devices=None, work_bytes=None):
+def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double",
+                     eps=HMATRIX["eps"], eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
+                     recompression=True, quadrature=None, devices=None, work_bytes=None):
     """H-matrix of A[i, j] = <test_i, Op trial_j> (Op = `name`, see docs/conventions.md).
 
     backend: "auto" | "cpu" | "gpu" | Backend; precision: "double" | "single"; eps: ACA+
     (and recompression) relative tolerance; eta: admissibility parameter; leaf_size:
-    largest cluster that is not split. Returns an HMatrix (matvec, LinearOperator, report).
+    largest cluster that is not split; their defaults are the workflow's (`solver.hmatrix`).
+    Returns an HMatrix (matvec, LinearOperator, report).
     """
     from .. import operators  # noqa: PLC0415
     from .. import quadrature as q  # noqa: PLC0415

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
+from dataclasses import replace
 
 import numpy as np
 
@@ -160,6 +162,9 @@ def mesh_occ_model(gmsh, options: MeshOptions, source: str, size_fields=None) ->
     the builder's geometry size fields (field tags), used when options ask for them."""
     gmsh.model.occ.synchronize()
     volume, area = occ_volume_area(gmsh)
+    box = gmsh.model.getBoundingBox(-1, -1)
+    # Elements larger than the body's thinnest extent can crash gmsh (OpenCASCADE spheres).
+    options = replace(options, h=min(options.h, min(b - a for a, b in zip(box[:3], box[3:])) / 2))
     if size_fields is not None and options.volume_error and volume > 0:
         use_size_fields(gmsh, size_fields(gmsh, volume, area))
     generate_surface_mesh(gmsh, options)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-
 from dataclasses import replace
 
 from ..errors import ConfigError
@@ -46,7 +45,9 @@ def _volume_retry(mesh: SurfaceMesh, options) -> float | None:
 
 def mesh_case(case: dict, medium: dict, verbose: bool = False) -> tuple[SurfaceMesh, dict]:
     """Mesh `case["geometry"]` at h = c / (f_max * elements_per_wavelength) (capped by
-    `mesh.max_element_size`), run the checks, and return (mesh, statistics)."""
+    `mesh.max_element_size`), finer where the body's curvature needs it (geometry sizing,
+    `mesh.max_volume_error`), run the checks, and return (mesh, statistics); the statistics'
+    `warnings` say where the mesh is coarse against the body."""
     geometry = case.get("geometry") or {}
     kind = geometry.get("kind")
     builders = _builders()
@@ -77,10 +78,11 @@ def mesh_case(case: dict, medium: dict, verbose: bool = False) -> tuple[SurfaceM
              "max_volume_error": options.volume_error,
              "exact_volume": mesh.meta.get("exact_volume"), "warnings": warnings}
     if not stats["h_applied"] and stats["edge_length_max"] > 1.5 * options.h:
-        log.warning("%s: the stored mesh is used as it is; its longest edge %.4g m exceeds "
-                    "1.5 h = %.4g m (fewer than %g elements per wavelength there)",
-                    geometry["path"], stats["edge_length_max"], 1.5 * options.h,
-                    stats["elements_per_wavelength"])
+        msg = (f"{geometry['path']}: the stored mesh is used as it is; its longest edge "
+               f"{stats['edge_length_max']:.4g} m exceeds 1.5 h = {1.5 * options.h:.4g} m (fewer "
+               f"than {stats['elements_per_wavelength']:g} elements per wavelength there)")
+        log.warning(msg)
+        warnings.append(msg)
     log.info("%s: %d triangles, %d vertices, h = %.4g m, edges %.4g..%.4g m, %.2f s",
              kind, stats["elements"], stats["vertices"], options.h, stats["edge_length_min"],
              stats["edge_length_max"], seconds)

@@ -105,3 +105,14 @@ def test_frequency_bands():
     assert frequency_bands([500.0], 1.5) == [[0]]
     assert frequency_bands([300.0, 100.0, 300.0], 1.0) == [[0, 2], [1]]
     assert frequency_bands(f, 100.0) == [list(range(10))]
+
+
+def test_max_element_size_merges_bands():
+    """Where mesh.max_element_size sets h, the frequencies below share one mesh."""
+    from wavescat.geometry.sizing import sizing_frequencies
+    c = {"frequencies_hz": [400.0, 800.0, 1600.0],
+         "mesh": {"elements_per_wavelength": 8, "max_element_size": 0.12}}
+    f = sizing_frequencies(c, MEDIUM)  # h = 0.12 m is lambda / 8 at 1562.5 Hz
+    assert f == [1562.5, 1562.5, 1600.0]
+    assert frequency_bands(f, 1.5) == [[0, 1, 2]]
+    assert sizing_frequencies({**c, "mesh": {}}, MEDIUM) == c["frequencies_hz"]

@@ -10,7 +10,7 @@ from snakemake.utils import validate
 from wavescat.config import case_json, medium_json, prepare_config, run_cases, run_studies
 from wavescat.studies import study_cases
 from wavescat.errors import ConfigError
-from wavescat.geometry.sizing import band_case, frequency_bands
+from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
 from wavescat.resources import mesh_resources, solve_resources
 
 # Our own pass first: it names the key and value of the first problem and checks what a
@@ -60,7 +60,7 @@ def frequency_indices(case):
 def mesh_bands(case):
     """Frequency indices of each mesh band of `case`, finest (highest frequencies) first."""
     c = CASES[case]
-    return frequency_bands(c["frequencies_hz"], c["mesh"]["band_ratio"])
+    return frequency_bands(sizing_frequencies(c, CONFIG["medium"]), c["mesh"]["band_ratio"])
 
 
 def band_mesh(case, band, stats=False):

@@ -121,6 +121,20 @@ def frequency_bands(frequencies, ratio: float) -> list[list[int]]:
     return bands
 
 
+def sizing_frequencies(case: dict, medium: dict) -> list[float]:
+    """The frequency each of the case's frequencies is meshed for: itself, or lower where
+    `mesh.max_element_size` makes h smaller than its wavelength would (then frequencies
+    below that share one mesh)."""
+    mesh = {**MESH_DEFAULTS, **(case.get("mesh") or {})}
+    freqs = _frequencies(case)
+    if mesh["max_element_size"] is None:
+        return freqs
+    cap = _positive("medium.sound_speed", medium.get("sound_speed")) / (
+        _positive("mesh.elements_per_wavelength", mesh["elements_per_wavelength"])
+        * _positive("mesh.max_element_size", mesh["max_element_size"]))
+    return [max(f, cap) for f in freqs]
+
+
 def band_case(case: dict, band: list[int]) -> dict:
     """The case restricted to the frequencies of one band (what its mesh is sized for)."""
     freqs = case["frequencies_hz"]

@@ -42,10 +42,10 @@ rule target_strength:
 
 
 rule meshes:
-    """The checked surface mesh of every case under `run:`."""
+    """The checked surface meshes of every case under `run:` (one per frequency band)."""
     input:
-        expand("results/{case}/mesh.msh", case=RUN),
-        expand("results/{case}/mesh_stats.json", case=RUN),
+        [case_meshes(case) for case in RUN],
+        [case_meshes(case, stats=True) for case in RUN],
 
 
 rule verify_bem:

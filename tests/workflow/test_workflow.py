@@ -51,9 +51,10 @@ def test_dry_run_shows_whole_pipeline(tmp_path):
     out = snakemake(["-n", "target_strength"], tmp_path)
     assert out.returncode == 0, out.stderr
     counts = jobs(out.stdout)
-    # 2 cases meshed, 3 (case, frequency) solves, 2 far-field collections, 1 sphere reference
-    assert counts == {"mesh": 2, "solve": 3, "far_field": 2, "reference_farfield": 1,
-                      "target_strength": 1}
+    # 2 cases meshed (ball's 150 and 300 Hz in two bands: a second, coarser mesh),
+    # 3 (case, frequency) solves, 2 far-field collections, 1 sphere reference
+    assert counts == {"mesh": 2, "mesh_band": 1, "solve": 3, "far_field": 2,
+                      "reference_farfield": 1, "target_strength": 1}
 
 
 def test_dry_run_of_verify(tmp_path):

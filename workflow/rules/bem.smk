@@ -4,7 +4,7 @@ from wavescat.config import SOLVE_KEYS  # what `wavescat solve` gets; tests solv
 rule solve:
     """OSRC Burton-Miller solve of one case at one frequency, all incidence directions."""
     input:
-        mesh="results/{case}/mesh.msh",
+        mesh=solve_mesh,
     output:
         "results/{case}/solutions/f{index}.h5",
     params:
@@ -28,6 +28,7 @@ rule far_field:
     input:
         solutions=solutions,
         reference=reference_if_sphere,
+        mesh_stats=lambda wc: case_meshes(wc.case, stats=True),
     output:
         farfield=report("results/{case}/farfield.csv", caption="../report/farfield_table.rst",
                          category="Tables", subcategory="{case}"),
@@ -42,7 +43,8 @@ rule far_field:
         "results/{case}/logs/far_field.log",
     shell:
         "{WAVESCAT} collect --name {wildcards.case} --case {params.case:q} --inputs {input.solutions}"
-        " {params.reference} --farfield {output.farfield} --summary {output.summary}"
+        " {params.reference} --mesh-stats {input.mesh_stats}"
+        " --farfield {output.farfield} --summary {output.summary}"
         " --plots {output.plots} > {log} 2>&1"
 
 

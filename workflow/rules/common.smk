@@ -10,6 +10,7 @@ from wavescat.config import case_json, medium_json, prepare_config, run_cases, r
 from wavescat.config_files import config_error
 from wavescat.studies import study_cases
 from wavescat.errors import ConfigError
+from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
 from wavescat.resources import gpu_count, mesh_resources, partition, solve_resources
 
 # Our own pass first: it names the key and value of the first problem and checks what a
@@ -39,6 +40,7 @@ DG_CASES = [c for c, v in CASES.items()
 wildcard_constraints:
     case="[A-Za-z0-9_.-]+",
     index="[0-9]+",
+    band="[1-9][0-9]*",
     study="[A-Za-z0-9_.-]+",
 
 
@@ -57,6 +59,46 @@ MEDIUM = medium_json(CONFIG)
 
 def frequency_indices(case):
     return [f"{i:03d}" for i in range(len(CASES[case]["frequencies_hz"]))]
+
+
+def mesh_bands(case):
+    """Frequency indices of each mesh band of `case`, finest (highest frequencies) first."""
+    c = CASES[case]
+    return frequency_bands(sizing_frequencies(c, CONFIG["medium"]), c["mesh"]["band_ratio"])
+
+
+def band_mesh(case, band, stats=False):
+    """Band 0 (the finest, sized for the highest frequency) is `mesh.msh`; coarser bands
+    of a sweep live in `meshes/b<band>.msh`."""
+    if int(band) == 0:
+        return f"results/{case}/mesh_stats.json" if stats else f"results/{case}/mesh.msh"
+    return f"results/{case}/meshes/b{int(band)}" + ("_stats.json" if stats else ".msh")
+
+
+def case_meshes(case, stats=False):
+    return [band_mesh(case, b, stats) for b in range(len(mesh_bands(case)))]
+
+
+def band_of(case, index):
+    return next(b for b, band in enumerate(mesh_bands(case)) if int(index) in band)
+
+
+def solve_mesh(wildcards):
+    """The mesh of the band that holds this frequency."""
+    return band_mesh(wildcards.case, band_of(wildcards.case, wildcards.index))
+
+
+def band_case_json(wildcards):
+    """What a band's mesh depends on: geometry, mesh keys and the band's frequencies."""
+    band = mesh_bands(wildcards.case)[int(getattr(wildcards, "band", 0))]
+    case = band_case(CASES[wildcards.case], band)
+    return json.dumps({k: case[k] for k in ("geometry", "frequencies_hz", "mesh")},
+                      sort_keys=True, separators=(",", ":"))
+
+
+def frequency_case(wildcards):
+    """The case at one frequency (what a solve job's size follows)."""
+    return band_case(CASES[wildcards.case], [int(wildcards.index)])
 
 
 def frequency(wildcards):
@@ -82,7 +124,7 @@ def reference_if_sphere(wildcards):
 
 def solve_resource(key):
     """Resource `key` of a solve job, estimated from the case (see wavescat.resources)."""
-    return lambda wildcards: solve_resources(CASES[wildcards.case], CONFIG["medium"],
+    return lambda wildcards: solve_resources(frequency_case(wildcards), CONFIG["medium"],
                                              workflow.cores, CONFIG["cluster"])[key]
 
 
@@ -99,7 +141,11 @@ def gpu_resources(gpus):
 
 
 def mesh_resource(key):
-    return lambda wildcards: mesh_resources(CASES[wildcards.case], CONFIG["medium"])[key]
+    def resource(wildcards):
+        band = mesh_bands(wildcards.case)[int(getattr(wildcards, "band", 0))]
+        return mesh_resources(band_case(CASES[wildcards.case], band), CONFIG["medium"])[key]
+
+    return resource
 
 
 def study_cases_json(wildcards):

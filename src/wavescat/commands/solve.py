@@ -51,12 +51,13 @@ def run_collect(args) -> int:
     solutions = sorted((records.read_solution(p) for p in args.inputs),
                        key=lambda s: s["frequency_hz"])
     prints = {s["mesh_fingerprint"] for s in solutions}
-    if len(prints) > 1:
-        log.warning("solutions of %s come from %d different meshes", args.name, len(prints))
+    log.info("%s: %d frequencies solved on %d meshes", args.name, len(solutions), len(prints))
     reference = records.read_farfield_csv(args.reference) if args.reference else None
+    mesh_warnings = records.mesh_warnings(args.mesh_stats)
     records.write_farfield_csv(args.farfield, solutions)
-    records.write_json(args.summary, records.summary(solutions, args.name or "", reference))
-    for w in {w for s in solutions for w in s["warnings"]}:
+    summary = records.summary(solutions, args.name or "", reference, mesh_warnings)
+    records.write_json(args.summary, summary)
+    for w in summary["warnings"]:
         log.warning(w)
     if args.plots:
         make_plots(solutions, Path(args.plots), args.name or "", reference,
@@ -89,4 +90,7 @@ def register(subparsers) -> None:
     c.add_argument("--summary", required=True, help="summary.json to write")
     c.add_argument("--plots", default="", help="folder for the PNG plots")
     c.add_argument("--reference", default="", help="exact reference_farfield.csv (sphere cases)")
+    c.add_argument("--mesh-stats", nargs="*", default=[],
+                   help="mesh statistics (.json) of the case's meshes; their warnings go into "
+                        "the summary")
     c.set_defaults(func=run_collect)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
+from dataclasses import replace
 
 import numpy as np
 
@@ -118,8 +120,55 @@ def surface_from_model(gmsh, source: str) -> SurfaceMesh:
     return mesh
 
 
-def mesh_occ_model(gmsh, options: MeshOptions, source: str) -> SurfaceMesh:
-    """Synchronise the OpenCASCADE model, mesh its surfaces, return the surface mesh."""
+def occ_volume_area(gmsh) -> tuple[float, float]:
+    """Exact volume and area of the synchronised OpenCASCADE solids."""
+    occ = gmsh.model.occ
+    vols = gmsh.model.getEntities(3)
+    faces = {abs(t) for _, t in gmsh.model.getBoundary(vols, combined=False, oriented=False)}
+    return (sum(occ.getMass(3, t) for _, t in vols), sum(occ.getMass(2, t) for t in faces))
+
+
+def size_field(gmsh, expression: str) -> int:
+    """A gmsh size field from a formula in x, y, z (evaluated by gmsh, not Python)."""
+    tag = gmsh.model.mesh.field.add("MathEval")
+    gmsh.model.mesh.field.setString(tag, "F", expression)
+    return tag
+
+
+def box_size_field(gmsh, lo, hi, size: float, outside: float, thickness: float) -> int:
+    """`size` inside the box lo..hi, `outside` beyond, graded over `thickness`."""
+    tag = gmsh.model.mesh.field.add("Box")
+    for name, value in (("VIn", size), ("VOut", outside), ("Thickness", thickness),
+                        ("XMin", lo[0]), ("YMin", lo[1]), ("ZMin", lo[2]),
+                        ("XMax", hi[0]), ("YMax", hi[1]), ("ZMax", hi[2])):
+        gmsh.model.mesh.field.setNumber(tag, name, float(value))
+    return tag
+
+
+def use_size_fields(gmsh, tags: list[int]) -> None:
+    """The smallest of `tags` everywhere is the mesh size (capped by Mesh.MeshSizeMax = h)."""
+    if not tags:
+        return
+    tag = tags[0]
+    if len(tags) > 1:
+        tag = gmsh.model.mesh.field.add("Min")
+        gmsh.model.mesh.field.setNumbers(tag, "FieldsList", tags)
+    gmsh.model.mesh.field.setAsBackgroundMesh(tag)
+
+
+def mesh_occ_model(gmsh, options: MeshOptions, source: str, size_fields=None) -> SurfaceMesh:
+    """Synchronise the OpenCASCADE model, mesh its surfaces, return the surface mesh with
+    the solid's exact volume in `meta["exact_volume"]`. `size_fields(gmsh, volume, area)`:
+    the builder's geometry size fields (field tags), used when options ask for them."""
     gmsh.model.occ.synchronize()
+    volume, area = occ_volume_area(gmsh)
+    box = gmsh.model.getBoundingBox(-1, -1)
+    # Elements larger than the body's thinnest extent can crash gmsh (OpenCASCADE spheres).
+    options = replace(options, h=min(options.h, min(b - a for a, b in zip(box[:3], box[3:])) / 2))
+    if size_fields is not None and options.volume_error and volume > 0:
+        use_size_fields(gmsh, size_fields(gmsh, volume, area))
     generate_surface_mesh(gmsh, options)
-    return surface_from_model(gmsh, source)
+    mesh = surface_from_model(gmsh, source)
+    if volume > 0:
+        mesh.meta["exact_volume"] = volume
+    return mesh

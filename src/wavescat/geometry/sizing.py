@@ -1,24 +1,61 @@
 """Element size of a case: `h = c / (f_max * elements_per_wavelength)`, capped by
-`mesh.max_element_size`, plus the gmsh options that carry it."""
+`mesh.max_element_size`, refined where the body's curvature asks for it, plus the gmsh
+options that carry it; and the frequency bands of a sweep, one mesh each.
+
+Geometry sizing: a flat triangle of edge h on a surface of mean curvature H lies on average
+`H h^2 / 8` inside it (chord sag of a paraboloid cap over an equilateral triangle). A sag
+`delta = e V / A` everywhere loses the fraction e of the volume V of a body of area A, so
+`h_geo = sqrt(8 delta / H)` keeps the meshed volume within e of the exact one at any
+frequency; the mesher checks the result against the exact volume and remeshes once where
+the model missed (it overestimates the loss of cylinder-like parts).
+"""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..defaults import MESH as MESH_DEFAULTS
 from ..errors import ConfigError
+
+# Share of the volume tolerance the geometry sizing aims at: the sag model overestimates
+# the loss (0.5-0.9 of the target came out on spheres, spheroids and the submarine).
+VOLUME_ERROR_TARGET = 1.0
+# Geometry sizing puts at least this many elements on a full turn of the smallest local
+# radius of curvature (22.5 degrees per element); a mesh with fewer than
+# COARSE_ELEMENTS_PER_TURN there is reported as coarse against the body.
+ELEMENTS_PER_TURN = 16
+COARSE_ELEMENTS_PER_TURN = 8
+# Geometry sizing never asks for elements below this share of the body's thinnest half-width.
+MIN_SIZE_OF_THINNEST = 0.02
 
 
 @dataclass(frozen=True)
 class MeshOptions:
     """What every geometry builder needs to know to mesh.
 
-    h: target edge length (m). curvature_refinement: elements per 2*pi of curvature
-    (0 = off); refined elements are never smaller than h * min_size_factor.
+    h: target edge length (m) from the frequency. curvature_refinement: elements per 2*pi of
+    curvature (0 = off); refined elements are never smaller than h * min_size_factor.
+    volume_error: relative volume tolerance the geometry sizing aims at (None: frequency
+    sizing only). geometry_refinement: factor on the geometry sizes (< 1 refines; the mesher
+    uses it when a first mesh misses the volume tolerance).
     """
     h: float
     curvature_refinement: int = MESH_DEFAULTS["curvature_refinement"]
     min_size_factor: float = 0.1
     verbose: bool = False
+    volume_error: float | None = None
+    geometry_refinement: float = 1.0
+
+    def sag(self, volume: float, area: float) -> float | None:
+        """Chord sag (m) that loses the targeted share of `volume` over `area`."""
+        if not self.volume_error:
+            return None
+        return VOLUME_ERROR_TARGET * self.volume_error * volume / area
+
+
+def sag_size(sag: float, mean_curvature: float) -> float:
+    """Edge length whose flat triangles lie `sag` inside a surface of that mean curvature."""
+    return math.sqrt(8.0 * sag / mean_curvature)
 
 
 def _positive(name: str, value) -> float:
@@ -26,18 +63,22 @@ def _positive(name: str, value) -> float:
         v = float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{name} = {value!r}: must be a number") from None
-    if not v > 0:
-        raise ConfigError(f"{name} = {value!r}: must be > 0")
+    if not (v > 0 and math.isfinite(v)):
+        raise ConfigError(f"{name} = {value!r}: must be a finite number > 0")
     return v
+
+
+def _frequencies(case: dict) -> list[float]:
+    freqs = case.get("frequencies_hz")
+    if not freqs:
+        raise ConfigError(f"frequencies_hz = {freqs!r}: needs at least one frequency")
+    return [_positive(f"frequencies_hz[{i}]", f) for i, f in enumerate(freqs)]
 
 
 def element_size(case: dict, medium: dict) -> float:
     """h from the case's highest frequency, the medium's sound speed and `mesh` keys."""
     mesh = {**MESH_DEFAULTS, **(case.get("mesh") or {})}
-    freqs = case.get("frequencies_hz")
-    if not freqs:
-        raise ConfigError(f"frequencies_hz = {freqs!r}: needs at least one frequency")
-    f_max = max(_positive(f"frequencies_hz[{i}]", f) for i, f in enumerate(freqs))
+    f_max = max(_frequencies(case))
     c = _positive("medium.sound_speed", medium.get("sound_speed"))
     epw = _positive("mesh.elements_per_wavelength", mesh["elements_per_wavelength"])
     h = c / (f_max * epw)
@@ -51,4 +92,48 @@ def mesh_options(case: dict, medium: dict, verbose: bool = False) -> MeshOptions
     n = mesh["curvature_refinement"]
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ConfigError(f"mesh.curvature_refinement = {n!r}: must be an integer >= 0")
-    return MeshOptions(h=element_size(case, medium), curvature_refinement=n, verbose=verbose)
+    e = mesh["max_volume_error"]
+    if e is not None and not (_positive("mesh.max_volume_error", e) < 1):
+        raise ConfigError(f"mesh.max_volume_error = {e!r}: must be < 1 (a fraction, 0.01 = 1%)")
+    return MeshOptions(h=element_size(case, medium), curvature_refinement=n, verbose=verbose,
+                       volume_error=None if e is None else float(e))
+
+
+def frequency_bands(frequencies, ratio: float) -> list[list[int]]:
+    """Indices of `frequencies` grouped into bands, finest first, one mesh per band.
+
+    Band 0 holds the highest frequency f0 and every frequency above f0 / ratio; band 1
+    starts at the highest frequency left, and so on. Each band's mesh is sized for its top
+    frequency, so no frequency is solved on elements more than `ratio` times smaller than
+    its own would be (at most ratio^2 as many unknowns), and a sweep over a decade at
+    ratio 1.5 needs six meshes. ratio <= 1 gives a mesh per distinct frequency.
+    """
+    ratio = float(ratio)
+    left = sorted(range(len(frequencies)), key=lambda i: (-frequencies[i], i))
+    bands = []
+    while left:
+        top = frequencies[left[0]]
+        band = [i for i in left if frequencies[i] * ratio >= top]
+        bands.append(sorted(band))
+        left = [i for i in left if i not in band]
+    return bands
+
+
+def sizing_frequencies(case: dict, medium: dict) -> list[float]:
+    """The frequency each of the case's frequencies is meshed for: itself, or lower where
+    `mesh.max_element_size` makes h smaller than its wavelength would (then frequencies
+    below that share one mesh)."""
+    mesh = {**MESH_DEFAULTS, **(case.get("mesh") or {})}
+    freqs = _frequencies(case)
+    if mesh["max_element_size"] is None:
+        return freqs
+    cap = _positive("medium.sound_speed", medium.get("sound_speed")) / (
+        _positive("mesh.elements_per_wavelength", mesh["elements_per_wavelength"])
+        * _positive("mesh.max_element_size", mesh["max_element_size"]))
+    return [max(f, cap) for f in freqs]
+
+
+def band_case(case: dict, band: list[int]) -> dict:
+    """The case restricted to the frequencies of one band (what its mesh is sized for)."""
+    freqs = case["frequencies_hz"]
+    return {**case, "frequencies_hz": [freqs[i] for i in band]}

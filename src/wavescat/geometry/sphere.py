@@ -5,7 +5,8 @@ Bempp builds its spheres) rather than an OpenCASCADE sphere: the OCC sphere's se
 leave distorted triangles there, which cost about 15% more far-field error at the same
 number of DOFs (bench/bench_solve.py). The octants mesh well with Frontal-Delaunay (edges
 below 1.3 h). The curvature of a sphere is 1/r everywhere, so curvature refinement is the
-element size 2 pi r / n itself (gmsh's curvature sizing stalls on filled patches).
+element size 2 pi r / n itself (gmsh's curvature sizing stalls on filled patches), and the
+geometry sizing is the chord-sag size of mean curvature 1 / r.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 from ..surface import SurfaceMesh
 from .gmsh_model import generate_surface_mesh, gmsh_session, surface_from_model
 from .params import center, positive
-from .sizing import MeshOptions
+from .sizing import MeshOptions, sag_size
 
 _AXES = np.array([(1, 0, 0), (0, 1, 0), (-1, 0, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)], float)
 
@@ -29,6 +30,11 @@ def sphere(geometry: dict, options: MeshOptions) -> SurfaceMesh:
     if n:
         h = max(min(options.h, 2 * math.pi * r / n), options.h * options.min_size_factor)
         options = replace(options, h=h, curvature_refinement=0)
+    volume = 4 / 3 * math.pi * r**3
+    sag = options.sag(volume, 4 * math.pi * r**2)
+    if sag:
+        options = replace(options, h=min(options.h, options.geometry_refinement
+                                         * sag_size(sag, 1 / r)))
     with gmsh_session(options.verbose) as gmsh:
         geo = gmsh.model.geo
         middle = geo.addPoint(*x0)
@@ -47,4 +53,6 @@ def sphere(geometry: dict, options: MeshOptions) -> SurfaceMesh:
                 geo.addSurfaceFilling([loop])
         geo.synchronize()
         generate_surface_mesh(gmsh, options, adapt_curved=False)
-        return surface_from_model(gmsh, "sphere")
+        mesh = surface_from_model(gmsh, "sphere")
+    mesh.meta["exact_volume"] = volume
+    return mesh

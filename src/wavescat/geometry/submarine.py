@@ -22,7 +22,7 @@ import math
 from ..errors import ConfigError
 from ..surface import SurfaceMesh
 from .params import center, positive
-from .sizing import MeshOptions
+from .sizing import MeshOptions, sag_size
 
 DEFAULTS = {
     "hull_length": 62.0,
@@ -242,11 +242,56 @@ def build_submarine(occ, geometry: dict) -> int:
     return vols[0]
 
 
+def curvature_features(geometry: dict) -> list[dict]:
+    """The tightly curved parts: name, a point on each, its smallest radius of curvature
+    `radius`, and the box (lo, hi) where that curvature lasts: the sail's rounded leading
+    edge and the stern hub (the hull is sized from its own radius)."""
+    p = _params(geometry)
+    x0 = center(geometry)
+    R, half = p["hull_diameter"] / 2, p["sail_width"] / 2
+    x_le = p["hull_length"] / 2 - p["sail_distance_from_bow"]
+    x_end, r_t = -p["hull_length"] / 2, p["stern_tip_diameter"] / 2
+    nose = half**2 / p["sail_nose_length"]
+    out = [{"name": "sail leading edge", "point": [x_le, 0.0, R + p["sail_height"] / 2],
+            "radius": nose, "lo": [x_le - 3 * nose, -half, R - 0.2],
+            "hi": [x_le + 0.1, half, R + p["sail_height"] + 0.1]},
+           {"name": "stern hub", "point": [x_end, 0.0, r_t], "radius": r_t,
+            "lo": [x_end - 0.1, -3 * r_t, -3 * r_t], "hi": [x_end + 3 * r_t, 3 * r_t, 3 * r_t]}]
+    for f in out:
+        for key in ("point", "lo", "hi"):
+            f[key] = [v + c for v, c in zip(f[key], x0)]
+    return out
+
+
+# Small parts of a large body: fewer elements per turn than spheroid tips, still well above
+# the coarse-mesh warning (COARSE_ELEMENTS_PER_TURN).
+FEATURE_ELEMENTS_PER_TURN = 12
+
+
+def _size_fields(geometry: dict, options: MeshOptions):
+    """Hull: the chord-sag size of the parallel middle body (mean curvature 1 / (2 R)),
+    everywhere; the sail's leading edge and the stern hub: FEATURE_ELEMENTS_PER_TURN elements per
+    turn of their radius of curvature, graded to the hull size over a few radii."""
+    R = _params(geometry)["hull_diameter"] / 2
+
+    def sizes(gmsh, volume, area):
+        refine = options.geometry_refinement
+        h_hull = min(options.h, refine * sag_size(options.sag(volume, area), 1 / (2 * R)))
+        tags = [size_field(gmsh, f"{h_hull:.12f}")]
+        for f in curvature_features(geometry):
+            size = min(h_hull, min(refine, 1.0) * 2 * math.pi * f["radius"] / FEATURE_ELEMENTS_PER_TURN)
+            tags.append(box_size_field(gmsh, f["lo"], f["hi"], size, h_hull,
+                                       thickness=3 * f["radius"]))
+        return tags
+
+    return sizes
+
+
 def submarine(geometry: dict, options: MeshOptions) -> SurfaceMesh:
     # imported here: the config checks read DEFAULTS and need neither gmsh nor scipy
-    from .gmsh_model import gmsh_session, mesh_occ_model
+    from .gmsh_model import box_size_field, gmsh_session, mesh_occ_model, size_field
 
     _params(geometry)  # validate before starting gmsh
     with gmsh_session(options.verbose) as gmsh:
         build_submarine(gmsh.model.occ, geometry)
-        return mesh_occ_model(gmsh, options, "submarine")
+        return mesh_occ_model(gmsh, options, "submarine", _size_fields(geometry, options))

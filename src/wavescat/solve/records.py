@@ -149,19 +149,38 @@ def read_farfield_csv(path) -> dict:
     return out
 
 
-def summary(solutions, case_name: str = "", reference=None) -> dict:
+def mesh_warnings(paths) -> list[str]:
+    """The `warnings` of mesh statistics files (mesh_stats.json of `wavescat mesh`)."""
+    out = []
+    for path in paths or []:
+        try:
+            stats = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise WavescatError(f"mesh statistics {str(path)!r}: cannot be read ({exc})") from None
+        out.extend(w for w in stats.get("warnings", []) if w not in out)
+    return out
+
+
+def summary(solutions, case_name: str = "", reference=None, mesh_warnings=()) -> dict:
+    """Top-level `dofs`, `elements` and `mesh_fingerprint` are those of the finest mesh (a
+    sweep solves each frequency band on its own mesh); every frequency has its own."""
     first = solutions[0]
+    finest = max(solutions, key=lambda s: int(s["dofs"]))
     out = {"case": case_name, "formulation": first["formulation"], "space": first["space"],
-           "dofs": int(first["dofs"]), "elements": int(first["elements"]),
-           "mesh_fingerprint": first["mesh_fingerprint"],
+           "dofs": int(finest["dofs"]), "elements": int(finest["elements"]),
+           "mesh_fingerprint": finest["mesh_fingerprint"],
+           "meshes": len({s["mesh_fingerprint"] for s in solutions}),
            "backend": first["backend"], "device": first["device"],
            "backend_reason": str(first.get("backend_reason", "")), "precision": first["precision"],
            "operator_format": first["operator_format"],
            "solver_settings": first["solver_settings"],
            "incidence_directions": int(len(first["incident_directions"])),
-           "monostatic": bool(first["monostatic"]), "frequencies": [], "warnings": []}
+           "monostatic": bool(first["monostatic"]), "frequencies": [],
+           "warnings": list(mesh_warnings)}
     for s in solutions:
         entry = {"frequency_hz": float(s["frequency_hz"]), "wavenumber": float(s["wavenumber"]),
+                 "dofs": int(s["dofs"]), "elements": int(s["elements"]),
+                 "mesh_fingerprint": s["mesh_fingerprint"],
                  "elements_per_wavelength": float(s["elements_per_wavelength"]),
                  "iterations": [int(i) for i in s["iterations"]],
                  "max_iterations": int(np.max(s["iterations"])),
@@ -171,7 +190,7 @@ def summary(solutions, case_name: str = "", reference=None) -> dict:
         if reference is not None:
             entry.update(_errors_against(s, reference))
         out["frequencies"].append(entry)
-        out["warnings"].extend(s["warnings"])
+        out["warnings"].extend(w for w in s["warnings"] if w not in out["warnings"])
     return out
 
 

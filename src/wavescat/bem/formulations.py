@@ -1,6 +1,6 @@
 """Boundary-integral formulations, one class per boundary condition of the scatterer.
 
-A case names its boundary condition with `boundary.kind` (shared/CONTRACT.md; default
+A case names its boundary condition with `boundary.kind` (docs/conventions.md; default
 `rigid`); `formulation_for(boundary)` returns the formulation that solves it. A formulation
 says which unknown it solves for, on which function space, with which boundary operators,
 and how to turn the assembled operators and the incident field into a preconditioned

@@ -6,7 +6,6 @@ import json
 import logging
 from pathlib import Path
 
-import numpy as np
 
 from ..errors import ConfigError
 from ..progress import announce_compilation

@@ -181,6 +181,10 @@ def _check_case(name: str, case: dict, base_dir: Path) -> None:
         if kind != "sphere":
             raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check needs a "
                               f"sphere, not geometry kind {kind!r}")
+        boundary_kind = (case.get("boundary") or {}).get("kind", "rigid")
+        if boundary_kind != "rigid":  # the time-domain solver models a rigid scatterer only
+            raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check models a "
+                              f"rigid sphere, not boundary kind {boundary_kind!r}")
         c, a = np.asarray(geo["center"], float), float(geo["radius"])
         if "probes" not in check:
             axes = np.vstack([np.eye(3), -np.eye(3)])

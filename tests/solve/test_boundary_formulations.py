@@ -97,9 +97,9 @@ def test_iterations_almost_independent_of_frequency(boundary, counts):
     assert max(its) <= 10
 
 
-def _default_sphere_case(boundary, operator_format, ka):
+def _normalised_sphere_case(boundary, operator_format, ka):
     """A sphere case at ka normalised by wavescat.config (defaults filled in: 10 elements per
-    wavelength, the default quadrature), meshed by the product's mesher."""
+    wavelength, the default quadrature), and the medium."""
     config = prepare_config({"medium": {"sound_speed": C, "density": 1000.0}, "run": ["ball"],
                              "cases": {"ball": {
                                  "geometry": {"kind": "sphere", "radius": 1.0},
@@ -108,9 +108,13 @@ def _default_sphere_case(boundary, operator_format, ka):
                                  "receivers": {"plane": "xz", "count": 361},
                                  "solver": {"operator_format": operator_format,
                                             "backend": "cpu"}}}})
-    case = config["cases"]["ball"]
-    mesh, _ = mesh_case(case, config["medium"])
-    return case, config["medium"], mesh
+    return config["cases"]["ball"], config["medium"]
+
+
+def _default_sphere_case(boundary, operator_format, ka):
+    """The normalised case and medium, and the case meshed by the product's mesher."""
+    case, medium = _normalised_sphere_case(boundary, operator_format, ka)
+    return case, medium, mesh_case(case, medium)[0]
 
 
 @pytest.mark.parametrize("operator_format", ["dense", "hmatrix"])
@@ -196,3 +200,14 @@ def test_solve_frequency_on_each_backend(backend, operator_format, boundary):
     assert np.linalg.norm(res.far_field[:, 0] - exact) < 0.03 * np.linalg.norm(exact)
     trace = _surface_trace(boundary, ka, d, icosphere(2).vertices)
     assert np.linalg.norm(res.surface_pressure[:, 0] - trace) < 0.04 * np.linalg.norm(trace)
+
+
+def test_dense_memory_estimate_counts_the_formulation_operators():
+    """An impedance body keeps four dense operators, a rigid or pressure-release one two."""
+    from wavescat.resources import solve_resources
+
+    mem = {}
+    for name, boundary in (("rigid", {}), ("soft", SOFT), ("impedance", IMPEDANCE)):
+        case, medium = _normalised_sphere_case(boundary, "dense", 5.0)
+        mem[name] = solve_resources(case, medium, 1)["mem_mb"]
+    assert mem["rigid"] == mem["soft"] < mem["impedance"]

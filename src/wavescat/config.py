@@ -30,11 +30,13 @@ GEOMETRY_KEYS = {
     "sphere": {"radius"},
     "spheroid": {"semi_axes"},
     "box": {"size"},
+    "cylinder": {"radius", "length", "axis"},
     "file": {"path", "scale"},
     "submarine": set(SUBMARINE_DEFAULTS),
 }
 REQUIRED_GEOMETRY_KEYS = {"sphere": {"radius"}, "spheroid": {"semi_axes"}, "box": {"size"},
-                          "file": {"path"}, "submarine": set()}
+                          "cylinder": {"radius", "length"}, "file": {"path"},
+                          "submarine": set()}
 MESH_SUFFIXES = {".step", ".stp", ".stl", ".msh", ".geo"}
 
 
@@ -147,6 +149,8 @@ def _check_case(name: str, case: dict, base_dir: Path) -> None:
     if missing:
         raise ConfigError(f"{where}.geometry: kind {kind!r} needs key {sorted(missing)[0]!r}")
     geo.setdefault("center", [0.0, 0.0, 0.0])
+    if kind == "cylinder":
+        geo["axis"] = _unit(geo.get("axis", [0.0, 0.0, 1.0]), f"{where}.geometry.axis")
     if kind == "file":
         path = Path(geo["path"])
         full = path if path.is_absolute() else base_dir / path

@@ -24,6 +24,9 @@ def surface_area_estimate(geometry: dict) -> float | None:
     if kind == "box":
         x, y, z = geometry["size"]
         return 2.0 * (x * y + y * z + x * z)
+    if kind == "cylinder":
+        r = geometry["radius"]
+        return 2.0 * math.pi * r * (r + geometry["length"])
     if kind == "submarine":
         length = geometry.get("hull_length", 62.0)
         diameter = geometry.get("hull_diameter", 7.0)

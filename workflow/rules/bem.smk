@@ -5,7 +5,7 @@ rule solve:
     output:
         "results/{case}/solutions/f{index}.h5",
     params:
-        case=case_param("geometry", "incident", "receivers", "solver", "mesh"),
+        case=case_param("geometry", "boundary", "incident", "receivers", "solver", "mesh"),
         medium=MEDIUM,
         frequency=frequency,
     threads: solve_resource("threads")

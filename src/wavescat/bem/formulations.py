@@ -183,23 +183,24 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
         return OsrcImpedanceBurtonMiller(*(operators[n] for n in self.operators), mass, coupling,
                                          k, self.admittance, xp=xp)
 
-    def _with_single_layer(self, double, single, *args, backend="cpu"):
-        out = double(*args, backend=backend)
+    def _with_single_layer(self, double, single, space, points, k, backend):
+        """double(...) + ik beta single(...): the potential (or far field) of p from the
+        representation p_s = DL p + ik beta SL p."""
+        out = double(space, points, k, backend=backend)
         if self.admittance != 0:
-            out = out + (1j * args[-1] * self.admittance) * single(*args, backend=backend)
+            out = out + (1j * k * self.admittance) * single(space, points, k, backend=backend)
         return out
 
     def far_field(self, space, directions, k: float, backend="cpu"):
         from .potentials import double_layer_far_field, single_layer_far_field  # noqa: PLC0415
 
         return self._with_single_layer(double_layer_far_field, single_layer_far_field, space,
-                                       directions, k, backend=backend)
+                                       directions, k, backend)
 
     def potential(self, space, points, k: float, backend="cpu"):
         from .potentials import double_layer, single_layer  # noqa: PLC0415
 
-        return self._with_single_layer(double_layer, single_layer, space, points, k,
-                                       backend=backend)
+        return self._with_single_layer(double_layer, single_layer, space, points, k, backend)
 
 
 FORMULATIONS = {cls.kind: cls for cls in (SoundHardBurtonMiller, PressureReleaseBurtonMiller,

@@ -49,7 +49,7 @@ rule meshes:
 
 
 rule verify_bem:
-    """Exact rigid-sphere far fields for the sphere cases, and the BEM compared with them."""
+    """Exact sphere far fields (series of each boundary condition) for the sphere cases, and the BEM compared with them."""
     input:
         expand("results/{case}/reference_farfield.csv", case=SPHERE_CASES),
         expand("results/{case}/bem_vs_exact.json", case=SPHERE_CASES),

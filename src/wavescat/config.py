@@ -28,11 +28,13 @@ GEOMETRY_KEYS = {
     "sphere": {"radius"},
     "spheroid": {"semi_axes"},
     "box": {"size"},
+    "cylinder": {"radius", "length", "axis"},
     "file": {"path", "scale"},
     "submarine": set(SUBMARINE_DEFAULTS),
 }
 REQUIRED_GEOMETRY_KEYS = {"sphere": {"radius"}, "spheroid": {"semi_axes"}, "box": {"size"},
-                          "file": {"path"}, "submarine": set()}
+                          "cylinder": {"radius", "length"}, "file": {"path"},
+                          "submarine": set()}
 MESH_SUFFIXES = {".step", ".stp", ".stl", ".msh", ".geo"}
 
 
@@ -140,6 +142,8 @@ def _check_case(name: str, case: dict, base_dir: Path) -> None:
     if missing:
         raise ConfigError(f"{where}.geometry: kind {kind!r} needs key {sorted(missing)[0]!r}")
     geo.setdefault("center", [0.0, 0.0, 0.0])
+    if kind == "cylinder":
+        geo["axis"] = _unit(geo.get("axis", [0.0, 0.0, 1.0]), f"{where}.geometry.axis")
     if kind == "file":
         path = Path(geo["path"])
         full = path if path.is_absolute() else base_dir / path
@@ -174,6 +178,10 @@ def _check_case(name: str, case: dict, base_dir: Path) -> None:
         if kind != "sphere":
             raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check needs a "
                               f"sphere, not geometry kind {kind!r}")
+        boundary_kind = (case.get("boundary") or {}).get("kind", "rigid")
+        if boundary_kind != "rigid":  # the time-domain solver models a rigid scatterer only
+            raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check models a "
+                              f"rigid sphere, not boundary kind {boundary_kind!r}")
         c, a = np.asarray(geo["center"], float), float(geo["radius"])
         if "probes" not in check:
             axes = np.vstack([np.eye(3), -np.eye(3)])
@@ -263,7 +271,7 @@ def prepare_config(config: dict, base_dir: str | Path = ".", schema_path=SCHEMA_
 
 
 # The keys of a case that the `solve` rule hands to `wavescat solve`.
-SOLVE_KEYS = ("geometry", "incident", "receivers", "solver", "mesh")
+SOLVE_KEYS = ("geometry", "boundary", "incident", "receivers", "solver", "mesh")
 
 
 def solve_case(config: dict, name: str) -> dict:

@@ -26,6 +26,9 @@ def surface_area_estimate(geometry: dict) -> float | None:
     if kind == "box":
         x, y, z = geometry["size"]
         return 2.0 * (x * y + y * z + x * z)
+    if kind == "cylinder":
+        r = geometry["radius"]
+        return 2.0 * math.pi * r * (r + geometry["length"])
     if kind == "submarine":
         length = geometry.get("hull_length", SUBMARINE_DEFAULTS["hull_length"])
         diameter = geometry.get("hull_diameter", SUBMARINE_DEFAULTS["hull_diameter"])
@@ -48,9 +51,10 @@ def p1_dofs_estimate(case: dict, medium: dict) -> int:
     return max(12, int(triangles / 2))
 
 
-def dense_matrix_bytes(n: int, precision: str = "double") -> int:
-    """The OSRC Burton-Miller dense path keeps about three complex n x n matrices."""
-    return 3 * n * n * (16 if precision == "double" else 8)
+def dense_matrix_bytes(n: int, precision: str = "double", operators: int = 2) -> int:
+    """The OSRC Burton-Miller dense path keeps its `operators` complex n x n matrices (two
+    for a rigid body, four for an impedance one) and about one more for temporaries."""
+    return (operators + 1) * n * n * (16 if precision == "double" else 8)
 
 
 def gpu_count(backend: str, cluster: dict) -> int:
@@ -75,7 +79,10 @@ def solve_resources(case: dict, medium: dict, cores: int, cluster: dict | None =
     if hmatrix:  # ~ N log N storage at eps = 1e-4
         mem = 2000 + int(4e-3 * n * math.log2(max(n, 2)))
     else:
-        mem = 1000 + dense_matrix_bytes(n, solver["precision"]) // 10**6
+        from .bem.formulations import formulation_for  # noqa: PLC0415
+
+        operators = len(formulation_for(case.get("boundary")).operators)
+        mem = 1000 + dense_matrix_bytes(n, solver["precision"], operators) // 10**6
     gpu = gpu_count(solver["backend"], cluster or {})
     # CPU assembly ~1e6 entries/s per core and ~4 operators' worth of entries, plus GMRES
     entries = 4.0 * n * n if not hmatrix else 200.0 * n * math.log2(max(n, 2))

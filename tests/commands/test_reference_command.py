@@ -6,6 +6,7 @@ import pytest
 
 from wavescat.cli import main
 from wavescat.farfield import receiver_directions
+from wavescat.reference import impedance_sphere, pressure_release_sphere
 from wavescat.reference.rigid_sphere import far_field
 from wavescat.tables import FARFIELD_HEADER, read_farfield_csv
 
@@ -107,3 +108,19 @@ def test_reference_with_several_incidence_directions(tmp_path):
             assert np.allclose(table["F"][7 * block:7 * (block + 1)], exact, rtol=1e-12, atol=0)
             assert np.allclose(table["phi_deg"][7 * block:7 * (block + 1)], rec.phi_deg)
             block += 1
+
+
+@pytest.mark.parametrize("boundary, series", [
+    ({"kind": "pressure_release"}, lambda k, x: pressure_release_sphere.far_field(
+        k, 0.5, [0, 0, 1], x, center=[0.2, 0, 0])),
+    ({"kind": "impedance", "admittance": [0.5, -1.0]}, lambda k, x: impedance_sphere.far_field(
+        k, 0.5, [0, 0, 1], x, center=[0.2, 0, 0], admittance=0.5 - 1.0j)),
+])
+def test_reference_follows_the_boundary_condition(tmp_path, boundary, series):
+    table = _reference(tmp_path, dict(CASE, boundary=boundary))
+    rec = receiver_directions(CASE["receivers"])
+    for i, f in enumerate(CASE["frequencies_hz"]):
+        exact = series(2 * np.pi * f / 1500.0, rec.vectors)
+        assert np.allclose(table["F"][7 * i:7 * (i + 1)], exact, rtol=1e-12, atol=0)
+        rigid = far_field(2 * np.pi * f / 1500.0, 0.5, [0, 0, 1], rec.vectors, center=[0.2, 0, 0])
+        assert not np.allclose(exact, rigid, rtol=0.05)

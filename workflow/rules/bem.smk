@@ -49,11 +49,11 @@ rule far_field:
 
 
 rule reference_farfield:
-    """Exact far field of a rigid sphere case (partial-wave series) in the farfield.csv format."""
+    """Exact far field of a sphere case (partial-wave series of its boundary condition), farfield.csv format."""
     output:
         "results/{case}/reference_farfield.csv",
     params:
-        case=case_param("geometry", "frequencies_hz", "incident", "receivers"),
+        case=case_param("geometry", "boundary", "frequencies_hz", "incident", "receivers"),
         medium=MEDIUM,
     log:
         "results/{case}/logs/reference_farfield.log",

@@ -52,15 +52,24 @@ def _scatter(space, local):
     return out
 
 
-class OsrcBurtonMiller:
-    """The strong-form system A p = f above, for several right-hand sides at once
-    (formulations.SoundHardBurtonMiller builds it for the solver)."""
+def solve_real_spd(lu, y):
+    """M^{-1} y for complex y (n,) or (n, r) with the LU of a real matrix M: real and
+    imaginary parts in one solve."""
+    y = np.asarray(y)
+    flat = y.ndim == 1
+    y = y.reshape(y.shape[0], -1)
+    r = y.shape[1]
+    both = lu.solve(np.ascontiguousarray(np.hstack([y.real, y.imag]), dtype=float))
+    out = both[:, :r] + 1j * both[:, r:]
+    return out[:, 0] if flat else out
 
-    def __init__(self, double_layer, hypersingular, mass, ntd, xp=np):
-        self.double_layer = double_layer
-        self.hypersingular = hypersingular
+
+class StrongForm:
+    """What the P1 strong-form systems share: the mass matrix M, factorised once, and the
+    application of boundary operators (dense arrays or H-matrices) on the backend `xp`."""
+
+    def __init__(self, mass, xp=np):
         self.mass = mass.tocsc()
-        self.ntd = ntd
         self.xp = xp
         self._mass_lu = factorise(self.mass)  # real SPD: real and imaginary parts together
         self.n_dofs = self.mass.shape[0]
@@ -71,21 +80,90 @@ class OsrcBurtonMiller:
         dtype = getattr(op, "dtype", None)
         return op @ (x if dtype is None or dtype == x.dtype else x.astype(dtype))
 
+    def _host(self, op, x):
+        return to_host(self._apply_operator(op, x))
+
     def solve_mass(self, y):
-        y = np.asarray(y)
-        r = y.shape[1]
-        both = self._mass_lu.solve(np.ascontiguousarray(np.hstack([y.real, y.imag]), dtype=float))
-        return both[:, :r] + 1j * both[:, r:]
+        return solve_real_spd(self._mass_lu, y)
+
+    def _back(self, x, host):
+        return self.xp.asarray(host.astype(x.dtype, copy=False))
+
+
+class OsrcBurtonMiller(StrongForm):
+    """The strong-form system A p = f above, for several right-hand sides at once
+    (formulations.SoundHardBurtonMiller builds it for the solver)."""
+
+    def __init__(self, double_layer, hypersingular, mass, ntd, xp=np):
+        super().__init__(mass, xp)
+        self.double_layer = double_layer
+        self.hypersingular = hypersingular
+        self.ntd = ntd
+
+    def weak_traces(self, x):
+        """The weak forms (host arrays) of the operators of the exterior Dirichlet and Neumann
+        equations applied to x: here K x and W x."""
+        return self._host(self.double_layer, x), self._host(self.hypersingular, x)
 
     def matvec(self, x):
         """A x for x of shape (n, r) on the backend."""
-        kx = to_host(self._apply_operator(self.double_layer, x))
-        wx = to_host(self._apply_operator(self.hypersingular, x))
-        host = self.solve_mass(kx) + self.ntd.apply_to_weak(wx)
-        return 0.5 * x - self.xp.asarray(host.astype(x.dtype, copy=False))
+        dirichlet, neumann = self.weak_traces(x)
+        host = self.solve_mass(dirichlet) + self.ntd.apply_to_weak(neumann)
+        return 0.5 * x - self._back(x, host)
 
     def rhs(self, dirichlet_weak, neumann_weak):
         """f = M^{-1} g - Ñ M^{-1} h from the weak Dirichlet and Neumann data (host arrays)."""
         g = self.solve_mass(np.asarray(dirichlet_weak).reshape(self.n_dofs, -1))
         h = np.asarray(neumann_weak).reshape(self.n_dofs, -1)
         return self.xp.asarray(g - self.ntd.apply_to_weak(h))
+
+
+class OsrcImpedanceBurtonMiller(OsrcBurtonMiller):
+    """The impedance body, dp/dn = -i k beta p: with that Neumann trace in the representation
+    p = p_inc + DL p - SL dp/dn the exterior traces become
+        (1/2 - K - ik beta V) p = p_inc,   (W - ik beta (1/2 + K')) p = dp_inc/dn,
+    combined with the same OSRC NtD coupling as the rigid body (beta = 0). On a sphere, with
+    the exact NtD map N, the combination is 1 + ik beta N, close to (1 + beta) on the
+    propagating modes: as well conditioned as the rigid system for the admittances of
+    coatings, so the rigid preconditioner is kept."""
+
+    def __init__(self, double_layer, hypersingular, single_layer, adjoint_double_layer, mass,
+                 ntd, k: float, admittance: complex, xp=np):
+        super().__init__(double_layer, hypersingular, mass, ntd, xp)
+        self.single_layer = single_layer
+        self.adjoint_double_layer = adjoint_double_layer
+        self.ikb = 1j * k * complex(admittance)
+
+    def weak_traces(self, x):
+        kx, wx = super().weak_traces(x)
+        vx = self._host(self.single_layer, x)
+        kpx = self._host(self.adjoint_double_layer, x)
+        mx = self.mass @ to_host(x)
+        return kx + self.ikb * vx, wx - self.ikb * (0.5 * mx + kpx)
+
+
+class OsrcDirichletBurtonMiller(StrongForm):
+    """The sound-soft body, p_tot = 0: unknown the Neumann trace λ = dp_tot/dn (P1), with
+    p_s = -SL λ. The exterior traces give V λ = p_inc and (1/2 + K') λ = dp_inc/dn; the
+    combination with the OSRC DtN map Λ as coupling operator,
+        (1/2 + K' - Λ V) λ = dp_inc/dn - Λ p_inc,
+    is the identity on a sphere for the exact DtN map (from the Wronskian of j_l, h_l) and
+    has no spurious resonances. Strong P1 form, one mass solve per product:
+        A λ = 1/2 λ + M^{-1} (K' λ - Λ_w V λ),   f = M^{-1} (h - Λ_w g),
+    with Λ_w = OsrcDtN.weak_of_weak (weak data in, weak data out)."""
+
+    def __init__(self, single_layer, adjoint_double_layer, mass, dtn, xp=np):
+        super().__init__(mass, xp)
+        self.single_layer = single_layer
+        self.adjoint_double_layer = adjoint_double_layer
+        self.dtn = dtn
+
+    def matvec(self, x):
+        vx = self._host(self.single_layer, x)
+        kpx = self._host(self.adjoint_double_layer, x)
+        return 0.5 * x + self._back(x, self.solve_mass(kpx - self.dtn.weak_of_weak(vx)))
+
+    def rhs(self, dirichlet_weak, neumann_weak):
+        g = np.asarray(dirichlet_weak).reshape(self.n_dofs, -1)
+        h = np.asarray(neumann_weak).reshape(self.n_dofs, -1)
+        return self.xp.asarray(self.solve_mass(h - self.dtn.weak_of_weak(g)))

@@ -23,6 +23,11 @@ from ..errors import ConfigError, WavescatError
 BOUNDARY_KINDS = ("rigid", "pressure_release", "fluid", "impedance")  # the contract's kinds
 
 
+def _osrc_options(osrc: dict) -> dict:
+    return {"pade_terms": osrc["pade_terms"], "branch_angle": osrc["branch_angle"],
+            "radius": osrc["radius"]}
+
+
 class SoundHardBurtonMiller:
     """Rigid (sound-hard) body, dp_tot/dn = 0: OSRC-preconditioned Burton-Miller.
 
@@ -37,11 +42,12 @@ class SoundHardBurtonMiller:
 
     kind = "rigid"
     name = "osrc_burton_miller"  # the `formulation` of the solution records
+    unknown = "total pressure"  # what the records' surface_pressure holds
     space_kind = "P1"
     operators = ("double_layer", "hypersingular")  # K and W, in this order
     keys = frozenset()  # boundary keys besides `kind`: a rigid body has no parameters
 
-    def __init__(self, boundary: dict | None = None):
+    def __init__(self, boundary: dict | None = None, where: str = "boundary"):
         self.boundary = {"kind": self.kind, **(boundary or {})}
 
     def space(self, mesh):
@@ -52,24 +58,25 @@ class SoundHardBurtonMiller:
 
     def preconditioner(self, space, k: float, osrc: dict, mass=None, stiffness=None):
         """The OSRC NtD map at wavenumber k (settings `solver.osrc`), factorised once."""
-        from .osrc import OsrcNtD, mass_and_stiffness  # noqa: PLC0415
+        from .osrc import OsrcNtD  # noqa: PLC0415
 
-        if mass is None or stiffness is None:
-            mass, stiffness = mass_and_stiffness(space)
-        return OsrcNtD(space, k, pade_terms=osrc["pade_terms"], branch_angle=osrc["branch_angle"],
-                       radius=osrc["radius"], mass=mass, stiffness=stiffness)
+        return OsrcNtD(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
+
+    def _system(self, space, k, operators, mass, coupling, xp):
+        from .burton_miller import OsrcBurtonMiller  # noqa: PLC0415
+
+        return OsrcBurtonMiller(*(operators[n] for n in self.operators), mass, coupling, xp=xp)
 
     def system(self, space, k: float, operators: dict, solver: dict, xp=np):
-        """The preconditioned system with `matvec(x)` and `rhs(g, h)` (OsrcBurtonMiller) for
-        the assembled operators {name: op} (dense or H-matrix, on the backend `xp`); `solver`:
-        the solver settings with defaults filled in (solve.driver.solver_settings), of which
-        this formulation reads `osrc`."""
-        from .burton_miller import OsrcBurtonMiller  # noqa: PLC0415
+        """The preconditioned system with `matvec(x)` and `rhs(g, h)` (bem/burton_miller.py)
+        for the assembled operators {name: op} (dense or H-matrix, on the backend `xp`);
+        `solver`: the solver settings with defaults filled in (solve.driver.solver_settings),
+        of which this formulation reads `osrc`."""
         from .osrc import mass_and_stiffness  # noqa: PLC0415
 
         mass, stiffness = mass_and_stiffness(space)
-        ntd = self.preconditioner(space, k, solver["osrc"], mass, stiffness)
-        return OsrcBurtonMiller(*(operators[n] for n in self.operators), mass, ntd, xp=xp)
+        coupling = self.preconditioner(space, k, solver["osrc"], mass, stiffness)
+        return self._system(space, k, operators, mass, coupling, xp)
 
     def rhs(self, system, space, k: float, directions):
         """Right-hand sides (n_dofs, n_directions) for unit plane waves travelling along the
@@ -93,11 +100,111 @@ class SoundHardBurtonMiller:
 
     def record(self) -> dict:
         """What the solution records say about the formulation (HDF5 attributes)."""
-        return {"formulation": self.name, "space": self.space_kind,
+        return {"formulation": self.name, "space": self.space_kind, "unknown": self.unknown,
                 "boundary": json.dumps(self.boundary, sort_keys=True)}
 
 
-FORMULATIONS = {cls.kind: cls for cls in (SoundHardBurtonMiller,)}
+class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
+    """Pressure-release (sound-soft) body, p_tot = 0: OSRC-preconditioned Burton-Miller for
+    the Dirichlet problem (Antoine & Darbas 2007).
+
+    Unknown: the Neumann trace λ = dp_tot/dn. In P1, not P0: the OSRC DtN coupling is a
+    surface-Laplacian operator that needs an H^1-conforming space, and one space for the
+    unknown, the coupling and the mass matrix keeps the strong form as cheap as the rigid
+    one (one mass solve per product); P1 also fits the smooth trace on smooth bodies with
+    half the DOFs of P0 on the same mesh. From p_tot = p_inc - SL λ outside, the traces
+    give V λ = p_inc and (1/2 + K') λ = dp_inc/dn, combined with the OSRC DtN map Λ:
+        (1/2 + K' - Λ V) λ = dp_inc/dn - Λ p_inc
+    (bem/burton_miller.py, OsrcDirichletBurtonMiller; the DtN map is the Padé square root
+    of bem/osrc.py, the inverse counterpart of the rigid body's NtD map). The scattered field
+    is p_s = -SL λ and F = -SL_inf λ.
+    """
+
+    kind = "pressure_release"
+    name = "osrc_burton_miller_dirichlet"
+    unknown = "normal derivative of the total pressure"
+    operators = ("single_layer", "adjoint_double_layer")  # V and K', in this order
+
+    def preconditioner(self, space, k: float, osrc: dict, mass=None, stiffness=None):
+        """The OSRC DtN map at wavenumber k (settings `solver.osrc`), factorised once."""
+        from .osrc import OsrcDtN  # noqa: PLC0415
+
+        return OsrcDtN(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
+
+    def _system(self, space, k, operators, mass, coupling, xp):
+        from .burton_miller import OsrcDirichletBurtonMiller  # noqa: PLC0415
+
+        return OsrcDirichletBurtonMiller(*(operators[n] for n in self.operators), mass, coupling,
+                                         xp=xp)
+
+    def far_field(self, space, directions, k: float, backend="cpu"):
+        from .potentials import single_layer_far_field  # noqa: PLC0415
+
+        return -single_layer_far_field(space, directions, k, backend=backend)
+
+    def potential(self, space, points, k: float, backend="cpu"):
+        from .potentials import single_layer  # noqa: PLC0415
+
+        return -single_layer(space, points, k, backend=backend)
+
+
+class ImpedanceBurtonMiller(SoundHardBurtonMiller):
+    """Impedance body, dp_tot/dn = -i k beta p_tot (outward normal, beta = `admittance`,
+    Re beta > 0 absorbs): OSRC-preconditioned Burton-Miller.
+
+    Unknown: the total surface pressure p in P1, as for the rigid body. The Robin condition
+    in the representation p = p_inc + DL p - SL dp/dn gives p_s = DL p + ik beta SL p and
+        (1/2 - K - ik beta V) p - N (W - ik beta (1/2 + K')) p = p_inc - N dp_inc/dn
+    with the rigid body's OSRC NtD map N as coupling (bem/burton_miller.py,
+    OsrcImpedanceBurtonMiller says why it needs no other preconditioner); beta = 0 is the
+    rigid system. F = DL_inf p + ik beta SL_inf p.
+    """
+
+    kind = "impedance"
+    name = "osrc_burton_miller_impedance"
+    operators = ("double_layer", "hypersingular", "single_layer", "adjoint_double_layer")
+    keys = frozenset({"admittance"})
+
+    def __init__(self, boundary: dict | None = None, where: str = "boundary"):
+        from ..reference.impedance_sphere import admittance_value  # noqa: PLC0415
+
+        super().__init__(boundary, where)
+        if "admittance" not in self.boundary:
+            raise ConfigError(f"{where}.admittance: required for boundary kind 'impedance' "
+                              "(the normalised admittance beta as [re, im])")
+        try:
+            self.admittance = admittance_value(self.boundary["admittance"])
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.{exc}") from None
+
+    def _system(self, space, k, operators, mass, coupling, xp):
+        from .burton_miller import OsrcImpedanceBurtonMiller  # noqa: PLC0415
+
+        return OsrcImpedanceBurtonMiller(*(operators[n] for n in self.operators), mass, coupling,
+                                         k, self.admittance, xp=xp)
+
+    def _with_single_layer(self, double, single, space, points, k, backend):
+        """double(...) + ik beta single(...): the potential (or far field) of p from the
+        representation p_s = DL p + ik beta SL p."""
+        out = double(space, points, k, backend=backend)
+        if self.admittance != 0:
+            out = out + (1j * k * self.admittance) * single(space, points, k, backend=backend)
+        return out
+
+    def far_field(self, space, directions, k: float, backend="cpu"):
+        from .potentials import double_layer_far_field, single_layer_far_field  # noqa: PLC0415
+
+        return self._with_single_layer(double_layer_far_field, single_layer_far_field, space,
+                                       directions, k, backend)
+
+    def potential(self, space, points, k: float, backend="cpu"):
+        from .potentials import double_layer, single_layer  # noqa: PLC0415
+
+        return self._with_single_layer(double_layer, single_layer, space, points, k, backend)
+
+
+FORMULATIONS = {cls.kind: cls for cls in (SoundHardBurtonMiller, PressureReleaseBurtonMiller,
+                                           ImpedanceBurtonMiller)}
 
 
 def formulation_for(boundary: dict | None = None, where: str = "boundary"):
@@ -115,7 +222,7 @@ def formulation_for(boundary: dict | None = None, where: str = "boundary"):
     if foreign:
         raise ConfigError(f"{where}.{foreign[0]} = {boundary[foreign[0]]!r}: not a key of "
                           f"boundary kind {kind!r}")
-    return cls(boundary)
+    return cls(boundary, where)
 
 
 def formulation_of_record(solution: dict):

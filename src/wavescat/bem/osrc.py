@@ -1,5 +1,7 @@
-"""On-surface radiation condition (OSRC): a sparse approximation of the exterior
-Neumann-to-Dirichlet map, after Antoine & Darbas (2007) and as used by Bempp.
+"""On-surface radiation condition (OSRC): sparse approximations of the exterior
+Neumann-to-Dirichlet map (OsrcNtD, the coupling of the sound-hard Burton-Miller formulation)
+and of its inverse, the Dirichlet-to-Neumann map (OsrcDtN, the coupling of the sound-soft
+one), after Antoine & Darbas (2007) and as used by Bempp.
 
 For an outgoing field (time dependence exp(-i w t)) the Dirichlet-to-Neumann map is
 approximately `ik sqrt(1 + Δ_Γ / k_eps^2)`, so the NtD map is
@@ -12,6 +14,8 @@ approximant with its branch cut rotated by `branch_angle` (Milinazzo et al.) so 
 evanescent modes (1 + X < 0) get the right branch. In P1 weak form -Δ_Γ is the
 stiffness matrix S and the identity the mass matrix M, so X -> -S / k_eps^2 and every
 inverse is a sparse LU factorisation made once per frequency.
+
+The DtN map ik (1 + X)^(1/2) needs the square root alone, with the same Padé terms.
 
 On a sphere of radius R a spherical harmonic of degree l is an eigenfunction with
 eigenvalue (1/ik) (1 - l(l+1)/(k_eps R)^2)^(-1/2); the exact NtD eigenvalue is
@@ -91,12 +95,9 @@ def damped_wavenumber(k: float, radius: float) -> complex:
     return k + 0.4j * k ** (1.0 / 3.0) * radius ** (-2.0 / 3.0)
 
 
-class OsrcNtD:
-    """The OSRC NtD approximation on a P1 space, factorised once for wavenumber k.
-
-    `apply(x)` is the strong form M^{-1} N_weak acting on coefficient vectors (n,) or
-    (n, r); `weak(x) = M apply(x)` is the Galerkin form <φ_i, NtD u>.
-    """
+class OsrcSquareRoot:
+    """The Padé approximant of sqrt(1 + X) on a P1 space at wavenumber k, factorised once;
+    `sqrt_weak(y)` maps weak-form data y_i = <φ_i, u> to <φ_i, sqrt(1 + X) u>."""
 
     def __init__(self, space, k: float, pade_terms: int = OSRC["pade_terms"],
                  branch_angle: float = OSRC["branch_angle"],
@@ -115,11 +116,30 @@ class OsrcNtD:
         # X -> -S/k_eps^2: sqrt(1+X) = c0 - Σ a_j (S/k_eps^2) (M - b_j S/k_eps^2)^{-1} M
         self._terms = [(a_j, factorise(m - b_j * s)) for a_j, b_j in zip(a, b)]
         self._scaled_stiffness = s.tocsr()
-        self._inverse = factorise(m - s)  # (1 + X)^{-1}
 
     @property
     def n_dofs(self) -> int:
         return self.mass.shape[0]
+
+    def sqrt_weak(self, y: np.ndarray) -> np.ndarray:
+        y = np.asarray(y, dtype=complex)
+        series = self.c0 * y
+        for a_j, lu in self._terms:
+            series -= a_j * (self._scaled_stiffness @ lu.solve(y))
+        return series
+
+
+class OsrcNtD(OsrcSquareRoot):
+    """The OSRC NtD approximation on a P1 space, factorised once for wavenumber k.
+
+    `apply(x)` is the strong form M^{-1} N_weak acting on coefficient vectors (n,) or
+    (n, r); `weak(x) = M apply(x)` is the Galerkin form <φ_i, NtD u>.
+    """
+
+    def __init__(self, space, k: float, pade_terms: int = 8, branch_angle: float = np.pi / 3,
+                 radius: float | None = None, mass=None, stiffness=None):
+        super().__init__(space, k, pade_terms, branch_angle, radius, mass, stiffness)
+        self._inverse = factorise(self.mass.astype(complex) - self._scaled_stiffness)  # (1+X)^-1
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         return self.apply_to_weak(self.mass @ np.asarray(x))
@@ -127,11 +147,23 @@ class OsrcNtD:
     def apply_to_weak(self, y: np.ndarray) -> np.ndarray:
         """Ñ M^{-1} y for weak-form data y (y_i = <φ_i, u>): the mass matrices cancel, so
         Burton-Miller needs no mass solve for the hypersingular term or the Neumann data."""
-        y = np.asarray(y, dtype=complex)
-        series = self.c0 * y
-        for a_j, lu in self._terms:
-            series -= a_j * (self._scaled_stiffness @ lu.solve(y))
-        return self._inverse.solve(series) / (1j * self.k)
+        return self._inverse.solve(self.sqrt_weak(y)) / (1j * self.k)
 
     def weak(self, x: np.ndarray) -> np.ndarray:
         return self.mass @ self.apply(x)
+
+
+class OsrcDtN(OsrcSquareRoot):
+    """The OSRC DtN approximation ik sqrt(1 + X) on a P1 space, factorised once for k.
+
+    `weak_of_weak(y)` maps weak-form data y_i = <φ_i, u> to <φ_i, DtN u> (no solve with
+    the mass matrix); `apply(x) = M^{-1} weak_of_weak(M x)` is the strong form.
+    """
+
+    def weak_of_weak(self, y: np.ndarray) -> np.ndarray:
+        return 1j * self.k * self.sqrt_weak(y)
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        y = self.weak_of_weak(self.mass @ np.asarray(x))
+        lu = factorise(self.mass)
+        return lu.solve(np.ascontiguousarray(y.real)) + 1j * lu.solve(np.ascontiguousarray(y.imag))

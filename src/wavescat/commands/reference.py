@@ -1,4 +1,5 @@
-"""`wavescat reference`: the exact far field of a rigid-sphere case (farfield.csv format)."""
+"""`wavescat reference`: the exact far field of a sphere case (farfield.csv format), for the
+case's boundary condition (rigid, pressure-release or impedance)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ from ..errors import ConfigError
 from . import case_arguments
 from ..farfield import far_field_errors, incident_directions, receiver_directions
 from ..files import atomic_path
-from ..reference.rigid_sphere import far_field, monostatic_far_field
+from ..reference.sphere import series_for
 from ..solve.records import read_farfield_csv, write_farfield_csv
 
 log = logging.getLogger(__name__)
@@ -25,14 +26,15 @@ def exact_solution(case: dict, medium: dict, frequency_hz: float) -> dict:
     geometry = case["geometry"]
     a, c = geometry["radius"], geometry.get("center", (0.0, 0.0, 0.0))
     k = 2.0 * math.pi * frequency_hz / medium["sound_speed"]
+    series = series_for(case.get("boundary"), "case.boundary")
     incidence = incident_directions(case["incident"])
     out = {"frequency_hz": frequency_hz, "incident_directions": incidence.directions}
     if incidence.monostatic:
-        out["monostatic_far_field"] = monostatic_far_field(k, a, incidence.directions, c)
+        out["monostatic_far_field"] = series.monostatic_far_field(k, a, incidence.directions, c)
     else:
         receivers = receiver_directions(case["receivers"])
         out["receivers"] = {"theta_deg": receivers.theta_deg, "phi_deg": receivers.phi_deg}
-        out["far_field"] = np.array([far_field(k, a, d, receivers.vectors, c)
+        out["far_field"] = np.array([series.far_field(k, a, d, receivers.vectors, c)
                                      for d in incidence.directions])
     return out
 
@@ -42,6 +44,7 @@ def reference_farfield(args) -> None:
     geometry = case["geometry"]
     if geometry["kind"] != "sphere":
         raise ConfigError(f"geometry.kind = {geometry['kind']!r}: the exact series needs a sphere")
+    series_for(case.get("boundary"), "case.boundary")  # a condition with a series, before any work
     solutions = []
     for f in case["frequencies_hz"]:
         s = exact_solution(case, medium, float(f))
@@ -76,7 +79,7 @@ def compare_farfield(args) -> None:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("reference", help="exact rigid-sphere far field of a case")
+    p = subparsers.add_parser("reference", help="exact sphere far field of a case")
     p.add_argument("--case", required=True, help="case as JSON (normalised like the workflow's)")
     p.add_argument("--medium", required=True, help="medium as JSON")
     p.add_argument("--out", required=True, help="reference_farfield.csv to write")

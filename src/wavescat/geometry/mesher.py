@@ -18,12 +18,13 @@ log = logging.getLogger(__name__)
 
 def _builders() -> dict:
     from .box import box
+    from .cylinder import cylinder
     from .file import file
     from .sphere import sphere
     from .spheroid import spheroid
     from .submarine import submarine
-    return {"sphere": sphere, "spheroid": spheroid, "box": box, "submarine": submarine,
-            "file": file}
+    return {"sphere": sphere, "spheroid": spheroid, "box": box, "cylinder": cylinder,
+            "submarine": submarine, "file": file}
 
 
 def _volume_error(mesh: SurfaceMesh) -> float:

@@ -57,13 +57,16 @@ def _hankel_orders(order, x):
 
 def _scaled_by_hankel_derivative(numerator, l, ka):
     """numerator / h_l'(ka), kept finite (-> 0) where y_l'(ka) overflows at high order."""
-    jp = spherical_jn(l, ka, True)
-    yp = spherical_yn(l, ka, True)
+    return hankel_ratio(numerator, spherical_jn(l, ka, True), spherical_yn(l, ka, True))
+
+
+def hankel_ratio(numerator, j_part, y_part):
+    """numerator / (j_part + i y_part), kept finite (-> 0) where y_part overflows at high
+    order: divide through by y_part where it dominates, 1/h = (1/y) / (j/y + i)."""
     with np.errstate(all="ignore"):
-        # divide through by y_l' where it dominates: 1/h' = (1/y') / (j'/y' + i)
-        scaled = (numerator / yp) / (jp / yp + 1j)
-        direct = numerator / (jp + 1j * yp)
-    return np.where(np.abs(yp) >= np.abs(jp), scaled, direct)
+        scaled = (numerator / y_part) / (j_part / y_part + 1j)
+        direct = numerator / (j_part + 1j * y_part)
+    return np.where(np.abs(y_part) >= np.abs(j_part), scaled, direct)
 
 
 def _hard_coefficients(l, ka):
@@ -90,7 +93,7 @@ def truncation_order(ka: float, term_size: Callable[[np.ndarray], np.ndarray],
             return min(order, int(above[-1]) + 2) if above.size else 0
         if order >= cap:
             raise SolverError(
-                f"rigid-sphere series did not converge to tol = {tol} by order {order} (ka = {ka})")
+                f"sphere series did not converge to tol = {tol} by order {order} (ka = {ka})")
         order = min(cap, order + step)
 
 
@@ -113,6 +116,54 @@ def _outside_points(points, center, a):
     return offset, r
 
 
+def series_far_field(coefficients, k, a, d, xhat, c, tol):
+    """F(xhat) = (i/k) e^{ik (d - xhat).c} sum_l (2l+1) c_l P_l(cos gamma) for the reflection
+    coefficients `coefficients(l, ka)` of a boundary condition (checked arguments)."""
+    ka = k * a
+    order = truncation_order(ka, lambda l: (2 * l + 1) * np.abs(coefficients(l, ka)), tol)
+    l = np.arange(order + 1)
+    coeff = (2 * l + 1) * coefficients(l, ka)
+    coeff[~np.isfinite(coeff)] = 0.0
+    cos_gamma = np.clip(xhat @ d, -1.0, 1.0)
+    phase = np.exp(1j * k * ((d - xhat) @ c))
+    return (1j / k) * phase * legendre.legval(cos_gamma, coeff)
+
+
+def series_scattered_field(coefficients, k, a, d, points, c, tol):
+    """p_scat = -e^{ik d.c} sum_l (2l+1) i^l c_l h_l(kr) P_l(cos gamma) at points on or
+    outside the sphere, for the reflection coefficients `coefficients(l, ka)`."""
+    offset, r = _outside_points(points, c, a)
+    ka = k * a
+    kr_min = k * r.min()
+    order = truncation_order(
+        ka, lambda l: (2 * l + 1) * np.abs(coefficients(l, ka) * _hankel(l, kr_min)), tol)
+    l = np.arange(order + 1)
+    base = -(2 * l + 1) * (1j ** l) * coefficients(l, ka)
+    cos_gamma = np.clip((offset @ d) / r, -1.0, 1.0)
+    out = np.empty(len(r), dtype=np.complex128)
+    for start in range(0, len(r), _CHUNK):
+        block = slice(start, start + _CHUNK)
+        with np.errstate(all="ignore"):
+            coeff = base[:, None] * _hankel_orders(order, k * r[block])
+        coeff[~np.isfinite(coeff)] = 0.0  # tiny c_l times overflowed h_l(kr) at high order
+        out[block] = legendre.legval(cos_gamma[block], coeff, tensor=False)
+    return np.exp(1j * k * (d @ c)) * out
+
+
+def series_surface_trace(scale, weights, k, a, d, points_on_surface, c, tol):
+    """scale e^{ik d.c} sum_l (2l+1) i^l w_l P_l(cos gamma) at the directions of
+    `points_on_surface` from the centre (a surface trace from a Wronskian formula)."""
+    xhat = _validate.unit_vectors("points_on_surface", _validate.points3(
+        "points_on_surface", points_on_surface) - c)
+    ka = k * a
+    order = truncation_order(ka, lambda l: (2 * l + 1) * np.abs(weights(l, ka)), tol)
+    l = np.arange(order + 1)
+    coeff = (2 * l + 1) * (1j ** l) * weights(l, ka)
+    coeff[~np.isfinite(coeff)] = 0.0
+    cos_gamma = np.clip(xhat @ d, -1.0, 1.0)
+    return np.exp(1j * k * (d @ c)) * scale * legendre.legval(cos_gamma, coeff)
+
+
 def far_field(k, radius, incident_direction, directions, center=(0.0, 0.0, 0.0),
               tol: float = 1e-15) -> np.ndarray:
     """Far-field amplitude F(xhat) in metres of the rigid sphere, shape (n,) complex.
@@ -125,14 +176,7 @@ def far_field(k, radius, incident_direction, directions, center=(0.0, 0.0, 0.0),
     """
     k, a, d, c = _arguments(k, radius, incident_direction, center)
     xhat = _validate.unit_vectors("directions", directions)
-    ka = k * a
-    order = truncation_order(ka, lambda l: (2 * l + 1) * np.abs(_hard_coefficients(l, ka)), tol)
-    l = np.arange(order + 1)
-    coeff = (2 * l + 1) * _hard_coefficients(l, ka)
-    coeff[~np.isfinite(coeff)] = 0.0
-    cos_gamma = np.clip(xhat @ d, -1.0, 1.0)
-    phase = np.exp(1j * k * ((d - xhat) @ c))
-    return (1j / k) * phase * legendre.legval(cos_gamma, coeff)
+    return series_far_field(_hard_coefficients, k, a, d, xhat, c, tol)
 
 
 def monostatic_far_field(k, radius, incident_directions, center=(0.0, 0.0, 0.0),
@@ -141,9 +185,15 @@ def monostatic_far_field(k, radius, incident_directions, center=(0.0, 0.0, 0.0),
 
     Same conventions as `far_field`; on a sphere only the phase exp(2ik d.c) depends on d.
     """
+    return series_monostatic(far_field, k, radius, incident_directions, center, tol)
+
+
+def series_monostatic(far_field_of, k, radius, incident_directions, center, tol, **params):
+    """Backscatter of a sphere from its `far_field_of(k, a, d, xhat, center, tol, **params)`:
+    F(-d) = F_0(-z; z) exp(2ik d.c)."""
     k, a, _, c = _arguments(k, radius, (0.0, 0.0, 1.0), center)
     d = _validate.unit_vectors("incident_directions", incident_directions)
-    f0 = far_field(k, a, (0.0, 0.0, 1.0), [(0.0, 0.0, -1.0)], tol=tol)[0]
+    f0 = far_field_of(k, a, (0.0, 0.0, 1.0), [(0.0, 0.0, -1.0)], tol=tol, **params)[0]
     return f0 * np.exp(2j * k * (d @ c))
 
 
@@ -162,22 +212,7 @@ def scattered_field(k, radius, incident_direction, points, center=(0.0, 0.0, 0.0
     p_scat ~ F e^{ikr}/r. Raises WavescatError for a point inside the sphere.
     """
     k, a, d, c = _arguments(k, radius, incident_direction, center)
-    offset, r = _outside_points(points, c, a)
-    ka = k * a
-    kr_min = k * r.min()
-    order = truncation_order(
-        ka, lambda l: (2 * l + 1) * np.abs(_hard_coefficients(l, ka) * _hankel(l, kr_min)), tol)
-    l = np.arange(order + 1)
-    base = -(2 * l + 1) * (1j ** l) * _hard_coefficients(l, ka)
-    cos_gamma = np.clip((offset @ d) / r, -1.0, 1.0)
-    out = np.empty(len(r), dtype=np.complex128)
-    for start in range(0, len(r), _CHUNK):
-        block = slice(start, start + _CHUNK)
-        with np.errstate(all="ignore"):
-            coeff = base[:, None] * _hankel_orders(order, k * r[block])
-        coeff[~np.isfinite(coeff)] = 0.0  # tiny c_l times overflowed h_l(kr) at high order
-        out[block] = legendre.legval(cos_gamma[block], coeff, tensor=False)
-    return np.exp(1j * k * (d @ c)) * out
+    return series_scattered_field(_hard_coefficients, k, a, d, points, c, tol)
 
 
 def total_field(k, radius, incident_direction, points, center=(0.0, 0.0, 0.0),
@@ -196,13 +231,5 @@ def surface_pressure(k, radius, incident_direction, points_on_surface, center=(0
     Uses p_tot(a) = e^{ik d.c} (i/(ka)^2) sum (2l+1) i^l P_l(cos gamma) / h_l'(ka).
     """
     k, a, d, c = _arguments(k, radius, incident_direction, center)
-    xhat = _validate.unit_vectors("points_on_surface", _validate.points3(
-        "points_on_surface", points_on_surface) - c)
-    ka = k * a
-    order = truncation_order(
-        ka, lambda l: (2 * l + 1) * np.abs(_scaled_by_hankel_derivative(1.0, l, ka)), tol)
-    l = np.arange(order + 1)
-    coeff = (2 * l + 1) * (1j ** l) * _scaled_by_hankel_derivative(1.0, l, ka)
-    coeff[~np.isfinite(coeff)] = 0.0
-    cos_gamma = np.clip(xhat @ d, -1.0, 1.0)
-    return np.exp(1j * k * (d @ c)) * (1j / ka**2) * legendre.legval(cos_gamma, coeff)
+    return series_surface_trace(1j / (k * a) ** 2, lambda l, ka: _scaled_by_hankel_derivative(
+        1.0, l, ka), k, a, d, points_on_surface, c, tol)

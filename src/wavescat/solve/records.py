@@ -3,15 +3,17 @@ solution per frequency, the far-field table farfield.csv of the contract (and
 reference_farfield.csv, in the same format) and summary.json.
 
 HDF5 layout (all angles in degrees, complex data as complex128):
-  attrs: frequency_hz, wavenumber, sound_speed, formulation, space ("P1"), boundary (JSON:
-         the case's boundary block, bem/formulations.py), solver_settings
+  attrs: frequency_hz, wavenumber, sound_speed, formulation, space ("P1"), unknown (what
+         surface_pressure holds), boundary (JSON: the case's boundary block,
+         bem/formulations.py), solver_settings
          (JSON), operator_format, mesh_fingerprint, dofs, elements, elements_per_wavelength,
          backend, device, precision, time_<stage>_s for assembly/preconditioner/solve/far_field,
          warnings (JSON list), monostatic (bool), wavescat_version
   vertices (nv, 3), triangles (m, 3)                          the mesh the solution lives on
   incident_directions (ni, 3), aspect_deg (ni,) [aspect sweeps]
-  surface_pressure (ni, n_dofs)        the formulation's unknown (rigid: total pressure, P1
-                                       coefficients, i.e. vertex values)
+  surface_pressure (ni, n_dofs)        the formulation's unknown, P1 coefficients (vertex
+                                       values): the total pressure (rigid, impedance) or its
+                                       normal derivative (pressure-release)
   iterations (ni,), residuals (ni,)    GMRES operator applications, final relative residual
   receivers/{theta_deg, phi_deg, directions, angle_deg [plane receivers]}
   far_field (ni, nr)                   F(xhat_r; d_i) in metres

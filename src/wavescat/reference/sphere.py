@@ -1,0 +1,28 @@
+"""The exact sphere series of a case's boundary condition (`boundary:` block, docs/conventions.md)."""
+from __future__ import annotations
+
+from functools import partial
+from types import SimpleNamespace
+
+from ..errors import ConfigError
+from . import impedance_sphere, pressure_release_sphere, rigid_sphere
+
+
+def series_for(boundary: dict | None = None, where: str = "boundary") -> SimpleNamespace:
+    """`far_field(k, a, d, xhat, center)` and `monostatic_far_field(k, a, ds, center)` of the
+    sphere with boundary condition `boundary` (None: rigid)."""
+    boundary = dict(boundary or {})
+    kind = boundary.get("kind", "rigid")
+    if kind == "rigid":
+        module, params = rigid_sphere, {}
+    elif kind == "pressure_release":
+        module, params = pressure_release_sphere, {}
+    elif kind == "impedance":
+        if "admittance" not in boundary:
+            raise ConfigError(f"{where}.admittance: required for boundary kind 'impedance'")
+        module, params = impedance_sphere, {"admittance": boundary["admittance"]}
+    else:
+        raise ConfigError(f"{where}.kind = {kind!r}: no exact sphere series for this boundary "
+                          "condition yet")
+    return SimpleNamespace(far_field=partial(module.far_field, **params),
+                           monostatic_far_field=partial(module.monostatic_far_field, **params))

@@ -10,6 +10,7 @@ import sys
 
 from . import __version__, commands
 from .errors import WavescatError
+from .resources import follow_job_threads, out_of_memory_message
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    follow_job_threads()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -32,6 +34,12 @@ def main(argv: list[str] | None = None) -> int:
         result = args.func(args)
     except WavescatError as exc:
         print(f"wavescat {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # an allocation that failed anywhere, host or GPU
+        message = out_of_memory_message(exc, args.command)
+        if message is None:
+            raise
+        print(f"wavescat {args.command}: error: {message}", file=sys.stderr)
         return 2
     return int(result or 0)
 

@@ -5,6 +5,10 @@ up on one line: off a terminal every refresh becomes its own line, and refreshes
 most every WAVESCAT_PROGRESS_INTERVAL seconds (default 10), so a long assembly, GMRES
 solve or time-stepping run leaves a periodic line with rate and ETA and a last one when it
 ends; steps shorter than the interval print nothing. WAVESCAT_PROGRESS=0 silences them.
+
+The bars double as the record of the running stage: `current_stage()` names the innermost
+open bar, and an exception leaving a bar's `with` block carries its name as
+`wavescat_stage`, so that an error (an out-of-memory one above all) can say where it struck.
 """
 from __future__ import annotations
 
@@ -29,12 +33,38 @@ class _Lines:
         self.stream.flush()
 
 
+_open: list[str] = []  # descriptions of the bars not yet closed, innermost last
+
+
+class _StageBar(tqdm):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.stage, self._listed = kwargs["desc"], True
+        _open.append(self.stage)
+
+    def close(self):
+        if getattr(self, "_listed", False):
+            _open.remove(self.stage)
+            self._listed = False
+        super().close()
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is not None and not hasattr(exc, "wavescat_stage"):
+            exc.wavescat_stage = self.stage
+        return super().__exit__(exc_type, exc, tb)
+
+
+def current_stage(exc: BaseException | None = None) -> str | None:
+    """The stage `exc` left, else the innermost open progress bar (None outside any)."""
+    return getattr(exc, "wavescat_stage", None) or (_open[-1] if _open else None)
+
+
 def progress(total: int | None, desc: str, unit: str = "it") -> tqdm:
     """A progress bar for `total` units of work (a context manager; `.update(n)`)."""
     stream = sys.stderr
     tty = hasattr(stream, "isatty") and stream.isatty()
     interval = float(os.environ.get("WAVESCAT_PROGRESS_INTERVAL", "10"))
-    return tqdm(total=total, desc=desc, unit=unit, file=stream if tty else _Lines(stream),
-                mininterval=interval, delay=interval,
-                disable=os.environ.get("WAVESCAT_PROGRESS", "1") == "0",
-                ascii=not tty, dynamic_ncols=tty, leave=True)
+    return _StageBar(total=total, desc=desc, unit=unit, file=stream if tty else _Lines(stream),
+                     mininterval=interval, delay=interval,
+                     disable=os.environ.get("WAVESCAT_PROGRESS", "1") == "0",
+                     ascii=not tty, dynamic_ncols=tty, leave=True)

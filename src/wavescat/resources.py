@@ -72,3 +72,180 @@ def solve_resources(case: dict, medium: dict, cores: int) -> dict:
 def mesh_resources(case: dict, medium: dict) -> dict:
     n = p1_dofs_estimate(case, medium)
     return {"threads": 1, "mem_mb": 1000 + n // 100, "runtime": 10 + n // 20_000}
+
+
+# -- what fits: estimates before the DAG, checks at the point of allocation ----------------
+
+GIB = 2**30
+# Calibrated on this project's jobs (peak RSS under /usr/bin/time, see docs): a Python process
+# with NumPy, Numba and gmsh loaded, and the mesh/solve bytes per unknown on top of it.
+_BASE_BYTES = 400 * 2**20
+_MESH_BYTES_PER_UNKNOWN = 4_000  # gmsh surface mesh, checks and .msh writing
+_SOLVE_BYTES_PER_UNKNOWN = 20_000  # mesh, quadrature data, sparse OSRC factors, far field
+_HMATRIX_BYTES_PER_NLOGN = 1_000  # two compressed operators at eps = 1e-4 (complex128)
+_KRYLOV_BYTES = 2**29  # the solve driver's Krylov budget per batch of incidence directions
+
+
+def dense_assembly_bytes(n: int, precision: str = "double", gpu: bool = False) -> int:
+    """Peak bytes of assembling the two dense operators of the OSRC Burton-Miller system: on
+    the CPU each is accumulated in float64 (re, im) with a transposed twin for the double
+    layer, so about two complex128 n x n arrays at a time whatever the precision; on a GPU two
+    matrices of the run's precision."""
+    if gpu:
+        return 2 * n * n * (16 if precision == "double" else 8)
+    return 2 * n * n * 16 + (n * n * 8 if precision == "single" else 0)
+
+
+def host_memory_bytes() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().total)
+
+
+def available_host_bytes() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def gpu_memory_bytes() -> int | None:
+    """Total memory of the GPU the jobs would use (None where CuPy sees none)."""
+    from .backend import _probe_gpu
+
+    probe = _probe_gpu()
+    if isinstance(probe, str):
+        return None
+    return int(probe[0].cuda.Device(0).mem_info[1])
+
+
+def available_gpu_bytes(xp) -> int:
+    """Free device memory plus what CuPy's pool holds but does not use."""
+    pool = xp.get_default_memory_pool()
+    return int(xp.cuda.Device().mem_info[0] + pool.total_bytes() - pool.used_bytes())
+
+
+def check_dense_allocation(n_rows: int, n_cols: int, needed: int, backend, what: str) -> None:
+    """Refuse a dense allocation of `needed` bytes that the device cannot hold, before trying."""
+    from .errors import ResourceError
+
+    available = available_gpu_bytes(backend.xp) if backend.is_gpu else available_host_bytes()
+    if needed > available:
+        size = n_rows if n_rows == n_cols else f"{n_rows} x {n_cols}"
+        where = "GPU" if backend.is_gpu else "host"
+        raise ResourceError(
+            f"dense {what} of {size} unknowns needs {needed / GIB:.1f} GiB, "
+            f"{available / GIB:.1f} GiB of {where} memory available; use operator_format: hmatrix")
+
+
+def _limit(limits: dict, key: str, machine) -> tuple[float | None, str]:
+    """(bytes, where it comes from) of a memory limit: the config's, else this machine's."""
+    if limits.get(key) is not None:
+        return limits[key] * 1e9, f"limits.{key} = {limits[key]:g}"
+    value = machine()
+    return value, f"this machine's, set limits.{key} to change it"
+
+
+def _gpu_runs(solver: dict, gpu_here: bool) -> bool:
+    return solver["backend"] == "gpu" or (solver["backend"] == "auto" and gpu_here)
+
+
+def case_estimates(case: dict, medium: dict, gpu: bool) -> dict:
+    """Unknowns and peak bytes of the mesh and solve jobs of a case at its highest frequency."""
+    n = p1_dofs_estimate(case, medium)
+    solver = case["solver"]
+    fmt = solver["operator_format"]
+    if fmt == "auto":
+        fmt = "hmatrix" if n >= solver["hmatrix"]["dense_below"] else "dense"
+    gm = solver.get("gmres", {})
+    krylov = min(_KRYLOV_BYTES, 16 * n * (min(gm.get("restart", 100), gm.get("maxiter", 500)) + 1))
+    if fmt == "dense":
+        operators = dense_assembly_bytes(n, solver["precision"], gpu)
+    else:
+        operators = _HMATRIX_BYTES_PER_NLOGN * n * math.log2(max(n, 2))
+    host = _BASE_BYTES + _SOLVE_BYTES_PER_UNKNOWN * n
+    device = operators + krylov if gpu else 0
+    if not gpu:
+        host += operators + krylov
+    return {"unknowns": n, "format": fmt, "gpu": gpu,
+            "mesh_bytes": _BASE_BYTES + _MESH_BYTES_PER_UNKNOWN * n,
+            "solve_host_bytes": host, "solve_gpu_bytes": device}
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if nbytes >= scale or unit == "MB":
+            return f"{nbytes / scale:.3g} {unit}"
+
+
+def check_limits(config: dict, cases) -> None:
+    """Refuse, before any job starts, a case whose mesh or solve job cannot fit: estimated
+    unknowns and memory (at the case's highest frequency) against `limits` (the machine's
+    host and GPU memory by default). The message names case, frequency, estimate and limit."""
+    from .errors import ConfigError
+
+    limits = config.get("limits") or {}
+    medium = config["medium"]
+    host, host_from = _limit(limits, "host_memory_gb", host_memory_bytes)
+    gpu_here = None
+    for name in cases:
+        case = config["cases"][name]
+        f = max(case["frequencies_hz"])
+        solver = case["solver"]
+        if gpu_here is None and solver["backend"] != "cpu":
+            gpu_here = gpu_memory_bytes()
+        gpu = _gpu_runs(solver, bool(gpu_here))
+        est = case_estimates(case, medium, gpu)
+        where = f"case {name!r} at {f:g} Hz (about {est['unknowns']:.3g} unknowns)"
+        max_n = limits.get("max_unknowns")
+        if max_n is not None and est["unknowns"] > max_n:
+            raise ConfigError(f"{where}: more than limits.max_unknowns = {max_n}; lower the "
+                              "frequency or elements_per_wavelength, or raise the limit")
+        checks = [("meshing", est["mesh_bytes"], host, "host memory", host_from),
+                  (f"the {est['format']} solve", est["solve_host_bytes"], host, "host memory",
+                   host_from)]
+        if gpu:
+            limit, limit_from = _limit(limits, "gpu_memory_gb", lambda: gpu_here)
+            if limit is not None:
+                checks.append((f"the {est['format']} solve on the GPU", est["solve_gpu_bytes"],
+                               limit, "GPU memory", limit_from))
+        for stage, need, limit, kind, limit_from in checks:
+            if need > limit:
+                hint = (" (operator_format: hmatrix needs less)" if est["format"] == "dense"
+                        and "solve" in stage else "")
+                raise ConfigError(
+                    f"{where}: {stage} needs about {_size(need)}, more than the {_size(limit)} "
+                    f"of {kind} ({limit_from}){hint}")
+
+
+def out_of_memory_message(exc: BaseException, command: str) -> str | None:
+    """A user's message for an allocation that failed (NumPy's or CuPy's MemoryError, or a
+    CUDA library out of memory), naming the stage and the size; None for other errors."""
+    from .progress import current_stage
+
+    text = str(exc)
+    gpu = type(exc).__module__.split(".")[0] in ("cupy", "cupy_backends")
+    if not isinstance(exc, MemoryError) and not (
+            gpu and ("out of memory" in text.lower() or "ALLOC_FAILED" in text)):
+        return None
+    stage = current_stage(exc) or command
+    return (f"out of {'GPU' if gpu else 'host'} memory in {stage!r}: {text or type(exc).__name__}; "
+            "a smaller problem (frequency, elements per wavelength), operator_format: hmatrix, "
+            f"or a {'larger GPU' if gpu else 'machine with more memory'} is needed")
+
+
+def follow_job_threads() -> None:
+    """Numba's thread pool takes the job's thread count, which Snakemake passes to every
+    job as OMP_NUM_THREADS (a rule's `threads`); without this each job spins one thread per
+    core, and jobs running side by side stall on each other's parallel-loop barriers."""
+    import os
+    import sys
+
+    n = os.environ.get("OMP_NUM_THREADS", "")
+    if not n.isdigit() or int(n) < 1 or "NUMBA_NUM_THREADS" in os.environ:
+        return
+    if "numba" in sys.modules:
+        import numba
+
+        numba.set_num_threads(min(int(n), numba.config.NUMBA_NUM_THREADS))
+    else:
+        os.environ["NUMBA_NUM_THREADS"] = n

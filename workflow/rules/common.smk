@@ -10,7 +10,7 @@ from snakemake.utils import validate
 from wavescat.config import case_json, medium_json, prepare_config, run_cases, run_studies
 from wavescat.studies import study_cases
 from wavescat.errors import ConfigError
-from wavescat.resources import mesh_resources, solve_resources
+from wavescat.resources import check_limits, mesh_resources, solve_resources
 
 # Our own pass first: it names the key and value of the first problem and checks what a
 # schema cannot (geometry keys per kind, mesh files on disk, `run` entries).
@@ -30,6 +30,12 @@ SPHERE_CASES = [c for c in RUN if CASES[c]["geometry"]["kind"] == "sphere"]
 DG_CASES = [c for c, v in CASES.items()
             if v.get("dg_cross_check", {}).get("enabled", False)
             and v["geometry"]["kind"] == "sphere"]
+
+# Refuse a case whose mesh or solve cannot fit the machine (config key `limits`).
+try:
+    check_limits(CONFIG, RUN + [c for c in DG_CASES if c not in RUN])
+except ConfigError as exc:
+    raise WorkflowError(f"invalid configuration: {exc}") from None
 
 
 wildcard_constraints:

@@ -174,8 +174,7 @@ def dg_scatter(args) -> int:
     log.info("dg-scatter: %d tetrahedra, order %d, outer %s %.3f, sponge from %.3f",
              mesh.n_elements, order, args.outer, outer, sponge_start)
     t0 = time.perf_counter()
-    res = run_scattering(setup, mesh, order, probes, args.backend, args.precision,
-                         progress=lambda i, n: log.info("step %d / %d", i, n))
+    res = run_scattering(setup, mesh, order, probes, args.backend, args.precision)
     t_run = time.perf_counter() - t0
     write_dg_amplitudes(args.out, probes, res.amplitude)
     summary = {"elements": res.elements, "nodes": res.nodes, "order": order, "steps": res.steps,

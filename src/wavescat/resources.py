@@ -1,12 +1,17 @@
 """Resource estimates for the Snakemake rules (threads, memory, run time, GPUs), from the
-case alone, before anything is meshed: the scheduler must place a job before it runs.
+case alone, before anything is meshed: the scheduler must place a job before it runs, and a
+job that cannot fit the machine (config key `limits`) is refused before any job starts.
 
-The estimates are deliberately generous (factor ~2); they decide where a cluster puts a
-job, not whether it succeeds.
+Memory estimates are calibrated against measured peaks (a little above them); the rules ask
+for 1.5 times as much. Dense allocations are checked again where they happen, against the
+memory then available, and an allocation that fails anyway becomes a message naming the
+stage (`out_of_memory_message`).
 """
 from __future__ import annotations
 
 import math
+
+from .geometry.sizing import element_size
 
 # Mean triangle area of a mesh with edge length h is about sqrt(3)/4 h^2; vertices ~ triangles / 2.
 _TRIANGLE_AREA_FACTOR = math.sqrt(3.0) / 4.0
@@ -32,12 +37,6 @@ def surface_area_estimate(geometry: dict) -> float | None:
     return None
 
 
-def element_size(case: dict, medium: dict) -> float:
-    h = medium["sound_speed"] / (max(case["frequencies_hz"]) * case["mesh"]["elements_per_wavelength"])
-    cap = case["mesh"].get("max_element_size")
-    return min(h, cap) if cap else h
-
-
 def p1_dofs_estimate(case: dict, medium: dict) -> int:
     area = surface_area_estimate(case["geometry"])
     if area is None:
@@ -46,32 +45,22 @@ def p1_dofs_estimate(case: dict, medium: dict) -> int:
     return max(12, int(triangles / 2))
 
 
-def dense_matrix_bytes(n: int, precision: str = "double") -> int:
-    """The OSRC Burton-Miller dense path keeps about three complex n x n matrices."""
-    return 3 * n * n * (16 if precision == "double" else 8)
-
-
 def solve_resources(case: dict, medium: dict, cores: int) -> dict:
     """threads, mem_mb, runtime (minutes) and gpu count of one (case, frequency) solve."""
-    n = p1_dofs_estimate(case, medium)
-    solver = case["solver"]
-    hmatrix = solver["operator_format"] == "hmatrix" or (
-        solver["operator_format"] == "auto" and n >= solver["hmatrix"]["dense_below"])
-    if hmatrix:  # ~ N log N storage at eps = 1e-4
-        mem = 2000 + int(4e-3 * n * math.log2(max(n, 2)))
-    else:
-        mem = 1000 + dense_matrix_bytes(n, solver["precision"]) // 10**6
-    gpu = 1 if solver["backend"] == "gpu" else 0
+    gpu = 1 if case["solver"]["backend"] == "gpu" else 0
+    est = case_estimates(case, medium, bool(gpu))
+    n = est["unknowns"]
     # CPU assembly ~1e6 entries/s per core and ~4 operators' worth of entries, plus GMRES
-    entries = 4.0 * n * n if not hmatrix else 200.0 * n * math.log2(max(n, 2))
+    entries = 4.0 * n * n if est["format"] == "dense" else 200.0 * n * math.log2(max(n, 2))
     minutes = 5 + entries / (1e6 * max(cores, 1)) / 60.0 * (0.05 if gpu else 1.0)
-    return {"threads": cores, "mem_mb": int(mem * 1.5), "runtime": int(math.ceil(minutes * 2)),
-            "gpu": gpu, "dofs_estimate": n}
+    return {"threads": cores, "mem_mb": int(1.5 * est["solve_host_bytes"] / 1e6),
+            "runtime": int(math.ceil(minutes * 2)), "gpu": gpu, "dofs_estimate": n}
 
 
 def mesh_resources(case: dict, medium: dict) -> dict:
-    n = p1_dofs_estimate(case, medium)
-    return {"threads": 1, "mem_mb": 1000 + n // 100, "runtime": 10 + n // 20_000}
+    est = case_estimates(case, medium, False)
+    return {"threads": 1, "mem_mb": int(1.5 * est["mesh_bytes"] / 1e6),
+            "runtime": 10 + est["unknowns"] // 20_000}
 
 
 # -- what fits: estimates before the DAG, checks at the point of allocation ----------------
@@ -133,8 +122,8 @@ def check_dense_allocation(n_rows: int, n_cols: int, needed: int, backend, what:
         size = n_rows if n_rows == n_cols else f"{n_rows} x {n_cols}"
         where = "GPU" if backend.is_gpu else "host"
         raise ResourceError(
-            f"dense {what} of {size} unknowns needs {needed / GIB:.1f} GiB, "
-            f"{available / GIB:.1f} GiB of {where} memory available; use operator_format: hmatrix")
+            f"dense {what} of {size} unknowns needs {needed / GIB:.3g} GiB, "
+            f"{available / GIB:.3g} GiB of {where} memory available; use operator_format: hmatrix")
 
 
 def _limit(limits: dict, key: str, machine) -> tuple[float | None, str]:

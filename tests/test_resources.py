@@ -48,7 +48,7 @@ def test_megahertz_submarine_refused_naming_case_frequency_estimate_limit(defaul
         resources.check_limits(cfg, ["sphere_ka5", "submarine"])
     msg = str(err.value)
     assert "case 'submarine' at 1e+06 Hz" in msg and "6.84e+10 unknowns" in msg
-    assert "meshing needs about 274 TB" in msg and "of host memory" in msg
+    assert "meshing needs about 171 TB" in msg and "of host memory" in msg
     assert "limits.host_memory_gb" in msg
 
 
@@ -87,7 +87,7 @@ def test_workflow_refuses_megahertz_submarine_before_meshing(tmp_path):
                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
     text = out.stdout + out.stderr
     assert out.returncode != 0
-    assert "case 'sub' at 1e+06 Hz (about 6.84e+10 unknowns): meshing needs about 274 TB" in text
+    assert "case 'sub' at 1e+06 Hz (about 6.84e+10 unknowns): meshing needs about 171 TB" in text
     assert "Building DAG" not in text and not (tmp_path / "results").exists()
 
 

@@ -164,3 +164,20 @@ def test_numba_threads_follow_the_jobs_threads():
                              capture_output=True, text=True, timeout=300,
                              env={**os.environ, "OMP_NUM_THREADS": "1"})
         assert out.stdout.strip() == "1", out.stderr
+
+
+def test_gpu_out_of_memory_in_dense_assembly_names_operator_and_size(monkeypatch):
+    from wavescat.bem import operators, spaces
+    from wavescat.geometry.icosphere import icosphere
+
+    def fail(self):
+        raise OutOfMemoryError("Out of memory allocating 335,923,200 bytes (allocated so far: 0 bytes).")
+
+    monkeypatch.setattr(operators.EntryEvaluator, "_dense", fail)
+    space = spaces.function_space(icosphere(2), "P1")
+    with pytest.raises(MemoryError) as err:
+        operators.assemble("double_layer", space, space, 2.0)
+    n = space.n_dofs
+    assert resources.out_of_memory_message(err.value, "solve").startswith(
+        f"out of GPU memory in 'dense assembly of double_layer ({n} x {n})': Out of memory "
+        "allocating 335,923,200 bytes")

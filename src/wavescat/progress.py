@@ -6,12 +6,14 @@ most every WAVESCAT_PROGRESS_INTERVAL seconds (default 10), so a long assembly, 
 solve or time-stepping run leaves a periodic line with rate and ETA and a last one when it
 ends; steps shorter than the interval print nothing. WAVESCAT_PROGRESS=0 silences them.
 
-The bars double as the record of the running stage: `current_stage()` names the innermost
-open bar, and an exception leaving a bar's `with` block carries its name as
-`wavescat_stage`, so that an error (an out-of-memory one above all) can say where it struck.
+The bars double as the record of the running stage (with `stage(name)` for steps without
+one): `current_stage()` names the innermost open one, and an exception leaving a bar's or
+stage's `with` block carries its name as `wavescat_stage`, so that an error (an
+out-of-memory one above all) can say where it struck.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -52,6 +54,20 @@ class _StageBar(tqdm):
         if exc is not None and not hasattr(exc, "wavescat_stage"):
             exc.wavescat_stage = self.stage
         return super().__exit__(exc_type, exc, tb)
+
+
+@contextlib.contextmanager
+def stage(name: str):
+    """Mark a stage that has no bar of its own (for `current_stage` and errors leaving it)."""
+    _open.append(name)
+    try:
+        yield
+    except BaseException as exc:
+        if not hasattr(exc, "wavescat_stage"):
+            exc.wavescat_stage = name
+        raise
+    finally:
+        _open.remove(name)
 
 
 def current_stage(exc: BaseException | None = None) -> str | None:

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from ..backend import Backend, get_backend, real_dtype
 from ..errors import WavescatError
-from ..progress import progress
+from ..progress import progress, stage
 from . import kernels_cpu
 from .spaces import FunctionSpace, same_mesh
 
@@ -340,6 +340,10 @@ class EntryEvaluator:
     def dense(self):
         """The full matrix (n_test, n_trial) on the backend."""
         self._check_dense_memory()
+        with stage(f"dense assembly of {self.name} ({self.shape[0]} x {self.shape[1]})"):
+            return self._dense()
+
+    def _dense(self):
         a, b = self.data_a, self.data_b
         if self._gpu is None and self.test is self.trial:
             special = self._special_pairs_symmetric()

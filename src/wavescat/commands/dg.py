@@ -168,13 +168,16 @@ def _load_mesh(path):
 
 
 # The cross-check on the CPU: the GPU sizes (order 4, 16 points per wavelength, a sponge
-# one wavelength thick half a wavelength beyond the probes) take hours on a few cores. These
-# caps take minutes at ka = 2 and still land within a few percent of the exact series.
+# one wavelength thick half a wavelength beyond the probes: 36,502 tetrahedra and 25,597
+# steps for sphere_ka2) take about ten hours on 2 cores. These caps make it 4,700 tetrahedra
+# and 4,040 steps (about 2.5 CPU minutes), 8.4% from the exact series at its six probes.
 CPU_SIZES = {"order": 2, "points_per_wavelength": 6.0, "sponge_gap": 0.25, "sponge_width": 0.5,
              "settle_periods": 2.0, "h_surface_radii": 0.3}
-# Relative L2 difference at the probes that DG and BEM must stay within (the BEM's own error
-# at 10 elements per wavelength is about 1%; the rest is the DG run's, measured at ka = 2).
-DG_VS_BEM_TOLERANCE = {"full": 0.05, "cpu": 0.15}
+# Relative L2 difference at the probes that DG and BEM must stay within: the BEM's own error
+# there (3.4% for sphere_ka2's 180 unknowns) plus the DG run's (8.4% at the CPU sizes; far
+# less at the full ones) with room to spare, and far below what a wrong wavenumber,
+# direction, sign or boundary condition gives (tens of percent).
+DG_VS_BEM_TOLERANCE = {"full": 0.08, "cpu": 0.15}
 
 
 def _cpu_sizes(args, backend) -> str:

@@ -47,3 +47,18 @@ def test_verbose_meshing_prints_gmsh_progress(capfd):
     mesh_case(case, {"sound_speed": 1500.0}, verbose=True)
     out = capfd.readouterr().out
     assert "Meshing 2D" in out and "Done meshing 2D" in out
+
+
+def test_a_bar_that_does_not_advance_still_reports(monkeypatch, capsys):
+    """Numba compiling inside the first step (a minute or more on a busy machine) must not
+    leave the log silent: the heartbeat redraws the open bar every interval."""
+    import time
+
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "1")
+    with progress(3, "first step compiles", "steps") as bar:
+        time.sleep(4.5)
+        bar.update(3)
+    lines = capsys.readouterr().err.splitlines()
+    waiting = [line for line in lines if line.startswith("first step compiles:   0%")]
+    assert len(waiting) >= 2 and "0/3" in waiting[0]
+    assert "3/3" in lines[-1]

@@ -62,3 +62,18 @@ def test_a_bar_that_does_not_advance_still_reports(monkeypatch, capsys):
     waiting = [line for line in lines if line.startswith("first step compiles:   0%")]
     assert len(waiting) >= 2 and "0/3" in waiting[0]
     assert "3/3" in lines[-1]
+
+
+def test_a_job_outside_any_bar_still_reports(monkeypatch, capsys):
+    """Where no stage has a bar open (imports, compiling before the first bar), the job
+    itself is the bar the heartbeat redraws."""
+    import time
+
+    from wavescat.cli import main
+    from wavescat.commands import dg
+
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "1")
+    monkeypatch.setattr(dg, "verify_dg", lambda args: time.sleep(3.5))
+    assert main(["verify-dg", "--csv", "a.csv", "--plot", "a.png"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert len([line for line in lines if line.startswith("wavescat verify-dg: running for 00:0")]) >= 2

@@ -10,6 +10,7 @@ import sys
 
 from . import __version__, commands
 from .errors import WavescatError
+from .progress import job
 from .resources import follow_job_threads, out_of_memory_message
 
 
@@ -31,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        result = args.func(args)
+        with job(f"wavescat {args.command}"):
+            result = args.func(args)
     except WavescatError as exc:
         print(f"wavescat {args.command}: error: {exc}", file=sys.stderr)
         return 2

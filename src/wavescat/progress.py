@@ -21,7 +21,6 @@ import os
 import sys
 import threading
 import time
-import weakref
 
 from tqdm import tqdm
 
@@ -41,52 +40,58 @@ class _Lines:
         self.stream.flush()
 
 
-_open: list[str] = []  # descriptions of the bars not yet closed, innermost last
-_shown = weakref.WeakSet()  # the bars the heartbeat watches
+_open: list = []  # open bars and stages (names), innermost last
 _heartbeat: threading.Thread | None = None
 
 
+def _drop(item) -> None:
+    """Remove `item` from the open list by identity (tqdm bars compare by position)."""
+    for i in range(len(_open) - 1, -1, -1):
+        if _open[i] is item:
+            del _open[i]
+            return
+
+
 def _beat() -> None:
-    """Redraw every open bar that has printed nothing for its interval."""
+    """Redraw the innermost open bar when it has printed nothing for its interval."""
     while True:
         time.sleep(0.5)
-        now = time.time()
-        for bar in list(_shown):
-            quiet = now - bar.last_print_t
-            if bar.disable or now - bar.start_t < bar.delay or quiet < bar.mininterval:
-                continue
-            with contextlib.suppress(Exception):  # a bar closing meanwhile
-                bar.refresh()
-                bar.last_print_t = now
-
-
-def _watch(bar) -> None:
-    global _heartbeat
-    if bar.disable or bar.mininterval <= 0:
-        return  # every update prints anyway
-    _shown.add(bar)
-    if _heartbeat is None:
-        _heartbeat = threading.Thread(target=_beat, daemon=True, name="wavescat-progress")
-        _heartbeat.start()
+        bars = [b for b in list(_open) if isinstance(b, _StageBar) and b.watched]
+        if not bars:
+            continue
+        bar, now = bars[-1], time.time()
+        if now - bar.start_t < bar.delay or now - bar.last_print_t < bar.mininterval:
+            continue
+        with contextlib.suppress(Exception):  # the bar closing meanwhile
+            bar.refresh()
+            bar.last_print_t = now
 
 
 class _StageBar(tqdm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.stage, self._listed = kwargs["desc"], True
-        _open.append(self.stage)
+        self.stage = kwargs["desc"]
+        # with a zero interval every update prints anyway
+        self.watched = not self.disable and self.mininterval > 0
+        _open.append(self)
+        if self.watched:
+            _start_heartbeat()
 
     def close(self):
-        if getattr(self, "_listed", False):
-            _open.remove(self.stage)
-            self._listed = False
-        _shown.discard(self)
+        _drop(self)
         super().close()
 
     def __exit__(self, exc_type, exc, tb):
         if exc is not None and not hasattr(exc, "wavescat_stage"):
-            exc.wavescat_stage = self.stage
+            exc.wavescat_stage = current_stage()  # a bar left open inside counts
         return super().__exit__(exc_type, exc, tb)
+
+
+def _start_heartbeat() -> None:
+    global _heartbeat
+    if _heartbeat is None:
+        _heartbeat = threading.Thread(target=_beat, daemon=True, name="wavescat-progress")
+        _heartbeat.start()
 
 
 @contextlib.contextmanager
@@ -97,25 +102,34 @@ def stage(name: str):
         yield
     except BaseException as exc:
         if not hasattr(exc, "wavescat_stage"):
-            exc.wavescat_stage = name
+            exc.wavescat_stage = current_stage()
         raise
     finally:
-        _open.remove(name)
+        _drop(name)
 
 
 def current_stage(exc: BaseException | None = None) -> str | None:
-    """The stage `exc` left, else the innermost open progress bar (None outside any)."""
-    return getattr(exc, "wavescat_stage", None) or (_open[-1] if _open else None)
+    """The stage `exc` left, else the innermost open bar or stage (None outside any)."""
+    if getattr(exc, "wavescat_stage", None):
+        return exc.wavescat_stage
+    inner = _open[-1] if _open else None
+    return getattr(inner, "stage", inner)
 
 
-def progress(total: int | None, desc: str, unit: str = "it") -> tqdm:
-    """A progress bar for `total` units of work (a context manager; `.update(n)`)."""
+def job(name: str) -> tqdm:
+    """The whole job as the outermost bar, so the heartbeat keeps its log alive where no
+    inner bar is open (module imports, Numba compiling before a stage's first bar)."""
+    return progress(None, name, bar_format="{desc}: running for {elapsed}")
+
+
+def progress(total: int | None, desc: str, unit: str = "it", **options) -> tqdm:
+    """A progress bar for `total` units of work (a context manager; `.update(n)`); `options`
+    go to tqdm."""
     stream = sys.stderr
     tty = hasattr(stream, "isatty") and stream.isatty()
     interval = float(os.environ.get("WAVESCAT_PROGRESS_INTERVAL", "10"))
     bar = _StageBar(total=total, desc=desc, unit=unit, file=stream if tty else _Lines(stream),
                     mininterval=interval, delay=interval,
                     disable=os.environ.get("WAVESCAT_PROGRESS", "1") == "0",
-                    ascii=not tty, dynamic_ncols=tty, leave=True)
-    _watch(bar)
+                    ascii=not tty, dynamic_ncols=tty, leave=True, **options)
     return bar

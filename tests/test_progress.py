@@ -77,3 +77,15 @@ def test_a_job_outside_any_bar_still_reports(monkeypatch, capsys):
     assert main(["verify-dg", "--csv", "a.csv", "--plot", "a.png"]) == 0
     lines = capsys.readouterr().err.splitlines()
     assert len([line for line in lines if line.startswith("wavescat verify-dg: running for 00:0")]) >= 2
+
+
+def test_nested_bars_leave_plain_lines(monkeypatch, capsys):
+    """A study's bar around each run's bar: the log gets lines, never cursor movements."""
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "0")
+    with progress(2, "study", "runs") as outer:
+        for _ in range(2):
+            with progress(2, "run", "steps") as inner:
+                inner.update(2)
+            outer.update(1)
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and all(line.startswith(("study", "run")) for line in err.splitlines())

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import threading
 import time
 
 from tqdm import tqdm
+
+
+_CURSOR_MOVES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 class _Lines:
@@ -32,9 +36,11 @@ class _Lines:
         self.stream = stream
 
     def write(self, text: str) -> None:
-        text = text.replace("\r", "").strip()
-        if text:
-            self.stream.write(text + "\n")
+        # nested bars move the cursor between their rows: in a file those moves are noise
+        text = _CURSOR_MOVES.sub("", text.replace("\r", ""))
+        for line in text.splitlines():
+            if line.strip():
+                self.stream.write(line.strip() + "\n")
 
     def flush(self) -> None:
         self.stream.flush()

@@ -169,8 +169,8 @@ def _load_mesh(path):
 
 # The cross-check on the CPU: the GPU sizes (order 4, 16 points per wavelength, a sponge
 # one wavelength thick half a wavelength beyond the probes: 36,502 tetrahedra and 25,597
-# steps for sphere_ka2) take about ten hours on 2 cores. These caps make it 4,700 tetrahedra
-# and 4,040 steps (about 2.5 CPU minutes), 8.4% from the exact series at its six probes.
+# steps for sphere_ka2, 1.2 s a step) take about nine hours on 2 cores. These caps make it
+# 4,700 tetrahedra and 4,040 steps (50 CPU seconds), 8.4% from the exact series at its probes.
 CPU_SIZES = {"order": 2, "points_per_wavelength": 6.0, "sponge_gap": 0.25, "sponge_width": 0.5,
              "settle_periods": 2.0, "h_surface_radii": 0.3}
 # Relative L2 difference at the probes that DG and BEM must stay within: the BEM's own error

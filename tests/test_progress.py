@@ -69,3 +69,43 @@ def test_cold_kernel_cache_is_announced_once_and_warm_cache_not(tmp_path):
     assert all(r.returncode == 0 for r in runs), runs[0].stderr
     assert runs[0].stderr.count("compiling CPU kernels (first run only, about a minute)") == 1
     assert "compiling" not in runs[1].stderr
+def test_a_bar_that_does_not_advance_still_reports(monkeypatch, capsys):
+    """Numba compiling inside the first step (a minute or more on a busy machine) must not
+    leave the log silent: the heartbeat redraws the open bar every interval."""
+    import time
+
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "1")
+    with progress(3, "first step compiles", "steps") as bar:
+        time.sleep(4.5)
+        bar.update(3)
+    lines = capsys.readouterr().err.splitlines()
+    waiting = [line for line in lines if line.startswith("first step compiles:   0%")]
+    assert len(waiting) >= 2 and "0/3" in waiting[0]
+    assert "3/3" in lines[-1]
+
+
+def test_a_job_outside_any_bar_still_reports(monkeypatch, capsys):
+    """Where no stage has a bar open (imports, compiling before the first bar), the job
+    itself is the bar the heartbeat redraws."""
+    import time
+
+    from wavescat.cli import main
+    from wavescat.commands import dg
+
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "1")
+    monkeypatch.setattr(dg, "verify_dg", lambda args: time.sleep(3.5))
+    assert main(["verify-dg", "--csv", "a.csv", "--plot", "a.png"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert len([line for line in lines if line.startswith("wavescat verify-dg: running for 00:0")]) >= 2
+
+
+def test_nested_bars_leave_plain_lines(monkeypatch, capsys):
+    """A study's bar around each run's bar: the log gets lines, never cursor movements."""
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "0")
+    with progress(2, "study", "runs") as outer:
+        for _ in range(2):
+            with progress(2, "run", "steps") as inner:
+                inner.update(2)
+            outer.update(1)
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and all(line.startswith(("study", "run")) for line in err.splitlines())

@@ -10,6 +10,8 @@ import sys
 
 from . import __version__, commands
 from .errors import WavescatError
+from .progress import job
+from .resources import follow_job_threads, out_of_memory_message
 
 
 DESCRIPTION = """\
@@ -39,14 +41,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    follow_job_threads()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        result = args.func(args)
+        with job(f"wavescat {args.command}"):
+            result = args.func(args)
     except WavescatError as exc:
         print(f"wavescat {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # an allocation that failed anywhere, host or GPU
+        message = out_of_memory_message(exc, args.command)
+        if message is None:
+            raise
+        print(f"wavescat {args.command}: error: {message}", file=sys.stderr)
         return 2
     return int(result or 0)
 

@@ -19,3 +19,7 @@ class BackendError(WavescatError):
 
 class SolverError(WavescatError):
     """A solver did not converge or was given inconsistent input."""
+
+
+class ResourceError(WavescatError):
+    """A job needs more memory (host or GPU) than the machine has; the message says how much."""

@@ -11,7 +11,7 @@ from wavescat.config_files import config_error
 from wavescat.studies import study_cases
 from wavescat.errors import ConfigError
 from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
-from wavescat.resources import gpu_count, mesh_resources, partition, solve_resources
+from wavescat.resources import check_limits, gpu_count, mesh_resources, partition, solve_resources
 
 # Our own pass first: it names the key and value of the first problem and checks what a
 # schema cannot (geometry keys per kind, mesh files on disk, `run` entries). The error is
@@ -35,6 +35,12 @@ SPHERE_CASES = [c for c in RUN if CASES[c]["geometry"]["kind"] == "sphere"]
 DG_CASES = [c for c, v in CASES.items()
             if v.get("dg_cross_check", {}).get("enabled", False)
             and v["geometry"]["kind"] == "sphere"]
+
+# Refuse a case whose mesh or solve cannot fit the machine (config key `limits`).
+try:
+    check_limits(CONFIG, RUN + [c for c in DG_CASES if c not in RUN])
+except ConfigError as exc:
+    sys.exit(config_error(exc, CONFIG_FILES))
 
 
 wildcard_constraints:

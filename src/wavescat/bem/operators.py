@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from ..backend import Backend, get_backend, real_dtype
 from ..errors import WavescatError
-from ..progress import progress
+from ..progress import progress, stage
 from . import kernels_cpu
 from .spaces import FunctionSpace, same_mesh
 
@@ -317,8 +317,29 @@ class EntryEvaluator:
         bounds = np.searchsorted(color[order], np.arange(color.max() + 2))
         return [order[bounds[c]:bounds[c + 1]] for c in range(len(bounds) - 1)]
 
+    def _check_dense_memory(self):
+        """Refuse before allocating a matrix the device cannot hold (a clear error, not a
+        failure deep inside NumPy or CuPy)."""
+        from ..resources import check_dense_allocation  # noqa: PLC0415
+
+        n, m = self.shape
+        parts = 1 if self.is_real else 2
+        if self._gpu is not None:  # the accumulator becomes the matrix
+            need = n * m * parts * np.dtype(self._gpu.T).itemsize
+        else:  # float64 accumulator (and its transposed twin for K, K'), then the cast
+            twin = self.test is self.trial and self.op in (kernels_cpu.K, kernels_cpu.KP)
+            need = n * m * parts * 8 * (2 if twin else 1)
+            if self.dtype.itemsize != parts * 8:
+                need += n * m * self.dtype.itemsize
+        check_dense_allocation(n, m, need, self.backend, "operator")
+
     def dense(self):
         """The full matrix (n_test, n_trial) on the backend."""
+        self._check_dense_memory()
+        with stage(f"dense assembly of {self.name} ({self.shape[0]} x {self.shape[1]})"):
+            return self._dense()
+
+    def _dense(self):
         a, b = self.data_a, self.data_b
         if self._gpu is None and self.test is self.trial:
             special = self._special_pairs_symmetric()

@@ -1,10 +1,14 @@
 """The verify-dg, dg-scatter and dg-vs-bem subcommands write the contract files."""
+import argparse
 import csv
+import json
 
 import numpy as np
 import pytest
 
+from wavescat.backend import Backend
 from wavescat.cli import main
+from wavescat.commands import dg
 
 
 def read(path):
@@ -21,17 +25,26 @@ def test_verify_dg_writes_convergence_table(tmp_path):
     assert float(rows[2][4]) > 2.3 and plot.stat().st_size > 0
 
 
-def test_dg_scatter_coarse_run_near_exact_series(tmp_path):
+def test_dg_scatter_coarse_run_near_exact_series(tmp_path, monkeypatch, capsys, caplog):
     """A deliberately coarse (N = 1, ~5k nodes) end-to-end run at ka = 1: amplitudes within
-    20% of the exact rigid-sphere series (the fine GPU run is quoted in the report)."""
+    20% of the exact rigid-sphere series; the time stepping reports rate and ETA."""
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "0")
     probes = tmp_path / "probes.csv"
     probes.write_text("x,y,z\n1.4,0,0\n0,0,1.4\n0,0,-1.4\n")
-    out, bem = tmp_path / "dg.csv", tmp_path / "bem.csv"
+    out, bem, summary = tmp_path / "dg.csv", tmp_path / "bem.csv", tmp_path / "dg_summary.json"
     args = ["dg-scatter", "--radius", "1", "--k", "1", "--direction", "0", "0", "1",
             "--probes", str(probes), "--out", str(out), "--order", "1", "--points-per-wavelength", "3",
             "--h-surface", "0.7", "--settle-periods", "0", "--dft-periods", "1", "--backend", "cpu",
-            "--sponge-gap", "0.1", "--sponge-width", "0.6"]
-    assert main(args) == 0
+            "--sponge-gap", "0.1", "--sponge-width", "0.5", "--summary", str(summary)]
+    with caplog.at_level("INFO"):
+        assert main(args) == 0
+    steps = [line for line in capsys.readouterr().err.splitlines() if line.startswith("DG scattering N=1")]
+    run = json.loads(summary.read_text())
+    assert len(steps) >= 2 and f"{run['steps']}/{run['steps']}" in steps[-1]
+    assert "steps/s" in steps[-1] and "<00:00" in steps[-1]  # rate and time left
+    # on the CPU the sizes are capped (these are all within the caps) and the log says so
+    assert run["sizes"] == "cpu" and run["tolerance"] == dg.DG_VS_BEM_TOLERANCE["cpu"]
+    assert "dg-scatter on the CPU (requested cpu): CPU sizes order 1," in caplog.text
     rows = read(out)
     assert rows[0] == ["x", "y", "z", "re_p_dg", "im_p_dg"]
     from wavescat.reference.rigid_sphere import scattered_field
@@ -53,3 +66,61 @@ def test_bad_order_is_reported_not_raised(tmp_path, capsys):
                  "--orders", "9"]) == 2
     assert "order N = 9" in capsys.readouterr().err
     assert not (tmp_path / "a.csv").exists()
+
+
+def _scatter_args(**kw):
+    base = dict(order=4, points_per_wavelength=16.0, sponge_gap=0.5, sponge_width=1.0,
+                settle_periods=4.0, h_surface=None, radius=2.0, full_on_cpu=False)
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_cpu_sizes_cap_the_gpu_sizes_only_on_the_cpu():
+    cpu, gpu = Backend("cpu", np, "test cpu", reason="auto: no GPU"), Backend("gpu", np, "test gpu")
+    args = _scatter_args()
+    assert dg._cpu_sizes(args, cpu) == "cpu"
+    assert (args.order, args.points_per_wavelength, args.sponge_gap, args.sponge_width,
+            args.settle_periods) == (2, 6.0, 0.25, 0.5, 2.0)
+    assert args.h_surface == pytest.approx(0.3 * 2.0)  # coarser than 0.2 radii at the sphere
+    for backend, kw in ((gpu, {}), (cpu, {"full_on_cpu": True})):
+        args = _scatter_args(**kw)
+        assert dg._cpu_sizes(args, backend) == "full"
+        assert (args.order, args.points_per_wavelength, args.h_surface) == (4, 16.0, None)
+
+
+def _probe_files(tmp_path, p_dg, p_bem, tolerance):
+    pts = [(1.5, 0, 0), (0, 1.5, 0), (0, 0, 1.5)]
+    (tmp_path / "dg.csv").write_text("x,y,z,re_p_dg,im_p_dg\n" + "".join(
+        f"{x},{y},{z},{float(p.real)!r},{float(p.imag)!r}\n" for (x, y, z), p in zip(pts, p_dg)))
+    (tmp_path / "bem.csv").write_text("x,y,z,re_p_bem,im_p_bem\n" + "".join(
+        f"{x},{y},{z},{float(p.real)!r},{float(p.imag)!r}\n" for (x, y, z), p in zip(pts, p_bem)))
+    (tmp_path / "s.json").write_text(json.dumps({"tolerance": tolerance, "sizes": "cpu",
+                                                 "order": 2, "elements": 4704}))
+    return ["dg-vs-bem", "--dg", str(tmp_path / "dg.csv"), "--bem", str(tmp_path / "bem.csv"),
+            "--out", str(tmp_path / "dg_vs_bem.csv"), "--summary", str(tmp_path / "s.json")]
+
+
+def test_dg_vs_bem_fails_beyond_the_runs_tolerance(tmp_path, capsys):
+    p_bem = np.array([1 + 1j, -0.5 + 0.2j, 0.3 - 0.7j])
+    p_dg = p_bem * 1.1  # relative L2 difference exactly 0.1
+    assert main(_probe_files(tmp_path, p_dg, p_bem, 0.15)) == 0
+    assert "within the tolerance 0.15 of the cpu sizes" in capsys.readouterr().out
+    assert main(_probe_files(tmp_path, p_dg, p_bem, 0.05)) == 2
+    assert ("DG vs BEM check failed: relative L2 difference 0.1000 at 3 probes exceeds 0.05 "
+            "(cpu sizes: order 2, 4704 elements)") in capsys.readouterr().err
+    assert (tmp_path / "dg_vs_bem.csv").exists()  # the table is written for a look at it
+
+
+def test_verify_dg_fails_when_an_order_is_missed(tmp_path, monkeypatch, capsys):
+    from wavescat.timedomain.dg import cavity
+
+    def half_order(orders, cells, *args):  # error ~ h^N: one order short of N + 1
+        return [cavity.ConvergenceRow(o, 6 * c**3, 1.0 / c, (1.0 / c) ** o, float("nan"))
+                for o in orders for c in cells]
+
+    monkeypatch.setattr(cavity, "convergence_study", half_order)
+    rc = main(["verify-dg", "--csv", str(tmp_path / "a.csv"), "--plot", str(tmp_path / "a.png"),
+               "--orders", "2", "3"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert ("DG convergence check failed: N = 2: observed order 2.00 from h = 0.25 to 0.125, "
+            "expected 3 (at least 2.5); N = 3: observed order 3.00") in err

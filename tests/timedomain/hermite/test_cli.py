@@ -21,3 +21,24 @@ def test_verify_hermite_writes_tables_and_plot(tmp_path, monkeypatch):
     assert (out / "hermite_convergence.png").stat().st_size > 10_000
     assert sorted(p.name for p in out.iterdir()) == [
         "hermite_convergence.csv", "hermite_convergence.png", "hermite_convergence_acoustics.csv"]
+
+
+def test_verify_hermite_fails_when_a_degree_is_missed(tmp_path, monkeypatch, capsys):
+    """Errors falling like h^(2m) instead of h^(2m+1) for m = 2: the run fails naming it."""
+    def study(equation, quick=False, backend="cpu", precision="double"):
+        rows = []
+        for m in (1, 2):
+            order = 2 * m + 1 if m == 1 else 2 * m
+            for n in (4, 8):
+                rows.append({"m": m, "q": 9, "cells": n**3, "h": 1.0 / n, "error_max": (1.0 / n) ** order,
+                             "observed_order": float("nan")})
+        return rows
+
+    monkeypatch.setattr(convergence, "convergence_study", study)
+    out = tmp_path / "verification"
+    rc = main(["verify-hermite", "--csv", str(out / "h.csv"), "--plot", str(out / "h.png"),
+               "--backend", "cpu"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert ("Hermite-Taylor convergence check failed: advection m = 2: observed order 4.00 from "
+            "h = 0.25 to 0.125, expected 5 (at least 4.5); acoustics m = 2") in err

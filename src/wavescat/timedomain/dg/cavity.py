@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...progress import progress
 from .mesh import box_tet_mesh
 from .reference import check_order
 from .solver import AcousticsDG
@@ -48,12 +49,14 @@ def cavity_error(order: int, cells: int, t_final: float, backend="cpu", precisio
 def convergence_study(orders, cells_list, t_final: float = 0.3, backend="cpu",
                       precision="double", cfl: float = 0.5) -> list[ConvergenceRow]:
     rows = []
-    for order in orders:
-        check_order(order)
-        prev = None
-        for cells in cells_list:
-            k, h, err = cavity_error(order, cells, t_final, backend, precision, cfl)
-            rate = np.log(prev[1] / err) / np.log(prev[0] / h) if prev else float("nan")
-            rows.append(ConvergenceRow(order, k, h, err, float(rate)))
-            prev = (h, err)
+    with progress(len(orders) * len(cells_list), f"DG convergence N={orders}", "meshes") as bar:
+        for order in orders:
+            check_order(order)
+            prev = None
+            for cells in cells_list:
+                k, h, err = cavity_error(order, cells, t_final, backend, precision, cfl)
+                rate = np.log(prev[1] / err) / np.log(prev[0] / h) if prev else float("nan")
+                rows.append(ConvergenceRow(order, k, h, err, float(rate)))
+                prev = (h, err)
+                bar.update(1)
     return rows

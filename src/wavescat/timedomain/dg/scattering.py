@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...files import atomic_path
+from ...progress import progress
 from .mesh import TetMesh
 from .solver import AcousticsDG
 from .space import BC_ABSORBING, BC_SCATTERER, build_space
@@ -103,9 +104,9 @@ class ScatteringResult:
 
 
 def run_scattering(setup: ScatteringSetup, mesh: TetMesh, order: int, probes: np.ndarray,
-                   backend="cpu", precision="double", cfl: float = 0.75,
-                   progress=None) -> ScatteringResult:
-    """Run to a time-harmonic state and return the scattered amplitude at the probes."""
+                   backend="cpu", precision="double", cfl: float = 0.75) -> ScatteringResult:
+    """Run to a time-harmonic state and return the scattered amplitude at the probes
+    (progress with rate and ETA on stderr, see wavescat.progress)."""
     probes = np.atleast_2d(np.asarray(probes, float))
     space = build_space(mesh, order, setup.boundary_rule)
     elem, rows = space.locate(probes)
@@ -141,13 +142,13 @@ def run_scattering(setup: ScatteringSetup, mesh: TetMesh, order: int, probes: np
     acc = xp.zeros(len(probes), dtype=np.complex128)
     start_dft = n_before * steps_per_period
     n_steps = total_periods * steps_per_period
-    for step in range(n_steps):
-        dg.step(dt)
-        if step + 1 > start_dft:
-            p = (rows_d * dg.q[0][elem_d]).sum(axis=1)
-            acc += p.astype(np.complex128) * np.exp(1j * setup.omega * dg.t)
-        if progress is not None and step % max(1, n_steps // 20) == 0:
-            progress(step, n_steps)
+    with progress(n_steps, f"DG scattering N={order}, {space.n_elements} elements", "steps") as bar:
+        for step in range(n_steps):
+            dg.step(dt)
+            if step + 1 > start_dft:
+                p = (rows_d * dg.q[0][elem_d]).sum(axis=1)
+                acc += p.astype(np.complex128) * np.exp(1j * setup.omega * dg.t)
+            bar.update(1)
     amplitude = dg.backend.asnumpy(acc) * 2.0 / (setup.dft_periods * steps_per_period)
     return ScatteringResult(probes, amplitude, space.n_elements, space.n_nodes, n_steps, dt, dg.t)
 

@@ -124,7 +124,7 @@ class AcousticsDG:
         """Advance to t_final with equal steps no longer than the CFL step."""
         steps = max(1, int(np.ceil((t_final - self.t) / self.stable_dt(cfl) - 1e-9)))
         dt = (t_final - self.t) / steps
-        bar = progress(steps, f"DG N={self.space.ref.order}", "steps")
+        bar = progress(steps, f"DG N={self.space.ref.order}, {self.space.n_elements} elements", "steps")
         for _ in range(steps):
             self.step(dt)
             bar.update(1)

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ...progress import progress
 from .equations import acoustics, advection
 from .exact import acoustic_standing_mode, advection_wave, hermite_data
 from .solver import HermiteSolver
@@ -68,16 +69,21 @@ def convergence_study(equation: str, degrees=(1, 2, 3), *, quick: bool = False, 
                       precision: str = "double", kernel: str = "auto", grids=None) -> list[dict]:
     """Rows (dicts with HEADER keys) for every m in `degrees` and grid of GRIDS[m]."""
     rows = []
-    for m in degrees:
-        ns = (grids or (QUICK_GRIDS if quick else GRIDS))[m]
-        hs, errs, qs = [], [], []
-        for n in ns:
-            solver, err = period_error(equation, m, n, backend=backend, precision=precision,
-                                       kernel=kernel)
-            hs.append(max(solver.h))
-            errs.append(err)
-            qs.append(solver.q)
-            log.info("hermite %s m=%d n=%d: error %.3e", equation, m, n, err)
-        for n, h, e, q, p in zip(ns, hs, errs, qs, observed_orders(hs, errs)):
-            rows.append({"m": m, "q": q, "cells": n ** 3, "h": h, "error_max": e, "observed_order": p})
+    table = grids or (QUICK_GRIDS if quick else GRIDS)
+    with progress(sum(len(table[m]) for m in degrees), f"Hermite convergence {equation}",
+                  "grids") as bar:
+        for m in degrees:
+            ns = table[m]
+            hs, errs, qs = [], [], []
+            for n in ns:
+                solver, err = period_error(equation, m, n, backend=backend, precision=precision,
+                                           kernel=kernel)
+                hs.append(max(solver.h))
+                errs.append(err)
+                qs.append(solver.q)
+                log.info("hermite %s m=%d n=%d: error %.3e", equation, m, n, err)
+                bar.update(1)
+            for n, h, e, q, p in zip(ns, hs, errs, qs, observed_orders(hs, errs)):
+                rows.append({"m": m, "q": q, "cells": n ** 3, "h": h, "error_max": e,
+                             "observed_order": p})
     return rows

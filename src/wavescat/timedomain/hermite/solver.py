@@ -154,7 +154,7 @@ class HermiteSolver:
             cpu.half_step(src, dst, hermite_matrix_1d(self.m), cd, cf, cg, params, self.q, shift)
 
     def step(self, n: int = 1) -> None:
-        bar = progress(n, f"Hermite m={self.m}", "steps")
+        bar = progress(n, f"Hermite m={self.m}, {'x'.join(map(str, self.cells))} cells", "steps")
         for _ in range(n):
             self.half_step(self.state, self._work, 0)    # primary -> dual
             if not any(self.walls):

@@ -1,0 +1,183 @@
+"""What fits: cases that cannot fit are refused before any job, dense operators are checked
+before they are allocated, and an out-of-memory anywhere becomes a message naming the stage."""
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from wavescat import resources
+from wavescat.cli import main
+from wavescat.config import prepare_config
+from wavescat.errors import ConfigError, ResourceError
+from wavescat.progress import progress
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def default():
+    with open(ROOT / "config" / "config.yaml") as fh:
+        return yaml.safe_load(fh)
+
+
+def _prepared(default, **changes):
+    cfg = copy.deepcopy(default)
+    for key, value in changes.items():
+        case, field = key.split("__")
+        cfg["cases"][case][field] = value
+    return cfg
+
+
+def test_unknowns_follow_area_over_element_area(default):
+    """7.5e10 unknowns for the 62 m submarine at 1 MHz: 1.1 (area / (sqrt(3)/4 h^2)) / 2, h = c/(10 f)."""
+    cfg = prepare_config(_prepared(default, submarine__frequencies_hz=[1e6]), base_dir=ROOT)
+    est = resources.case_estimates(cfg["cases"]["submarine"], cfg["medium"], gpu=False)
+    h = 1500.0 / (1e6 * 10)
+    area = 1.15 * 0.85 * np.pi * 7.0 * 62.0
+    assert est["unknowns"] == pytest.approx(1.1 * area / (np.sqrt(3) / 4 * h * h) / 2, rel=1e-6)
+    assert est["format"] == "hmatrix"
+
+
+def test_megahertz_submarine_refused_naming_case_frequency_estimate_limit(default):
+    cfg = prepare_config(_prepared(default, submarine__frequencies_hz=[1e6]), base_dir=ROOT)
+    with pytest.raises(ConfigError) as err:
+        resources.check_limits(cfg, ["sphere_ka5", "submarine"])
+    msg = str(err.value)
+    assert "case 'submarine' at 1e+06 Hz" in msg and "7.52e+10 unknowns" in msg
+    assert "meshing needs about 188 TB" in msg and "of host memory" in msg
+    assert "limits.host_memory_gb" in msg
+
+
+def test_limits_override_the_machine(default, monkeypatch):
+    monkeypatch.setattr(resources, "host_memory_bytes", lambda: 64e9)
+    cfg = _prepared(default, sphere_ka5__solver={"operator_format": "dense"},
+                    sphere_ka5__frequencies_hz=[6000.0])  # ~25,000 unknowns, dense: ~23 GB
+    prepared = prepare_config(cfg, base_dir=ROOT)
+    resources.check_limits(prepared, ["sphere_ka5"])  # fits 64 GB
+    cfg["limits"] = {"host_memory_gb": 8}
+    with pytest.raises(ConfigError, match=r"case 'sphere_ka5' at 6000 Hz .* the dense solve needs "
+                       r"about \d+\.\d GB, more than the 8 GB of host memory \(limits\.host_memory_gb"
+                       r" = 8\) \(operator_format: hmatrix needs less\)"):
+        resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+    cfg["limits"] = {"max_unknowns": 10_000}
+    with pytest.raises(ConfigError, match="more than limits.max_unknowns = 10000"):
+        resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+
+
+def test_gpu_solve_checked_against_gpu_memory(default, monkeypatch):
+    monkeypatch.setattr(resources, "gpu_memory_bytes", lambda: 16e9)
+    cfg = _prepared(default, sphere_ka5__solver={"operator_format": "dense", "backend": "gpu"},
+                    sphere_ka5__frequencies_hz=[6000.0])
+    with pytest.raises(ConfigError, match=r"dense solve on the GPU needs about \d+\.\d GB, more "
+                       r"than the 16 GB of GPU memory"):
+        resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+    cfg["limits"] = {"gpu_memory_gb": 80}
+    resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+
+
+def test_workflow_refuses_megahertz_submarine_before_meshing(tmp_path):
+    (tmp_path / "big.yaml").write_text("run: [sub]\ncases:\n  sub:\n    geometry: {kind: submarine}\n"
+                                       "    frequencies_hz: [1.0e+6]\n")
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"),
+                          "--configfile=big.yaml", "--cores", "1", "target_strength"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0
+    assert "case 'sub' at 1e+06 Hz (about 7.52e+10 unknowns): meshing needs about 188 TB" in text
+    assert "Building DAG" not in text and not (tmp_path / "results").exists()
+
+
+def test_dense_operator_checked_before_allocation(monkeypatch):
+    from wavescat.bem import operators, spaces
+    from wavescat.geometry.icosphere import icosphere
+
+    space = spaces.function_space(icosphere(2), "P1")
+    n = space.n_dofs
+    available = 32 * n * n - 1
+    monkeypatch.setattr(resources, "available_host_bytes", lambda: available)
+    # the double layer needs its float64 (re, im) accumulator and the transposed twin: 32 n^2
+    with pytest.raises(ResourceError) as err:
+        operators.assemble("double_layer", space, space, 2.0)
+    assert str(err.value) == (f"dense operator of {n} unknowns needs {32 * n * n / 2**30:.3g} GiB, "
+                              f"{available / 2**30:.3g} GiB of host memory available; "
+                              "use operator_format: hmatrix")
+    # the hypersingular operator has no twin: 16 n^2 fits
+    assert operators.assemble("hypersingular", space, space, 2.0).shape == (n, n)
+
+
+class OutOfMemoryError(MemoryError):
+    """Stands in for cupy.cuda.memory.OutOfMemoryError (a MemoryError raised by CuPy)."""
+
+    __module__ = "cupy.cuda.memory"
+
+
+def test_gpu_out_of_memory_becomes_an_error_naming_stage_and_size(monkeypatch, capsys):
+    from wavescat.commands import dg
+
+    def run_out_of_memory(args):
+        with progress(10, "DG scattering N=4, 36502 elements", "steps"):
+            raise OutOfMemoryError("Out of memory allocating 5,368,709,120 bytes "
+                                   "(allocated so far: 70,000,000,000 bytes).")
+
+    monkeypatch.setattr(dg, "verify_dg", run_out_of_memory)
+    assert main(["verify-dg", "--csv", "a.csv", "--plot", "a.png"]) == 2
+    err = capsys.readouterr().err
+    assert ("wavescat verify-dg: error: out of GPU memory in 'DG scattering N=4, 36502 elements':"
+            " Out of memory allocating 5,368,709,120 bytes") in err
+    assert "Traceback" not in err
+
+
+def test_host_out_of_memory_names_the_open_stage(monkeypatch, capsys):
+    from wavescat.commands import dg
+
+    def run_out_of_memory(args):
+        bar = progress(10, "assembly hypersingular", "elements")  # not a `with`: left open
+        np.zeros((10**6, 10**6))
+        bar.close()
+
+    monkeypatch.setattr(dg, "verify_dg", run_out_of_memory)
+    assert main(["verify-dg", "--csv", "a.csv", "--plot", "a.png"]) == 2
+    err = capsys.readouterr().err
+    assert "out of host memory in 'assembly hypersingular': Unable to allocate" in err
+
+
+def test_other_errors_still_raise(monkeypatch):
+    from wavescat.commands import dg
+
+    monkeypatch.setattr(dg, "verify_dg", lambda args: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        main(["verify-dg", "--csv", "a.csv", "--plot", "a.png"])
+
+
+def test_numba_threads_follow_the_jobs_threads():
+    """Snakemake passes a rule's threads as OMP_NUM_THREADS; Numba's pool must follow it,
+    whether Numba is already imported or not."""
+    import os
+
+    for code in ("import numba, wavescat.resources as r; r.follow_job_threads()",
+                 "import wavescat.resources as r; r.follow_job_threads(); import numba"):
+        out = subprocess.run([sys.executable, "-c", code + "; print(numba.get_num_threads())"],
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert out.stdout.strip() == "1", out.stderr
+
+
+def test_gpu_out_of_memory_in_dense_assembly_names_operator_and_size(monkeypatch):
+    from wavescat.bem import operators, spaces
+    from wavescat.geometry.icosphere import icosphere
+
+    def fail(self):
+        raise OutOfMemoryError("Out of memory allocating 335,923,200 bytes (allocated so far: 0 bytes).")
+
+    monkeypatch.setattr(operators.EntryEvaluator, "_dense", fail)
+    space = spaces.function_space(icosphere(2), "P1")
+    with pytest.raises(MemoryError) as err:
+        operators.assemble("double_layer", space, space, 2.0)
+    n = space.n_dofs
+    assert resources.out_of_memory_message(err.value, "solve").startswith(
+        f"out of GPU memory in 'dense assembly of double_layer ({n} x {n})': Out of memory "
+        "allocating 335,923,200 bytes")

@@ -10,7 +10,7 @@ from wavescat.commands.solve import make_plots
 from wavescat.farfield import incident_directions, receiver_directions, target_strength
 from wavescat.reference import rigid_sphere
 from wavescat.study_table import plot_study
-from wavescat.tables import FARFIELD_HEADER
+from wavescat.solve.records import FARFIELD_HEADER
 
 C = 1500.0
 OFFSET = 1.05  # the "computed" far field: the exact one 0.42 dB high, so both curves show

@@ -9,7 +9,7 @@ from wavescat.cli import main
 from wavescat.config import prepare_config
 from wavescat.farfield import receiver_directions
 from wavescat.reference.rigid_sphere import far_field
-from wavescat.tables import read_farfield_csv
+from wavescat.solve.records import read_farfield_csv
 
 
 def test_bare_case_is_normalised_like_the_workflow(tmp_path):

@@ -8,7 +8,7 @@ from wavescat.cli import main
 from wavescat.farfield import receiver_directions
 from wavescat.reference import impedance_sphere, pressure_release_sphere
 from wavescat.reference.rigid_sphere import far_field
-from wavescat.tables import FARFIELD_HEADER, read_farfield_csv
+from wavescat.solve.records import FARFIELD_HEADER, read_farfield_csv
 
 CASE = {"geometry": {"kind": "sphere", "radius": 0.5, "center": [0.2, 0.0, 0.0]},
         "frequencies_hz": [300.0, 600.0], "incident": {"direction": [0.0, 0.0, 1.0]},

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from wavescat.tables import FARFIELD_HEADER, read_farfield_csv
+from wavescat.solve.records import FARFIELD_HEADER, read_farfield_csv
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]  # the Snakefile of the copy in tmp_path
 

@@ -100,7 +100,7 @@ def test_meshes_and_verify_bem_targets_run(tmp_path):
     import json
 
     from wavescat.surface import SurfaceMesh
-    from wavescat.tables import read_farfield_csv
+    from wavescat.solve.records import read_farfield_csv
 
     for case in ("ball", "egg"):
         mesh = SurfaceMesh.from_file(tmp_path / "results" / case / "mesh.msh")

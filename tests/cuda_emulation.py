@@ -232,6 +232,20 @@ def _guarded(a: np.ndarray):
     return buf, inner, band
 
 
+class _Device(SimpleNamespace):
+    """cupy.cuda.Device(): the device's memory is the host's (free, total), as CuPy's mem_info."""
+
+    def synchronize(self):  # launches return when done
+        pass
+
+    @property
+    def mem_info(self):
+        import psutil
+
+        memory = psutil.virtual_memory()
+        return memory.available, memory.total
+
+
 class EmulatedCuda:
     """A stand-in for the `cupy` module: NumPy's functions, and RawKernel / RawModule whose
     kernels run on the CPU. Sources are compiled together into one library when a kernel of
@@ -244,9 +258,13 @@ class EmulatedCuda:
         self._built: dict[str, ctypes.CDLL] = {}  # unit name -> its library
         self.launches = []  # (kernel, grid, block) of every launch, in order
         attributes = {"MultiProcessorCount": multiprocessors, "MaxSharedMemoryPerBlockOptin": shared_optin}
-        device = SimpleNamespace(compute_capability=str(compute_capability), attributes=attributes,
-                                 synchronize=lambda: None)  # launches return when done
+        device = _Device(compute_capability=str(compute_capability), attributes=attributes)
         self.cuda = SimpleNamespace(Device=lambda *_: device)
+
+    @staticmethod
+    def get_default_memory_pool():
+        """CuPy's pool as the memory checks see it: the emulation holds nothing in one."""
+        return SimpleNamespace(total_bytes=lambda: 0, used_bytes=lambda: 0)
 
     def __getattr__(self, name):
         return getattr(np, name)

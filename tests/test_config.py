@@ -196,6 +196,11 @@ BOUND = [
      "cases.sphere_ka5.mesh.max_volume_error = 1: must be < 1"),
     (_set(["cases", "sphere_ka5", "mesh", "band_ratio"], 0.9),
      "cases.sphere_ka5.mesh.band_ratio = 0.9: must be >= 1"),
+    (_set(["limits"], {"host_memory_gb": 0}), "limits.host_memory_gb = 0: must be > 0"),
+    (_set(["limits"], {"gpu_memory_gb": -1}), "limits.gpu_memory_gb = -1: must be > 0"),
+    (_set(["limits"], {"max_unknowns": 0}), "limits.max_unknowns = 0: must be >= 1"),
+    (_set_geometry("sphere_ka5", {"kind": "cylinder", "radius": 1.0, "length": 0}),
+     "cases.sphere_ka5.geometry.length = 0: must be > 0"),
     (_set(["cases", "sphere_ka5", "solver", "gmres"], {"tol": 0}),
      "cases.sphere_ka5.solver.gmres.tol = 0: must be > 0"),
     (_set(["cases", "sphere_ka5", "solver", "gmres"], {"tol": 1}),
@@ -327,7 +332,11 @@ def _readme_defaults():
         try:
             return float(text)
         except ValueError:
+            pass
+        try:
             return yaml.safe_load(text)
+        except yaml.YAMLError:  # prose in a table that lists no default (boundary conditions)
+            return text
 
     rows = re.findall(r"^\| `([^`]+)` \| ([^|]*) \|", (ROOT / "config" / "README.md").read_text(),
                       re.M)

@@ -181,3 +181,21 @@ def test_gpu_out_of_memory_in_dense_assembly_names_operator_and_size(monkeypatch
     assert resources.out_of_memory_message(err.value, "solve").startswith(
         f"out of GPU memory in 'dense assembly of double_layer ({n} x {n})': Out of memory "
         "allocating 335,923,200 bytes")
+
+
+@pytest.mark.parametrize("geometry, frequency, low", [
+    ({"kind": "sphere", "radius": 1.0}, 477.46, 0.85),  # sphere_ka2 of verify_dg
+    # the sag model only: the tips' extra refinement (16 elements per turn) is not counted
+    ({"kind": "spheroid", "semi_axes": [0.75, 0.3, 0.2]}, 600.0, 0.6),
+])
+def test_unknowns_estimate_follows_the_geometry_sizing(geometry, frequency, low):
+    """At low frequency the geometry sizes the mesh, not the wavelength: the estimate that the
+    memory requests and limits use must count those unknowns too (it counted 162 of 644)."""
+    from wavescat.geometry import mesh_case
+
+    cfg = {"run": ["b"], "cases": {"b": {"geometry": geometry, "frequencies_hz": [frequency]}}}
+    case = prepare_config(cfg, base_dir=".")["cases"]["b"]
+    medium = {"sound_speed": 1500.0, "density": 1000.0}
+    _, stats = mesh_case(case, medium)
+    estimate = resources.p1_dofs_estimate(case, medium)
+    assert low * stats["vertices"] <= estimate <= 1.2 * stats["vertices"], (estimate, stats["vertices"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .geometry.sizing import element_size
+from .geometry.sizing import MESH_DEFAULTS, element_size
 from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 
 # Mean triangle area of a mesh with edge length h is about sqrt(3)/4 h^2; vertices ~ triangles / 2.
@@ -41,14 +41,45 @@ def surface_area_estimate(geometry: dict) -> float | None:
     return None
 
 
+def _volume_and_total_curvature(geometry: dict) -> tuple[float, float] | None:
+    """(volume, integral of the mean curvature over the surface) of a curved built-in body,
+    from its parameters; None for flat (box) or unknown (file) bodies. Convex bodies have
+    int H dA = 2 pi x mean width; the spheroid takes its mean semi-axis, the submarine its hull."""
+    kind = geometry["kind"]
+    if kind == "sphere":
+        r = geometry["radius"]
+        return 4.0 / 3.0 * math.pi * r**3, 4.0 * math.pi * r
+    if kind == "spheroid":
+        a, b, c = geometry["semi_axes"]
+        return 4.0 / 3.0 * math.pi * a * b * c, 4.0 * math.pi * (a + b + c) / 3.0
+    if kind == "cylinder":
+        r, length = geometry["radius"], geometry["length"]
+        return math.pi * r**2 * length, math.pi * length
+    if kind == "submarine":
+        length = geometry.get("hull_length", SUBMARINE_DEFAULTS["hull_length"])
+        r = geometry.get("hull_diameter", SUBMARINE_DEFAULTS["hull_diameter"]) / 2
+        return 0.85 * math.pi * r**2 * length, 0.85 * math.pi * length
+    return None
+
+
 def p1_dofs_estimate(case: dict, medium: dict) -> int:
-    area = surface_area_estimate(case["geometry"])
+    geometry = case["geometry"]
+    area = surface_area_estimate(geometry)
     if area is None:
         return 20_000  # a file geometry: assume a mid-size problem
     # gmsh's edges come out a few percent shorter than the target h: 2-12% more vertices
     # than area / (sqrt(3)/4 h^2) / 2 on spheres of 2k-400k unknowns, hence the 1.1
-    triangles = 1.1 * area / (_TRIANGLE_AREA_FACTOR * element_size(case, medium) ** 2)
-    return max(12, int(triangles / 2))
+    triangles = area / (_TRIANGLE_AREA_FACTOR * element_size(case, medium) ** 2)
+    # Geometry sizing (wavescat.geometry.sizing): h^2 = 8 e (V / A) / H keeps the meshed volume
+    # within e, so it needs A / (sqrt(3)/4 8 e V) x int H dA triangles, more than the
+    # frequency's at low frequency (the submarine at 100 Hz: about 3x).
+    error = (case.get("mesh") or {}).get("max_volume_error", MESH_DEFAULTS["max_volume_error"])
+    curved = _volume_and_total_curvature(geometry)
+    if error and curved:
+        volume, total_curvature = curved
+        triangles = max(triangles, area * total_curvature
+                        / (_TRIANGLE_AREA_FACTOR * 8.0 * error * volume))
+    return max(12, int(1.1 * triangles / 2))
 
 
 def gpu_count(backend: str, cluster: dict) -> int:

@@ -67,7 +67,7 @@ class OrderBench:
         from wavescat.timedomain.dg import AcousticsDG
 
         self.cp = cp = backend.xp
-        self.space, self.precision = space, precision
+        self.space, self.precision, self.device = space, precision, backend.device_name
         self.npn, nfn = space.ref.n_nodes, 4 * space.ref.n_face_nodes
         self.k = space.n_elements
         pf32, pf64, self.peak_bw = peaks_for(backend.device_name)
@@ -132,25 +132,26 @@ def print_row(row: dict, tuning) -> None:
           f"of {s['bound']} | upd {row['update']['gbytes_s']:6.0f} GB/s | {tuning!r}", flush=True)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_run_options(ap: argparse.ArgumentParser) -> None:
+    """The mesh, precision and timing options of bench_dg.py and tune_dg.py."""
     ap.add_argument("--orders", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6])
     ap.add_argument("--nodes", type=float, default=1.2e6)
     ap.add_argument("--precisions", nargs="+", default=["single", "double"])
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--footprint", type=float, default=3.0,
                     help="volume-kernel data cycled through per timing, in L2 sizes (0: one copy)")
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args(argv)
+    ap.add_argument("--json", default=None, help="also write the figures here")
+
+
+def order_benches(args):
+    """(device name, then per order and precision) an OrderBench on a box of about --nodes
+    nodes, its memory freed once the caller moves on."""
     from wavescat.backend import get_backend
     from wavescat.timedomain.dg import box_tet_mesh, build_space
-    from wavescat.timedomain.dg.tuning import default_volume_tuning
     from wavescat.timedomain.dg.reference import reference_tetrahedron
 
     backend = get_backend("gpu")
-    device = backend.device_name
-    print(f"device: {device}; peaks fp32/fp64/BW = {peaks_for(device)}")
-    rows = []
+    print(f"device: {backend.device_name}; peaks fp32/fp64/BW = {peaks_for(backend.device_name)}")
     for order in args.orders:
         ref = reference_tetrahedron(order)
         cells = int(np.ceil((args.nodes / ref.n_nodes / 6) ** (1 / 3)))
@@ -158,14 +159,24 @@ def main(argv=None) -> int:
         space = build_space(box_tet_mesh(cells), order)
         print(f"  (N={order}: mesh + space build {time.perf_counter() - t0:.1f} s)", flush=True)
         for precision in args.precisions:
-            bench = OrderBench(space, backend, precision, args.footprint)
-            dtype = np.float32 if precision == "single" else np.float64
-            default = default_volume_tuning(ref.n_nodes, dtype, bench.compute_capability)
-            row = bench.stage(default, args.repeats)
-            rows.append(row)
-            print_row(row, default)
-            del bench
+            yield OrderBench(space, backend, precision, args.footprint)
             backend.xp.get_default_memory_pool().free_all_blocks()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_options(ap)
+    args = ap.parse_args(argv)
+    from wavescat.timedomain.dg.tuning import default_volume_tuning
+
+    rows, device = [], None
+    for bench in order_benches(args):
+        device = bench.device
+        dtype = np.float32 if bench.precision == "single" else np.float64
+        default = default_volume_tuning(bench.npn, dtype, bench.compute_capability)
+        row = bench.stage(default, args.repeats)
+        rows.append(row)
+        print_row(row, default)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"device": device, "rows": rows}, fh, indent=1)

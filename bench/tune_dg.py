@@ -17,13 +17,12 @@ import concurrent.futures
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_dg import OrderBench, peaks_for  # noqa: E402
+from bench_dg import OrderBench, add_run_options, order_benches  # noqa: E402
 
 from wavescat.timedomain.dg.kernel_source import NVRTC_OPTIONS, volume_source  # noqa: E402
 from wavescat.timedomain.dg.layout import (SHARED_LIMIT, VolumeTuning, default_elements_per_block,  # noqa: E402
@@ -184,50 +183,29 @@ def table_entry(npn: int, tuning: VolumeTuning) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--orders", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6])
-    ap.add_argument("--nodes", type=float, default=1.2e6)
-    ap.add_argument("--precisions", nargs="+", default=["single", "double"])
-    ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--footprint", type=float, default=3.0,
-                    help="volume-kernel data cycled through per timing, in L2 sizes (0: one copy)")
+    add_run_options(ap)
     ap.add_argument("--stages", nargs="+", default=None, metavar="STAGE",
                     help=f"tuning stages to run, in order (default: all of {', '.join(TUNING_STAGES)})")
     ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1), help="parallel compiles")
-    ap.add_argument("--json", default=None, help="write every variant's figures here")
     args = ap.parse_args(argv)
     unknown = sorted(set(args.stages or ()) - set(TUNING_STAGES))
     if unknown:
         ap.error(f"unknown tuning stages {unknown}; choose from {', '.join(TUNING_STAGES)}")
-    from wavescat.backend import get_backend
-    from wavescat.timedomain.dg import box_tet_mesh, build_space
-    from wavescat.timedomain.dg.reference import reference_tetrahedron
-
-    backend = get_backend("gpu")
-    device = backend.device_name
-    print(f"device: {device}; peaks fp32/fp64/BW = {peaks_for(device)}")
-    tuned, entries = [], {}
-    for order in args.orders:
-        ref = reference_tetrahedron(order)
-        cells = int(np.ceil((args.nodes / ref.n_nodes / 6) ** (1 / 3)))
-        t0 = time.perf_counter()
-        space = build_space(box_tet_mesh(cells), order)
-        print(f"  (N={order}: mesh + space build {time.perf_counter() - t0:.1f} s)", flush=True)
-        for precision in args.precisions:
-            bench = OrderBench(space, backend, precision, args.footprint)
-            dtype = np.float32 if precision == "single" else np.float64
-            default = default_volume_tuning(ref.n_nodes, dtype, bench.compute_capability)
-            best, times = tune(bench, args.repeats, args.jobs, args.stages)
-            v, d = bench.figures("volume", times[best]), bench.figures("volume", times[default])
-            entries.setdefault(("tensor" if best.tensor else "rows", precision), []).append(
-                table_entry(ref.n_nodes, best))
-            print(f"  N={order} {precision}: best {best!r}: {v['frac_roofline'] * 100:.1f}% of {v['bound']} "
-                  f"bound ({v['gflops']:.0f} GF/s, {v['gbytes_s']:.0f} GB/s; default "
-                  f"{d['frac_roofline'] * 100:.1f}%)", flush=True)
-            tuned.append({"order": order, "precision": precision, "best": best._asdict(),
-                          "variants": [{"tuning": c._asdict(), **bench.figures("volume", t)}
-                                       for c, t in times.items()]})
-            del bench
-            backend.xp.get_default_memory_pool().free_all_blocks()
+    tuned, entries, device = [], {}, None
+    for bench in order_benches(args):
+        device = bench.device
+        dtype = np.float32 if bench.precision == "single" else np.float64
+        default = default_volume_tuning(bench.npn, dtype, bench.compute_capability)
+        best, times = tune(bench, args.repeats, args.jobs, args.stages)
+        v, d = bench.figures("volume", times[best]), bench.figures("volume", times[default])
+        entries.setdefault(("tensor" if best.tensor else "rows", bench.precision), []).append(
+            table_entry(bench.npn, best))
+        order = bench.space.ref.order
+        print(f"  N={order} {bench.precision}: best {best!r}: {v['frac_roofline'] * 100:.1f}% of {v['bound']} "
+              f"bound ({v['gflops']:.0f} GF/s, {v['gbytes_s']:.0f} GB/s; default "
+              f"{d['frac_roofline'] * 100:.1f}%)", flush=True)
+        tuned.append({"order": order, "precision": bench.precision, "best": best._asdict(),
+                      "variants": [{"tuning": c._asdict(), **bench.figures("volume", t)} for c, t in times.items()]})
     for (layout, precision), lines in entries.items():
         print(f'\nEntries for tuning.json, table "layout": "{layout}", "{precision}" (measured on {device}; '
               "a tensor table's entry wins over the rows table's on devices with tensor cores):")

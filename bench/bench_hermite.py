@@ -16,31 +16,21 @@ FLOP/byte, under the fp32 ridge (14 on an H200, 18 on an H100), so its roofline 
 Its setting column is the tile LANESxROWSxPLANES (--tiles; planes 0 = about two waves).
 
     PYTHONPATH=src python bench/bench_hermite.py [--cells 150] [--steps 200] [--json out.json]
+    PYTHONPATH=src python bench/bench_hermite.py --forms monolithic-shared --cells-per-block 4 8 16 32
 
-Measured 2026-11-22 on an NVIDIA H100 80GB HBM3 (`bench_hermite.py --repeats 1`), seconds
-for 200 steps, speed-up over the paper's GTX 980 monolithic time, % of 3.35 TB/s, % of 60 TFLOP/s:
-    m  two-kernel        monolithic-shared  monolithic-register        monolithic-warp
-    1  0.675  3.1x 34%/10%  0.541  3.9x       0.0834 25.1x 31%/52%     0.224  9.3x 12%/27%
-    2  3.79   3.6x 21%/10%  2.95   4.7x       0.431  32.0x 20%/57%     1.20  11.4x  7%/28%
-    3  12.1   3.0x 15%/10%  10.8   3.4x       (does not fit)           5.67   6.4x  4%/20%
-Measured 2026-11-23 on an NVIDIA H200 (`bench_hermite.py --forms propagator --repeats 3`), best
-tile, seconds for 200 steps, speed-up over the paper's monolithic time, % of 4.8 TB/s, % of 67 TFLOP/s:
-    m = 1  propagator 32x8x24  0.0327 s   63.8x   2.64 TB/s 55%   7.9 TFLOP/s 12%
-    m = 2  propagator 32x14x8  0.1372 s  100.4x   2.13 TB/s 44%   9.6 TFLOP/s 14%
-    m = 3  propagator 32x6x8   0.3461 s  104.5x   2.00 TB/s 42%  12.0 TFLOP/s 18%
-(the recursion forms on the same H200: m = 1 register 0.0833 s, m = 2 register 0.426 s, m = 3
-warp 5.68 s.) Nsight Compute (m = 1, tile 32x8x0) reads 133 MB and writes 93 MB per launch
-against the ideal 216 MB: the vertex reuse between neighbouring cells is nearly perfect.
+--forms picks the half-step forms (HermiteSolver's kernel), --cells-per-block the shared
+forms' block sizes and --tiles the propagator's tiles to time. Measured figures: bench/README.md.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 
 import numpy as np
+
+from wavescat.timedomain.hermite.gpu import FORMS
 
 PAPER_SECONDS = {"monolithic": {1: 2.09, 2: 13.77, 3: 36.17}, "two-kernel": {1: 2.42, 2: 13.77, 3: 37.23}}
 # peak DRAM bandwidth (B/s) and fp32 FMA rate (FLOP/s, non-tensor) by device name
@@ -114,12 +104,8 @@ def bytes_per_cell(m: int, n_fields: int, form: str, itemsize: int) -> int:
     return moved * itemsize
 
 
-CELLS_ENV = "WAVESCAT_HERMITE_CELLS_PER_BLOCK"
-TILE_ENV = "WAVESCAT_HERMITE_PROPAGATOR_TILE"
-
-
-def _settings(form: str, m: int, args) -> list[tuple[str, str]]:
-    """(environment variable, value) of each tuning run of `form` at degree m; [] if it does not fit."""
+def _settings(form: str, m: int, args) -> list[dict]:
+    """HermiteSolver's tuning arguments of each run of `form` at degree m; [] if it does not fit."""
     from wavescat.timedomain.hermite import gpu_cell, gpu_warp
     from wavescat.timedomain.hermite.gpu_propagator import Tile, fit_tile
 
@@ -128,11 +114,10 @@ def _settings(form: str, m: int, args) -> list[tuple[str, str]]:
     if form == "monolithic-warp" and (2 * m + 2) ** 2 > gpu_warp.MAX_VALUES:
         return []
     if form == "propagator":  # distinct tiles once shrunk to fit
-        tiles = {fit_tile(m, 4, Tile.parse(t)): t for t in args.tiles}
-        return [(TILE_ENV, f"{t.lanes}x{t.rows}x{t.planes}") for t in tiles]
+        return [{"tile": t} for t in dict.fromkeys(fit_tile(m, 4, Tile.parse(t)) for t in args.tiles)]
     if form in ("two-kernel", "monolithic-shared", "monolithic"):
-        return [(CELLS_ENV, str(cap) if cap else "") for cap in args.cells_per_block]
-    return [(CELLS_ENV, "")]
+        return [{"cells_per_block": cap or None} for cap in args.cells_per_block]
+    return [{}]
 
 
 def _describe(kernel) -> str:
@@ -146,8 +131,9 @@ def main(argv=None) -> int:
     parser.add_argument("--cells", type=int, default=150)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--degrees", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--forms", nargs="+", default=["two-kernel", "monolithic-shared", "monolithic-register",
-                                                       "monolithic-warp", "propagator"])
+    parser.add_argument("--forms", nargs="+", choices=FORMS,
+                        default=["two-kernel", "monolithic-shared", "monolithic-register", "monolithic-warp",
+                                 "propagator"], help="half-step forms to time")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cells-per-block", type=int, nargs="+", default=[0],
                         help="caps to try for the shared forms (0: the default choice)")
@@ -169,15 +155,10 @@ def main(argv=None) -> int:
     print(f"{'m':>2} {'q':>3} {'form':>19} {'setting':>9} {'time s':>9} {'paper s':>8} {'speed-up':>9} "
           f"{'TB/s':>6} {'%bw':>5} {'TFLOP/s':>8} {'%peak':>6}")
     results = []
-    runs = [(m, form, env, value) for m in args.degrees for form in args.forms
-            for env, value in _settings(form, m, args)]
-    for m, form, env, value in runs:
-        for name in (CELLS_ENV, TILE_ENV):
-            os.environ.pop(name, None)
-        if value:
-            os.environ[env] = value
+    runs = [(m, form, tuning) for m in args.degrees for form in args.forms for tuning in _settings(form, m, args)]
+    for m, form, tuning in runs:
         solver = HermiteSolver(system, args.cells, 1.0, m, cfl=0.9, backend="gpu",
-                               precision="single", kernel=form)
+                               precision="single", kernel=form, **tuning)
         solver.state[...] = (1e-2 * xp.random.standard_normal(solver.state.shape)).astype(solver.dtype)
         solver.step(2)  # warm-up: compiles, allocates the coefficient buffer
         xp.cuda.Device().synchronize()

@@ -6,7 +6,7 @@ import pytest
 
 from wavescat.backend import get_backend
 from wavescat.timedomain.dg import BC_ABSORBING, BC_RIGID, BC_SCATTERER, AcousticsDG, box_tet_mesh, build_space
-from wavescat.timedomain.dg.gpu_kernels import VolumeTuning
+from wavescat.timedomain.dg.layout import VolumeTuning
 
 # (order, variant) of the volume kernel beyond the per-order defaults: each option value at
 # least once, with partly filled last blocks (K = 72), padding nodes (NPT not dividing Np),
@@ -14,37 +14,37 @@ from wavescat.timedomain.dg.gpu_kernels import VolumeTuning
 # `volume_variant` argument run once per entry.
 VOLUME_VARIANTS = [
     (1, VolumeTuning(kb_volume=5, elements_per_thread=3)),
-    (2, VolumeTuning(kb_volume=3, nodes_per_thread=3, d_packed=True)),
+    (2, VolumeTuning(kb_volume=3, nodes_per_thread=3)),
     (3, VolumeTuning(kb_volume=1)),
     (3, VolumeTuning(kb_volume=3, elements_per_thread=2, d_shared=True)),
     (3, VolumeTuning(kb_volume=5, elements_per_thread=4)),
     (3, VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=4)),
-    (3, VolumeTuning(kb_volume=2, elements_per_thread=3, nodes_per_thread=3, d_packed=True, d_shared=True)),
+    (3, VolumeTuning(kb_volume=2, elements_per_thread=3, nodes_per_thread=3, d_shared=True)),
     (4, VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=4, unroll=2)),
     (4, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=5, d_shared=True)),
-    (4, VolumeTuning(kb_volume=4, elements_per_thread=3, nodes_per_thread=2, d_packed=True, min_blocks=4)),
+    (4, VolumeTuning(kb_volume=4, elements_per_thread=3, nodes_per_thread=2, min_blocks=4)),
     (5, VolumeTuning(kb_volume=2, elements_per_thread=3)),
-    (5, VolumeTuning(kb_volume=3, elements_per_thread=2, nodes_per_thread=4, d_packed=True)),
+    (5, VolumeTuning(kb_volume=3, elements_per_thread=2, nodes_per_thread=4)),
     (5, VolumeTuning(kb_volume=1, elements_per_thread=5, nodes_per_thread=3, unroll=7)),
     (6, VolumeTuning(kb_volume=1, elements_per_thread=4)),
     (6, VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=4)),
-    (6, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=6, d_packed=True, unroll=1)),
+    (6, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=6, unroll=1)),
     (6, VolumeTuning(kb_volume=3, elements_per_thread=3, nodes_per_thread=5, min_blocks=2)),
     # persistent grids (the emulation and the GPU tests have fewer blocks than batches): each
     # block loops over several batches, the last one partly filled, prefetching the next
     (2, VolumeTuning(kb_volume=5, elements_per_thread=2, persistent=1)),
     (3, VolumeTuning(kb_volume=3, elements_per_thread=4, nodes_per_thread=4, persistent=2, d_shared=True)),
-    (4, VolumeTuning(kb_volume=7, elements_per_thread=3, nodes_per_thread=2, persistent=1, d_packed=True)),
+    (4, VolumeTuning(kb_volume=7, elements_per_thread=3, nodes_per_thread=2, persistent=1)),
     (6, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=6, persistent=1)),
     # element rows padded to warp-aligned widths (padding threads and nodes)
-    (4, VolumeTuning(kb_volume=3, elements_per_thread=2, nodes_per_thread=5, warp_rows=True, d_packed=True,
+    (4, VolumeTuning(kb_volume=3, elements_per_thread=2, nodes_per_thread=5, warp_rows=True,
                      persistent=1)),
     (5, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=7, warp_rows=True)),
     (6, VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=3, warp_rows=True, unroll=4)),
     # tensor cores (the emulation runs the warp mma lane by lane): element tiles of 16 (fp32) or
     # 8 (fp64) elements, node groups that do not divide the node tiles, several element groups,
     # shared memory above 48 KB (N = 4 and 5 in fp32, operators in it at N = 4), rhs staged in it,
-    # div v's terms in separate accumulators, operators in registers, fields split when loaded
+    # fields split when loaded
     (1, VolumeTuning(kb_volume=1, tensor=True)),
     (2, VolumeTuning(kb_volume=3, tensor=True, min_blocks=2, staged_output=True)),
     (3, VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=2, tensor=True, d_shared=True)),
@@ -52,28 +52,28 @@ VOLUME_VARIANTS = [
     (4, VolumeTuning(kb_volume=1, tensor=True, d_shared=True)),
     (4, VolumeTuning(kb_volume=1, tensor=True, staged_output=True, split_on_load=True)),
     (5, VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=2, tensor=True, split_on_load=True)),
-    (4, VolumeTuning(kb_volume=1, elements_per_thread=2, tensor=True, b_registers=True, persistent=1)),
-    (3, VolumeTuning(kb_volume=2, nodes_per_thread=2, tensor=True, b_registers=True, staged_output=True)),
+    (4, VolumeTuning(kb_volume=1, elements_per_thread=2, tensor=True, persistent=1)),
+    (3, VolumeTuning(kb_volume=2, nodes_per_thread=2, tensor=True, staged_output=True)),
     (4, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=5, tensor=True, unroll=2)),
-    (5, VolumeTuning(kb_volume=1, elements_per_thread=3, nodes_per_thread=4, tensor=True, persistent=2, split_dv=True)),
-    (6, VolumeTuning(kb_volume=1, nodes_per_thread=4, tensor=True, staged_output=True, split_dv=True)),
+    (5, VolumeTuning(kb_volume=1, elements_per_thread=3, nodes_per_thread=4, tensor=True, persistent=2)),
+    (6, VolumeTuning(kb_volume=1, nodes_per_thread=4, tensor=True, staged_output=True)),
     # transposed products (operators as A, fields as B: fp32 tiles of 8 elements x 16 nodes)
     (1, VolumeTuning(kb_volume=1, tensor=True, transposed=True)),
-    (2, VolumeTuning(kb_volume=2, tensor=True, transposed=True, b_registers=True, split_on_load=True)),
+    (2, VolumeTuning(kb_volume=2, tensor=True, transposed=True, split_on_load=True)),
     (3, VolumeTuning(kb_volume=1, elements_per_thread=2, tensor=True, transposed=True, staged_output=True)),
     (4, VolumeTuning(kb_volume=1, nodes_per_thread=3, tensor=True, transposed=True, staged_output=True,
                      split_on_load=True)),
     (4, VolumeTuning(kb_volume=2, elements_per_thread=2, nodes_per_thread=2, tensor=True, transposed=True,
-                     d_shared=True, persistent=1, split_dv=True, split_on_load=True)),
+                     d_shared=True, persistent=1, split_on_load=True)),
     (5, VolumeTuning(kb_volume=3, nodes_per_thread=3, tensor=True, transposed=True, unroll=2)),
     (6, VolumeTuning(kb_volume=1, elements_per_thread=3, nodes_per_thread=2, tensor=True, transposed=True,
                      persistent=2, staged_output=True, split_on_load=True)),
     # a k step's fragments loaded during the step before (rolled loops included)
     (4, VolumeTuning(kb_volume=1, tensor=True, staged_output=True, split_on_load=True, prefetch_k=True)),
-    (3, VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=2, tensor=True, b_registers=True,
+    (3, VolumeTuning(kb_volume=1, elements_per_thread=2, nodes_per_thread=2, tensor=True,
                      prefetch_k=True)),
     (5, VolumeTuning(kb_volume=2, nodes_per_thread=3, tensor=True, transposed=True, prefetch_k=True, unroll=2)),
-    (6, VolumeTuning(kb_volume=1, nodes_per_thread=2, tensor=True, persistent=1, split_dv=True, d_shared=True,
+    (6, VolumeTuning(kb_volume=1, nodes_per_thread=2, tensor=True, persistent=1, d_shared=True,
                      prefetch_k=True, unroll=3)),
 ]
 

@@ -1,6 +1,6 @@
-"""bench/bench_dg.py runs end to end (timing, roofline figures, --tune, table lines) against a
-stand-in for CuPy: NumPy arrays and kernels that do nothing, so its bookkeeping is checked
-without a GPU; the timings it prints are meaningless."""
+"""bench/bench_dg.py and bench/tune_dg.py run end to end (timing, roofline figures, the tuner's
+table entries) against a stand-in for CuPy: NumPy arrays and kernels that do nothing, so their
+bookkeeping is checked without a GPU; the timings they print are meaningless."""
 import importlib.util
 import json
 import time
@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 
 import wavescat.backend
+from wavescat.timedomain.dg.layout import VolumeTuning
 
-BENCH = Path(__file__).parents[3] / "bench" / "bench_dg.py"
+BENCH = Path(__file__).parents[3] / "bench"
 
 
 def fake_cupy(compiled):
@@ -52,25 +53,46 @@ def fake_cupy(compiled):
                                  **{n: getattr(np, n) for n in names})
 
 
-def test_bench_tune_runs_and_prints_table_lines(monkeypatch, tmp_path, capsys):
+def load(monkeypatch, name):
+    monkeypatch.syspath_prepend(str(BENCH))
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_runs_the_defaults(monkeypatch, tmp_path, capsys):
     compiled = []
     monkeypatch.setattr(wavescat.backend, "_probe_gpu", lambda: (fake_cupy(compiled), "NVIDIA H200", 1))
-    spec = importlib.util.spec_from_file_location("bench_dg", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     out = tmp_path / "b.json"
-    assert bench.main(["--orders", "1", "3", "--nodes", "3e3", "--precisions", "single", "double",
-                       "--repeats", "1", "--tune", "--jobs", "2", "--json", str(out)]) == 0
+    assert load(monkeypatch, "bench_dg").main(["--orders", "1", "3", "--nodes", "3e3", "--precisions", "single",
+                                               "double", "--repeats", "1", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "previous " in text and "skipped" not in text
-    # one table line per order and precision, each under the table of its layout
-    tables = text.split("\nLines for gpu_kernels.")[1:]
-    assert tables and sum(t.count(": VolumeTuning(") for t in tables) == 4
-    for t in tables:
-        name, entries = t.split(" ", 1)[0], [e for e in t.splitlines() if ": VolumeTuning(" in e]
-        assert name in ("VOLUME_TUNING", "VOLUME_TUNING_FP64", "TENSOR_TUNING", "TENSOR_TUNING_FP64")
-        assert all(("tensor=True" in e) == name.startswith("TENSOR") for e in entries)
-        assert all(e.startswith(("    4: ", "    20: ")) for e in entries)
+    assert text.count("Gnode/s") == 4 and "tensor=True" in text  # N = 3 takes the tensor-core table at cc 9.0
     result = json.loads(out.read_text())
-    assert {r["order"] for r in result["rows"]} == {1, 3} and len(result["tune"]) == 4
+    assert [(r["order"], r["precision"]) for r in result["rows"]] == [(1, "single"), (1, "double"),
+                                                                       (3, "single"), (3, "double")]
+
+
+def test_tune_runs_and_prints_table_entries(monkeypatch, tmp_path, capsys):
+    compiled = []
+    monkeypatch.setattr(wavescat.backend, "_probe_gpu", lambda: (fake_cupy(compiled), "NVIDIA H200", 1))
+    out = tmp_path / "t.json"
+    assert load(monkeypatch, "tune_dg").main(["--orders", "1", "3", "--nodes", "3e3", "--precisions", "single",
+                                              "double", "--repeats", "1", "--jobs", "2", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "skipped" not in text
+    # one tuning.json entry per order and precision, each under the table of its layout
+    tables = text.split("\nEntries for tuning.json, table ")[1:]
+    entries = [json.loads("{" + e.strip().rstrip(",") + "}") for t in tables for e in t.splitlines()[1:]]
+    assert len(entries) == 4
+    for t in tables:
+        head, *lines = t.splitlines()
+        tensor = head.startswith('"layout": "tensor"')
+        for line in lines:
+            (npn, fields), = json.loads("{" + line.strip().rstrip(",") + "}").items()
+            assert npn in ("4", "20") and fields.get("tensor", False) == tensor
+            VolumeTuning(**fields)
+    result = json.loads(out.read_text())
+    assert {r["order"] for r in result["tune"]} == {1, 3} and len(result["tune"]) == 4
     assert len(compiled) > 20 and all("dg_volume" in c for c in compiled)

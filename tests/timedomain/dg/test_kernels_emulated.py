@@ -16,7 +16,9 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from wavescat.timedomain.dg import gpu_kernels as gk
+from wavescat.timedomain.dg import layout
+from wavescat.timedomain.dg.gpu_kernels import GpuKernels
+from wavescat.timedomain.dg.tuning import default_volume_tuning
 from wavescat.timedomain.dg.cpu_kernels import CpuKernels
 from wavescat.timedomain.dg.reference import reference_tetrahedron
 
@@ -36,8 +38,8 @@ def gpu_kernels(cuda, dg, order, tuning, precision):
     """GpuKernels of the solver's operators on the emulated device, for `tuning` (None: the
     default), with the index width of `_index32`."""
     index32 = _index32(order, tuning, precision)
-    with mock.patch.object(gk, "fits_index32", lambda *_: index32):
-        return gk.GpuKernels(dg.ops, cuda, **(tuning._asdict() if tuning else {}))
+    with mock.patch.object(layout, "fits_index32", lambda *_: index32):
+        return GpuKernels(dg.ops, cuda, **(tuning._asdict() if tuning else {}))
 
 
 @pytest.fixture(scope="module")
@@ -85,10 +87,10 @@ def test_volume_variants_match_cpu_twin(emulated, dg_solver, volume_variant, pre
 def test_node_map_covers_each_node_once(order, volume_variants):
     """Thread slot -> node map of the default and every variant: each node exactly once."""
     npn = reference_tetrahedron(order).n_nodes
-    tunings = [gk.default_volume_tuning(npn, np.float32)] + [t for o, t in volume_variants if o == order]
+    tunings = [default_volume_tuning(npn, np.float32)] + [t for o, t in volume_variants if o == order]
     for tuning in (t for t in tunings if not t.tensor):
-        lay = gk.volume_layout(npn, tuning, 4)
-        nodes = gk.volume_node_map(npn, lay, tuning.nodes_per_thread)
+        lay = layout.volume_layout(npn, tuning, 4)
+        nodes = layout.volume_node_map(npn, lay, tuning.nodes_per_thread)
         assert np.array_equal(np.sort(nodes[nodes >= 0]), np.arange(npn)), tuning
         assert (nodes[lay.nt:] < 0).all() and lay.threads == tuning.kb_volume * lay.nt
 
@@ -102,8 +104,8 @@ def test_shared_pool_holds_exactly_the_staged_operators(precision, volume_varian
         if not tuning.d_shared:
             continue
         ref = reference_tetrahedron(order)
-        lay = gk.volume_layout(ref.n_nodes, tuning, itemsize)
-        D = gk.volume_operators(*(a.astype(PRECISIONS[precision]) for a in (ref.Dr, ref.Ds, ref.Dt)), tuning, lay)
+        lay = layout.volume_layout(ref.n_nodes, tuning, itemsize)
+        D = layout.volume_operators(*(a.astype(PRECISIONS[precision]) for a in (ref.Dr, ref.Ds, ref.Dt)), tuning, lay)
         assert lay.shared_bytes - lay.operator_offset == D.nbytes, tuning
 
 

@@ -1,7 +1,7 @@
 """Every generated CUDA source compiles for sm_90 (H100/H200) with nvcc, when it is on PATH:
 the surface/update module and the default volume kernel of N = 1..6, the volume variants of
 conftest.VOLUME_VARIANTS, in fp32 and fp64 (CuPy compiles the same text with NVRTC on the
-device). WAVESCAT_NVCC_ALL=1 adds every variant `bench_dg.py --tune` tries from the defaults.
+device). WAVESCAT_NVCC_ALL=1 adds every variant `bench/tune_dg.py` tries from the defaults.
 """
 import concurrent.futures
 import os
@@ -11,32 +11,36 @@ import subprocess
 import numpy as np
 import pytest
 
-from wavescat.timedomain.dg import gpu_kernels as gk
+from wavescat.timedomain.dg.kernel_source import surface_source, volume_source
+from wavescat.timedomain.dg.layout import default_elements_per_block
+from wavescat.timedomain.dg.tuning import default_volume_tuning
 from wavescat.timedomain.dg.reference import reference_tetrahedron
+
+from .test_tuning import tune_dg
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 
 
-def sources(dtype, variants, every_stage):
+def sources(dtype, variants, tuner):
     for order in range(1, 7):
         ref = reference_tetrahedron(order)
         npn, itemsize = ref.n_nodes, np.dtype(dtype).itemsize
-        kbs = gk.default_elements_per_block(max(npn, 4 * ref.n_face_nodes))
-        yield f"N{order} surface", gk.surface_source(npn, ref.n_face_nodes, ref.face_mask, dtype, kbs)
-        default = gk.default_volume_tuning(npn, dtype)
+        kbs = default_elements_per_block(max(npn, 4 * ref.n_face_nodes))
+        yield f"N{order} surface", surface_source(npn, ref.n_face_nodes, ref.face_mask, dtype, kbs)
+        default = default_volume_tuning(npn, dtype)
         tunings = [default] + [t for o, t in variants if o == order]
-        if every_stage:
-            tunings += [t for stage in gk.TUNING_STAGES for t in gk.tuning_candidates(stage, npn, default, itemsize)]
+        if tuner:
+            tunings += [t for stage in tuner.TUNING_STAGES for t in tuner.tuning_candidates(stage, npn, default, itemsize)]
         for tuning in dict.fromkeys(tunings):
             for sponge in (False, True) if tuning == default else (False,):
-                yield f"N{order} {tuning!r} sponge={sponge}", gk.volume_source(npn, dtype, tuning, sponge)
+                yield f"N{order} {tuning!r} sponge={sponge}", volume_source(npn, dtype, tuning, sponge)
 
 
 @pytest.mark.parametrize("precision", ["single", "double"])
-def test_generated_sources_compile_for_sm90(precision, volume_variants, tmp_path):
+def test_generated_sources_compile_for_sm90(precision, volume_variants, tmp_path, monkeypatch):
     dtype = np.float32 if precision == "single" else np.float64
-    every = os.environ.get("WAVESCAT_NVCC_ALL") == "1"
+    tuner = tune_dg(monkeypatch) if os.environ.get("WAVESCAT_NVCC_ALL") == "1" else None
 
     def compile_one(item):
         i, (name, src) = item
@@ -47,6 +51,6 @@ def test_generated_sources_compile_for_sm90(precision, volume_variants, tmp_path
         return name, r.returncode, r.stderr[-2000:]
 
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        results = list(pool.map(compile_one, enumerate(sources(dtype, volume_variants, every))))
+        results = list(pool.map(compile_one, enumerate(sources(dtype, volume_variants, tuner))))
     failed = [f"{name}: {err}" for name, rc, err in results if rc]
     assert not failed, "\n".join(failed)

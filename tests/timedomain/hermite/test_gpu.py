@@ -5,6 +5,7 @@ import pytest
 from wavescat.timedomain.hermite import HermiteSolver, acoustics, advection
 from wavescat.timedomain.hermite.convergence import period_error
 from wavescat.timedomain.hermite.gpu_cell import MAX_VALUES
+from wavescat.timedomain.hermite.gpu_propagator import Tile, fit_tile
 from wavescat.timedomain.hermite.gpu_warp import MAX_VALUES as WARP_VALUES
 
 SYSTEMS = {"advection": lambda: advection((0.7, -0.4, 0.55)), "acoustics": lambda: acoustics(1.5, 1.2)}
@@ -58,6 +59,24 @@ def test_gpu_step_matches_cpu(hermite_device, equation, m, kernel, precision, to
     assert np.abs(got - ref).max() <= tol * np.abs(ref).max()
 
 
+@pytest.mark.parametrize("hermite_device", [pytest.param("gpu", marks=pytest.mark.gpu), "emulated"],
+                         indirect=True)
+@pytest.mark.parametrize("kernel", ["monolithic-shared", "two-kernel"])
+def test_cells_per_block_reaches_the_shared_forms(hermite_device, kernel):
+    """The shared forms' block size is the solver's argument (bench_hermite.py
+    --cells-per-block), capped by what fits; the half step is the same for any of them."""
+    system = acoustics(1.5, 1.2)
+    cells, lengths = (5, 6, 7), (0.5, 0.6, 0.7)
+    cpu = HermiteSolver(system, cells, lengths, 1, cfl=0.9, backend="cpu")
+    gpu = HermiteSolver(system, cells, lengths, 1, cfl=0.9, backend="gpu", kernel=kernel, cells_per_block=3)
+    assert gpu._gpu.cells == 3 and gpu._gpu.threads == 3 * 4 ** 2
+    # 4 fields x 4^3 coefficients x 8 bytes per cell: 24 cells fill the 48 KiB of shared memory
+    big = HermiteSolver(system, cells, lengths, 1, backend="gpu", kernel=kernel, cells_per_block=999)
+    assert big._gpu.cells == 24
+    got, ref = stepped_pair(cpu, gpu, seed=5)
+    assert np.abs(got - ref).max() <= 1e-11 * np.abs(ref).max()
+
+
 @pytest.mark.gpu
 def test_gpu_convergence_run_matches_cpu():
     _, e_cpu = period_error("acoustics", 2, 6, backend="cpu")
@@ -109,15 +128,15 @@ def test_gpu_rigid_walls_match_cpu():
 @pytest.mark.parametrize("precision, tol", [("double", 1e-11), ("single", 1e-4)])
 @pytest.mark.parametrize("tile", ["", "8x4x2", "16x2x3", "32x3x1"])
 @pytest.mark.parametrize("m", [1, 2, 3])
-def test_propagator_kernel_matches_cpu_reference(m, tile, precision, tol, monkeypatch):
+def test_propagator_kernel_matches_cpu_reference(m, tile, precision, tol):
     """gpu_propagator.py against propagator.py: default and small tiles (partial tiles, several
     blocks along every axis, marches of 1-3 planes, shuffle width 16 and 8)."""
-    monkeypatch.setenv("WAVESCAT_HERMITE_PROPAGATOR_TILE", tile)
     system = advection((0.7, -0.4, 0.55))
     cells, lengths = (5, 6, 7), (0.5, 0.6, 0.7)
     cpu = HermiteSolver(system, cells, lengths, m, cfl=0.9, backend="cpu", kernel="propagator")
     gpu = HermiteSolver(system, cells, lengths, m, cfl=0.9, backend="gpu", precision=precision,
-                        kernel="propagator")
+                        kernel="propagator", tile=Tile.parse(tile) if tile else None)
+    assert gpu._gpu.tile == fit_tile(m, np.dtype(gpu.dtype).itemsize, Tile.parse(tile) if tile else None)
     got, ref = stepped_pair(cpu, gpu, seed=m)
     assert np.abs(got - ref).max() <= tol * np.abs(ref).max()
 

@@ -4,7 +4,8 @@ import pytest
 
 from wavescat.timedomain.hermite import acoustics, advection
 from wavescat.timedomain.hermite import cpu
-from wavescat.timedomain.hermite.gpu import interpolation_operator, kernel_source
+from wavescat.timedomain.hermite.gpu import kernel_source
+from wavescat.timedomain.hermite.gpu_common import interpolation_operator
 from wavescat.timedomain.hermite import gpu_warp
 from wavescat.timedomain.hermite.gpu_cell import emulate
 from wavescat.timedomain.hermite.interpolation import hermite_matrix_1d

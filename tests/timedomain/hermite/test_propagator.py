@@ -99,12 +99,11 @@ def test_tiles_shrink_to_fit_shared_memory():
         fit_tile(1, 4, Tile(24, 4, 0))
 
 
-def test_tile_from_environment(monkeypatch):
-    monkeypatch.setenv("WAVESCAT_HERMITE_PROPAGATOR_TILE", "16x4x12")
-    assert fit_tile(1, 4) == Tile(16, 4, 12)
-    monkeypatch.setenv("WAVESCAT_HERMITE_PROPAGATOR_TILE", "big")
+def test_tile_from_text():
+    """bench_hermite.py --tiles: LANESxROWSxPLANES, the tile the kernel then gets."""
+    assert fit_tile(1, 4, Tile.parse("16x4x12")) == Tile(16, 4, 12)
     with pytest.raises(ConfigError, match="LANESxROWSxPLANES"):
-        fit_tile(1, 4)
+        Tile.parse("big")
 
 
 def test_grid_covers_every_cell_once():

@@ -5,7 +5,9 @@ for constant-coefficient linear hyperbolic systems on periodic Cartesian grids.
 - equations: advection and linear acoustics as coupling lists u_t = sum_d A_d u_{x_d}
 - exact: smooth periodic exact solutions and their nodal Hermite data
 - solver: HermiteSolver (two half steps per step, CPU via Numba/NumPy or GPU via CuPy)
-- cpu / gpu: the recursion half-step kernels (Numba twin and CUDA monolithic / two-kernel forms)
+- cpu / gpu: the recursion half-step kernels (Numba twin; CUDA shared and two-kernel forms, which
+  gpu.make_kernels picks among with gpu_cell's register and gpu_warp's warp forms; gpu_common:
+  what they share)
 - propagator / gpu_propagator: scalar advection at full q, where the half step is a translation
   (three 1D operators; NumPy reference and a bandwidth-bound CUDA kernel)
 - convergence: the verification study behind `wavescat verify-hermite`

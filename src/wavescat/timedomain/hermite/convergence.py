@@ -41,7 +41,7 @@ def exact_solution(equation: str):
 
 
 def period_error(equation: str, m: int, n: int, *, q: int | None = None, cfl: float = CFL,
-                 backend: str = "cpu", precision: str = "double", kernel: str = "auto"):
+                 backend: str = "cpu", precision: str = "double", kernel: str | None = None):
     """Run one period on an n^3 grid; return (solver, relative max error of the values)."""
     exact = exact_solution(equation)
     solver = HermiteSolver(exact.system, n, exact.lengths, m, q=q, cfl=cfl, backend=backend,
@@ -66,7 +66,7 @@ def observed_orders(h, err) -> list[float]:
 
 
 def convergence_study(equation: str, degrees=(1, 2, 3), *, quick: bool = False, backend: str = "cpu",
-                      precision: str = "double", kernel: str = "auto", grids=None) -> list[dict]:
+                      precision: str = "double", kernel: str | None = None, grids=None) -> list[dict]:
     """Rows (dicts with HEADER keys) for every m in `degrees` and grid of GRIDS[m]."""
     rows = []
     table = grids or (QUICK_GRIDS if quick else GRIDS)

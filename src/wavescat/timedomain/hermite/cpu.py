@@ -12,6 +12,21 @@ import numpy as np
 from numba import njit, prange
 
 
+@njit(cache=True, fastmath=False)
+def _interpolate_first_axis(hmat, src, dst, line):
+    """dst[j, r, :] = sum_i hmat[j, i] src[i, r, :] for (n, rows, cells) arrays, row by row
+    (line: scratch of one row of cells)."""
+    n = hmat.shape[0]
+    for j in range(n):
+        for r in range(src.shape[1]):
+            line[:] = 0.0
+            for i in range(n):
+                w = hmat[j, i]
+                for i2 in range(src.shape[2]):
+                    line[i2] += w * src[i, r, i2]
+            dst[j, r, :] = line
+
+
 @njit(parallel=True, cache=True, fastmath=False)
 def half_step(src, dst, hmat, cdim, cf, cg, lam, q, shift):
     """dst[..., i] = centre data of the cell between src nodes i+shift and i+shift+1.
@@ -53,33 +68,13 @@ def half_step(src, dst, hmat, cdim, cf, cg, lam, q, shift):
                                             src[f, k0, k1, k2, v0, v1, wrap[i2]]
         # interpolate along axis 0, 1, 2 in turn (loc -> tmp -> loc -> tmp)
         for f in range(nf):
-            for j in range(n):
-                for x in range(n):
-                    for y in range(n):
-                        line[:] = 0.0
-                        for i in range(n):
-                            w = hmat[j, i]
-                            for i2 in range(n2):
-                                line[i2] += w * loc[f, i, x, y, i2]
-                        tmp[f, j, x, y, :] = line
+            _interpolate_first_axis(hmat, loc[f].reshape(n, n * n, n2), tmp[f].reshape(n, n * n, n2), line)
             for x in range(n):
-                for j in range(n):
-                    for y in range(n):
-                        line[:] = 0.0
-                        for i in range(n):
-                            w = hmat[j, i]
-                            for i2 in range(n2):
-                                line[i2] += w * tmp[f, x, i, y, i2]
-                        loc[f, x, j, y, :] = line
+                _interpolate_first_axis(hmat, tmp[f, x], loc[f, x], line)
             for x in range(n):
                 for y in range(n):
-                    for j in range(n):
-                        line[:] = 0.0
-                        for i in range(n):
-                            w = hmat[j, i]
-                            for i2 in range(n2):
-                                line[i2] += w * loc[f, x, y, i, i2]
-                        tmp[f, x, y, j, :] = line
+                    _interpolate_first_axis(hmat, loc[f, x, y].reshape(n, 1, n2), tmp[f, x, y].reshape(n, 1, n2),
+                                            line)
         # Taylor series in time, forward: cur_s = (1/s) L cur_(s-1) in place, in ascending
         # index order (L only reads higher indices); sum the centre data (index <= m)
         cur = tmp

@@ -16,38 +16,36 @@ loop over a degree index has a compile-time trip count and is unrolled.
 
 This shared form works for any m and any system. Faster monolithic forms for small cubes
 hold the coefficients in registers: gpu_cell.py (a cell per thread) and gpu_warp.py (a
-cell per 2m+2 lanes); `make_kernels` picks one.
+cell per 2m+2 lanes); `make_kernels` picks one (bench/bench_hermite.py times them all).
 """
 from __future__ import annotations
-
-import functools
-import math
-import os
 
 import numpy as np
 
 from ...errors import ConfigError
-from .interpolation import hermite_matrix_1d
+from . import gpu_cell, gpu_propagator, gpu_warp
+from .gpu_common import compile_module, interpolation_operator
 
-#: "monolithic" picks the fastest form that fits: register (a cell per thread, gpu_cell.py),
-#: warp (a cell per 2m+2 lanes, gpu_warp.py), else shared (a cell per block slice, here);
+#: the GPU half-step forms: "monolithic" picks the fastest recursion form that fits: register
+#: (a cell per thread, gpu_cell.py), warp (a cell per 2m+2 lanes, gpu_warp.py), else shared (a
+#: cell per block slice, here); "two-kernel" is the shared form split at the interpolation;
 #: "propagator" (gpu_propagator.py) replaces the recursion by a translation: scalar advection only
 FORMS = ("propagator", "monolithic", "monolithic-shared", "monolithic-register", "monolithic-warp",
          "two-kernel")
-#: the register form is the default while a thread holds at most this many values: on an
-#: H100 it beats the warp form 2.7x at m = 1 and 2.8x at m = 2 (bench_hermite.py)
+#: "monolithic" takes the register form while a thread holds at most this many values (faster
+#: than the warp form there: bench/README.md)
 REGISTER_AUTO = 216
 _SHARED_LIMIT = 48 * 1024
-#: fastest cells per block of the shared form on an H100 (bench_hermite.py --cells-per-block)
+#: cells per block of the shared form by degree (bench_hermite.py --cells-per-block)
 _TUNED_CELLS = {1: 16, 2: 8, 3: 16}
 
 
-def cells_per_block(m: int, n_fields: int, itemsize: int) -> int:
+def cells_per_block(m: int, n_fields: int, itemsize: int, cap: int | None = None) -> int:
     """Cells per thread block: up to a warp's worth, within 1024 threads and 48 KiB of shared
-    memory; WAVESCAT_HERMITE_CELLS_PER_BLOCK caps it (a tuning knob for bench_hermite.py)."""
+    memory, at most `cap` (default: the tuned count of the degree)."""
     n = 2 * m + 2
     fit = max(1, min(1024 // (n * n), _SHARED_LIMIT // (n_fields * n ** 3 * itemsize)))
-    return min(fit, int(os.environ.get("WAVESCAT_HERMITE_CELLS_PER_BLOCK", _TUNED_CELLS.get(m, 32))))
+    return min(fit, cap or _TUNED_CELLS.get(m, 32))
 
 
 def _taylor_terms(couplings, f: int) -> str:
@@ -65,26 +63,11 @@ def _taylor_terms(couplings, f: int) -> str:
     return " + ".join(terms) if terms else "(T)0"
 
 
-def interpolation_operator(m: int) -> tuple[np.ndarray, np.ndarray]:
-    """(H~ restricted to the left vertex, 1/j!) for the kernels.
-
-    The kernels hold coefficients in derivative form c~_j = j! b_j (per axis), where
-    d/dz is a plain index shift and the Taylor stages need no (j+1) factors; so
-    H~ = diag(j!) H, and the centre data is c~ / (j0! j1! j2!). By the reflection
-    z -> -z, H~[j, right k] = +-(-1)^k H~[j, left k] (+ for even j), so each output
-    needs only the m+1 sums L_k +- (-1)^k R_k: half the multiplications.
-    """
-    n, m1 = 2 * m + 2, m + 1
-    fact = np.array([math.factorial(j) for j in range(n)], dtype=float)
-    ht = fact[:, None] * hermite_matrix_1d(m)
-    parity = np.array([[(1 if j % 2 == 0 else -1) * (-1) ** k for k in range(m1)] for j in range(n)])
-    assert np.allclose(ht[:, m1:], parity * ht[:, :m1], atol=1e-12 * np.abs(ht).max())
-    return ht[:, :m1].copy(), 1.0 / fact
-
-
-def kernel_source(m: int, q: int, couplings, n_fields: int, dtype) -> str:
+def kernel_source(m: int, q: int, couplings, n_fields: int, dtype, cells: int | None = None) -> str:
+    """CUDA source of the shared and two-kernel forms, `cells` cells per block (default:
+    cells_per_block's)."""
     ctype = "float" if np.dtype(dtype) == np.float32 else "double"
-    cells = cells_per_block(m, n_fields, np.dtype(dtype).itemsize)
+    cells = cells or cells_per_block(m, n_fields, np.dtype(dtype).itemsize)
     nc = len(couplings)
     rhs = "\n".join(f"                nxt[{f}][j2] = {_taylor_terms(couplings, f)};"
                     for f in range(n_fields))
@@ -296,12 +279,12 @@ hermite_evolve(const T* __restrict__ coef, T* __restrict__ dst, const T* __restr
 """
 
 
-def make_kernels(xp, m: int, q: int, system, dtype, form: str = "monolithic"):
-    """The half-step kernels of one form for (m, q, system, dtype)."""
-    from . import gpu_cell, gpu_propagator, gpu_warp
-
+def make_kernels(xp, m: int, q: int, system, dtype, form: str = "monolithic", *,
+                 cells_per_block: int | None = None, tile: gpu_propagator.Tile | None = None):
+    """The half-step kernels of one form for (m, q, system, dtype); cells_per_block caps the
+    shared forms' blocks, tile is the propagator's (None: their defaults)."""
     if form == "propagator":
-        return gpu_propagator.PropagatorKernel(xp, m, q, system, dtype)
+        return gpu_propagator.PropagatorKernel(xp, m, q, system, dtype, tile)
 
     n = 2 * m + 2
     cube, plane = system.n_fields * n ** 3, system.n_fields * n ** 2
@@ -318,25 +301,29 @@ def make_kernels(xp, m: int, q: int, system, dtype, form: str = "monolithic"):
             raise ConfigError(f"hermite kernel = {form!r}: a plane of {plane} values does not fit in "
                               f"a lane's registers (at most {gpu_warp.MAX_VALUES}); use monolithic-shared")
         return gpu_warp.WarpKernel(xp, m, q, system, dtype)
-    return HermiteKernels(xp, m, q, system, dtype, "two-kernel" if form == "two-kernel" else "monolithic")
+    return HermiteKernels(xp, m, q, system, dtype, "two-kernel" if form == "two-kernel" else "monolithic",
+                          cells_per_block)
 
 
 class HermiteKernels:
-    """Compiled kernels for one (m, q, system, dtype); `half_step` runs either form."""
+    """Compiled kernels for one (m, q, system, dtype); `half_step` runs either form; max_cells
+    caps the cells per block."""
 
-    def __init__(self, xp, m: int, q: int, system, dtype, form: str = "monolithic"):
+    def __init__(self, xp, m: int, q: int, system, dtype, form: str = "monolithic",
+                 max_cells: int | None = None):
         self.xp = xp
         self.m, self.q, self.form = m, q, form
         self.dtype = np.dtype(dtype)
         self.n_fields = system.n_fields
         self.couplings = system.couplings()
-        self.module = _compile(xp, kernel_source(m, q, tuple(self.couplings), self.n_fields, self.dtype))
+        self.cells = cells_per_block(m, self.n_fields, self.dtype.itemsize, max_cells)
+        self.module = compile_module(xp, kernel_source(m, q, tuple(self.couplings), self.n_fields, self.dtype,
+                                                       self.cells))
         n = 2 * m + 2
         hleft, finv = interpolation_operator(m)
         for name, values in (("Hc", hleft), ("Finv", finv)):
             const = xp.ndarray((values.size,), self.dtype, self.module.get_global(name))
             const[...] = xp.asarray(values.ravel(), dtype=self.dtype)
-        self.cells = cells_per_block(m, self.n_fields, self.dtype.itemsize)
         self.threads = self.cells * n * n
         self.shared = self.n_fields * n ** 3 * self.cells * self.dtype.itemsize
         self._coef = None
@@ -358,8 +345,3 @@ class HermiteKernels:
             (blocks,), (self.threads,), (src, self._coef, np.int32(shift)) + dims, shared_mem=self.shared)
         self.module.get_function("hermite_evolve")(
             (blocks,), (self.threads,), (self._coef, dst, lam) + dims, shared_mem=self.shared)
-
-
-@functools.lru_cache(maxsize=32)
-def _compile(xp, source: str):
-    return xp.RawModule(code=source, options=("--use_fast_math",) if "typedef float" in source else ())

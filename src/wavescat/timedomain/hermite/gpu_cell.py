@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from .gpu import interpolation_operator
+from .gpu_common import compile_module, interpolation_operator, interpolation_statements
 
 #: largest fields x (2m+2)^3 a thread may hold (beyond, registers spill)
 MAX_VALUES = 256
@@ -32,25 +32,17 @@ def generate_body(m: int, q: int, couplings, n_fields: int):
     Outputs: a{f}_{k0}_{k1}_{k2} = centre data (scaled derivatives), k <= m.
     """
     n, m1, top = 2 * m + 2, m + 1, 3 * (2 * m + 1)
-    hleft, finv = interpolation_operator(m)
+    _, finv = interpolation_operator(m)
     body = []
     idx = list(itertools.product(range(n), repeat=3))
-    # interpolate along each axis: E_k = L_k +- R_k, O_k = L_k -+ R_k, y_j = sum_k H~[j,k] (E|O)_k
-    for axis in range(3):
+    for axis in range(3):  # interpolate along each axis in turn
         for f in range(n_fields):
             for rest in itertools.product(range(n), repeat=2):
-                def at(p):
+                def at(p, f=f, rest=rest, axis=axis):
                     j = list(rest)
                     j.insert(axis, p)
                     return _name(f, j)
-                for k in range(m1):
-                    plus, minus = (("+", "-") if k % 2 == 0 else ("-", "+"))
-                    body.append(f"e{k} = {at(k)} {plus} {at(m1 + k)}")
-                    body.append(f"o{k} = {at(k)} {minus} {at(m1 + k)}")
-                for j in range(n):
-                    terms = [f"L({float(hleft[j, k])!r}) * {'e' if j % 2 == 0 else 'o'}{k}"
-                             for k in range(m1) if hleft[j, k] != 0.0]
-                    body.append(f"{at(j)} = " + (" + ".join(terms) if terms else "L(0.0)"))
+                body += interpolation_statements(m, at)
     for f in range(n_fields):
         for j in itertools.product(range(m1), repeat=3):
             body.append(f"a{f}_{j[0]}_{j[1]}_{j[2]} = {_name(f, j)}")
@@ -146,11 +138,9 @@ class CellKernel:
     threads = 128
 
     def __init__(self, xp, m: int, q: int, system, dtype):
-        from .gpu import _compile
-
         self.m, self.q = m, q
         self.cells = 1
-        self.module = _compile(xp, kernel_source(m, q, tuple(system.couplings()), system.n_fields, dtype))
+        self.module = compile_module(xp, kernel_source(m, q, tuple(system.couplings()), system.n_fields, dtype))
 
     def half_step(self, src, dst, lam, shift: int) -> None:
         n0, n1, n2 = src.shape[-3:]

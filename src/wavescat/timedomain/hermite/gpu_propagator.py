@@ -15,27 +15,24 @@ to read each node from DRAM about once:
   overlap by one node in i1 and i2, and the halo loads of neighbouring blocks hit L2;
 - loads and stores go dof by dof as rows of LANES consecutive nodes (coalesced).
 
-Tunables: LANES and ROWS (compile time: shuffle width, shared memory) and `planes` (launch
-time; 0 picks about two waves of blocks). WAVESCAT_HERMITE_PROPAGATOR_TILE="LANESxROWSxPLANES"
-overrides the default, for bench_hermite.py. The source is straight-line code generated per
+Tunables (a `Tile`): LANES and ROWS (compile time: shuffle width, shared memory) and `planes`
+(launch time; 0 picks about two waves of blocks); bench_hermite.py --tiles times them. The source is straight-line code generated per
 (m, dtype, LANES, ROWS); tests run it on the CPU through a C++ host harness.
 """
 from __future__ import annotations
 
 import itertools
 import math
-import os
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ...errors import ConfigError
 from . import propagator
-from .gpu import _compile
+from .gpu_common import compile_module
 
 SHARED_LIMIT = 48 * 1024
 LANE_CHOICES = (32, 16, 8)
-TILE_ENV = "WAVESCAT_HERMITE_PROPAGATOR_TILE"
 
 
 @dataclass(frozen=True)
@@ -76,10 +73,9 @@ class Tile:
 
 
 def fit_tile(m: int, itemsize: int, tile: Tile | None = None) -> Tile:
-    """The tile to use: `tile` (default: $WAVESCAT_HERMITE_PROPAGATOR_TILE, else 32x8x0) with
-    ROWS, then LANES, reduced until a block's shared memory fits in 48 KiB."""
-    if tile is None:
-        tile = Tile.parse(os.environ[TILE_ENV]) if os.environ.get(TILE_ENV) else Tile()
+    """The tile to use: `tile` (default 32x8x0) with ROWS, then LANES, reduced until a block's
+    shared memory fits in 48 KiB."""
+    tile = tile or Tile()
     if tile.lanes not in LANE_CHOICES or tile.rows < 2 or tile.threads % 32 or tile.threads > 1024 \
             or tile.planes < 0:
         raise ConfigError(f"propagator tile {tile}: LANES in {LANE_CHOICES}, ROWS >= 2, LANES x ROWS a "
@@ -223,7 +219,7 @@ class PropagatorKernel:
         self.dtype = np.dtype(dtype)
         self.tile = fit_tile(m, self.dtype.itemsize, tile)
         self.threads = self.tile.threads
-        self.module = _compile(xp, kernel_source(m, self.dtype, self.tile.lanes, self.tile.rows))
+        self.module = compile_module(xp, kernel_source(m, self.dtype, self.tile.lanes, self.tile.rows))
         self._kernel = self.module.get_function("hermite_propagator")
         rt = xp.cuda.runtime  # cudaDevAttrMultiProcessorCount = 16, ...MaxThreadsPerMultiProcessor = 39
         self._resident = rt.deviceGetAttribute(16, rt.getDevice()) * rt.deviceGetAttribute(39, rt.getDevice())

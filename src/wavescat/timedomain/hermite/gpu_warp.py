@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from .gpu import _compile, interpolation_operator
+from .gpu_common import compile_module, interpolation_operator, interpolation_statements
 
 #: registers a lane may hold: fields x (2m+2)^2 plane values
 MAX_VALUES = 64
@@ -26,22 +26,14 @@ def _p(f, j1, j2):
 
 def _interp_2d(m: int, n_fields: int) -> list[str]:
     """Axis-2 then axis-1 passes of H~ inside a lane's plane (literal operator, zeros dropped)."""
-    n, m1 = 2 * m + 2, m + 1
-    hleft, _ = interpolation_operator(m)
+    n = 2 * m + 2
     body = []
     for axis in (2, 1):
         for f in range(n_fields):
             for other in range(n):
-                def at(i):
+                def at(i, f=f, other=other, axis=axis):
                     return _p(f, other, i) if axis == 2 else _p(f, i, other)
-                for k in range(m1):
-                    plus, minus = ("+", "-") if k % 2 == 0 else ("-", "+")
-                    body.append(f"e{k} = {at(k)} {plus} {at(m1 + k)}")
-                    body.append(f"o{k} = {at(k)} {minus} {at(m1 + k)}")
-                for j in range(n):
-                    terms = [f"L({float(hleft[j, k])!r}) * {'e' if j % 2 == 0 else 'o'}{k}"
-                             for k in range(m1) if hleft[j, k] != 0.0]
-                    body.append(f"{at(j)} = " + (" + ".join(terms) if terms else "L(0.0)"))
+                body += interpolation_statements(m, at)
     return body
 
 
@@ -133,8 +125,7 @@ def kernel_source(m: int, q: int, couplings, n_fields: int, dtype) -> str:
         lines = [re.sub(r"SHFL\(([^,]*), (\d+)\)", r"__shfl_sync(FULL, \1, base + \2)", ln) for ln in lines]
         return "\n".join(f"        {ln};" for ln in lines)
 
-    _, finv = interpolation_operator(m)
-    hleft, _ = interpolation_operator(m)
+    hleft, finv = interpolation_operator(m)
     planes = [_p(f, j1, j2) for f in range(n_fields) for j1, j2 in itertools.product(range(n), repeat=2)]
     accs = [f"a{f}_{j1}_{j2}" for f in range(n_fields) for j1, j2 in itertools.product(range(m1), repeat=2)]
     temps = ([f"e{k}" for k in range(m1)] + [f"o{k}" for k in range(m1)] + [f"xa{k}" for k in range(m1)]
@@ -224,7 +215,7 @@ class WarpKernel:
     def __init__(self, xp, m: int, q: int, system, dtype):
         self.m, self.q = m, q
         self.cells = (self.threads // 32) * (32 // (2 * m + 2))
-        self.module = _compile(xp, kernel_source(m, q, tuple(system.couplings()), system.n_fields, dtype))
+        self.module = compile_module(xp, kernel_source(m, q, tuple(system.couplings()), system.n_fields, dtype))
 
     def half_step(self, src, dst, lam, shift: int) -> None:
         n0, n1, n2 = src.shape[-3:]

@@ -20,16 +20,14 @@ from ...errors import ConfigError
 from ...progress import progress
 from . import cpu, propagator
 from .equations import LinearSystem
+from .gpu import FORMS
+from .gpu_propagator import Tile, fit_tile
 from .interpolation import check_degree, hermite_matrix_1d
 
 #: A half step is stable while no wave crosses from a cell face to the cell centre:
 #: max_d (speed_d * dt / h_d) <= 1.
 CFL_LIMIT = 1.0
 BOUNDARIES = ("periodic", "wall")
-#: half-step forms: "auto", the translation (propagator.py, gpu_propagator.py) and the
-#: Cauchy-Kowalewski recursion forms (gpu.py; on the CPU all of them run cpu.py)
-KERNEL_FORMS = ("auto", "propagator", "monolithic", "monolithic-shared", "monolithic-register",
-                "monolithic-warp", "two-kernel")
 
 
 def default_stages(m: int) -> int:
@@ -44,19 +42,21 @@ class HermiteSolver:
     = h0^k0 h1^k1 h2^k2 / (k0! k1! k2!) d^k u_f / dx^k at node i * h.
     q: Taylor stages (default 3(2m+1)); cfl: max_d speed_d dt / h_d, at most CFL_LIMIT.
 
-    kernel (KERNEL_FORMS) picks how a half step is computed. "auto" (default) takes
+    kernel (one of gpu.FORMS) picks how a half step is computed; the default (None) takes
     "propagator" where it is the method exactly: one advected field and q >= 3(2m+1), where
     the Taylor series is a translation and the half step three 1D operators (propagator.py;
     on the GPU gpu_propagator.py: 10-18x fewer FLOPs than the recursion at m = 1..3, and
     memory-bound). Everywhere else it takes "monolithic", the fastest recursion kernel that
     fits (gpu.py). "propagator" where it does not apply is a ConfigError. On the CPU the
     propagator runs in NumPy and every recursion form in the Numba kernel (cpu.py). The
-    chosen form is `self.kernel`.
+    chosen form is `self.kernel`. cells_per_block (the shared forms' cap) and tile (the
+    propagator's) tune the GPU kernels; None: their defaults.
     """
 
     def __init__(self, system: LinearSystem, cells, lengths, m: int, *, q: int | None = None,
                  cfl: float = 0.9, backend: str = "cpu", precision: str = "double",
-                 boundary: str = "periodic", kernel: str = "auto"):
+                 boundary: str = "periodic", kernel: str | None = None,
+                 cells_per_block: int | None = None, tile: Tile | None = None):
         self.m = check_degree(m)
         self.q = default_stages(self.m) if q is None else q
         if isinstance(self.q, bool) or not isinstance(self.q, (int, np.integer)) or self.q < 1:
@@ -81,8 +81,8 @@ class HermiteSolver:
         self.speeds = system.max_speeds()
         self.backend = get_backend(backend)
         self.dtype = real_dtype(precision)
-        if kernel not in KERNEL_FORMS:
-            raise ConfigError(f"hermite kernel = {kernel!r}: must be one of {', '.join(KERNEL_FORMS)}")
+        if kernel is not None and kernel not in FORMS:
+            raise ConfigError(f"hermite kernel = {kernel!r}: must be one of {', '.join(FORMS)}")
         self.kernel = self._resolve_form(kernel)
         self.dt = self.max_dt(cfl)
         xp = self.backend.xp
@@ -94,13 +94,13 @@ class HermiteSolver:
         self._params = None  # (dt, what the kernels take for it)
         if self.backend.is_gpu:
             from .gpu import make_kernels
-            self._gpu = make_kernels(xp, self.m, self.q, system, self.dtype, self.kernel)
+            self._gpu = make_kernels(xp, self.m, self.q, system, self.dtype, self.kernel,
+                                     cells_per_block=cells_per_block, tile=tile)
 
-    def _resolve_form(self, kernel: str) -> str:
-        if kernel == "auto":
+    def _resolve_form(self, kernel: str | None) -> str:
+        if kernel is None:
             usable = propagator.unavailable_reason(self.system, self.m, self.q) is None
             if usable and self.backend.is_gpu:
-                from .gpu_propagator import Tile, fit_tile
                 try:
                     fit_tile(self.m, np.dtype(self.dtype).itemsize, Tile())
                 except ConfigError:  # a degree too large for the kernel's shared memory

@@ -15,16 +15,21 @@ far field against the exact series of the condition (wavescat.reference.sphere.s
 
 A sphere's mesh is made once per ka and shared by the conditions (its time is repeated in
 each row). A condition this build does not implement is skipped with a line saying so.
+
+On a machine without gmsh or meshio (the GPU machine), `--meshes DIR` reads each ka's mesh
+from DIR/sphere_ka<ka>_epw<epw>.npz (vertices, triangles), which the same command writes
+where gmsh is installed: mesh here, carry DIR, solve there on the same meshes (mesh time 0).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 from wavescat import defaults, farfield
 from wavescat.bem.formulations import formulation_for
@@ -86,17 +91,28 @@ def sphere_config(ka: float, boundary: dict, args) -> dict:
                    "operator_format": args.format}}}})
 
 
-def workflow_mesh(config: dict, folder: Path) -> tuple[SurfaceMesh, float]:
+def workflow_mesh(config: dict, folder: Path, stored: Path | None) -> tuple[SurfaceMesh, float]:
     """The case's mesh as the mesh rule makes it and the solve rule reads it, and the
-    meshing time."""
+    meshing time; read from (or, after meshing, written to) `stored` where given."""
+    if stored is not None and stored.is_file():
+        with np.load(stored) as data:
+            return SurfaceMesh(data["vertices"], data["triangles"]), 0.0
     case = config["cases"]["sphere"]
     t0 = time.perf_counter()
-    mesh, _ = mesh_case({k: case[k] for k in ("geometry", "frequencies_hz", "mesh")},
-                        config["medium"])
+    try:
+        mesh, _ = mesh_case({k: case[k] for k in ("geometry", "frequencies_hz", "mesh")},
+                            config["medium"])
+    except ImportError as exc:
+        raise SystemExit(f"no gmsh here ({exc}) and no stored mesh {stored}: run this command "
+                         "with --meshes DIR where gmsh is installed first, then carry DIR") from None
     seconds = time.perf_counter() - t0
     path = folder / "mesh.msh"
     mesh.write(path, "gmsh22")
-    return SurfaceMesh.from_file(path), seconds
+    mesh = SurfaceMesh.from_file(path)
+    if stored is not None:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(stored, vertices=mesh.vertices, triangles=mesh.triangles)
+    return mesh, seconds
 
 
 HEADER = (f"{'condition':<17} {'ka':>5} {'dofs':>6} {'format':>7} {'its':>4} {'mesh':>7} "
@@ -142,6 +158,8 @@ def main(argv=None):
     p.add_argument("--format", default="auto", choices=["auto", "dense", "hmatrix"],
                    help="solver.operator_format (auto: as the workflow picks)")
     p.add_argument("--json", default="", help="also write the rows to this file")
+    p.add_argument("--meshes", default="", help="folder of stored sphere meshes (.npz): read "
+                   "where present, written after meshing")
     args = p.parse_args(argv)
     names = available(selected_conditions(args.conditions))
     rows = []
@@ -152,7 +170,9 @@ def main(argv=None):
             for name in names:
                 config = sphere_config(ka, CONDITIONS[name], args)
                 if mesh is None:
-                    mesh, mesh_s = workflow_mesh(config, Path(tmp))
+                    stored = (Path(args.meshes) / f"sphere_ka{ka:g}_epw{args.epw:g}.npz"
+                              if args.meshes else None)
+                    mesh, mesh_s = workflow_mesh(config, Path(tmp), stored)
                 rows.append(run(ka, name, mesh, mesh_s, config))
                 if args.json:
                     Path(args.json).write_text(json.dumps(rows, indent=1))
@@ -160,4 +180,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(0 if main() is not None else 1)
+    main()

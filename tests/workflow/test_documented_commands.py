@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ["README.md", "config/README.md", *sorted(p.relative_to(ROOT).as_posix()
@@ -70,10 +71,27 @@ def documented_commands():
 COMMANDS = documented_commands()
 
 
+def unimplemented_boundaries(words: list[str]) -> list[str]:
+    """Boundary kinds that the repository's config files named in a command use and this
+    build does not implement yet (the contract names every kind before each one lands)."""
+    from wavescat.bem.formulations import BOUNDARY_KINDS, FORMULATIONS
+
+    kinds = set()
+    for word in words:
+        path = ROOT / word.split("=")[-1]
+        if path.suffix in (".yaml", ".yml") and path.is_file():
+            cases = (yaml.safe_load(path.read_text()) or {}).get("cases") or {}
+            kinds |= {(c.get("boundary") or {}).get("kind", "rigid") for c in cases.values()}
+    return sorted(k for k in kinds if k in BOUNDARY_KINDS and k not in FORMULATIONS)
+
+
 def not_run_because(command: str) -> str | None:
     """Why a documented command is not run here, or None for a command this test runs."""
     words = shlex.split(command)
     if words[0] in PROGRAMS:
+        missing = unimplemented_boundaries(words)
+        if missing:
+            return f"its config uses boundary kind {', '.join(missing)}, not implemented yet"
         return None
     if words[:3] == ["python3", "-m", "venv"] or "pip" in Path(words[0]).name \
             or words[1:3] == ["-m", "pip"] or "install" in words:

@@ -19,7 +19,7 @@ def _case(h, **geometry):
                          "center": CENTER.tolist(), **geometry},
             "frequencies_hz": [1500.0 / (10 * h)],
             "mesh": {"elements_per_wavelength": 10, "max_element_size": None,
-                     "curvature_refinement": 0}}
+                     "curvature_refinement": 0, "max_volume_error": None}}  # h alone
 
 
 def _axial_radial(points):

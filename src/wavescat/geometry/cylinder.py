@@ -6,6 +6,9 @@ triangle edge there lies on the rim (no triangle straddles the edge). Near a rig
 edge the surface fields of the BEM vary fastest (the Neumann trace of a sound-soft body is
 singular there), so the element size falls linearly from h at a distance h to EDGE_FACTOR h
 on the rims.
+
+Geometry sizing: the mantle (mean curvature 1 / (2 r)) and its rims get the chord-sag size
+of the volume tolerance; the flat ends lose no volume and keep the frequency size inside.
 """
 from __future__ import annotations
 
@@ -13,9 +16,9 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..surface import SurfaceMesh
-from .gmsh_model import gmsh_session, mesh_occ_model
+from .gmsh_model import gmsh_session, mesh_occ_model, size_field
 from .params import center, positive, vector3
-from .sizing import MeshOptions
+from .sizing import MeshOptions, sag_size
 
 EDGE_FACTOR = 0.5  # element size on the rims, relative to h
 
@@ -35,6 +38,8 @@ def cylinder(geometry: dict, options: MeshOptions) -> SurfaceMesh:
         occ.synchronize()
         rims = [tag for _, tag in gmsh.model.getEntities(1)
                 if gmsh.model.getType(1, tag) == "Circle"]
+        mantle = [tag for _, tag in gmsh.model.getEntities(2)
+                  if gmsh.model.getType(2, tag) != "Plane"]
         field = gmsh.model.mesh.field
         distance = field.add("Distance")
         field.setNumbers(distance, "CurvesList", rims)
@@ -46,4 +51,13 @@ def cylinder(geometry: dict, options: MeshOptions) -> SurfaceMesh:
         field.setNumber(threshold, "DistMin", 0.0)
         field.setNumber(threshold, "DistMax", options.h)
         field.setAsBackgroundMesh(threshold)
-        return mesh_occ_model(gmsh, options, "cylinder")
+
+        def sizes(gmsh, volume, area):
+            h_geo = options.geometry_refinement * sag_size(options.sag(volume, area), 1 / (2 * r))
+            curved = field.add("Restrict")
+            field.setNumber(curved, "InField", size_field(gmsh, f"{h_geo:.12g}"))
+            field.setNumbers(curved, "SurfacesList", mantle)
+            field.setNumbers(curved, "CurvesList", rims)
+            return [threshold, curved]
+
+        return mesh_occ_model(gmsh, options, "cylinder", sizes)

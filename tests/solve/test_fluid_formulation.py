@@ -133,12 +133,12 @@ def test_gas_bubble_through_its_minnaert_resonance(ratio):
     assert res.iterations[0] <= 10
 
 
-@pytest.mark.parametrize("contrast", [(1.0 + 1e-4, 1.0), (1.0, 1.0 + 1e-4), (1.04, 1.03),
-                                      (1.5, 1.2)])
+@pytest.mark.parametrize("contrast", [(1.0 + 1e-4, 1.0), (1.0, 1.0 + 1e-4)])
 def test_weak_contrast_loses_no_accuracy(contrast):
-    """The relative far-field error of a body with contrasts 1e-4 is that of fish flesh on
-    the same mesh (measured 2.0%, 2.5%, 2.4%, 2.7% at ka = 2 on 162 vertices), though its
-    far field is 4000 times smaller: data and answer come from operator differences."""
+    """The relative far-field error of a body with contrasts 1e-4 is that of a weak scatterer
+    and of fish flesh on the same mesh (measured 2.0% and 2.5%; 2.4% for g, h = 1.04, 1.03,
+    2.7% for 1.5, 1.2, at ka = 2 on 162 vertices), though its far field is 400-2000 times
+    smaller: data and answer come from operator differences."""
     boundary = {"kind": "fluid", "density_ratio": contrast[0], "sound_speed_ratio": contrast[1]}
     res = solve_frequency(_case(boundary), MEDIUM, icosphere(2), _freq(2.0))
     assert _relative_error(res, boundary, 2.0) < 0.03
@@ -154,18 +154,16 @@ def limit_answers():
             for kind in ("rigid", "pressure_release")}
 
 
-@pytest.mark.parametrize("limit, g, h", [("rigid", 1e2, 1.5), ("rigid", 1e5, 1.5),
-                                         ("pressure_release", 1e-2, 0.7),
-                                         ("pressure_release", 1e-5, 0.7)])
+@pytest.mark.parametrize("limit, g, h", [("rigid", 1e5, 1.5), ("pressure_release", 1e-5, 0.7)])
 def test_limits_are_the_rigid_and_pressure_release_answers(limit_answers, limit, g, h):
     """g -> infinity tends to the rigid body's BEM answer, g -> 0 to the pressure-release
     one, at the rate 1/g (resp. g) until both formulations' discretisations differ (measured
-    0.9%, 0.04% and 1.9%, 0.07%): far below either's 3% error against its series."""
+    at g = 1e2, 1e5: 0.9%, 0.04%; at 1e-2, 1e-5: 1.9%, 0.07%): far below either's 3% error
+    against its series."""
     boundary = {"kind": "fluid", "density_ratio": g, "sound_speed_ratio": h}
     res = solve_frequency(_case(boundary), MEDIUM, icosphere(2), _freq(2.0))
     want = limit_answers[limit]
-    bound = 0.03 * (g if limit == "pressure_release" else 1 / g) * 1e2 + 1e-3
-    assert np.linalg.norm(res.far_field - want) < bound * np.linalg.norm(want)
+    assert np.linalg.norm(res.far_field - want) < 1e-3 * np.linalg.norm(want)
 
 
 A = np.array([1.0, 0.3, -0.2]) / np.linalg.norm([1.0, 0.3, -0.2])
@@ -215,12 +213,14 @@ def test_records_and_probes(tmp_path):
     assert (form.density_ratio, form.sound_speed_ratio) == pytest.approx((1.5, 1.2))
     u, w = np.split(sol["surface_pressure"][0], 2)
     params = {"density_ratio": 1.5, "sound_speed_ratio": 1.2}
-    p_inc = np.exp(1j * ka * mesh.vertices @ np.asarray(D))
-    p = fluid_sphere.surface_pressure(ka, 1.0, D, mesh.vertices, **params)
-    dp = fluid_sphere.surface_normal_derivative(ka, 1.0, D, mesh.vertices, **params)
-    dp_inc = 1j * ka * (mesh.vertices / np.linalg.norm(mesh.vertices, axis=1)[:, None]) @ D * p_inc
-    assert np.linalg.norm(u - (p - p_inc)) < 0.03 * np.linalg.norm(p - p_inc)
-    assert np.linalg.norm(ka * w - (dp - dp_inc)) < 0.05 * np.linalg.norm(dp - dp_inc)
+    xhat = mesh.vertices / np.linalg.norm(mesh.vertices, axis=1)[:, None]  # on the sphere
+    p_inc = np.exp(1j * ka * xhat @ np.asarray(D))
+    p = fluid_sphere.surface_pressure(ka, 1.0, D, xhat, **params)
+    dp = fluid_sphere.surface_normal_derivative(ka, 1.0, D, xhat, **params)
+    dp_inc = 1j * ka * (xhat @ D) * p_inc
+    # measured 1.0% and 1.3%
+    assert np.linalg.norm(u - (p - p_inc)) < 0.015 * np.linalg.norm(p - p_inc)
+    assert np.linalg.norm(ka * w - (dp - dp_inc)) < 0.02 * np.linalg.norm(dp - dp_inc)
     probes = np.random.default_rng(5).standard_normal((6, 3))
     probes *= 2.0 / np.linalg.norm(probes, axis=1, keepdims=True)
     exact = fluid_sphere.scattered_field(ka, 1.0, D, probes, **params)
@@ -256,20 +256,22 @@ def test_solve_on_the_gpu_matches_the_cpu(gpu_backend):
 
 def test_operator_specs_and_memory_estimate():
     """Six dense operators (K' is K^T), eight H-matrices, at k and k / h; the dense memory
-    estimate counts the six."""
-    from wavescat.resources import solve_resources
-
+    estimate counts the six (three times the rigid body's two)."""
     form = formulation_for(FLESH)
     dense, hmat = form.operator_specs(3.0, "dense"), form.operator_specs(3.0, "hmatrix")
     assert len(dense) == 6 and len(hmat) == 8 and "Kp0" not in dense
     assert hmat["W1"] == ("hypersingular", pytest.approx(2.5)) and hmat["V0"] == ("single_layer", 3.0)
-    mem = {}
+    from wavescat.resources import case_estimates
+
+    est = {}
     for name, boundary in (("rigid", {}), ("fluid", FLESH)):
         config = prepare_config({"medium": MEDIUM, "run": ["ball"], "cases": {"ball": {
             "geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [_freq(5.0)],
             "boundary": boundary, "solver": {"operator_format": "dense"}}}})
-        mem[name] = solve_resources(config["cases"]["ball"], config["medium"], 1)["mem_mb"]
-    assert mem["fluid"] > mem["rigid"]
+        est[name] = case_estimates(config["cases"]["ball"], config["medium"], gpu=False)
+    n = est["rigid"]["unknowns"]
+    extra = est["fluid"]["solve_host_bytes"] - est["rigid"]["solve_host_bytes"]
+    assert extra >= 4 * 16 * n * n  # four more dense operators, and a Krylov basis twice as long
 
 
 @pytest.mark.parametrize("boundary, message", [

@@ -46,6 +46,7 @@ class SoundHardBurtonMiller:
     space_kind = "P1"
     operators = ("double_layer", "hypersingular")  # K and W, in this order
     keys = frozenset()  # boundary keys besides `kind`: a rigid body has no parameters
+    traces = 1  # surface traces solved for, each on `space`
 
     def __init__(self, boundary: dict | None = None, where: str = "boundary",
                  medium: dict | None = None):
@@ -58,7 +59,7 @@ class SoundHardBurtonMiller:
 
     def n_unknowns(self, space) -> int:
         """Length of the solution vector: one coefficient per DOF of `space` and trace."""
-        return space.n_dofs
+        return self.traces * space.n_dofs
 
     def space(self, mesh):
         """The function space of the unknown on `mesh`."""
@@ -246,6 +247,7 @@ class FluidMuller(SoundHardBurtonMiller):
     unknown = "scattered pressure then (1/k) times its normal derivative"
     operators = ("single_layer", "double_layer", "adjoint_double_layer", "hypersingular")
     keys = frozenset({"density_ratio", "density", "sound_speed_ratio", "sound_speed"})
+    traces = 2
     _symbols = {"single_layer": "V", "double_layer": "K", "adjoint_double_layer": "Kp",
                 "hypersingular": "W"}
 
@@ -262,9 +264,6 @@ class FluidMuller(SoundHardBurtonMiller):
                  if n != "adjoint_double_layer" or operator_format != "dense"]
         return {f"{self._symbols[n]}{i}": (n, kk) for i, kk in enumerate(
             (k, k / self.sound_speed_ratio)) for n in names}
-
-    def n_unknowns(self, space) -> int:
-        return 2 * space.n_dofs
 
     def system(self, space, k: float, operators: dict, solver: dict, xp=np):
         """The Müller system (bem/transmission.py) for the operators of `operator_specs`;

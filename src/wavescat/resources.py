@@ -136,7 +136,7 @@ _KRYLOV_BYTES = 2**29  # the solve driver's Krylov budget per batch of incidence
 def dense_assembly_bytes(n: int, precision: str = "double", gpu: bool = False,
                          operators: int = 2) -> int:
     """Peak bytes of assembling the dense operators of a formulation (two for a rigid body,
-    four for an impedance one): on the CPU each is accumulated in float64 (re, im) with a
+    four for an impedance one, six for a fluid one): on the CPU each is accumulated in float64 (re, im) with a
     transposed twin for the double layer, so about one complex128 n x n array per operator
     whatever the precision; on a GPU one matrix of the run's precision per operator."""
     if gpu:
@@ -205,14 +205,17 @@ def case_estimates(case: dict, medium: dict, gpu: bool) -> dict:
     if fmt == "auto":
         fmt = "hmatrix" if n >= solver["hmatrix"]["dense_below"] else "dense"
     gm = solver.get("gmres", {})
-    krylov = min(_KRYLOV_BYTES, 16 * n * (min(gm.get("restart", 100), gm.get("maxiter", 500)) + 1))
-    if fmt == "dense":
-        from .bem.formulations import formulation_for  # noqa: PLC0415
+    from .bem.formulations import formulation_for  # noqa: PLC0415
 
-        count = len(formulation_for(case.get("boundary")).operators)
+    form = formulation_for(case.get("boundary"), medium=medium)
+    count = len(form.operator_specs(1.0, fmt))  # operators the formulation assembles
+    unknowns = form.traces * n
+    krylov = min(_KRYLOV_BYTES,
+                 16 * unknowns * (min(gm.get("restart", 100), gm.get("maxiter", 500)) + 1))
+    if fmt == "dense":
         operators = dense_assembly_bytes(n, solver["precision"], gpu, count)
     else:
-        operators = _HMATRIX_BYTES_PER_NLOGN * n * math.log2(max(n, 2))
+        operators = count / 2 * _HMATRIX_BYTES_PER_NLOGN * n * math.log2(max(n, 2))
     host = _SOLVE_BASE_BYTES + _SOLVE_BYTES_PER_UNKNOWN * n
     device = operators + krylov if gpu else 0
     if not gpu:

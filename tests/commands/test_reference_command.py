@@ -6,7 +6,7 @@ import pytest
 
 from wavescat.cli import main
 from wavescat.farfield import receiver_directions
-from wavescat.reference import impedance_sphere, pressure_release_sphere
+from wavescat.reference import fluid_sphere, impedance_sphere, pressure_release_sphere
 from wavescat.reference.rigid_sphere import far_field
 from wavescat.solve.records import FARFIELD_HEADER, read_farfield_csv
 
@@ -115,6 +115,9 @@ def test_reference_with_several_incidence_directions(tmp_path):
         k, 0.5, [0, 0, 1], x, center=[0.2, 0, 0])),
     ({"kind": "impedance", "admittance": [0.5, -1.0]}, lambda k, x: impedance_sphere.far_field(
         k, 0.5, [0, 0, 1], x, center=[0.2, 0, 0], admittance=0.5 - 1.0j)),
+    ({"kind": "fluid", "density": 1500.0, "sound_speed_ratio": 1.2},  # density over the medium's
+     lambda k, x: fluid_sphere.far_field(k, 0.5, [0, 0, 1], x, center=[0.2, 0, 0],
+                                         density_ratio=1.5, sound_speed_ratio=1.2)),
 ])
 def test_reference_follows_the_boundary_condition(tmp_path, boundary, series):
     table = _reference(tmp_path, dict(CASE, boundary=boundary))

@@ -145,7 +145,9 @@ def test_series_for_each_boundary_and_errors():
             == soft.far_field(k, 1.0, d, x))
     beta = series_for({"kind": "impedance", "admittance": [1.0, 0.5]})
     assert beta.far_field(k, 1.0, d, x) == imp.far_field(k, 1.0, d, x, admittance=1 + 0.5j)
-    with pytest.raises(ConfigError, match="case.boundary.kind = 'fluid': no exact sphere series"):
-        series_for({"kind": "fluid"}, "case.boundary")
+    with pytest.raises(ConfigError, match="case.boundary.kind = 'foam': no exact sphere series"):
+        series_for({"kind": "foam"}, "case.boundary")
+    with pytest.raises(ConfigError, match="case.boundary.density_ratio / case.boundary.density"):
+        series_for({"kind": "fluid", "sound_speed_ratio": 1.1}, "case.boundary")
     with pytest.raises(ConfigError, match="admittance = 'x'"):
         imp.far_field(k, 1.0, d, x, admittance="x")

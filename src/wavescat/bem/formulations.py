@@ -46,9 +46,20 @@ class SoundHardBurtonMiller:
     space_kind = "P1"
     operators = ("double_layer", "hypersingular")  # K and W, in this order
     keys = frozenset()  # boundary keys besides `kind`: a rigid body has no parameters
+    traces = 1  # surface traces solved for, each on `space`
 
-    def __init__(self, boundary: dict | None = None, where: str = "boundary"):
+    def __init__(self, boundary: dict | None = None, where: str = "boundary",
+                 medium: dict | None = None):
         self.boundary = {"kind": self.kind, **(boundary or {})}
+
+    def operator_specs(self, k: float, operator_format: str) -> dict:
+        """{key: (operator name, wavenumber)} of the boundary operators the driver assembles
+        for `system` at exterior wavenumber k in `operator_format` (dense or hmatrix)."""
+        return {name: (name, k) for name in self.operators}
+
+    def n_unknowns(self, space) -> int:
+        """Length of the solution vector: one coefficient per DOF of `space` and trace."""
+        return self.traces * space.n_dofs
 
     def space(self, mesh):
         """The function space of the unknown on `mesh`."""
@@ -165,10 +176,11 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
     operators = ("double_layer", "hypersingular", "single_layer", "adjoint_double_layer")
     keys = frozenset({"admittance"})
 
-    def __init__(self, boundary: dict | None = None, where: str = "boundary"):
+    def __init__(self, boundary: dict | None = None, where: str = "boundary",
+                 medium: dict | None = None):
         from ..reference.impedance_sphere import admittance_value  # noqa: PLC0415
 
-        super().__init__(boundary, where)
+        super().__init__(boundary, where, medium)
         if "admittance" not in self.boundary:
             raise ConfigError(f"{where}.admittance: required for boundary kind 'impedance' "
                               "(the normalised admittance beta as [re, im])")
@@ -203,26 +215,115 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
         return self._with_single_layer(double_layer, single_layer, space, points, k, backend)
 
 
+class FluidMuller(SoundHardBurtonMiller):
+    """Homogeneous fluid body (density ratio g, sound-speed ratio h; inside k1 = k / h):
+    p and (1/rho) dp/dn continuous across the surface. Müller's second-kind transmission
+    formulation (Müller 1969; Kleinman & Martin 1988), bem/transmission.py.
+
+    Why Müller: the g-weighted sum of the exterior and interior Calderón equations leaves
+    identity + compact operators (the single layers and hypersingular operators enter only
+    as differences between k and k1, with smooth kernels), so GMRES needs few iterations
+    with no preconditioner, none of the Calderón/OSRC machinery that a first-kind
+    multi-trace (PMCHWT) system needs, and it is uniquely solvable at every real frequency
+    for positive g, h (no spurious resonances). Rows scaled by 2/(1 + g) keep the identity
+    part 1 from the gas-bubble limit (g -> 0, where the system tends to the interior
+    Dirichlet equation at k1 coupled by g V) to the rigid one (g -> infinity). Measured on
+    spheres (tests/solve/test_fluid_formulation.py): iterations stay low for a gas bubble
+    (g = 0.0012, h = 0.22) through its Minnaert resonance, a weak scatterer and fish flesh.
+    For the weak scatterer (g, h -> 1) the unknowns are the scattered traces and the data
+    are written with operator differences, so both the data and the answer are
+    proportional to the contrast: no cancellation between O(1) terms.
+
+    Unknowns: the scattered exterior traces u = p_s and w = (1/k) dp_s/dn, both P1 on one
+    mesh (the hypersingular operator needs P1 for u; P1 for the Neumann trace too keeps one
+    space, one mass matrix and one solve per product, and a smooth trace on a smooth body is
+    fitted with fewer DOFs than P0), stacked (2 n_vertices values). Operators V, K, W at
+    k and k1 (K' too for H-matrices; from dense K as its transpose). The scattered field is
+    p_s = DL u - k SL w and F = DL_inf u - k SL_inf w.
+    """
+
+    kind = "fluid"
+    name = "muller_transmission"
+    unknown = "scattered pressure then (1/k) times its normal derivative"
+    operators = ("single_layer", "double_layer", "adjoint_double_layer", "hypersingular")
+    keys = frozenset({"density_ratio", "density", "sound_speed_ratio", "sound_speed"})
+    traces = 2
+    _symbols = {"single_layer": "V", "double_layer": "K", "adjoint_double_layer": "Kp",
+                "hypersingular": "W"}
+
+    def __init__(self, boundary: dict | None = None, where: str = "boundary",
+                 medium: dict | None = None):
+        from ..reference.fluid_sphere import fluid_contrasts  # noqa: PLC0415
+
+        super().__init__(boundary, where, medium)
+        self.density_ratio, self.sound_speed_ratio = fluid_contrasts(self.boundary, medium,
+                                                                     where)
+
+    def operator_specs(self, k: float, operator_format: str) -> dict:
+        names = [n for n in self.operators
+                 if n != "adjoint_double_layer" or operator_format != "dense"]
+        return {f"{self._symbols[n]}{i}": (n, kk) for i, kk in enumerate(
+            (k, k / self.sound_speed_ratio)) for n in names}
+
+    def system(self, space, k: float, operators: dict, solver: dict, xp=np):
+        """The Müller system (bem/transmission.py) for the operators of `operator_specs`;
+        `solver` is not read (no preconditioner)."""
+        from .osrc import mass_and_stiffness  # noqa: PLC0415
+        from .transmission import MullerTransmission  # noqa: PLC0415
+
+        mass, _ = mass_and_stiffness(space)
+        return MullerTransmission(operators, mass, k, self.density_ratio, xp=xp)
+
+    def _traces(self, double, single, space, points, k, backend):
+        """[DL, -k SL]: the potential (or far field) of (u, w)."""
+        from ..backend import Backend, get_backend  # noqa: PLC0415
+        from .transmission import stacked  # noqa: PLC0415
+
+        be = backend if isinstance(backend, Backend) else get_backend(backend)
+        return stacked(be.xp, double(space, points, k, backend=be),
+                       -k * single(space, points, k, backend=be))
+
+    def far_field(self, space, directions, k: float, backend="cpu"):
+        from .potentials import double_layer_far_field, single_layer_far_field  # noqa: PLC0415
+
+        return self._traces(double_layer_far_field, single_layer_far_field, space, directions,
+                            k, backend)
+
+    def potential(self, space, points, k: float, backend="cpu"):
+        from .potentials import double_layer, single_layer  # noqa: PLC0415
+
+        return self._traces(double_layer, single_layer, space, points, k, backend)
+
+    def record(self) -> dict:
+        """The boundary block with the contrasts resolved (absolute values need the medium,
+        which the records do not carry), and the block as given."""
+        out = super().record()
+        out["boundary"] = json.dumps({"kind": self.kind, "density_ratio": self.density_ratio,
+                                      "sound_speed_ratio": self.sound_speed_ratio},
+                                     sort_keys=True)
+        out["boundary_given"] = json.dumps(self.boundary, sort_keys=True)
+        return out
+
+
 FORMULATIONS = {cls.kind: cls for cls in (SoundHardBurtonMiller, PressureReleaseBurtonMiller,
-                                           ImpedanceBurtonMiller)}
+                                           FluidMuller, ImpedanceBurtonMiller)}
 
 
-def formulation_for(boundary: dict | None = None, where: str = "boundary"):
+def formulation_for(boundary: dict | None = None, where: str = "boundary",
+                    medium: dict | None = None):
     """The formulation of a case's `boundary` block (None: rigid). `where` names the block
-    in error messages (e.g. cases.ball.boundary)."""
+    in error messages (e.g. cases.ball.boundary); `medium` (density, sound_speed; else the
+    defaults) turns a fluid body's absolute density and sound speed into contrasts."""
     boundary = dict(boundary or {})
     kind = boundary.get("kind", "rigid")
     if kind not in BOUNDARY_KINDS:
         raise ConfigError(f"{where}.kind = {kind!r}: must be one of {', '.join(BOUNDARY_KINDS)}")
-    if kind not in FORMULATIONS:
-        raise ConfigError(f"{where}.kind = {kind!r}: not implemented yet (implemented: "
-                          f"{', '.join(FORMULATIONS)})")
     cls = FORMULATIONS[kind]
     foreign = sorted(set(boundary) - {"kind"} - cls.keys)
     if foreign:
         raise ConfigError(f"{where}.{foreign[0]} = {boundary[foreign[0]]!r}: not a key of "
                           f"boundary kind {kind!r}")
-    return cls(boundary, where)
+    return cls(boundary, where, medium)
 
 
 def formulation_of_record(solution: dict):

@@ -1,5 +1,5 @@
 """`wavescat reference`: the exact far field of a sphere case (farfield.csv format), for the
-case's boundary condition (rigid, pressure-release or impedance)."""
+case's boundary condition (rigid, pressure-release, fluid or impedance)."""
 from __future__ import annotations
 
 import json
@@ -26,7 +26,7 @@ def exact_solution(case: dict, medium: dict, frequency_hz: float) -> dict:
     geometry = case["geometry"]
     a, c = geometry["radius"], geometry.get("center", (0.0, 0.0, 0.0))
     k = 2.0 * math.pi * frequency_hz / medium["sound_speed"]
-    series = series_for(case.get("boundary"), "case.boundary")
+    series = series_for(case.get("boundary"), "case.boundary", medium)
     incidence = incident_directions(case["incident"])
     out = {"frequency_hz": frequency_hz, "incident_directions": incidence.directions}
     if incidence.monostatic:
@@ -44,7 +44,7 @@ def reference_farfield(args) -> None:
     geometry = case["geometry"]
     if geometry["kind"] != "sphere":
         raise ConfigError(f"geometry.kind = {geometry['kind']!r}: the exact series needs a sphere")
-    series_for(case.get("boundary"), "case.boundary")  # a condition with a series, before any work
+    series_for(case.get("boundary"), "case.boundary", medium)  # a condition with a series, before any work
     solutions = []
     for f in case["frequencies_hz"]:
         s = exact_solution(case, medium, float(f))

@@ -5,12 +5,14 @@ from functools import partial
 from types import SimpleNamespace
 
 from ..errors import ConfigError
-from . import impedance_sphere, pressure_release_sphere, rigid_sphere
+from . import fluid_sphere, impedance_sphere, pressure_release_sphere, rigid_sphere
 
 
-def series_for(boundary: dict | None = None, where: str = "boundary") -> SimpleNamespace:
+def series_for(boundary: dict | None = None, where: str = "boundary",
+               medium: dict | None = None) -> SimpleNamespace:
     """`far_field(k, a, d, xhat, center)` and `monostatic_far_field(k, a, ds, center)` of the
-    sphere with boundary condition `boundary` (None: rigid)."""
+    sphere with boundary condition `boundary` (None: rigid); `medium` (density, sound_speed)
+    turns a fluid body's absolute density and sound speed into contrasts."""
     boundary = dict(boundary or {})
     kind = boundary.get("kind", "rigid")
     if kind == "rigid":
@@ -21,6 +23,9 @@ def series_for(boundary: dict | None = None, where: str = "boundary") -> SimpleN
         if "admittance" not in boundary:
             raise ConfigError(f"{where}.admittance: required for boundary kind 'impedance'")
         module, params = impedance_sphere, {"admittance": boundary["admittance"]}
+    elif kind == "fluid":
+        g, h = fluid_sphere.fluid_contrasts(boundary, medium, where)
+        module, params = fluid_sphere, {"density_ratio": g, "sound_speed_ratio": h}
     else:
         raise ConfigError(f"{where}.kind = {kind!r}: no exact sphere series for this boundary "
                           "condition yet")

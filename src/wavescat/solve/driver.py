@@ -70,7 +70,7 @@ class FrequencyResult:
     sound_speed: float
     incidence: farfield.Incidence
     receivers: farfield.Directions
-    surface_pressure: np.ndarray  # (n_dofs, n_incidence) complex, P1 coefficients
+    surface_pressure: np.ndarray  # (n_unknowns, n_incidence) complex: the formulation's unknown
     far_field: np.ndarray  # (n_receivers, n_incidence) complex, metres
     monostatic_far_field: np.ndarray | None  # (n_incidence,) at -d, for aspect sweeps
     iterations: np.ndarray
@@ -92,7 +92,7 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     """Solve case `case` (validated config dict) on `mesh` at `frequency_hz`."""
     from ..bem.formulations import formulation_for  # noqa: PLC0415
 
-    formulation = formulation_for(case.get("boundary"))
+    formulation = formulation_for(case.get("boundary"), medium=medium)
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
         raise ConfigError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
     c = float(medium.get("sound_speed", defaults.MEDIUM["sound_speed"]))
@@ -124,10 +124,10 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
              space.n_dofs, mesh.n_triangles, k, epw, fmt, be.name, be.device_name)
 
     t0 = time.perf_counter()
-    ops = {name: boundary_operator(name, space, k, operator_format=fmt, backend=be,
-                                   precision=precision, quadrature=quadrature,
-                                   hmatrix_options=settings["hmatrix"])
-           for name in formulation.operators}
+    ops = {key: boundary_operator(name, space, kk, operator_format=fmt, backend=be,
+                                  precision=precision, quadrature=quadrature,
+                                  hmatrix_options=settings["hmatrix"])
+           for key, (name, kk) in formulation.operator_specs(k, fmt).items()}
     be.synchronize()
     timings["assembly"] = time.perf_counter() - t0
 
@@ -139,8 +139,9 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     t0 = time.perf_counter()
     gm = settings["gmres"]
     n_inc = len(incidence.directions)
-    batch = max(1, int(_KRYLOV_BYTES // (16 * space.n_dofs * (min(gm["restart"], gm["maxiter"]) + 1))))
-    pressure = np.zeros((space.n_dofs, n_inc), dtype=complex)
+    n_unknowns = formulation.n_unknowns(space)
+    batch = max(1, int(_KRYLOV_BYTES // (16 * n_unknowns * (min(gm["restart"], gm["maxiter"]) + 1))))
+    pressure = np.zeros((n_unknowns, n_inc), dtype=complex)
     iterations = np.zeros(n_inc, dtype=np.int64)
     residuals = np.zeros(n_inc)
     history = []

@@ -11,9 +11,11 @@ HDF5 layout (all angles in degrees, complex data as complex128):
          warnings (JSON list), monostatic (bool), wavescat_version
   vertices (nv, 3), triangles (m, 3)                          the mesh the solution lives on
   incident_directions (ni, 3), aspect_deg (ni,) [aspect sweeps]
-  surface_pressure (ni, n_dofs)        the formulation's unknown, P1 coefficients (vertex
+  surface_pressure (ni, n_unknowns)    the formulation's unknown, P1 coefficients (vertex
                                        values): the total pressure (rigid, impedance) or its
-                                       normal derivative (pressure-release)
+                                       normal derivative (pressure-release); for a fluid body
+                                       both scattered traces, p_s then (1/k) dp_s/dn
+                                       (attribute boundary_given: the block as written)
   iterations (ni,), residuals (ni,)    GMRES operator applications, final relative residual
   receivers/{theta_deg, phi_deg, directions, angle_deg [plane receivers]}
   far_field (ni, nr)                   F(xhat_r; d_i) in metres

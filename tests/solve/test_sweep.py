@@ -166,3 +166,24 @@ def test_sweep_in_memory_sized_batches_equals_one_at_a_time(monkeypatch):
             <= 20 * tol * scale
     assert np.allclose(wide.monostatic_far_field, one.monostatic_far_field,
                        rtol=20 * tol, atol=20 * tol * np.abs(wide.monostatic_far_field).max())
+
+
+def test_sparse_lu_solves_wide_blocks():
+    """The OSRC and mass factorisations solve a block of right-hand sides (in pairs of
+    columns) as they solve each column."""
+    import scipy.sparse as sp
+
+    from wavescat.bem.osrc import factorise, mass_and_stiffness
+    from wavescat.bem import spaces
+
+    mass, stiff = mass_and_stiffness(spaces.p1(icosphere(2)))
+    rng = np.random.default_rng(2)
+    for matrix in (mass, mass.astype(complex) - (0.3 + 0.1j) * stiff):
+        lu = factorise(matrix)
+        for r in (1, 2, 5):
+            y = rng.standard_normal((mass.shape[0], r)) + 1j * rng.standard_normal((mass.shape[0], r))
+            y = y if np.iscomplexobj(matrix.data) else y.real
+            x = lu.solve(y)
+            assert x.shape == y.shape
+            assert np.allclose(sp.csr_matrix(matrix) @ x, y, rtol=1e-10, atol=1e-10)
+        assert np.allclose(lu.solve(y[:, 0]), x[:, 0], rtol=1e-12, atol=0)

@@ -1,8 +1,11 @@
 """The H-matrix object: dense and low-rank block stacks on one or more devices, and its
-matrix-vector product (batched GEMV over each stack, atomic scatter-add of the results).
+product with a vector or a block of vectors (batched GEMM over each stack, the results added
+into place by one sparse-dense product per stack), so that r right-hand sides read the
+stored blocks once, not r times.
 
-`HMatrix.matvec(x)` takes and returns NumPy vectors in the original dof numbering; the
-permutation, the transfers and the per-device partial products stay inside.
+`HMatrix.matvec(x)` takes and returns NumPy arrays (n,) or (n, r) in the original dof
+numbering (CuPy arrays stay on the device); the permutation, the transfers and the
+per-device partial products stay inside.
 """
 from __future__ import annotations
 

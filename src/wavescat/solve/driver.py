@@ -172,8 +172,8 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     n_inc = len(incidence.directions)
     batch, basis_bytes = krylov_batches(space.n_dofs, n_inc, gm, available_memory(be),
                                         np.dtype(rhs.dtype).itemsize)
-    log.info("GMRES: %d incidence direction(s) in batches of %d (Krylov basis grown as needed, at most %.3g GiB)",
-             n_inc, batch, basis_bytes / 2**30)
+    log.info("GMRES: %d incidence direction(s) in batches of %d (Krylov basis grown as "
+             "needed, at most %.3g GiB)", n_inc, batch, basis_bytes / 2**30)
     pressure = np.zeros((space.n_dofs, n_inc), dtype=complex)
     iterations = np.zeros(n_inc, dtype=np.int64)
     residuals = np.zeros(n_inc)

@@ -94,7 +94,8 @@ class DevicePart:
                                            stack_product(xp, xp.swapaxes(g.V[sel], 1, 2), xs))
                     else:  # padded rows and columns of D are zero
                         ys = stack_product(xp, g.D[sel], xs)
-                    y += self._scatter(g, sel, Lr, dtype) @ ys.reshape(-1, r)
+                    ys = ys.reshape(-1, r).astype(dtype, copy=False)  # one dtype for cuSPARSE
+                    y += self._scatter(g, sel, Lr, dtype) @ ys
             return y[:, 0] if x.ndim == 1 else y
 
     def _scatter(self, g, sel, L, dtype):

@@ -130,7 +130,6 @@ _MESH_BYTES_PER_UNKNOWN = 2_500  # gmsh surface mesh, checks, .msh writing (meas
 _SOLVE_BASE_BYTES = 600e6  # NumPy, Numba kernels, gmsh, h5py loaded
 _SOLVE_BYTES_PER_UNKNOWN = 40_000  # mesh, quadrature data, sparse OSRC factors, far field
 _HMATRIX_BYTES_PER_NLOGN = 10_500  # two compressed operators at eps = 1e-4 (complex128)
-_KRYLOV_BYTES = 2**29  # the solve driver's Krylov budget per batch of incidence directions
 
 
 def dense_assembly_bytes(n: int, precision: str = "double", gpu: bool = False,
@@ -210,8 +209,12 @@ def case_estimates(case: dict, medium: dict, gpu: bool) -> dict:
     form = formulation_for(case.get("boundary"), medium=medium)
     count = len(form.operator_specs(1.0, fmt))  # operators the formulation assembles
     unknowns = form.traces * n
-    krylov = min(_KRYLOV_BYTES,
-                 16 * unknowns * (min(gm.get("restart", 100), gm.get("maxiter", 500)) + 1))
+    from .solve.driver import KRYLOV_MIN_VECTORS, WORK_VECTORS  # noqa: PLC0415
+
+    # the least the solve needs: one direction's basis (the driver widens batches to the
+    # memory it finds free)
+    krylov = 16 * unknowns * (min(gm.get("restart", 100), gm.get("maxiter", 500),
+                                  KRYLOV_MIN_VECTORS) + 1 + WORK_VECTORS)
     if fmt == "dense":
         operators = dense_assembly_bytes(n, solver["precision"], gpu, count)
     else:

@@ -49,12 +49,35 @@ def mass_and_stiffness(space) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     return mass, stiff
 
 
-def factorise(matrix):
+class SparseLU:
+    """A SuperLU factorisation whose `solve` takes (n,) or (n, r) right-hand sides. SuperLU's
+    own multi-right-hand-side solve slows down per column as r grows (measured on OSRC
+    factors of 2,562 unknowns: 361 columns at once 4.2 s, in pairs 0.17 s, one by one
+    0.27 s), so wide blocks go through it a pair of columns at a time."""
+
+    COLUMNS = 2
+
+    def __init__(self, lu, dtype):
+        self.lu, self.dtype = lu, np.dtype(dtype)
+        self.shape = lu.shape
+
+    def solve(self, b):
+        b = np.asarray(b)
+        if b.ndim == 1 or b.shape[1] <= self.COLUMNS:
+            return self.lu.solve(np.ascontiguousarray(b))
+        out = np.empty(b.shape, dtype=np.result_type(b.dtype, self.dtype))
+        for s in range(0, b.shape[1], self.COLUMNS):
+            out[:, s:s + self.COLUMNS] = self.lu.solve(np.ascontiguousarray(b[:, s:s + self.COLUMNS]))
+        return out
+
+
+def factorise(matrix) -> SparseLU:
     """Sparse LU of a structurally symmetric FEM matrix (M, M - b S): minimum degree on
     A^T + A and diagonal pivots, 10-100x faster than SuperLU's default (COLAMD with
     partial pivoting) on surface meshes, and stable here (M is SPD, the shifts complex)."""
-    return spla.splu(sp.csc_matrix(matrix), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                     options={"SymmetricMode": True})
+    matrix = sp.csc_matrix(matrix)
+    return SparseLU(spla.splu(matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                              options={"SymmetricMode": True}), matrix.dtype)
 
 
 def pade_coefficients(n_terms: int, branch_angle: float):

@@ -19,7 +19,14 @@ from .gmres import gmres
 log = logging.getLogger(__name__)
 
 MIN_ELEMENTS_PER_WAVELENGTH = 5.0
-_KRYLOV_BYTES = 2**29  # memory for the Krylov bases of one batch of incidence directions
+# Batches of incidence directions: the Krylov bases take at most this share of the memory
+# available when the solve starts (the rest is the operator products' working space)...
+KRYLOV_MEMORY_SHARE = 0.5
+# ...and a batch is as wide as fits a basis of this many vectors per direction (OSRC
+# Burton-Miller converges in 15-20 iterations; more vectors are used where they fit, up to
+# the restart length), plus about this many vectors of working space per direction.
+KRYLOV_MIN_VECTORS = 32
+WORK_VECTORS = 12
 
 
 def solver_settings(solver: dict | None) -> dict:
@@ -56,6 +63,30 @@ def boundary_operator(name, space, k, *, operator_format, backend, precision, qu
         return assemble_hmatrix(name, space, space, k, backend=backend, precision=precision,
                                 quadrature=quadrature, **opts)
     raise ConfigError(f"solver.operator_format = {operator_format!r}: must be dense or hmatrix")
+
+
+def krylov_batches(n_dofs: int, n_rhs: int, gmres: dict, available_bytes: int,
+                   itemsize: int = 16) -> tuple[int, int]:
+    """(directions per batch, Krylov basis bytes of a batch) for `n_rhs` right-hand sides of
+    `n_dofs` unknowns in `available_bytes` of memory: as few, equally wide batches as hold
+    a basis of KRYLOV_MIN_VECTORS vectors (fewer if the restart length is shorter) and the
+    working vectors of each direction in KRYLOV_MEMORY_SHARE of the memory. GMRES grows the
+    basis as it iterates and restarts early rather than exceed the bytes returned."""
+    vectors = min(gmres["restart"], gmres["maxiter"], KRYLOV_MIN_VECTORS) + 1
+    budget = KRYLOV_MEMORY_SHARE * available_bytes
+    per_rhs = itemsize * n_dofs * (vectors + WORK_VECTORS)
+    width = int(min(n_rhs, max(1, budget // per_rhs)))
+    width = -(-n_rhs // -(-n_rhs // width))  # the same width for every batch
+    basis = int(max(budget - itemsize * n_dofs * WORK_VECTORS * width,
+                    itemsize * n_dofs * 2 * width))  # at least two vectors: one step
+    return width, basis
+
+
+def available_memory(backend) -> int:
+    """Bytes free for the solve's arrays where the Krylov basis lives (GPU or host)."""
+    from ..resources import available_gpu_bytes, available_host_bytes  # noqa: PLC0415
+
+    return available_gpu_bytes(backend.xp) if backend.is_gpu else available_host_bytes()
 
 
 def elements_per_wavelength(mesh, k: float) -> float:
@@ -140,7 +171,10 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     gm = settings["gmres"]
     n_inc = len(incidence.directions)
     n_unknowns = formulation.n_unknowns(space)
-    batch = max(1, int(_KRYLOV_BYTES // (16 * n_unknowns * (min(gm["restart"], gm["maxiter"]) + 1))))
+    batch, basis_bytes = krylov_batches(n_unknowns, n_inc, gm, available_memory(be),
+                                        np.dtype(rhs.dtype).itemsize)
+    log.info("GMRES: %d incidence direction(s) in batches of %d (Krylov basis grown as "
+             "needed, at most %.3g GiB)", n_inc, batch, basis_bytes / 2**30)
     pressure = np.zeros((n_unknowns, n_inc), dtype=complex)
     iterations = np.zeros(n_inc, dtype=np.int64)
     residuals = np.zeros(n_inc)
@@ -149,7 +183,7 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
         cols = slice(start, min(start + batch, n_inc))
         try:
             res = gmres(system.matvec, rhs[:, cols], xp=be.xp, tol=gm["tol"],
-                        restart=gm["restart"], maxiter=gm["maxiter"])
+                        restart=gm["restart"], maxiter=gm["maxiter"], basis_bytes=basis_bytes)
         except SolverError as exc:
             raise SolverError(f"{exc} at {frequency_hz:g} Hz (incidence directions "
                               f"{start}..{cols.stop - 1})") from exc

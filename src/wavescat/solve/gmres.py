@@ -1,10 +1,14 @@
 """Restarted GMRES for several right-hand sides at once, on any array module.
 
 Each column keeps its own Krylov space, Hessenberg matrix and Givens rotations, but the
-operator is applied to all active columns together (one matrix-matrix product instead of
-many matrix-vector products), which is what makes several incidence directions cheap.
-Orthogonalisation is classical Gram-Schmidt done twice (CGS2: as stable as modified
-Gram-Schmidt, and a matrix product too). The small Hessenberg work runs on the host.
+operator is applied to all running columns together (one matrix-matrix product instead of
+many matrix-vector products), which is what makes many incidence directions cheap; a column
+that has converged leaves the product at once. Orthogonalisation is classical Gram-Schmidt
+done twice (CGS2: as stable as modified Gram-Schmidt, and batched matrix products too). The
+Krylov basis grows with the iterations (capacity doubled when full), so a run that converges
+in 15 iterations never holds the `restart` + 1 vectors of a full cycle; `basis_bytes` caps
+it, restarting earlier where a full cycle would not fit. The small Hessenberg work runs on
+the host.
 """
 from __future__ import annotations
 
@@ -48,12 +52,13 @@ def _stop_if_not_finite(residual, columns, products, r):
 
 
 def gmres(matvec, b, *, xp=np, tol: float = GMRES["tol"], restart: int = GMRES["restart"],
-          maxiter: int = GMRES["maxiter"], x0=None) -> GmresResult:
+          maxiter: int = GMRES["maxiter"], x0=None, basis_bytes: int | None = None) -> GmresResult:
     """Solve A x = b for b of shape (n,) or (n, r); `matvec` maps (n, r') -> (n, r').
 
     Stops a column when |b - A x| <= tol |b|. Raises SolverError when some column has
     used `maxiter` operator applications without converging, naming the residual reached,
-    and at the first residual that is not finite.
+    and at the first residual that is not finite. `basis_bytes` bounds the memory of the
+    Krylov basis (all columns together): a cycle restarts before the basis would outgrow it.
     """
     _check(tol, restart, maxiter)
     vector = b.ndim == 1
@@ -69,6 +74,7 @@ def gmres(matvec, b, *, xp=np, tol: float = GMRES["tol"], restart: int = GMRES["
     converged = np.zeros(r, dtype=bool)
     history = [[] for _ in range(r)]
     fresh = x0 is None
+    vector_bytes = n * np.dtype(dtype).itemsize
     # one tick per operator application (a tqdm bar closes itself if an error escapes)
     bar = progress(maxiter, f"GMRES ({r} right-hand side{'s' if r > 1 else ''})", "it")
     while True:
@@ -97,7 +103,9 @@ def gmres(matvec, b, *, xp=np, tol: float = GMRES["tol"], restart: int = GMRES["
             break
         na = len(active)
         m = int(min(restart, maxiter - iterations[active].min()))
-        basis = [res / xp.asarray(beta.astype(dtype))]
+        if basis_bytes is not None:  # the basis holds m + 1 vectors per column
+            m = max(1, min(m, int(basis_bytes // (vector_bytes * na)) - 1))
+        basis = KrylovBasis(xp, (res / xp.asarray(beta.astype(dtype))).T, m + 1)
         rmat = np.zeros((m + 1, m, na), dtype=dtype)  # rotated Hessenberg (upper triangular)
         g = np.zeros((m + 1, na), dtype=dtype)
         g[0] = beta
@@ -106,15 +114,11 @@ def gmres(matvec, b, *, xp=np, tol: float = GMRES["tol"], restart: int = GMRES["
         steps = np.full(na, m)
         running = np.ones(na, dtype=bool)
         for j in range(m):
-            w = matvec(basis[j])
-            v = xp.stack(basis)  # (j+1, n, na)
-            h = xp.einsum("jnr,nr->jr", v.conj(), w)
-            w = w - xp.einsum("jnr,jr->nr", v, h)
-            h2 = xp.einsum("jnr,nr->jr", v.conj(), w)
-            w = w - xp.einsum("jnr,jr->nr", v, h2)
-            hn = xp.linalg.norm(w, axis=0)
-            basis.append(w / xp.where(hn > 0, hn, 1.0).astype(dtype))
-            col = np.concatenate([to_host(h + h2), to_host(hn)[None].astype(dtype)])  # (j+2, na)
+            run = np.flatnonzero(running)
+            ir = xp.asarray(run)
+            w = xp.ascontiguousarray(matvec(xp.ascontiguousarray(basis.last(ir).T)).T)  # (nr, n)
+            col = np.zeros((j + 2, na), dtype=dtype)
+            col[:, run] = basis.orthogonalise(w, ir)  # appends the new vectors
             for i in range(j):
                 t = cs[i] * col[i] + sn[i] * col[i + 1]
                 col[i + 1] = -np.conj(sn[i]) * col[i] + cs[i] * col[i + 1]
@@ -127,28 +131,77 @@ def gmres(matvec, b, *, xp=np, tol: float = GMRES["tol"], restart: int = GMRES["
             sn[j] = phase * np.conj(c) / den
             col[j] = cs[j] * a + sn[j] * c
             col[j + 1] = 0.0
-            rmat[: j + 2, j] = col
-            g[j + 1] = -np.conj(sn[j]) * g[j]
-            g[j] = cs[j] * g[j]
-            est = np.abs(g[j + 1]) / bnorm[active]
-            _stop_if_not_finite(est, active, iterations[active] + j + 1, r)
+            # a stopped column keeps its rotations and residual (it has no new column)
+            rmat[: j + 2, j, run] = col[:, run]
+            g[j + 1, run] = -np.conj(sn[j, run]) * g[j, run]
+            g[j, run] = cs[j, run] * g[j, run]
+            est = np.abs(g[j + 1, run]) / bnorm[active[run]]
+            _stop_if_not_finite(est, active[run], iterations[active[run]] + j + 1, r)
             bar.update(1)
             bar.set_postfix_str(f"residual {est.max():.2e}", refresh=False)
-            for q in np.flatnonzero(running):
-                history[active[q]].append(float(est[q]))
-            finished = running & ((est <= tol) | (iterations[active] + j + 1 >= maxiter))
-            steps[finished] = j + 1
-            running &= ~finished
+            for q, e in zip(run, est):
+                history[active[q]].append(float(e))
+            finished = (est <= tol) | (iterations[active[run]] + j + 1 >= maxiter)
+            steps[run[finished]] = j + 1
+            running[run[finished]] = False
             if not running.any():
                 break
-        used = int(steps.max())
-        y = np.zeros((used, na), dtype=dtype)
+        y = np.zeros((na, int(steps.max())), dtype=dtype)
         for q in range(na):  # small triangular solves, one per column
             s = steps[q]
-            y[:s, q] = np.linalg.solve(np.triu(rmat[:s, :s, q]), g[:s, q]) if s else 0.0
-        v = xp.stack(basis[:used])
-        x[:, xp.asarray(active)] += xp.einsum("jnr,jr->nr", v, xp.asarray(y))
+            y[q, :s] = np.linalg.solve(np.triu(rmat[:s, :s, q]), g[:s, q]) if s else 0.0
+        x[:, xp.asarray(active)] += basis.combine(xp.asarray(y)).T
         iterations[active] += steps
 
     bar.close()
     return GmresResult(x[:, 0] if vector else x, iterations, residuals, history)
+
+
+class KrylovBasis:
+    """The orthonormal Krylov vectors of r columns, stored (r, capacity, n) so that the
+    projections of every column are one batched matrix product; the capacity starts small
+    and doubles up to `size` vectors as the iterations need them."""
+
+    _FIRST = 8
+
+    def __init__(self, xp, v0, size: int):
+        self.xp, self.size = xp, size
+        r, n = v0.shape
+        self.v = xp.empty((r, min(size, self._FIRST), n), dtype=v0.dtype)
+        self.v[:, 0] = v0
+        self.count = np.ones(r, dtype=np.int64)  # vectors of each column
+
+    def last(self, cols):
+        """The newest vector of each of `cols` (all hold the same number), (len(cols), n)."""
+        return self.v[cols, int(self.count[to_host(cols)[0]]) - 1]
+
+    def orthogonalise(self, w, cols):
+        """Orthonormalise w (len(cols), n) against the vectors of `cols` (CGS2), append it,
+        and return the new Hessenberg column (j + 2, len(cols)) on the host."""
+        xp = self.xp
+        hc = to_host(cols)
+        j = int(self.count[hc[0]])
+        # a view while every column runs; a copy of the running ones after some stopped
+        v = self.v[:, :j] if len(hc) == len(self.count) else self.v[cols, :j]  # (nr, j, n)
+
+        def project(w):  # v^H w per column, without conjugating (copying) the basis
+            return xp.matmul(v, w.conj()[:, :, None])[:, :, 0].conj()
+
+        h = project(w)
+        w = w - xp.matmul(h[:, None, :], v)[:, 0]
+        h2 = project(w)
+        w = w - xp.matmul(h2[:, None, :], v)[:, 0]
+        hn = xp.linalg.norm(w, axis=1)
+        if j == self.v.shape[1]:
+            grown = xp.empty((self.v.shape[0], min(self.size, 2 * j), self.v.shape[2]),
+                             dtype=self.v.dtype)
+            grown[:, :j] = self.v[:, :j]
+            self.v = grown
+        self.v[cols, j] = w / xp.where(hn > 0, hn, 1.0)[:, None].astype(w.dtype)
+        self.count[hc] += 1
+        return np.concatenate([to_host(h + h2).T, to_host(hn)[None].astype(h.dtype)])
+
+    def combine(self, y):
+        """Σ_i y[q, i] v[q, i] for every column q: (r, n)."""
+        s = y.shape[1]
+        return self.xp.matmul(y[:, None, :], self.v[:, :s])[:, 0]

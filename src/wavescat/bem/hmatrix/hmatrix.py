@@ -1,49 +1,52 @@
 """The H-matrix object: dense and low-rank block stacks on one or more devices, and its
-matrix-vector product (batched GEMV over each stack, atomic scatter-add of the results).
+product with a vector or a block of vectors (batched GEMM over each stack, the results added
+into place by one sparse-dense product per stack), so that r right-hand sides read the
+stored blocks once, not r times.
 
-`HMatrix.matvec(x)` takes and returns NumPy vectors in the original dof numbering; the
-permutation, the transfers and the per-device partial products stay inside.
+`HMatrix.matvec(x)` takes and returns NumPy arrays (n,) or (n, r) in the original dof
+numbering (CuPy arrays stay on the device); the permutation, the transfers and the
+per-device partial products stay inside.
 """
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ...backend import to_host
 from .batched_aca import BlockGroup
 
+_CHUNK_BYTES = 256 << 20  # gathered vectors per batched product of one stack of blocks
 
-def scatter_add(xp, y, idx, vals):
-    """y[idx] += vals with repeated indices accumulated (y 1-D, real or complex)."""
-    idx = idx.ravel()
-    vals = vals.ravel()
+
+def scatter_matrix(xp, idx, keep, n_rows, dtype):
+    """Sparse S (n_rows, idx.size) with S[idx[p], p] = 1 where keep[p]: `S @ vals` adds the
+    rows of vals (idx.size, r) into their places, one sparse-dense product for any width r
+    (repeated indices accumulate, dropped ones are padding)."""
+    idx, keep = to_host(idx).ravel(), to_host(keep).ravel()
+    cols = np.flatnonzero(keep)
+    host = sp.csr_matrix((np.ones(len(cols), dtype), (idx[cols], cols)), shape=(n_rows, len(idx)))
     if xp is np:
-        if np.iscomplexobj(y):
-            y += np.bincount(idx, vals.real, len(y)) + 1j * np.bincount(idx, vals.imag, len(y))
-        else:
-            y += np.bincount(idx, vals, len(y))
-        return
-    import cupyx  # noqa: PLC0415 - only reached on the GPU backend
+        return host
+    import cupyx.scipy.sparse as csp  # noqa: PLC0415 - only reached on the GPU backend
 
-    if y.dtype.kind == "c":  # atomic adds on the real and imaginary parts
-        part = xp.zeros(len(y), dtype=y.real.dtype)
-        cupyx.scatter_add(part, idx, xp.ascontiguousarray(vals.real))
-        y += part
-        part[:] = 0
-        cupyx.scatter_add(part, idx, xp.ascontiguousarray(vals.imag))
-        y += 1j * part
-    else:
-        cupyx.scatter_add(y, idx, vals)
+    return csp.csr_matrix(host)
 
 
 def stack_product(xp, M, xs):
-    """M[b] @ xs[b] for a stack M (B, L, K) and vectors xs (B, K), in M's precision: the
-    vectors are cast to the stored blocks, never the blocks (tens of GB) to the vectors.
-    Real blocks times complex vectors multiply the real and imaginary parts together."""
+    """M[b] @ xs[b] for a stack M (B, L, K) and vectors xs (B, K) or blocks of vectors
+    xs (B, K, r), in M's precision: the vectors are cast to the stored blocks, never the
+    blocks (tens of GB) to the vectors. Real blocks times complex vectors multiply the real
+    and imaginary parts together."""
+    vector = xs.ndim == 2
+    xs = xs[:, :, None] if vector else xs
     if M.dtype.kind != "c" and xs.dtype.kind == "c":
-        r = xp.matmul(M, xp.stack([xs.real, xs.imag], axis=2).astype(M.dtype))
-        return r[:, :, 0] + 1j * r[:, :, 1]
-    return xp.matmul(M, xs.astype(M.dtype, copy=False)[:, :, None])[:, :, 0]
+        r = xs.shape[2]
+        y = xp.matmul(M, xp.concatenate([xs.real, xs.imag], axis=2).astype(M.dtype))
+        y = y[:, :, :r] + 1j * y[:, :, r:]
+    else:
+        y = xp.matmul(M, xs.astype(M.dtype, copy=False))
+    return y[:, :, 0] if vector else y
 
 
 class DevicePart:
@@ -64,26 +67,48 @@ class DevicePart:
             return self.backend.asnumpy(self.apply(self.backend.xp.asarray(x_perm), dtype))
 
     def apply(self, x, dtype):
-        """Partial product of a backend vector (permuted numbering), a backend vector."""
+        """Partial product of a backend vector (n,) or block of vectors (n, r) (permuted
+        numbering), on the backend. Every block of a stack multiplies all r vectors at once
+        (batched GEMM instead of r GEMVs), in chunks of blocks that bound the gathered
+        copies of the vectors to `_CHUNK_BYTES`."""
         xp = self.backend.xp
         with self._ctx():
             x = xp.asarray(x).astype(dtype, copy=False)
-            y = xp.zeros(self.shape[0], dtype=dtype)
-            for g in self.dense:
-                Lr, Lc = g.D.shape[1:]
-                cols = g.c0[:, None] + xp.minimum(xp.arange(Lc)[None, :], g.n[:, None] - 1)
-                ys = stack_product(xp, g.D, x[cols])
-                rows = g.r0[:, None] + xp.minimum(xp.arange(Lr)[None, :], g.m[:, None] - 1)
-                scatter_add(xp, y, rows, ys)  # padded rows of D are zero
-            for g in self.lowrank:
-                L = g.U.shape[1]
-                ar = xp.arange(L)[None, :]
-                cols = g.c0[:, None] + xp.minimum(ar, g.n[:, None] - 1)
-                xs = xp.where(ar < g.n[:, None], x[cols], 0)
-                ys = stack_product(xp, g.U, stack_product(xp, xp.swapaxes(g.V, 1, 2), xs))
-                rows = g.r0[:, None] + xp.minimum(ar, g.m[:, None] - 1)
-                scatter_add(xp, y, rows, xp.where(ar < g.m[:, None], ys, 0))
-            return y
+            X = x[:, None] if x.ndim == 1 else x
+            r = X.shape[1]
+            y = xp.zeros((self.shape[0], r), dtype=dtype)
+            item = np.dtype(dtype).itemsize
+            for g in self.dense + self.lowrank:
+                low = g.D is None
+                Lr, Lc = (g.U.shape[1], g.V.shape[1]) if low else g.D.shape[1:]
+                # a power of two: few distinct chunkings, so few cached scatter matrices
+                chunk = 1 << max(0, int(_CHUNK_BYTES // (item * r * (Lr + Lc))).bit_length() - 1)
+                for start in range(0, len(g.r0), chunk):
+                    sel = slice(start, start + chunk)
+                    n, m = g.n[sel, None], g.m[sel, None]
+                    ac = xp.arange(Lc)[None, :]
+                    xs = X[g.c0[sel, None] + xp.minimum(ac, n - 1)]  # (b, Lc, r)
+                    if low:  # padded columns of V may hold anything: zero those of x
+                        xs = xp.where((ac < n)[:, :, None], xs, 0)
+                        ys = stack_product(xp, g.U[sel],
+                                           stack_product(xp, xp.swapaxes(g.V[sel], 1, 2), xs))
+                    else:  # padded rows and columns of D are zero
+                        ys = stack_product(xp, g.D[sel], xs)
+                    ys = ys.reshape(-1, r).astype(dtype, copy=False)  # one dtype for cuSPARSE
+                    y += self._scatter(g, sel, Lr, dtype) @ ys
+            return y[:, 0] if x.ndim == 1 else y
+
+    def _scatter(self, g, sel, L, dtype):
+        """The scatter matrix of rows [sel] of group g (kept: it is the group's row map)."""
+        cache = self.__dict__.setdefault("_scatter_cache", {})
+        key = (id(g), sel.start, sel.stop, np.dtype(dtype).str)
+        if key not in cache:
+            xp = self.backend.xp
+            ar = xp.arange(L)[None, :]
+            m = g.m[sel, None]
+            rows = g.r0[sel, None] + xp.minimum(ar, m - 1)
+            cache[key] = scatter_matrix(xp, rows, ar < m, self.shape[0], dtype)
+        return cache[key]
 
     @property
     def nbytes(self) -> int:
@@ -113,15 +138,12 @@ class HMatrix:
         if hasattr(x, "get") and not isinstance(x, np.ndarray):
             return self._matvec_device(x)
         x = np.asarray(x)
-        squeeze = x.ndim == 1
         X = x.reshape(self.shape[1], -1)
         dtype = np.result_type(self.dtype, X.dtype)
-        out = np.zeros((self.shape[0], X.shape[1]), dtype=dtype)
-        for c in range(X.shape[1]):
-            xp_ = X[self.col_perm, c]
-            y = sum(p.matvec_permuted(xp_, dtype) for p in self.parts)
-            out[self.row_perm, c] = y
-        return out[:, 0] if squeeze else out
+        out = np.empty((self.shape[0], X.shape[1]), dtype=dtype)
+        xp_ = np.ascontiguousarray(X[self.col_perm])
+        out[self.row_perm] = sum(p.matvec_permuted(xp_, dtype) for p in self.parts)
+        return out[:, 0] if x.ndim == 1 else out
 
     __matmul__ = matvec
 
@@ -133,13 +155,12 @@ class HMatrix:
         if not hasattr(self, "_perm_dev"):
             self._perm_dev = (xp.asarray(self.row_perm), xp.asarray(self.col_perm))
         rp, cp = self._perm_dev
-        out = xp.zeros((self.shape[0], X.shape[1]), dtype=dtype)
-        for c in range(X.shape[1]):
-            xc = X[cp, c]
-            y = self.parts[0].apply(xc, dtype)
-            for p in self.parts[1:]:  # other GPUs: their partial products come back here
-                y = y + xp.asarray(p.apply(xc, dtype))
-            out[rp, c] = y
+        xc = X[cp]
+        y = self.parts[0].apply(xc, dtype)
+        for p in self.parts[1:]:  # other GPUs: their partial products come back here
+            y = y + xp.asarray(p.apply(xc, dtype))
+        out = xp.empty((self.shape[0], X.shape[1]), dtype=dtype)
+        out[rp] = y
         return out[:, 0] if x.ndim == 1 else out
 
     def aslinearoperator(self) -> spla.LinearOperator:
@@ -164,4 +185,4 @@ class HMatrix:
         return A[np.ix_(np.argsort(self.row_perm), np.argsort(self.col_perm))]
 
 
-__all__ = ["HMatrix", "DevicePart", "BlockGroup", "scatter_add"]
+__all__ = ["HMatrix", "DevicePart", "BlockGroup", "scatter_matrix"]

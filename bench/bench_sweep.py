@@ -1,0 +1,215 @@
+"""Monostatic aspect sweeps: one incidence direction against N directions on one system
+(operators and OSRC preconditioner assembled once), time per stage, iterations, peak memory
+and the ratio of the N-direction time to the one-direction time.
+
+    python bench/bench_sweep.py --geometry sphere --frequency 1200 --counts 1 37 361
+    python bench/bench_sweep.py --geometry submarine --frequency 1000 --backend gpu --counts 1 37 361
+    python bench/bench_sweep.py ... --method batched compressed block
+
+Aspect directions are spread over [0, 360) degrees in the xy plane (the workflow's `aspect`
+incidence); the far field is taken at 361 receivers in that plane and at the backscatter
+direction of each aspect. The case goes through the workflow's normalisation, so quadrature,
+H-matrix, GMRES and OSRC settings are the `solve` rule's. Methods, all on the same operators:
+
+  batched     the solver's GMRES: one Krylov space per direction, one operator product per
+              iteration for the whole batch (batches sized by wavescat.solve.driver)
+  compressed  the same on an orthonormal basis of the right-hand sides (SVD, singular values
+              below tol/10 of the smallest |b| dropped): p <= N systems, answers recombined
+  block       block GMRES (one Krylov space shared by the compressed block, no restart)
+
+Time of a sweep = preconditioner + right-hand sides + GMRES + far field; the ratio also
+counts the assembly, which every sweep shares ((assembly + sweep N) / (assembly + sweep 1)).
+Peak memory: the process's resident peak (host) and CuPy's pool (GPU) after each sweep.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import time
+
+import numpy as np
+
+from wavescat import farfield
+from wavescat.backend import get_backend, to_host
+from wavescat.bem.formulations import formulation_for
+from wavescat.bem.quadrature import QuadratureOrders
+from wavescat.config import prepare_config, solve_case
+from wavescat.geometry.mesher import mesh_case
+from wavescat.solve import driver
+from wavescat.solve.gmres import gmres
+
+C = 1500.0
+
+
+def host_peak_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def gpu_pool_gib(be) -> float:
+    return be.xp.get_default_memory_pool().total_bytes() / 2**30 if be.is_gpu else 0.0
+
+
+def compress(rhs, tol, xp):
+    """(C, W): orthogonal directions C (n, p) and weights W (p, N) with rhs ≈ C W to
+    tol/10 of the smallest right-hand side's norm."""
+    u, s, wh = np.linalg.svd(to_host(rhs), full_matrices=False)
+    floor = 0.1 * tol * np.linalg.norm(to_host(rhs), axis=0).min()
+    p = max(1, int(np.sum(s > floor)))
+    return xp.asarray(u[:, :p] * s[:p]), xp.asarray(wh[:p])
+
+
+def block_gmres(matvec, B, xp, tol, maxiter, bnorm):
+    """Block GMRES without restart for A X = B (n, p), B of full column rank; stops when
+    every column of the original sweep, |(B - A X) W[:, q]| <= tol bnorm[q], is met.
+    Returns (X, block iterations)."""
+    n, p = B.shape
+    q0, s0 = xp.linalg.qr(B)
+    basis = [q0]
+    H = np.zeros(((maxiter + 1) * p, maxiter * p), dtype=complex)
+    E = np.zeros(((maxiter + 1) * p, p), dtype=complex)
+    E[:p] = to_host(s0)
+    for j in range(maxiter):
+        w = matvec(basis[-1])
+        for _ in range(2):  # block CGS2
+            V = xp.concatenate(basis, axis=1)
+            h = V.conj().T @ w
+            w = w - V @ h
+            H[: (j + 1) * p, j * p:(j + 1) * p] += to_host(h)
+        qj, rj = xp.linalg.qr(w)
+        H[(j + 1) * p:(j + 2) * p, j * p:(j + 1) * p] = to_host(rj)
+        basis.append(qj)
+        rows, cols = (j + 2) * p, (j + 1) * p
+        Y = np.linalg.lstsq(H[:rows, :cols], E[:rows], rcond=None)[0]
+        R = E[:rows] - H[:rows, :cols] @ Y  # residual of each column in the basis
+        if np.all(np.linalg.norm(R, axis=0) <= tol * bnorm):
+            break
+    V = xp.concatenate(basis[:j + 1], axis=1)
+    return V @ xp.asarray(Y), j + 1
+
+
+def sweep(method, system, formulation, space, k, count, gm, be, receivers):
+    xp = be.xp
+    t = {}
+    aspects = np.linspace(0.0, 360.0, count, endpoint=False)
+    d = farfield.plane_directions("xy", aspects)
+    t0 = time.perf_counter()
+    rhs = formulation.rhs(system, space, k, d)
+    t["rhs"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    tol = gm["tol"]
+    if method == "batched":
+        width, basis_bytes = driver.krylov_batches(space.n_dofs, count, gm,
+                                                   driver.available_memory(be))
+        x = xp.zeros_like(rhs)
+        its = []
+        for s in range(0, count, width):
+            res = gmres(system.matvec, rhs[:, s:s + width], xp=xp, tol=tol, restart=gm["restart"],
+                        maxiter=gm["maxiter"], basis_bytes=basis_bytes)
+            x[:, s:s + width] = res.x
+            its.extend(res.iterations.tolist())
+        width_used = width
+    else:
+        Cm, W = compress(rhs, tol, xp)
+        width_used = Cm.shape[1]
+        bnorm = to_host(xp.linalg.norm(rhs, axis=0))
+        if method == "compressed":
+            # each compressed column to the tolerance that keeps every recombined one in it
+            res = gmres(system.matvec, Cm, xp=xp, tol=tol * bnorm.min() / max(
+                float(np.linalg.norm(to_host(Cm), axis=0).max()) * np.sqrt(width_used), 1e-300),
+                restart=gm["restart"], maxiter=gm["maxiter"])
+            Y, its = res.x, res.iterations.tolist()
+        else:
+            # residual of column q = R W[:, q]: bounded by |R_i| |W[i, q]| summed
+            scale = bnorm.min() / np.sqrt(width_used)
+            Y, nblock = block_gmres(system.matvec, Cm, xp, tol, gm["maxiter"],
+                                    np.full(width_used, scale))
+            its = [nblock]
+        x = Y @ W
+    be.synchronize()
+    t["gmres"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    true = to_host(xp.linalg.norm(rhs - system.matvec(x), axis=0) / xp.linalg.norm(rhs, axis=0))
+    t["check"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    xh = to_host(x)
+    far = to_host(formulation.far_field(space, receivers.vectors, k, backend=be)) @ xh
+    mono = np.einsum("ij,ji->i", to_host(formulation.far_field(space, -d, k, backend=be)), xh)
+    t["far_field"] = time.perf_counter() - t0
+    return t, its, width_used, float(true.max()), mono, far
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--geometry", default="sphere", choices=["sphere", "submarine"])
+    p.add_argument("--frequency", type=float, default=1193.662073189215)
+    p.add_argument("--epw", type=float, default=10)
+    p.add_argument("--counts", type=int, nargs="+", default=[1, 37, 361])
+    p.add_argument("--method", nargs="+", default=["batched"],
+                   choices=["batched", "compressed", "block"])
+    p.add_argument("--backend", default="cpu")
+    p.add_argument("--format", default="auto", choices=["auto", "dense", "hmatrix"])
+    p.add_argument("--json", default="", help="also write the rows to this file")
+    args = p.parse_args(argv)
+    geometry = {"kind": "sphere", "radius": 1.0} if args.geometry == "sphere" else {"kind": "submarine"}
+    cfg = prepare_config({"medium": {"sound_speed": C}, "run": ["c"], "cases": {"c": {
+        "geometry": geometry, "frequencies_hz": [args.frequency],
+        "mesh": {"elements_per_wavelength": args.epw},
+        "solver": {"operator_format": args.format, "backend": args.backend}}}})
+    case, medium = solve_case(cfg, "c"), cfg["medium"]
+    t0 = time.perf_counter()
+    mesh, _stats = mesh_case(cfg["cases"]["c"], medium)
+    t_mesh = time.perf_counter() - t0
+    settings = driver.solver_settings(case["solver"])
+    be = get_backend(settings["backend"])
+    k = 2 * math.pi * args.frequency / C
+    formulation = formulation_for(case.get("boundary"))
+    space = formulation.space(mesh)
+    fmt = driver.operator_format_for(settings["operator_format"], space.n_dofs,
+                                     settings["hmatrix"]["dense_below"])
+    print(f"{args.geometry} at {args.frequency:g} Hz: {space.n_dofs} DOFs, {fmt} on {be.name} "
+          f"({be.device_name}), mesh {t_mesh:.1f} s", flush=True)
+    t0 = time.perf_counter()
+    ops = {name: driver.boundary_operator(name, space, k, operator_format=fmt, backend=be,
+                                          precision=settings["precision"],
+                                          quadrature=QuadratureOrders(**settings["quadrature"]),
+                                          hmatrix_options=settings["hmatrix"])
+           for name in formulation.operators}
+    be.synchronize()
+    t_asm = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    system = formulation.system(space, k, ops, settings, xp=be.xp)
+    t_pre = time.perf_counter() - t0
+    print(f"assembly {t_asm:.1f} s, preconditioner {t_pre:.1f} s, host peak "
+          f"{host_peak_gib():.2f} GiB", flush=True)
+    receivers = farfield.receiver_directions({"plane": "xy", "count": 361})
+    gm = settings["gmres"]
+    print(f"{'method':>10} {'N':>4} {'width':>5} {'its':>7} {'rhs':>6} {'gmres':>8} {'farfld':>7} "
+          f"{'sweep':>8} {'ratio':>6} {'gm/dir':>7} {'resid':>8} {'hostGiB':>7} {'gpuGiB':>6}",
+          flush=True)
+    rows = []
+    for method in args.method:
+        base = None
+        for count in args.counts:
+            t, its, width, resid, mono, _far = sweep(method, system, formulation, space, k,
+                                                     count, gm, be, receivers)
+            total = t_pre + t["rhs"] + t["gmres"] + t["far_field"]
+            base = base if base is not None else total
+            ratio = (t_asm + total) / (t_asm + base)
+            its_s = f"{min(its)}-{max(its)}" if len(set(its)) > 1 else str(its[0])
+            print(f"{method:>10} {count:>4} {width:>5} {its_s:>7} {t['rhs']:6.2f} {t['gmres']:8.2f} "
+                  f"{t['far_field']:7.2f} {total:8.2f} {ratio:6.2f} {t['gmres'] / count:7.3f} "
+                  f"{resid:8.1e} {host_peak_gib():7.2f} {gpu_pool_gib(be):6.2f}", flush=True)
+            rows.append({"method": method, "count": count, "width": width, "iterations": its,
+                         "dofs": space.n_dofs, "format": fmt, "backend": be.name,
+                         "assembly_s": t_asm, "preconditioner_s": t_pre, **{f"{key}_s": v for key, v in t.items()},
+                         "sweep_s": total, "ratio": ratio, "max_true_residual": resid,
+                         "monostatic_ts_db": farfield.target_strength(mono).tolist()})
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

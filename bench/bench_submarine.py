@@ -174,6 +174,51 @@ def run_frequency(frequency, args, be, peak):
     return rows
 
 
+def block_statistics(frequency, args):
+    """`--blocks`: the partition only (mesh, cluster and block trees; no assembly) for each
+    kd_max of `--blocks`: admissible blocks, their largest side and k diam, and how the
+    batched ACA would chunk them under its 2 GiB budget with the a-priori rank guess."""
+    from wavescat.bem.hmatrix.block_tree import build_block_tree  # noqa: PLC0415
+    from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree  # noqa: PLC0415
+    from wavescat.bem.hmatrix.clouds import space_cloud  # noqa: PLC0415
+    from wavescat.bem.formulations import formulation_for  # noqa: PLC0415
+    from wavescat.surface import SurfaceMesh  # noqa: PLC0415
+
+    case, medium, full_case = case_at(frequency, args)
+    t0 = time.perf_counter()
+    if args.mesh:
+        mesh = SurfaceMesh.from_file(args.mesh)
+    else:
+        from wavescat.geometry import mesh_case  # noqa: PLC0415
+        mesh, _stats = mesh_case(full_case, medium)
+    space = formulation_for(case.get("boundary")).space(mesh)
+    k = 2 * math.pi * frequency / float(medium["sound_speed"])
+    hm = solver_settings(case.get("solver"))["hmatrix"]
+    cloud = space_cloud(space)
+    tree = build_cluster_tree(cloud.lo, cloud.hi, hm["leaf_size"])
+    say(f"{frequency:g} Hz: {space.n_dofs} DOFs, k = {k:.4f}/m, meshed and clustered in "
+        f"{time.perf_counter() - t0:.1f} s")
+    say(f"  {'kd_max':>7} {'admissible':>10} {'dense':>7} {'L_max':>6} {'kd_max_seen':>11} "
+        f"{'blocks_L>4096':>13} {'chunks':>7} {'1-block chunks':>14}")
+    for spec in args.blocks:
+        kd = None if spec.lower() == "none" else float(spec)
+        bt = build_block_tree(tree, tree, hm["eta"], k=k, kd_max=kd)
+        far = bt.far
+        side = np.maximum(far["m"], far["n"])
+        chunks = single = 0
+        for level in np.unique(far["level"]):
+            sel = far["level"] == level
+            L = int(side[sel].max())
+            kdl = k * float(far["diam"][sel].max())
+            k_est = min(L, 64 + int(0.5 * kdl * kdl))
+            per = max(1, int((2 << 30) // (16 * L * (2 * k_est + 12))))
+            nb = int(sel.sum())
+            chunks += -(-nb // per)
+            single += nb if per == 1 else 0
+        say(f"  {spec:>7} {len(far['r0']):10d} {len(bt.near['r0']):7d} {int(side.max()):6d} "
+            f"{k * far['diam'].max():11.1f} {int(np.sum(side > 4096)):13d} {chunks:7d} {single:14d}")
+
+
 def read_far_field(path):
     with open(path) as fh:
         rows = list(csv.DictReader(fh))
@@ -205,7 +250,13 @@ def main(argv=None):
     ap.add_argument("--mesh", default="", help="a stored mesh (.msh) in place of meshing")
     ap.add_argument("--out", default="", help="write the far field here (farfield.csv columns)")
     ap.add_argument("--compare-to", default="", help="an earlier --out file: RMS TS difference")
+    ap.add_argument("--blocks", nargs="+", default=None, metavar="KD_MAX",
+                    help="only the block partition for these kd_max values (e.g. none 30 20)")
     args = ap.parse_args(argv)
+    if args.blocks:
+        for f in args.freq:
+            block_statistics(f, args)
+        return
     be = get_backend(args.backend)
     peak = DevicePeak(be)
     reference = read_far_field(args.compare_to) if args.compare_to else None

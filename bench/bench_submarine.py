@@ -2,7 +2,8 @@
 
     PYTHONUNBUFFERED=1 python bench/bench_submarine.py --freq 250 500 1000 2000 \
         [--backend gpu] [--precision double] [--out sub.csv] [--compare-to earlier.csv] \
-        [--mesh hull.msh] [--kd-max 30|none] [--format hmatrix]
+        [--mesh hull.msh | --mesh-dir meshes/] [--kd-max 30|none] [--format hmatrix]
+    python bench/bench_submarine.py --freq 1000 2000 --blocks none 30 20   # partition only
 
 The case is `submarine` of config/config.yaml (broadside incidence, 361 bistatic receivers
 in the xy plane, the workflow's solver settings) at each frequency, meshed with the
@@ -71,6 +72,24 @@ def case_at(frequency, args):
     return solve_case(prepared, "submarine"), prepared["medium"], prepared["cases"]["submarine"]
 
 
+def mesh_for(frequency, args, case, medium):
+    """`--mesh`, else `--mesh-dir`/submarine_<f>Hz.msh when it exists, else the workflow's
+    meshing (saved there for the next run, e.g. on a machine without gmsh)."""
+    from wavescat.surface import SurfaceMesh  # noqa: PLC0415
+
+    if args.mesh:
+        return SurfaceMesh.from_file(args.mesh)
+    stored = Path(args.mesh_dir) / f"submarine_{frequency:g}Hz.msh" if args.mesh_dir else None
+    if stored is not None and stored.exists():
+        return SurfaceMesh.from_file(stored)
+    from wavescat.geometry import mesh_case  # noqa: PLC0415
+    mesh, _stats = mesh_case(case, medium)
+    if stored is not None:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        mesh.write(stored, "gmsh22")
+    return mesh
+
+
 def operator_line(name, op, seconds):
     rep = getattr(op, "report", None)
     if rep is None:
@@ -90,16 +109,11 @@ def operator_line(name, op, seconds):
 def run_frequency(frequency, args, be, peak):
     from wavescat.bem.formulations import formulation_for  # noqa: PLC0415
     from wavescat.bem.quadrature import QuadratureOrders  # noqa: PLC0415
-    from wavescat.surface import SurfaceMesh  # noqa: PLC0415
 
     case, medium, full_case = case_at(frequency, args)
     timings = {}
     t0 = time.perf_counter()
-    if args.mesh:
-        mesh = SurfaceMesh.from_file(args.mesh)
-    else:
-        from wavescat.geometry import mesh_case  # noqa: PLC0415
-        mesh, _stats = mesh_case(full_case, medium)
+    mesh = mesh_for(frequency, args, full_case, medium)
     timings["mesh"] = time.perf_counter() - t0
     c = float(medium["sound_speed"])
     k = 2 * math.pi * frequency / c
@@ -182,15 +196,10 @@ def block_statistics(frequency, args):
     from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree  # noqa: PLC0415
     from wavescat.bem.hmatrix.clouds import space_cloud  # noqa: PLC0415
     from wavescat.bem.formulations import formulation_for  # noqa: PLC0415
-    from wavescat.surface import SurfaceMesh  # noqa: PLC0415
 
     case, medium, full_case = case_at(frequency, args)
     t0 = time.perf_counter()
-    if args.mesh:
-        mesh = SurfaceMesh.from_file(args.mesh)
-    else:
-        from wavescat.geometry import mesh_case  # noqa: PLC0415
-        mesh, _stats = mesh_case(full_case, medium)
+    mesh = mesh_for(frequency, args, full_case, medium)
     space = formulation_for(case.get("boundary")).space(mesh)
     k = 2 * math.pi * frequency / float(medium["sound_speed"])
     hm = solver_settings(case.get("solver"))["hmatrix"]
@@ -248,6 +257,8 @@ def main(argv=None):
     ap.add_argument("--format", default="hmatrix", choices=["auto", "dense", "hmatrix"])
     ap.add_argument("--kd-max", default=None, help="override solver.hmatrix.kd_max (a number or none)")
     ap.add_argument("--mesh", default="", help="a stored mesh (.msh) in place of meshing")
+    ap.add_argument("--mesh-dir", default="", help="stored meshes submarine_<f>Hz.msh: read "
+                    "when present, else written after meshing")
     ap.add_argument("--out", default="", help="write the far field here (farfield.csv columns)")
     ap.add_argument("--compare-to", default="", help="an earlier --out file: RMS TS difference")
     ap.add_argument("--blocks", nargs="+", default=None, metavar="KD_MAX",

@@ -3,14 +3,15 @@ blocks.
 
 A pair of clusters (t, s) is admissible when min(diam t, diam s) <= eta dist(t, s) with
 distances between the bounding boxes of the supports (touching supports are never
-admissible). For the oscillatory Helmholtz kernel the rank of an admissible block grows
-like (k diam)^2, so at high frequency the few largest blocks would dominate the ACA's
-time and working memory and could not be batched; with `kd_max` a pair is admissible only
-when also k max(diam t, diam s) <= kd_max (unless neither cluster can be split), which
-turns each such block into many smaller ones of bounded rank: about the same storage, a
-quarter of the ACA's O(r^2 (m + n)) work per split level, and shapes that batch. Pairs are processed one level at a time with array operations: admissible
-pairs become low-rank leaves, inadmissible pairs of two leaf clusters become dense
-leaves, the rest are split into the products of their children. Blocks are ranges of the
+admissible). For the oscillatory Helmholtz kernel the rank of an eta-admissible block
+grows with k diam (up to (k diam)^2), so at high frequency a few huge blocks of high rank
+dominate the ACA's time and working memory and cannot be batched. With `kd_max` a pair is
+admissible only when also k max(diam t, diam s) <= kd_max (unless neither cluster can be
+split): each such block becomes many smaller ones of bounded size and rank, whose ACA work,
+O(r^2 (m + n)) per block, falls with r, and which batch. Pairs are processed one level at
+a time with array operations: admissible pairs become low-rank leaves, inadmissible pairs
+of two leaf clusters become dense leaves, the rest are split into the products of their
+children. Blocks are ranges of the
 permuted dof orders of the row (test) and column (trial) trees.
 """
 from __future__ import annotations

@@ -15,6 +15,18 @@ steps, compression ratio and ranks; preconditioner; GMRES (iterations); far fiel
 device's and the host's peak memory. `--out` writes the far field (the `farfield.csv`
 columns); `--compare-to` an earlier such file prints the RMS TS difference in dB per
 frequency over the receivers (the accuracy goal: within 0.05 dB of the reference at 1 kHz).
+
+Partition of the default submarine (`--blocks none 40 30 20`, eta 1, leaf 64; the 2-core
+CPU, 2026-11-25): at 250 Hz (6,459 DOFs) the largest admissible block has k diam = 21, so
+kd_max >= 30 leaves the partition as it was (20: 2,002 blocks in place of 1,990). At 1 kHz
+(75,650 DOFs) without the bound: 124,548 admissible blocks, the largest 18,913 rows wide
+with k diam = 87.6, 56 blocks wider than 4,096 rows; kd_max = 30: 128,268 blocks (+3%),
+none wider than 1,183 rows (k diam <= 29.5), so the big blocks batch instead of running one
+to a chunk. The GPU figures (time per stage against frequency, --kd-max none against the
+default) are the coordinator's runs:
+    python bench/bench_submarine.py --freq 1000 --backend gpu --kd-max none --out ref.csv
+    python bench/bench_submarine.py --freq 250 500 1000 2000 --backend gpu --out new.csv \
+        --compare-to ref.csv
 """
 from __future__ import annotations
 

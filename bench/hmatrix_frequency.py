@@ -9,6 +9,15 @@ the batched ACA: each is a fixed number of launches on the GPU, so they measure 
 cost), kernel evaluations, stored entries, rank statistics, time, and the matvec error
 ||(H - A) x|| / ||A x|| of a random complex x on `--rows` random rows, A's rows evaluated
 exactly by the pair kernel (the H-matrix's target matrix).
+
+Measured 2026-11-25 on the shared 2-core CPU (times noisy: the machine was loaded),
+`--ka 25 --epw 8 --points 0 --rows 200 --kd-max none 40 30 20`, double layer, 9,002 points,
+eps 1e-4 (on the unit sphere eta-admissible blocks reach k diam ~ 25-30 only, so 40 and 30
+give the partition of none):
+    kd_max  admissible  ACA steps  evaluations  stored entries  rank max/mean  ACA s  error
+    none    10,920      80         3.12e7       22,946,746      22 / 9.3       294    8.7e-5
+    30      10,920      80         3.12e7       22,946,746      22 / 9.3       260    8.7e-5
+    20      11,556      50         3.24e7       23,680,740      15 / 9.4       121    8.4e-5
 """
 from __future__ import annotations
 

@@ -219,6 +219,8 @@ BOUND = [
      "cases.sphere_ka5.solver.hmatrix.eps = 1: must be < 1"),
     (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"eta": 0}),
      "cases.sphere_ka5.solver.hmatrix.eta = 0: must be > 0"),
+    (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"kd_max": 0}),
+     "cases.sphere_ka5.solver.hmatrix.kd_max = 0: must be > 0"),
     (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"leaf_size": 3}),
      "cases.sphere_ka5.solver.hmatrix.leaf_size = 3: must be >= 4"),
     (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"dense_below": 0}),

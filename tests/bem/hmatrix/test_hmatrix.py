@@ -106,8 +106,26 @@ def test_correction_lands_in_the_dense_blocks(p1_cloud):
 
 def test_parameter_errors_name_the_key(p1_cloud):
     for kw, key in [({"eps": 0.0}, "eps"), ({"eta": -1.0}, "eta"), ({"leaf_size": 1}, "leaf_size"),
+                    ({"kd_max": 0.0}, "kd_max"),
                     ({"precision": "half"}, "precision")]:
         with pytest.raises(WavescatError, match=key):
             assemble_from_clouds("single_layer", 0.0, p1_cloud, p1_cloud, backend="cpu", **kw)
     with pytest.raises(WavescatError, match="operator"):
         assemble_from_clouds("volume", 0.0, p1_cloud, p1_cloud, backend="cpu")
+
+
+@pytest.mark.parametrize("name", ["single_layer", "double_layer", "hypersingular"])
+def test_frequency_bound_keeps_the_accuracy(vertex_cloud, name, backend):
+    """A tight frequency bound (kd_max) turns the large admissible blocks into many smaller
+    ones: lower ranks, the same accuracy against the dense matrix."""
+    k = 8.0
+    A = dense_of(vertex_cloud, name, k, get_backend("cpu"))
+    opts = workflow_hmatrix()
+    eps = opts["eps"]
+    free = assemble_from_clouds(name, k, vertex_cloud, vertex_cloud, backend=backend, eps=eps,
+                                leaf_size=opts["leaf_size"], eta=opts["eta"], kd_max=None)
+    H = assemble_from_clouds(name, k, vertex_cloud, vertex_cloud, backend=backend, eps=eps,
+                             leaf_size=opts["leaf_size"], eta=opts["eta"], kd_max=6.0)
+    assert H.report["blocks"]["admissible"] > free.report["blocks"]["admissible"]
+    assert H.report["rank_max"] < free.report["rank_max"]
+    assert relative_matvec_error(H, A) <= 10 * eps

@@ -84,3 +84,26 @@ def test_bad_parameters_name_the_key(p1_cloud):
     t = build_cluster_tree(p1_cloud.lo, p1_cloud.hi, 16)
     with pytest.raises(WavescatError, match="eta"):
         build_block_tree(t, t, -1.0)
+
+
+@pytest.mark.parametrize("kd_max", [2.0, 4.0])
+def test_frequency_bound_splits_large_admissible_blocks(kd_max):
+    """With kd_max every admissible block but those between two leaves has k max(diam) <=
+    kd_max; the partition still covers every entry once, and without the bound some
+    admissible block is larger."""
+    space = p1_space(3)
+    cloud = space_cloud(space, 1)
+    t = build_cluster_tree(cloud.lo, cloud.hi, 8)
+    k = 6.0
+    free = build_block_tree(t, t, 1.0, k=k, kd_max=None)
+    assert np.any(k * free.far["diam"] > kd_max)
+    bt = build_block_tree(t, t, 1.0, k=k, kd_max=kd_max)
+    assert np.all(bt.coverage() == 1)
+    leaves = (bt.far["m"] <= 8) & (bt.far["n"] <= 8)
+    assert np.all((k * bt.far["diam"] <= kd_max) | leaves)
+    assert len(bt.far["r0"]) > len(free.far["r0"])
+    # k = 0 (Laplace) ignores the bound
+    lap = build_block_tree(t, t, 1.0, k=0.0, kd_max=kd_max)
+    assert len(lap.far["r0"]) == len(build_block_tree(t, t, 1.0, kd_max=None).far["r0"])
+    with pytest.raises(WavescatError, match="kd_max"):
+        build_block_tree(t, t, 1.0, k=k, kd_max=-1.0)

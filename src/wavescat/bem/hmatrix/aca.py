@@ -33,6 +33,7 @@ class ACAResult:
     rank: object  # (B,) backend int array
     steps: int
     converged: object  # (B,) bool: stopped by the tolerance (not by exhaustion)
+    host_syncs: int = 0  # device -> host round trips (what bounds a step's latency on a GPU)
 
 
 def _take_rows(xp, X, idx):
@@ -40,158 +41,227 @@ def _take_rows(xp, X, idx):
     return X[xp.arange(X.shape[0]), idx]
 
 
+# per-block state of the iteration: (B, ...) arrays gathered together when blocks finish
+_STATE = ("r0", "m", "c0", "n", "rowmask", "colmask", "U", "V", "rank", "frob2", "used_r",
+          "used_c", "was_ref_r", "was_ref_c", "restarts_r", "restarts_c", "active",
+          "converged", "refcol", "refrow", "iref", "jref", "dead_r", "dead_c", "orig")
+
+
 def aca_plus_batched(evaluate, r0, m, c0, n, eps, xp, dtype, zero_tol=0.0, k_start=16,
-                     max_rank=None, max_restarts=3, length=None):
+                     max_rank=None, max_restarts=3, length=None, compact=0.5):
     """Low-rank factors of B blocks; `evaluate(ti, sj)` gives entries of the permuted
     matrix for backend int arrays of row and column positions. `length`: the factors'
-    row count L (at least the largest block side; default exactly that)."""
+    row count L (at least the largest block side; default exactly that).
+
+    Work per step is kept to the blocks still running: when the active ones fall to
+    `compact` of the working set, the finished blocks' factors are set aside and every
+    state array is gathered down to the active blocks, so neither the batched GEMVs nor
+    the vector updates keep sweeping finished blocks. One small flag transfer and one
+    index compaction (`nonzero`) per step are the only host round trips."""
     B = int(r0.shape[0])
     mh, nh = to_host(m), to_host(n)
     L = int(max(mh.max(), nh.max(), length or 0))
     kcap = L if max_rank is None else int(max_rank)
     ar = xp.arange(L)
-    bidx = xp.arange(B)
-    rowmask = ar[None, :] < m[:, None]
-    colmask = ar[None, :] < n[:, None]
     rdt = np.float32 if np.dtype(dtype) in (np.float32, np.complex64) else np.float64
     K = int(min(k_start, L))
-    U = xp.zeros((B, L, K), dtype=dtype)
-    V = xp.zeros((B, L, K), dtype=dtype)
-    rank = xp.zeros(B, dtype=xp.int64)
-    frob2 = xp.zeros(B, dtype=rdt)
-    used_r = ~rowmask
-    used_c = ~colmask
-    was_ref_r = ~rowmask
-    was_ref_c = ~colmask
-    restarts_r = xp.zeros(B, dtype=xp.int64)
-    restarts_c = xp.zeros(B, dtype=xp.int64)
-    active = xp.ones(B, dtype=bool)
-    converged = xp.zeros(B, dtype=bool)
+    st = {"r0": r0, "m": m, "c0": c0, "n": n}
+    st["rowmask"] = ar[None, :] < m[:, None]
+    st["colmask"] = ar[None, :] < n[:, None]
+    st["U"] = xp.zeros((B, L, K), dtype=dtype)
+    st["V"] = xp.zeros((B, L, K), dtype=dtype)
+    st["rank"] = xp.zeros(B, dtype=xp.int64)
+    st["frob2"] = xp.zeros(B, dtype=rdt)
+    st["used_r"], st["used_c"] = ~st["rowmask"], ~st["colmask"]
+    st["was_ref_r"], st["was_ref_c"] = ~st["rowmask"], ~st["colmask"]
+    for key in ("restarts_r", "restarts_c"):
+        st[key] = xp.zeros(B, dtype=xp.int64)
+    st["active"] = xp.ones(B, dtype=bool)
+    for key in ("converged", "dead_r", "dead_c"):
+        st[key] = xp.zeros(B, dtype=bool)
+    st["orig"] = xp.arange(B)
+    done_parts = []  # (orig ids, U, V, rank, converged) of blocks set aside
+    syncs = 0
 
-    def cross(sel, fixed, along_rows):
-        """Entries of the selected blocks: column `fixed` (a vector over rows) where
-        along_rows, else row `fixed`; (B, L) array, zero outside the selection/block."""
-        out = xp.zeros((B, L), dtype=dtype)
-        ids = xp.nonzero(sel)[0]
+    def cross(ids, fixed, along_rows):
+        """Entries of blocks `ids` (backend int array): column `fixed` (a vector over
+        rows) where along_rows, else row `fixed`; (Bw, L), zero outside ids/block."""
+        Bw = st["m"].shape[0]
+        out = xp.zeros((Bw, L), dtype=dtype)
         if ids.shape[0] == 0:
             return out
-        ar_r = xp.minimum(ar[None, :], m[ids, None] - 1)
-        ar_c = xp.minimum(ar[None, :], n[ids, None] - 1)
+        m_, n_ = st["m"][ids, None], st["n"][ids, None]
         alr = along_rows[ids, None]
-        ti = r0[ids, None] + xp.where(alr, ar_r, fixed[ids, None])
-        sj = c0[ids, None] + xp.where(alr, fixed[ids, None], ar_c)
-        vals = evaluate(ti.ravel(), sj.ravel()).reshape(len(ids), L)
-        out[ids] = xp.where(xp.where(alr, rowmask[ids], colmask[ids]), vals, 0)
+        fx = fixed[ids, None]
+        ti = st["r0"][ids, None] + xp.where(alr, xp.minimum(ar[None, :], m_ - 1), fx)
+        sj = st["c0"][ids, None] + xp.where(alr, fx, xp.minimum(ar[None, :], n_ - 1))
+        vals = evaluate(ti.ravel(), sj.ravel()).reshape(ids.shape[0], L)
+        out[ids] = xp.where(xp.where(alr, st["rowmask"][ids], st["colmask"][ids]), vals, 0)
         return out
 
     # Products with the thin (B, L, K) factors are batched GEMVs (cuBLAS strided batches
     # on the GPU), not multiply-and-sum over (B, L, K) temporaries.
     def residual_row(vec, i):
         """vec minus row i of the current approximation, for every block."""
-        return vec - xp.matmul(V, _take_rows(xp, U, i)[:, :, None])[:, :, 0]
+        return vec - xp.matmul(st["V"], _take_rows(xp, st["U"], i)[:, :, None])[:, :, 0]
 
     def residual_col(vec, j):
-        return vec - xp.matmul(U, _take_rows(xp, V, j)[:, :, None])[:, :, 0]
+        return vec - xp.matmul(st["U"], _take_rows(xp, st["V"], j)[:, :, None])[:, :, 0]
 
     def first_unused(used):
         free = ~used
         return xp.argmax(free, axis=1), free.any(axis=1)
 
+    def gather(keep):
+        """Set the blocks outside `keep` (backend int array) aside; keep the rest."""
+        Bw = st["m"].shape[0]
+        drop = xp.ones(Bw, dtype=bool)
+        drop[keep] = False
+        gone = xp.nonzero(drop)[0]
+        if gone.shape[0]:
+            done_parts.append((st["orig"][gone], st["U"][gone], st["V"][gone],
+                               st["rank"][gone], st["converged"][gone]))
+        for key in _STATE:
+            st[key] = st[key][keep]
+
     # initial references: first column, then the row where it is smallest
-    jref = xp.zeros(B, dtype=xp.int64)
-    was_ref_c[bidx, jref] = True
     alltrue = xp.ones(B, dtype=bool)
-    refcol = cross(alltrue, jref, alltrue)
-    iref = xp.argmin(xp.where(rowmask, xp.abs(refcol), xp.inf), axis=1)
-    was_ref_r[bidx, iref] = True
-    refrow = cross(alltrue, iref, ~alltrue)
-    dead_r = xp.zeros(B, dtype=bool)
-    dead_c = xp.zeros(B, dtype=bool)
+    every = xp.arange(B)
+    st["jref"] = xp.zeros(B, dtype=xp.int64)
+    st["was_ref_c"][every, st["jref"]] = True
+    st["refcol"] = cross(every, st["jref"], alltrue)
+    st["iref"] = xp.argmin(xp.where(st["rowmask"], xp.abs(st["refcol"]), xp.inf), axis=1)
+    st["was_ref_r"][every, st["iref"]] = True
+    st["refrow"] = cross(every, st["iref"], ~alltrue)
     steps = 0
-    while True:
-        # restart exhausted references (zero on the unused indices)
-        for is_col in (True, False):
-            ref = refcol if is_col else refrow
-            used = used_r if is_col else used_c
-            was = was_ref_c if is_col else was_ref_r
-            dead = dead_c if is_col else dead_r
-            cnt = restarts_c if is_col else restarts_r
+
+    def small_refs():
+        """Active blocks whose reference column / row needs a restart."""
+        out = []
+        for ref, used, dead in ((st["refcol"], st["used_r"], st["dead_c"]),
+                                (st["refrow"], st["used_c"], st["dead_r"])):
             small = xp.max(xp.where(used, 0, xp.abs(ref)), axis=1) <= zero_tol
-            need = active & small & ~dead
-            if not bool(need.any()):
-                continue
-            new, ok = first_unused(was | (used_c if is_col else used_r))
-            can = need & ok & (cnt < max_restarts)
-            dead |= need & ~can
-            cnt += can
-            was[bidx[can], new[can]] = True
-            fresh = cross(can, new, xp.full(B, is_col))
-            fresh = residual_col(fresh, new) if is_col else residual_row(fresh, new)
-            if is_col:
-                jref = xp.where(can, new, jref)
-                refcol = xp.where(can[:, None], fresh, refcol)
-            else:
-                iref = xp.where(can, new, iref)
-                refrow = xp.where(can[:, None], fresh, refrow)
-        active &= ~(dead_r & dead_c)
-        active &= (~used_r).any(axis=1) & (~used_c).any(axis=1) & (rank < kcap)
-        if not bool(active.any()):
+            out.append(st["active"] & small & ~dead)
+        return out
+
+    def running():
+        return (st["active"] & ~(st["dead_r"] & st["dead_c"]) & (~st["used_r"]).any(axis=1)
+                & (~st["used_c"]).any(axis=1) & (st["rank"] < kcap))
+
+    while True:
+        need_c, need_r = small_refs()
+        flags = to_host(xp.stack([need_c.any(), need_r.any(), running().any()]))
+        syncs += 1
+        if flags[0] or flags[1]:
+            # restart exhausted references (zero on the unused indices)
+            for is_col, need in ((True, need_c), (False, need_r)):
+                if not flags[0 if is_col else 1]:
+                    continue
+                sfx = "c" if is_col else "r"
+                was, dead, cnt = st["was_ref_" + sfx], st["dead_" + sfx], st["restarts_" + sfx]
+                new, ok = first_unused(was | (st["used_c"] if is_col else st["used_r"]))
+                can = need & ok & (cnt < max_restarts)
+                st["dead_" + sfx] = dead | (need & ~can)
+                st["restarts_" + sfx] = cnt + can
+                Bw = can.shape[0]
+                bidx = xp.arange(Bw)
+                was[bidx, new] |= can
+                ids = xp.nonzero(can)[0]
+                syncs += 1
+                fresh = cross(ids, new, xp.full(Bw, is_col))
+                fresh = residual_col(fresh, new) if is_col else residual_row(fresh, new)
+                if is_col:
+                    st["jref"] = xp.where(can, new, st["jref"])
+                    st["refcol"] = xp.where(can[:, None], fresh, st["refcol"])
+                else:
+                    st["iref"] = xp.where(can, new, st["iref"])
+                    st["refrow"] = xp.where(can[:, None], fresh, st["refrow"])
+            flags[2] = bool(running().any())
+            syncs += 1
+        st["active"] = running()
+        if not flags[2]:
             break
+        ids = xp.nonzero(st["active"])[0]
+        syncs += 1
+        Bw = st["m"].shape[0]
+        if ids.shape[0] <= compact * Bw:
+            gather(ids)
+            Bw = ids.shape[0]
+            ids = xp.arange(Bw)
         steps += 1
-        ac = xp.where(used_r | dead_c[:, None], -1.0, xp.abs(refcol))
+        # a block's rank is at most the steps taken: grow the factors before they fill
+        if steps > K:
+            Kn = min(2 * K, L)
+            st["U"], st["V"] = (xp.concatenate([X, xp.zeros((Bw, L, Kn - K), dtype=dtype)], axis=2)
+                                for X in (st["U"], st["V"]))
+            K = Kn
+        active, rowmask, colmask = st["active"], st["rowmask"], st["colmask"]
+        used_r, used_c, dead_r, dead_c = st["used_r"], st["used_c"], st["dead_r"], st["dead_c"]
+        bidx = xp.arange(Bw)
+        ac = xp.where(used_r | dead_c[:, None], -1.0, xp.abs(st["refcol"]))
         istar = xp.argmax(ac, axis=1)
-        aro = xp.where(used_c | dead_r[:, None], -1.0, xp.abs(refrow))
+        aro = xp.where(used_c | dead_r[:, None], -1.0, xp.abs(st["refrow"]))
         jstar = xp.argmax(aro, axis=1)
-        colfirst = _take_rows(xp, aro[:, :, None], jstar)[:, 0] > \
-            _take_rows(xp, ac[:, :, None], istar)[:, 0]
-        first_idx = xp.where(colfirst, jstar, istar)
-        f = cross(active, first_idx, colfirst)
+        colfirst = aro[bidx, jstar] > ac[bidx, istar]
+        f = cross(ids, xp.where(colfirst, jstar, istar), colfirst)
         f = xp.where(colfirst[:, None], residual_col(f, jstar), residual_row(f, istar))
         score = xp.where(xp.where(colfirst[:, None], used_r, used_c), -1.0, xp.abs(f))
         second = xp.argmax(score, axis=1)
-        s = cross(active, second, ~colfirst)
+        s = cross(ids, second, ~colfirst)
         s = xp.where(colfirst[:, None], residual_row(s, second), residual_col(s, second))
         col = xp.where(colfirst[:, None], f, s)
         row = xp.where(colfirst[:, None], s, f)
         ipiv = xp.where(colfirst, second, istar)
         jpiv = xp.where(colfirst, jstar, second)
-        pivot = _take_rows(xp, col[:, :, None], ipiv)[:, 0]
+        pivot = col[bidx, ipiv]
         ok = active & (xp.abs(pivot) > zero_tol)
-        act_ids = bidx[active]
-        used_r[act_ids, ipiv[active]] = True
-        used_c[act_ids, jpiv[active]] = True
+        used_r[bidx, ipiv] |= active
+        used_c[bidx, jpiv] |= active
         safe = xp.where(ok, pivot, 1)
         u = xp.where(ok[:, None] & rowmask, col / safe[:, None], 0)
         v = xp.where(ok[:, None] & colmask, row, 0)
+        U, V, rank = st["U"], st["V"], st["rank"]
         # |S + u v^T|^2 = |S|^2 + 2 Re sum_l (u_l^H u)(v_l^H v) + |u|^2 |v|^2
         uu = xp.matmul(xp.conj(u)[:, None, :], U)[:, 0, :]  # conj(U^H u)
         vv = xp.matmul(xp.conj(v)[:, None, :], V)[:, 0, :]
         nu2 = xp.sum(xp.abs(u) ** 2, axis=1)
         nv2 = xp.sum(xp.abs(v) ** 2, axis=1)
+        frob2 = st["frob2"]
         frob2 = frob2 + xp.maximum(2 * xp.real(xp.sum(xp.conj(uu) * xp.conj(vv), axis=1)).astype(rdt)
                                    + (nu2 * nv2).astype(rdt), -frob2)
-        if bool((ok & (rank >= K)).any()):
-            Kn = min(2 * K, L)
-            U = xp.concatenate([U, xp.zeros((B, L, Kn - K), dtype=dtype)], axis=2)
-            V = xp.concatenate([V, xp.zeros((B, L, Kn - K), dtype=dtype)], axis=2)
-            K = Kn
-        ok_ids = bidx[ok]
-        rk = rank[ok]
-        xp.swapaxes(U, 1, 2)[ok_ids, rk] = u[ok]  # U[b, :, rank[b]] = u[b]
-        xp.swapaxes(V, 1, 2)[ok_ids, rk] = v[ok]
-        rank = rank + ok
+        st["frob2"] = frob2
+        # column rank[b] is still zero (rank < steps <= K): u, v are zero where not ok
+        xp.swapaxes(U, 1, 2)[bidx, rank] = u  # U[b, :, rank[b]] = u[b]
+        xp.swapaxes(V, 1, 2)[bidx, rank] = v
+        st["rank"] = rank + ok
         # reference residuals follow the new cross
-        refcol = refcol - u * _take_rows(xp, v[:, :, None], jref)
-        refrow = refrow - _take_rows(xp, u[:, :, None], iref) * v
+        refcol = st["refcol"] - u * v[bidx, st["jref"]][:, None]
+        refrow = st["refrow"] - u[bidx, st["iref"]][:, None] * v
+        st["refcol"], st["refrow"] = refcol, refrow
         tol2 = (eps * eps) * frob2
-        rc2 = xp.sum(xp.where(used_r, 0, xp.abs(refcol) ** 2), axis=1) * n
-        rr2 = xp.sum(xp.where(used_c, 0, xp.abs(refrow) ** 2), axis=1) * m
+        rc2 = xp.sum(xp.where(used_r, 0, xp.abs(refcol) ** 2), axis=1) * st["n"]
+        rr2 = xp.sum(xp.where(used_c, 0, xp.abs(refrow) ** 2), axis=1) * st["m"]
         rc2 = xp.where(dead_c, 0, rc2)
         rr2 = xp.where(dead_r, 0, rr2)
         done = ok & (nu2 * nv2 <= tol2) & (rc2 <= tol2) & (rr2 <= tol2)
-        converged |= done
-        active &= ~done
-    return ACAResult(U, V, rank, steps, converged)
+        st["converged"] |= done
+        st["active"] = active & ~done
+    if done_parts or st["orig"].shape[0] != B:
+        gather(xp.zeros(0, dtype=xp.int64))
+        # the output holds the largest rank, not the working width K
+        kout = max([int(p[3].max()) for p in done_parts if p[3].shape[0]] + [1])
+        syncs += len(done_parts)
+        U = xp.zeros((B, L, kout), dtype=dtype)
+        V = xp.zeros((B, L, kout), dtype=dtype)
+        rank = xp.zeros(B, dtype=xp.int64)
+        converged = xp.zeros(B, dtype=bool)
+        for o, Up, Vp, rp, cp in done_parts:
+            kp = min(Up.shape[2], kout)
+            U[o, :, :kp] = Up[:, :, :kp]
+            V[o, :, :kp] = Vp[:, :, :kp]
+            rank[o], converged[o] = rp, cp
+        return ACAResult(U, V, rank, steps, converged, syncs)
+    return ACAResult(st["U"], st["V"], st["rank"], steps, st["converged"], syncs)
 
 
 def aca_plus(entries, m, n, eps, zero_tol=0.0, **kw):

@@ -26,13 +26,15 @@ from .report import host_peak_bytes, log_report, rank_histogram
 log = logging.getLogger("wavescat.hmatrix")
 
 
-def check_parameters(eps, eta, leaf_size):
+def check_parameters(eps, eta, leaf_size, kd_max=None):
     if not (isinstance(eps, (float, int)) and 0 < eps < 1):
         raise WavescatError(f"hmatrix.eps = {eps!r}: must be a number in (0, 1)")
     if not (isinstance(eta, (float, int)) and eta > 0):
         raise WavescatError(f"hmatrix.eta = {eta!r}: must be a positive number")
     if not (isinstance(leaf_size, (int, np.integer)) and leaf_size >= 2):
         raise WavescatError(f"hmatrix.leaf_size = {leaf_size!r}: must be an integer >= 2")
+    if kd_max is not None and not (isinstance(kd_max, (float, int)) and kd_max > 0):
+        raise WavescatError(f"hmatrix.kd_max = {kd_max!r}: must be a positive number or null")
 
 
 def _resolve(backend) -> Backend:
@@ -56,17 +58,18 @@ def _share(blocks: dict, part: int, nparts: int) -> np.ndarray:
 def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
                          backend="auto", precision="double", eps=HMATRIX["eps"],
                          eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
-                         recompression=True, devices=None, work_bytes=None, label=None):
+                         kd_max=HMATRIX["kd_max"], recompression=True, devices=None,
+                         work_bytes=None, label=None):
     """H-matrix of the regular-quadrature kernel matrix between two clouds plus
     `correction` = (rows, cols, values) in original numbering (touching pairs only)."""
-    check_parameters(eps, eta, leaf_size)
+    check_parameters(eps, eta, leaf_size, kd_max)
     be = _resolve(backend)
     t_all = time.perf_counter()
     times = {"trees": 0.0, "near_field": 0.0, "aca": 0.0, "transfers": 0.0, "correction": 0.0}
     t0 = time.perf_counter()
     rtree = build_cluster_tree(test_cloud.lo, test_cloud.hi, leaf_size)
     ctree = rtree if trial_cloud is test_cloud else build_cluster_tree(trial_cloud.lo, trial_cloud.hi, leaf_size)
-    btree = build_block_tree(rtree, ctree, eta)
+    btree = build_block_tree(rtree, ctree, eta, k=float(np.real(k)), kd_max=kd_max)
     times["trees"] = time.perf_counter() - t0
 
     corr = corr_block = None
@@ -161,6 +164,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     times["total"] = time.perf_counter() - t_all
     H = HMatrix(parts, rtree.perm, ctree.perm, kern.dtype, btree, {})
     H.report = _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label, kern)
+    H.report["kd_max"] = kd_max
     H.report["corrections_in_admissible_blocks"] = dropped
     log_report(H.report)
     return H
@@ -192,7 +196,8 @@ def _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label,
         "backend": be.describe(), "devices": len(H.parts),
         "eps": eps, "eta": eta, "leaf_size": leaf_size,
         "blocks": {"admissible": n_far, "dense": int(len(H.block_tree.near["r0"])),
-                   "aca_steps": int(sum(s.get("aca_steps", 0) for s in stats))},
+                   "aca_steps": int(sum(s.get("aca_steps", 0) for s in stats)),
+                   "aca_host_syncs": int(sum(s.get("aca_host_syncs", 0) for s in stats))},
         "compression_ratio": stored / (m * n),
         "stored_entries": int(stored),
         "bytes_tight": int(stored * item),

@@ -71,24 +71,30 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
         sel = np.nonzero(far["level"] == level)[0]
         L = int(max(far["m"][sel].max(), far["n"][sel].max()))
         # working set per block: U, V with room for the expected rank (it grows with
-        # (k diam)^2 for Helmholtz) plus a dozen (B, L) vectors
+        # (k diam)^2 for Helmholtz) plus a dozen (B, L) vectors; after the level's first
+        # chunk, the ranks it reached size the next chunks (the a-priori guess is a bound
+        # and would keep big blocks one to a chunk)
         kd = kernel.k * float(far["diam"][sel].max())
         k_est = min(L, 64 + int(0.5 * kd * kd))
-        per_block = item * L * (2 * k_est + 12)
-        chunk = max(1, int(budget_bytes // per_block))
-        for c in range(0, len(sel), chunk):
+        c = 0
+        while c < len(sel):
+            per_block = item * L * (2 * k_est + 12)
+            chunk = max(1, int(budget_bytes // per_block))
             ids = sel[c:c + chunk]
+            c += len(ids)
             r0, m, c0, n = (xp.asarray(far[key][ids]) for key in ("r0", "m", "c0", "n"))
             t0 = time.perf_counter()
             res = aca_plus_batched(kernel, r0, m, c0, n, eps, xp, dtype, zero_tol=zero_tol,
                                    length=L)  # one L per level: chunks concatenate
             steps += res.steps
+            stats["aca_host_syncs"] = stats.get("aca_host_syncs", 0) + res.host_syncs
             U, V, rank = res.U, res.V, res.rank
             sync(xp)
             t1 = time.perf_counter()
             if recompression:
                 U, V, rank = recompress(xp, U, V, rank, eps)
             rank_h = to_host(rank)
+            k_est = min(L, max(16, int(1.5 * to_host(res.rank).max(initial=0)) + 8))
             t2 = time.perf_counter()
             stats["aca_cross_s"] = stats.get("aca_cross_s", 0.0) + t1 - t0
             stats["recompression_s"] = stats.get("recompression_s", 0.0) + t2 - t1

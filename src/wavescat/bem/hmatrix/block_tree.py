@@ -3,9 +3,15 @@ blocks.
 
 A pair of clusters (t, s) is admissible when min(diam t, diam s) <= eta dist(t, s) with
 distances between the bounding boxes of the supports (touching supports are never
-admissible). Pairs are processed one level at a time with array operations: admissible
-pairs become low-rank leaves, inadmissible pairs of two leaf clusters become dense
-leaves, the rest are split into the products of their children. Blocks are ranges of the
+admissible). For the oscillatory Helmholtz kernel the rank of an eta-admissible block
+grows with k diam (up to (k diam)^2), so at high frequency a few huge blocks of high rank
+dominate the ACA's time and working memory and cannot be batched. With `kd_max` a pair is
+admissible only when also k max(diam t, diam s) <= kd_max (unless neither cluster can be
+split): each such block becomes many smaller ones of bounded size and rank, whose ACA work,
+O(r^2 (m + n)) per block, falls with r, and which batch. Pairs are processed one level at
+a time with array operations: admissible pairs become low-rank leaves, inadmissible pairs
+of two leaf clusters become dense leaves, the rest are split into the products of their
+children. Blocks are ranges of the
 permuted dof orders of the row (test) and column (trial) trees.
 """
 from __future__ import annotations
@@ -47,12 +53,19 @@ def box_distance(lo1, hi1, lo2, hi2) -> np.ndarray:
     return np.linalg.norm(gap, axis=-1)
 
 
-def admissible(rows: ClusterTree, cols: ClusterTree, level_r, t, level_c, s, eta) -> np.ndarray:
+def admissible(rows: ClusterTree, cols: ClusterTree, level_r, t, level_c, s, eta,
+               k=0.0, kd_max=None, leaves=None) -> np.ndarray:
+    """eta-admissibility; with kd_max also k max(diam) <= kd_max, except where `leaves`
+    (no cluster of the pair can be split further)."""
     dt = np.linalg.norm(rows.hi[level_r][t] - rows.lo[level_r][t], axis=1)
     ds = np.linalg.norm(cols.hi[level_c][s] - cols.lo[level_c][s], axis=1)
     dist = box_distance(rows.lo[level_r][t], rows.hi[level_r][t],
                         cols.lo[level_c][s], cols.hi[level_c][s])
-    return (dist > 0) & (np.minimum(dt, ds) <= eta * dist)
+    adm = (dist > 0) & (np.minimum(dt, ds) <= eta * dist)
+    if kd_max is not None and k:
+        small = abs(k) * np.maximum(dt, ds) <= kd_max
+        adm &= small if leaves is None else (small | leaves)
+    return adm
 
 
 def _empty():
@@ -61,18 +74,22 @@ def _empty():
     return out
 
 
-def build_block_tree(rows: ClusterTree, cols: ClusterTree, eta: float = HMATRIX["eta"]) -> BlockTree:
+def build_block_tree(rows: ClusterTree, cols: ClusterTree, eta: float = HMATRIX["eta"],
+                     k: float = 0.0, kd_max: float | None = HMATRIX["kd_max"]) -> BlockTree:
+    """Block tree for wavenumber `k` (0: no frequency condition); kd_max None: none."""
     if not (np.isfinite(eta) and eta > 0):
         raise WavescatError(f"hmatrix.eta = {eta!r}: must be a positive number")
+    if kd_max is not None and not (np.isfinite(kd_max) and kd_max > 0):
+        raise WavescatError(f"hmatrix.kd_max = {kd_max!r}: must be a positive number or null")
     far, near = [], []
     t = np.array([0])
     s = np.array([0])
     level = 0
     while len(t):
         lr, lc = min(level, rows.depth - 1), min(level, cols.depth - 1)
-        adm = admissible(rows, cols, lr, t, lc, s, eta)
         rleaf = (lr == rows.depth - 1) | rows.is_leaf(lr)[t]
         cleaf = (lc == cols.depth - 1) | cols.is_leaf(lc)[s]
+        adm = admissible(rows, cols, lr, t, lc, s, eta, k, kd_max, rleaf & cleaf)
         dense = ~adm & rleaf & cleaf
         split = ~adm & ~dense
 
@@ -100,9 +117,9 @@ def build_block_tree(rows: ClusterTree, cols: ClusterTree, eta: float = HMATRIX[
         # all (child of t) x (child of s) products
         nprod = tn * sn
         owner = np.repeat(np.arange(len(t)), nprod)
-        k = np.arange(nprod.sum()) - np.repeat(np.cumsum(nprod) - nprod, nprod)
-        t = tf[owner] + k // sn[owner]
-        s = sf[owner] + k % sn[owner]
+        pos = np.arange(nprod.sum()) - np.repeat(np.cumsum(nprod) - nprod, nprod)
+        t = tf[owner] + pos // sn[owner]
+        s = sf[owner] + pos % sn[owner]
         level += 1
 
     def cat(parts):

@@ -57,12 +57,14 @@ def singular_correction(ev, name, k, trial, test, rule, backend, precision, chun
 
 def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double",
                      eps=HMATRIX["eps"], eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
-                     recompression=True, quadrature=None, devices=None, work_bytes=None):
+                     kd_max=HMATRIX["kd_max"], recompression=True, quadrature=None, devices=None,
+                     work_bytes=None):
     """H-matrix of A[i, j] = <test_i, Op trial_j> (Op = `name`, see docs/conventions.md).
 
     backend: "auto" | "cpu" | "gpu" | Backend; precision: "double" | "single"; eps: ACA+
     (and recompression) relative tolerance; eta: admissibility parameter; leaf_size:
-    largest cluster that is not split; their defaults are the workflow's (`solver.hmatrix`).
+    largest cluster that is not split; kd_max: bound on k max(diam) of admissible blocks
+    (None: none); their defaults are the workflow's (`solver.hmatrix`).
     Returns an HMatrix (matvec, LinearOperator, report).
     """
     from .. import operators  # noqa: PLC0415
@@ -77,7 +79,8 @@ def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double"
     t_corr = time.perf_counter() - t0
     H = assemble_from_clouds(name, k, space_cloud(test, rule=rule), space_cloud(trial, rule=rule),
                              correction=corr, backend=be, precision=precision, eps=eps,
-                             eta=eta, leaf_size=leaf_size, recompression=recompression,
+                             eta=eta, leaf_size=leaf_size, kd_max=kd_max,
+                             recompression=recompression,
                              devices=devices, work_bytes=work_bytes, label=f"{test.kind}-{trial.kind}")
     H.report["time_s"]["singular_quadrature"] = t_corr
     H.report["time_s"]["total"] += t_corr

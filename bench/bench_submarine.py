@@ -1,0 +1,302 @@
+"""The default submarine end to end, stage by stage, at several frequencies.
+
+    PYTHONUNBUFFERED=1 python bench/bench_submarine.py --freq 250 500 1000 2000 \
+        [--backend gpu] [--precision double] [--out sub.csv] [--compare-to earlier.csv] \
+        [--mesh hull.msh | --mesh-dir meshes/] [--kd-max 30|none] [--format hmatrix]
+    python bench/bench_submarine.py --freq 1000 2000 --blocks none 30 20   # partition only
+
+The case is `submarine` of config/config.yaml (broadside incidence, 361 bistatic receivers
+in the xy plane, the workflow's solver settings) at each frequency, meshed with the
+workflow's own settings (`wavescat.geometry.mesh_case`, as the `mesh` rule does) unless
+`--mesh` gives a stored mesh. Every stage prints as soon as it ends (a run stopped by a
+time limit still shows the stages done): mesh; per operator the singular quadrature
+(near-pair corrections), dense near field, ACA cross steps, recompression, blocks, ACA
+steps, compression ratio and ranks; preconditioner; GMRES (iterations); far field; the
+device's and the host's peak memory. `--out` writes the far field (the `farfield.csv`
+columns); `--compare-to` an earlier such file prints the RMS TS difference in dB per
+frequency over the receivers (the accuracy goal: within 0.05 dB of the reference at 1 kHz).
+
+Partition of the default submarine (`--blocks none 40 30 20`, eta 1, leaf 64; the 2-core
+CPU, 2026-11-25): at 250 Hz (6,459 DOFs) the largest admissible block has k diam = 21, so
+kd_max >= 30 leaves the partition as it was (20: 2,002 blocks in place of 1,990). At 1 kHz
+(75,650 DOFs) without the bound: 124,548 admissible blocks, the largest 18,913 rows wide
+with k diam = 87.6, 56 blocks wider than 4,096 rows; kd_max = 30: 128,268 blocks (+3%),
+none wider than 1,183 rows (k diam <= 29.5), so the big blocks batch instead of running one
+to a chunk. The GPU figures (time per stage against frequency, --kd-max none against the
+default) are the coordinator's runs:
+    python bench/bench_submarine.py --freq 1000 --backend gpu --kd-max none --out ref.csv
+    python bench/bench_submarine.py --freq 250 500 1000 2000 --backend gpu --out new.csv \
+        --compare-to ref.csv
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from wavescat import farfield  # noqa: E402
+from wavescat.backend import get_backend  # noqa: E402
+from wavescat.bem.hmatrix.report import host_peak_bytes  # noqa: E402
+from wavescat.config import prepare_config, solve_case  # noqa: E402
+from wavescat.solve.driver import (boundary_operator, operator_format_for,  # noqa: E402
+                                   solver_settings)
+from wavescat.solve.gmres import gmres  # noqa: E402
+
+
+def say(text=""):
+    print(text, flush=True)
+
+
+class DevicePeak:
+    """Largest memory the backend's pool held at the stage ends (CuPy), else 0."""
+
+    def __init__(self, be):
+        self.be, self.peak = be, 0
+
+    def sample(self):
+        if self.be.is_gpu:
+            self.be.synchronize()
+            self.peak = max(self.peak, int(self.be.xp.get_default_memory_pool().total_bytes()))
+        return self.peak
+
+
+def case_at(frequency, args):
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    case = cfg["cases"]["submarine"]
+    case["frequencies_hz"] = [float(frequency)]
+    case["solver"] = {**(case.get("solver") or {}), "operator_format": args.format,
+                      "backend": args.backend, "precision": args.precision}
+    if args.kd_max is not None:
+        kd = None if args.kd_max.lower() == "none" else float(args.kd_max)
+        case["solver"]["hmatrix"] = {**(case["solver"].get("hmatrix") or {}), "kd_max": kd}
+    cfg["run"] = ["submarine"]
+    prepared = prepare_config(cfg, base_dir=ROOT)
+    return solve_case(prepared, "submarine"), prepared["medium"], prepared["cases"]["submarine"]
+
+
+def mesh_for(frequency, args, case, medium):
+    """`--mesh`, else `--mesh-dir`/submarine_<f>Hz.msh when it exists, else the workflow's
+    meshing (saved there for the next run, e.g. on a machine without gmsh)."""
+    from wavescat.surface import SurfaceMesh  # noqa: PLC0415
+
+    if args.mesh:
+        return SurfaceMesh.from_file(args.mesh)
+    stored = Path(args.mesh_dir) / f"submarine_{frequency:g}Hz.msh" if args.mesh_dir else None
+    if stored is not None and stored.exists():
+        return SurfaceMesh.from_file(stored)
+    from wavescat.geometry import mesh_case  # noqa: PLC0415
+    mesh, _stats = mesh_case(case, medium)
+    if stored is not None:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        mesh.write(stored, "gmsh22")
+    return mesh
+
+
+def operator_line(name, op, seconds):
+    rep = getattr(op, "report", None)
+    if rep is None:
+        return f"  {name:22s} dense {seconds:8.2f} s"
+    t = rep["time_s"]
+    ranks = rep["rank_histogram"]
+    return (f"  {name:22s} {seconds:8.2f} s: singular quadrature {t.get('singular_quadrature', 0):.2f}, "
+            f"trees {t['trees']:.2f}, near field {t['near_field']:.2f}, ACA cross "
+            f"{t.get('aca_cross', 0):.2f}, recompression {t.get('recompression', 0):.2f} s; "
+            f"blocks {rep['blocks']['admissible']} low-rank / {rep['blocks']['dense']} dense, "
+            f"ACA steps {rep['blocks']['aca_steps']}, compression {rep['compression_ratio']:.4f} "
+            f"({rep['storage_bytes'] / 2**30:.2f} GiB), rank max {rep['rank_max']} mean "
+            f"{rep['rank_mean']:.1f}, evaluations {rep['kernel_evaluations']:.3e}\n"
+            f"  {'':22s} ranks {json.dumps(ranks)}")
+
+
+def run_frequency(frequency, args, be, peak):
+    from wavescat.bem.formulations import formulation_for  # noqa: PLC0415
+    from wavescat.bem.quadrature import QuadratureOrders  # noqa: PLC0415
+
+    case, medium, full_case = case_at(frequency, args)
+    timings = {}
+    t0 = time.perf_counter()
+    mesh = mesh_for(frequency, args, full_case, medium)
+    timings["mesh"] = time.perf_counter() - t0
+    c = float(medium["sound_speed"])
+    k = 2 * math.pi * frequency / c
+    formulation = formulation_for(case.get("boundary"))
+    space = formulation.space(mesh)
+    settings = solver_settings(case.get("solver"))
+    fmt = operator_format_for(settings["operator_format"], space.n_dofs,
+                              settings["hmatrix"]["dense_below"])
+    say(f"{frequency:g} Hz: k = {k:.4f}/m, k L = {k * 62:.0f}, {mesh.n_triangles} elements, "
+        f"{space.n_dofs} DOFs, {2 * math.pi / k / mesh.edge_lengths.mean():.1f} elements per "
+        f"wavelength, {fmt} on {be.device_name} ({args.precision}); hmatrix "
+        f"{json.dumps(settings['hmatrix'])}")
+    say(f"  mesh {timings['mesh']:.2f} s")
+    quadrature = QuadratureOrders(**settings["quadrature"])
+    ops, reports = {}, {}
+    t_asm = time.perf_counter()
+    for name in formulation.operators:
+        t0 = time.perf_counter()
+        ops[name] = boundary_operator(name, space, k, operator_format=fmt, backend=be,
+                                      precision=args.precision, quadrature=quadrature,
+                                      hmatrix_options=settings["hmatrix"])
+        be.synchronize()
+        dt = time.perf_counter() - t0
+        timings[f"assembly_{name}"] = dt
+        reports[name] = getattr(ops[name], "report", None)
+        peak.sample()
+        say(operator_line(name, ops[name], dt))
+    timings["assembly"] = time.perf_counter() - t_asm
+    t0 = time.perf_counter()
+    system = formulation.system(space, k, ops, settings, xp=be.xp)
+    incidence = farfield.incident_directions(case["incident"])
+    receivers = farfield.receiver_directions(case["receivers"])
+    rhs = formulation.rhs(system, space, k, incidence.directions)
+    be.synchronize()
+    timings["preconditioner"] = time.perf_counter() - t0
+    peak.sample()
+    say(f"  preconditioner {timings['preconditioner']:.2f} s")
+    t0 = time.perf_counter()
+    gm = settings["gmres"]
+    res = gmres(system.matvec, rhs, xp=be.xp, tol=gm["tol"], restart=gm["restart"],
+                maxiter=gm["maxiter"])
+    pressure = be.asnumpy(res.x)
+    timings["solve"] = time.perf_counter() - t0
+    its = np.atleast_1d(res.iterations).tolist()
+    say(f"  GMRES {timings['solve']:.2f} s, {its} iterations, residual "
+        f"{float(np.max(res.residuals)):.2e}")
+    t0 = time.perf_counter()
+    far = be.asnumpy(formulation.far_field(space, receivers.vectors, k, backend=be)) @ pressure
+    timings["far_field"] = time.perf_counter() - t0
+    timings["total"] = sum(v for key, v in timings.items()
+                           if key in ("mesh", "assembly", "preconditioner", "solve", "far_field"))
+    peak.sample()
+    ts = 20 * np.log10(np.abs(far[:, 0]))
+    say(f"  far field {timings['far_field']:.2f} s; TS {ts.min():.2f} .. {ts.max():.2f} dB "
+        f"(mean {ts.mean():.2f}); backscatter (receiver 270 deg) {ts[270 % len(ts)]:.2f} dB")
+    say(f"  total {timings['total']:.2f} s (mesh {timings['mesh']:.2f}, assembly "
+        f"{timings['assembly']:.2f}, preconditioner {timings['preconditioner']:.2f}, GMRES "
+        f"{timings['solve']:.2f}, far field {timings['far_field']:.2f}); device peak "
+        f"{peak.peak / 2**30:.2f} GiB, host peak {host_peak_bytes() / 2**30:.2f} GiB")
+    theta = np.degrees(np.arccos(np.clip(receivers.vectors[:, 2], -1, 1)))
+    phi = np.degrees(np.arctan2(receivers.vectors[:, 1], receivers.vectors[:, 0])) % 360
+    rows = [(frequency, th, ph, F.real, F.imag, t) for th, ph, F, t in zip(theta, phi, far[:, 0], ts)]
+    summary = {"frequency_hz": frequency, "dofs": space.n_dofs, "elements": mesh.n_triangles,
+               "iterations": its, "time_s": timings, "device_peak_bytes": peak.peak,
+               "host_peak_bytes": host_peak_bytes(),
+               "operators": {n: None if r is None else {
+                   key: r[key] for key in ("compression_ratio", "rank_max", "rank_mean",
+                                           "rank_histogram", "blocks", "storage_bytes",
+                                           "kernel_evaluations", "time_s")}
+                   for n, r in reports.items()}}
+    say("  json " + json.dumps(summary, default=float))
+    return rows
+
+
+def block_statistics(frequency, args):
+    """`--blocks`: the partition only (mesh, cluster and block trees; no assembly) for each
+    kd_max of `--blocks`: admissible blocks, their largest side and k diam, and how the
+    batched ACA would chunk them under its 2 GiB budget with the a-priori rank guess."""
+    from wavescat.bem.hmatrix.block_tree import build_block_tree  # noqa: PLC0415
+    from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree  # noqa: PLC0415
+    from wavescat.bem.hmatrix.clouds import space_cloud  # noqa: PLC0415
+    from wavescat.bem.formulations import formulation_for  # noqa: PLC0415
+
+    case, medium, full_case = case_at(frequency, args)
+    t0 = time.perf_counter()
+    mesh = mesh_for(frequency, args, full_case, medium)
+    space = formulation_for(case.get("boundary")).space(mesh)
+    k = 2 * math.pi * frequency / float(medium["sound_speed"])
+    hm = solver_settings(case.get("solver"))["hmatrix"]
+    cloud = space_cloud(space)
+    tree = build_cluster_tree(cloud.lo, cloud.hi, hm["leaf_size"])
+    say(f"{frequency:g} Hz: {space.n_dofs} DOFs, k = {k:.4f}/m, meshed and clustered in "
+        f"{time.perf_counter() - t0:.1f} s")
+    say(f"  {'kd_max':>7} {'admissible':>10} {'dense':>7} {'L_max':>6} {'kd_max_seen':>11} "
+        f"{'blocks_L>4096':>13} {'chunks':>7} {'1-block chunks':>14}")
+    for spec in args.blocks:
+        kd = None if spec.lower() == "none" else float(spec)
+        bt = build_block_tree(tree, tree, hm["eta"], k=k, kd_max=kd)
+        far = bt.far
+        side = np.maximum(far["m"], far["n"])
+        chunks = single = 0
+        for level in np.unique(far["level"]):
+            sel = far["level"] == level
+            L = int(side[sel].max())
+            kdl = k * float(far["diam"][sel].max())
+            k_est = min(L, 64 + int(0.5 * kdl * kdl))
+            per = max(1, int((2 << 30) // (16 * L * (2 * k_est + 12))))
+            nb = int(sel.sum())
+            chunks += -(-nb // per)
+            single += nb if per == 1 else 0
+        say(f"  {spec:>7} {len(far['r0']):10d} {len(bt.near['r0']):7d} {int(side.max()):6d} "
+            f"{k * far['diam'].max():11.1f} {int(np.sum(side > 4096)):13d} {chunks:7d} {single:14d}")
+
+
+def read_far_field(path):
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    out = {}
+    for r in rows:
+        out.setdefault(float(r["frequency_hz"]), []).append(float(r["ts_db"]))
+    return {f: np.array(v) for f, v in out.items()}
+
+
+def compare(rows, reference):
+    ts = np.array([r[5] for r in rows])
+    f = rows[0][0]
+    near = min(reference, key=lambda g: abs(g - f)) if reference else None
+    if near is None or abs(near - f) > 1e-6 * f or len(reference[near]) != len(ts):
+        say(f"  compare: no {f:g} Hz rows with {len(ts)} receivers in the reference")
+        return
+    d = ts - reference[near]
+    say(f"  TS against the reference at {f:g} Hz: RMS {np.sqrt(np.mean(d ** 2)):.4f} dB, "
+        f"max {np.max(np.abs(d)):.4f} dB over {len(d)} receivers")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--freq", type=float, nargs="+", default=[250.0])
+    ap.add_argument("--backend", default="auto", choices=["auto", "cpu", "gpu"])
+    ap.add_argument("--precision", default="double", choices=["double", "single"])
+    ap.add_argument("--format", default="hmatrix", choices=["auto", "dense", "hmatrix"])
+    ap.add_argument("--kd-max", default=None, help="override solver.hmatrix.kd_max (a number or none)")
+    ap.add_argument("--mesh", default="", help="a stored mesh (.msh) in place of meshing")
+    ap.add_argument("--mesh-dir", default="", help="stored meshes submarine_<f>Hz.msh: read "
+                    "when present, else written after meshing")
+    ap.add_argument("--out", default="", help="write the far field here (farfield.csv columns)")
+    ap.add_argument("--compare-to", default="", help="an earlier --out file: RMS TS difference")
+    ap.add_argument("--blocks", nargs="+", default=None, metavar="KD_MAX",
+                    help="only the block partition for these kd_max values (e.g. none 30 20)")
+    args = ap.parse_args(argv)
+    if args.blocks:
+        for f in args.freq:
+            block_statistics(f, args)
+        return
+    be = get_backend(args.backend)
+    peak = DevicePeak(be)
+    reference = read_far_field(args.compare_to) if args.compare_to else None
+    say(f"# bench_submarine on {be.device_name} ({be.name}), {args.precision}, frequencies "
+        f"{args.freq} Hz, started {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    all_rows = []
+    for f in args.freq:
+        rows = run_frequency(f, args, be, peak)
+        all_rows += rows
+        if reference is not None:
+            compare(rows, reference)
+        if args.out:  # rewritten after every frequency: a stopped run keeps what it finished
+            with open(args.out, "w", newline="") as fh:
+                w = csv.writer(fh)
+                w.writerow(["frequency_hz", "theta_deg", "phi_deg", "re_F", "im_F", "ts_db"])
+                w.writerows(all_rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -117,13 +117,15 @@ class PairKernel:
     takes backend int arrays and returns a backend array of `dtype`."""
 
     def __init__(self, name, k, test_cloud, trial_cloud, backend, precision="double"):
-        self.name, self.op, self.k = name, Operator.named(name), complex(k)
+        self.name, self.op, self.wavenumber = name, Operator.named(name), complex(k)
+        self.k = abs(self.wavenumber.real)  # the oscillation's wavenumber (ACA rank estimates)
         self.backend = backend
         self.xp = backend.xp
         self.rdtype = real_dtype(precision)
-        self.helmholtz = self.k != 0.0
+        self.helmholtz = self.wavenumber != 0
         self.dtype = np.dtype(np.complex64 if self.rdtype == np.float32 else np.complex128) \
             if self.helmholtz else np.dtype(self.rdtype)
+        self._k = (self.rdtype(self.wavenumber.real), self.rdtype(self.wavenumber.imag))
         self.evaluations = 0  # kernel evaluations done (pairs x points x points)
         self.qq = test_cloud.q * trial_cloud.q
 
@@ -135,7 +137,7 @@ class PairKernel:
         self._qt, self._qs = test_cloud.q, trial_cloud.q
         self._raw = None
         if backend.is_gpu:
-            src = cuda_defines(self.op, self.k, self.rdtype == np.float64) + _CUDA_SRC
+            src = cuda_defines(self.op, self.wavenumber, self.rdtype == np.float64) + _CUDA_SRC
             self._raw = self.xp.RawKernel(src, "hm_pairs")
 
     @property
@@ -156,7 +158,7 @@ class PairKernel:
             self._raw((blocks,), (threads,),
                       (np.int64(npairs), ti.astype(xp.int32, copy=False),
                        sj.astype(xp.int32, copy=False), *self._t, np.int32(self._qt), *self._s,
-                       np.int32(self._qs), self.rdtype(self.k.real), self.rdtype(self.k.imag), buf))
+                       np.int32(self._qs), *self._k, buf))
             if not self.helmholtz:
                 return buf
             try:
@@ -166,6 +168,5 @@ class PairKernel:
         re = np.empty(npairs, dtype=self.rdtype)
         im = np.empty(npairs, dtype=self.rdtype)
         if npairs:
-            _pairs_cpu(int(self.op), self.rdtype(self.k.real), self.rdtype(self.k.imag), np.asarray(ti, np.int64), np.asarray(sj, np.int64),
-                       *self._t, *self._s, re, im)
+            _pairs_cpu(int(self.op), *self._k, np.asarray(ti, np.int64), np.asarray(sj, np.int64), *self._t, *self._s, re, im)
         return (re + 1j * im).astype(self.dtype) if self.helmholtz else re

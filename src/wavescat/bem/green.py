@@ -107,6 +107,17 @@ def kernel(op, dx, dy, dz, na0, na1, na2, nb0, nb1, nb2, kr, ki):
     return hre * proj, him * proj
 
 
+def green_array(xp, d, k):
+    """(r, G) at differences d = x - y (..., 3), for any array module xp (the potentials')."""
+    r = xp.sqrt((d * d).sum(axis=-1))
+    return r, xp.exp(1j * k * r) * (INV4PI / r)
+
+
+def radial_array(g, r, k):
+    """G (ikr - 1)/r^2 from green_array's (r, G), as `radial`."""
+    return g * (1j * k * r - 1) / r**2
+
+
 # The CUDA twin of `green`, `radial` and `kernel`: included by kernels_gpu.py and
 # hmatrix/kernels.py, whose sources define IS_DOUBLE, OP, LAPLACE (k = 0) and DAMPED (Im k != 0).
 CUDA_GREEN = r"""

@@ -1,4 +1,5 @@
-"""What a non-editable install gets: the package's data files (the config schema, py.typed)."""
+"""What a non-editable install gets: the package's data files (the config schema, the
+symmetric triangle rules, py.typed)."""
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_schema_and_py_typed_are_package_data(tmp_path):
     """setuptools' build_py (the step that fills a wheel's package tree, with pyproject.toml's
     package-data), run on a copy of the project: the built package holds the schema that
-    defaults.SCHEMA_PATH names, and py.typed."""
+    defaults.SCHEMA_PATH names, the triangle rules' table and py.typed."""
     src = tmp_path / "project"
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -26,6 +27,7 @@ def test_schema_and_py_typed_are_package_data(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     package = lib / "wavescat"
     assert (package / "py.typed").is_file()
+    assert (package / "bem" / "symmetric_triangle_rules.json").is_file()
     built = package / SCHEMA_PATH.relative_to(ROOT / "src" / "wavescat")
     assert yaml.safe_load(built.read_text()) == load_schema()
 

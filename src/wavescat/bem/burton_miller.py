@@ -66,9 +66,11 @@ def solve_real_spd(lu, y):
 
 class StrongForm:
     """What the P1 strong-form systems share: the mass matrix M, factorised once, and the
-    application of boundary operators (dense arrays or H-matrices) on the backend `xp`."""
+    application of boundary operators (dense arrays or H-matrices) on the backend `xp`;
+    `operators` (name=operator) become attributes."""
 
-    def __init__(self, mass, xp=np):
+    def __init__(self, mass, xp=np, **operators):
+        vars(self).update(operators)
         self.mass = mass.tocsc()
         self.xp = xp
         self._mass_lu = factorise(self.mass)  # real SPD: real and imaginary parts together
@@ -95,10 +97,7 @@ class OsrcBurtonMiller(StrongForm):
     (formulations.SoundHardBurtonMiller builds it for the solver)."""
 
     def __init__(self, double_layer, hypersingular, mass, ntd, xp=np):
-        super().__init__(mass, xp)
-        self.double_layer = double_layer
-        self.hypersingular = hypersingular
-        self.ntd = ntd
+        super().__init__(mass, xp, double_layer=double_layer, hypersingular=hypersingular, ntd=ntd)
 
     def weak_traces(self, x):
         """The weak forms (host arrays) of the operators of the exterior Dirichlet and Neumann
@@ -153,10 +152,8 @@ class OsrcDirichletBurtonMiller(StrongForm):
     with Λ_w = OsrcDtN.weak_of_weak (weak data in, weak data out)."""
 
     def __init__(self, single_layer, adjoint_double_layer, mass, dtn, xp=np):
-        super().__init__(mass, xp)
-        self.single_layer = single_layer
-        self.adjoint_double_layer = adjoint_double_layer
-        self.dtn = dtn
+        super().__init__(mass, xp, single_layer=single_layer, adjoint_double_layer=adjoint_double_layer,
+                         dtn=dtn)
 
     def matvec(self, x):
         vx = self._host(self.single_layer, x)

@@ -82,7 +82,7 @@ class StrongForm:
         dtype = getattr(op, "dtype", None)
         return op @ (x if dtype is None or dtype == x.dtype else x.astype(dtype))
 
-    def _host(self, op, x):
+    def _applied_on_host(self, op, x):
         return to_host(self._apply_operator(op, x))
 
     def solve_mass(self, y):
@@ -102,7 +102,7 @@ class OsrcBurtonMiller(StrongForm):
     def weak_traces(self, x):
         """The weak forms (host arrays) of the operators of the exterior Dirichlet and Neumann
         equations applied to x: here K x and W x."""
-        return self._host(self.double_layer, x), self._host(self.hypersingular, x)
+        return self._applied_on_host(self.double_layer, x), self._applied_on_host(self.hypersingular, x)
 
     def matvec(self, x):
         """A x for x of shape (n, r) on the backend."""
@@ -135,8 +135,8 @@ class OsrcImpedanceBurtonMiller(OsrcBurtonMiller):
 
     def weak_traces(self, x):
         kx, wx = super().weak_traces(x)
-        vx = self._host(self.single_layer, x)
-        kpx = self._host(self.adjoint_double_layer, x)
+        vx = self._applied_on_host(self.single_layer, x)
+        kpx = self._applied_on_host(self.adjoint_double_layer, x)
         mx = self.mass @ to_host(x)
         return kx + self.ikb * vx, wx - self.ikb * (0.5 * mx + kpx)
 
@@ -156,8 +156,8 @@ class OsrcDirichletBurtonMiller(StrongForm):
                          dtn=dtn)
 
     def matvec(self, x):
-        vx = self._host(self.single_layer, x)
-        kpx = self._host(self.adjoint_double_layer, x)
+        vx = self._applied_on_host(self.single_layer, x)
+        kpx = self._applied_on_host(self.adjoint_double_layer, x)
         return 0.5 * x + self._back(x, self.solve_mass(kpx - self.dtn.weak_of_weak(vx)))
 
     def rhs(self, dirichlet_weak, neumann_weak):

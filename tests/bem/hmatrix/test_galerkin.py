@@ -28,12 +28,13 @@ ALL_OPERATORS = ("single_layer", "double_layer", "adjoint_double_layer", "hypers
 
 
 @pytest.mark.parametrize("name", ALL_OPERATORS)
-def test_hmatrix_matches_dense_at_a_complex_wavenumber(name):
+def test_hmatrix_matches_dense_at_a_complex_wavenumber(name, backend):
     """A damped wavenumber (Im k > 0) reaches the regular entries of the H-matrix (ACA blocks
-    and near field) as it reaches the dense operator and the singular correction."""
+    and near field) as it reaches the dense operator and the singular correction (CPU, and
+    the GPU where there is one)."""
     space = spaces.p1(icosphere(2))
     A = np.asarray(operators.assemble(name, space, space, 5.0 + 0.5j, backend="cpu"))
-    H = assemble_hmatrix(name, space, space, 5.0 + 0.5j, backend="cpu", eps=1e-6, eta=2.0, leaf_size=8)
+    H = assemble_hmatrix(name, space, space, 5.0 + 0.5j, backend=backend, eps=1e-6, eta=2.0, leaf_size=8)
     assert H.report["blocks"]["admissible"] > 0
     x = np.random.default_rng(0).standard_normal(space.n_dofs)
     err = np.linalg.norm(H.matvec(x) - A @ x) / np.linalg.norm(A @ x)

@@ -270,7 +270,10 @@ class EntryEvaluator:
         # failure deep inside NumPy or CuPy)
         check_dense_allocation(*self.shape, self.kernels.dense_bytes(), self.backend, "operator")
         with stage(f"dense assembly of {self.name} ({self.shape[0]} x {self.shape[1]})"):
-            return self.kernels.dense()
+            return self._dense()
+
+    def _dense(self):
+        return self.kernels.dense()
 
 
 def assemble(name, trial, test, k, backend="cpu", precision="double", quadrature=None):

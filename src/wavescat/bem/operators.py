@@ -24,7 +24,7 @@ from ..backend import Backend, get_backend, real_dtype
 from ..errors import WavescatError
 from ..progress import stage
 from . import kernels_cpu
-from .green import OPERATORS, Operator
+from .green import OPERATORS, Operator  # noqa: F401 - OPERATORS re-exported (name -> Operator)
 from .spaces import FunctionSpace, same_mesh
 
 SINGULAR_KINDS = ("coincident", "edge", "vertex")

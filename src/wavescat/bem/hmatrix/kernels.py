@@ -18,7 +18,7 @@ import numba as nb
 import numpy as np
 
 from ...backend import real_dtype
-from ..green import CUDA_GREEN, OPERATORS, Operator, cuda_defines, kernel
+from ..green import CUDA_GREEN, OPERATORS, Operator, cuda_defines, kernel  # noqa: F401 - OPERATORS re-exported
 
 _W = int(Operator.hypersingular)
 
@@ -168,5 +168,6 @@ class PairKernel:
         re = np.empty(npairs, dtype=self.rdtype)
         im = np.empty(npairs, dtype=self.rdtype)
         if npairs:
-            _pairs_cpu(int(self.op), *self._k, np.asarray(ti, np.int64), np.asarray(sj, np.int64), *self._t, *self._s, re, im)
+            _pairs_cpu(int(self.op), *self._k, np.asarray(ti, np.int64), np.asarray(sj, np.int64),
+                       *self._t, *self._s, re, im)
         return (re + 1j * im).astype(self.dtype) if self.helmholtz else re

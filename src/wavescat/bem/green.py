@@ -86,7 +86,7 @@ def radial(gre, gim, r, rinv, kr, ki):
     return gre * fre - gim * fim, gre * fim + gim * fre
 
 
-@njit(cache=True, fastmath=False, error_model="numpy")
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
 def kernel(op, dx, dy, dz, na0, na1, na2, nb0, nb1, nb2, kr, ki):
     """Kernel value (re, im) of operator `op` at d = x - y = (dx, dy, dz), n_x = na, n_y = nb
     (W: the G of its integration by parts)."""

@@ -61,8 +61,8 @@ def test_cold_kernel_cache_is_announced_once_and_warm_cache_not(tmp_path):
         "from wavescat.progress import announce_compilation\n"
         "announce_compilation(logging.getLogger('wavescat.solve'))\n"
         "announce_compilation(logging.getLogger('wavescat.solve'))\n"
-        "from wavescat.bem.kernels_cpu import _kernel, sincos\n"
-        "sincos(0.3); _kernel(0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0)\n")
+        "from wavescat.bem.green import kernel, sincos\n"
+        "sincos(0.3); kernel(0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0)\n")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                            text=True, timeout=600) for _ in range(2)]

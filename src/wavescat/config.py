@@ -1,6 +1,6 @@
 """Validation and normalisation of a wavescat configuration.
 
-`prepare_config(config)` checks a config dict against workflow/schemas/config.schema.yaml,
+`prepare_config(config)` checks a config dict against the package's config.schema.yaml (defaults.SCHEMA_PATH),
 fills in the defaults, then applies the checks a schema cannot express (keys that belong
 to another geometry kind, a missing mesh file, a `run:` entry with no case, ...). Every
 error names the key path and the value, e.g. ``cases.sub.frequencies_hz[0] = -50: must be > 0``.

@@ -1,5 +1,5 @@
 """The default of every case key, read from the one place that holds them: the `default:`
-entries of workflow/schemas/config.schema.yaml.
+entries of the package's config.schema.yaml (`SCHEMA_PATH`).
 
 The schema is what `prepare_config` and Snakemake's `validate` fill into each case before any
 job runs, so the numerics take their keyword defaults from here rather than writing the
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parent / "config.schema.yaml"  # package data (pyproject.toml)
 
 
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:

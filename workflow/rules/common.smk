@@ -8,6 +8,7 @@ from snakemake.utils import validate
 
 from wavescat.config import case_json, medium_json, prepare_config, run_cases, run_studies
 from wavescat.config_files import config_error
+from wavescat.defaults import SCHEMA_PATH
 from wavescat.studies import study_cases
 from wavescat.errors import ConfigError
 from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
@@ -23,7 +24,7 @@ try:
     CONFIG = prepare_config(config, base_dir=os.getcwd())
 except ConfigError as exc:
     sys.exit(config_error(exc, CONFIG_FILES))
-validate(CONFIG, "../schemas/config.schema.yaml")
+validate(CONFIG, str(SCHEMA_PATH))  # the package's schema, the one prepare_config uses
 
 # The wavescat CLI of the interpreter that runs Snakemake (no PATH set-up needed).
 WAVESCAT = f"{shlex.quote(sys.executable)} -m wavescat"

@@ -66,9 +66,11 @@ def solve_real_spd(lu, y):
 
 class StrongForm:
     """What the P1 strong-form systems share: the mass matrix M, factorised once, and the
-    application of boundary operators (dense arrays or H-matrices) on the backend `xp`."""
+    application of boundary operators (dense arrays or H-matrices) on the backend `xp`;
+    `operators` (name=operator) become attributes."""
 
-    def __init__(self, mass, xp=np):
+    def __init__(self, mass, xp=np, **operators):
+        vars(self).update(operators)
         self.mass = mass.tocsc()
         self.xp = xp
         self._mass_lu = factorise(self.mass)  # real SPD: real and imaginary parts together
@@ -80,7 +82,7 @@ class StrongForm:
         dtype = getattr(op, "dtype", None)
         return op @ (x if dtype is None or dtype == x.dtype else x.astype(dtype))
 
-    def _host(self, op, x):
+    def _applied_on_host(self, op, x):
         return to_host(self._apply_operator(op, x))
 
     def solve_mass(self, y):
@@ -95,15 +97,12 @@ class OsrcBurtonMiller(StrongForm):
     (formulations.SoundHardBurtonMiller builds it for the solver)."""
 
     def __init__(self, double_layer, hypersingular, mass, ntd, xp=np):
-        super().__init__(mass, xp)
-        self.double_layer = double_layer
-        self.hypersingular = hypersingular
-        self.ntd = ntd
+        super().__init__(mass, xp, double_layer=double_layer, hypersingular=hypersingular, ntd=ntd)
 
     def weak_traces(self, x):
         """The weak forms (host arrays) of the operators of the exterior Dirichlet and Neumann
         equations applied to x: here K x and W x."""
-        return self._host(self.double_layer, x), self._host(self.hypersingular, x)
+        return self._applied_on_host(self.double_layer, x), self._applied_on_host(self.hypersingular, x)
 
     def matvec(self, x):
         """A x for x of shape (n, r) on the backend."""
@@ -136,8 +135,8 @@ class OsrcImpedanceBurtonMiller(OsrcBurtonMiller):
 
     def weak_traces(self, x):
         kx, wx = super().weak_traces(x)
-        vx = self._host(self.single_layer, x)
-        kpx = self._host(self.adjoint_double_layer, x)
+        vx = self._applied_on_host(self.single_layer, x)
+        kpx = self._applied_on_host(self.adjoint_double_layer, x)
         mx = self.mass @ to_host(x)
         return kx + self.ikb * vx, wx - self.ikb * (0.5 * mx + kpx)
 
@@ -153,14 +152,12 @@ class OsrcDirichletBurtonMiller(StrongForm):
     with Λ_w = OsrcDtN.weak_of_weak (weak data in, weak data out)."""
 
     def __init__(self, single_layer, adjoint_double_layer, mass, dtn, xp=np):
-        super().__init__(mass, xp)
-        self.single_layer = single_layer
-        self.adjoint_double_layer = adjoint_double_layer
-        self.dtn = dtn
+        super().__init__(mass, xp, single_layer=single_layer, adjoint_double_layer=adjoint_double_layer,
+                         dtn=dtn)
 
     def matvec(self, x):
-        vx = self._host(self.single_layer, x)
-        kpx = self._host(self.adjoint_double_layer, x)
+        vx = self._applied_on_host(self.single_layer, x)
+        kpx = self._applied_on_host(self.adjoint_double_layer, x)
         return 0.5 * x + self._back(x, self.solve_mass(kpx - self.dtn.weak_of_weak(vx)))
 
     def rhs(self, dirichlet_weak, neumann_weak):

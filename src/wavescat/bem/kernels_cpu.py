@@ -1,11 +1,6 @@
 """Numba kernels of the Galerkin boundary integral operators (CPU twin of kernels_gpu.py).
 
-Operator codes (shared with the CUDA source): 0 single layer V, 1 double layer K,
-2 adjoint double layer K', 3 hypersingular W (integration by parts: curl.curl G - k^2 n.n G).
-Kernel, with G = exp(ikr)/(4 pi r), r = |x - y|, x on the test element (A), y on the
-trial element (B):
-    V, W: G          K: dG/dn_y = G (ikr - 1)/r^2 (y - x).n_y     K': G (ikr - 1)/r^2 (x - y).n_x
-Complex k = kr + i ki is carried as two reals; Laplace is kr = ki = 0.
+Operator codes and kernels: green.py (x on the test element (A), y on the trial element (B)).
 
 Regular pairs use tensor Gauss rules with points and weights precomputed per element
 (`pts` (m, nq, 3), `wts` (m, nq) = rule weight * element area); for P1 the 3x3 local
@@ -21,63 +16,12 @@ import math
 import numpy as np
 from numba import njit, prange
 
-V, K, KP, W = 0, 1, 2, 3
-INV4PI = 1.0 / (4.0 * math.pi)
+from .green import Operator, green, kernel, radial
+
 CHUNK = 64  # pairs per parallel task (one scratch allocation per task)
 SCHUNK = 8  # touching pairs per parallel task
 CONTRACT = {"contract"}  # a * b + c as one FMA (more accurate, as on the GPU); no reassociation
-
-
-# sin and cos together: Cody-Waite reduction by pi/2 (three-part constant, exact for the
-# phases k r of BEM) and the fdlibm minimax polynomials on [-pi/4, pi/4]; about 1 ulp,
-# 2-3x faster than libm sin + cos.
-_PIO2 = (1.57079632673412561417e+00, 6.07710050650619224932e-11, 2.02226624879595063154e-21)
-_SIN = (-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
-        2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10)
-_COS = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
-        -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11)
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
-def sincos(x):
-    n = math.floor(x * 0.636619772367581382433 + 0.5)
-    r = ((x - n * _PIO2[0]) - n * _PIO2[1]) - n * _PIO2[2]
-    z = r * r
-    s = r + r * z * (_SIN[0] + z * (_SIN[1] + z * (_SIN[2] + z * (_SIN[3] + z * (_SIN[4] + z * _SIN[5])))))
-    c = 1.0 - 0.5 * z + z * z * (_COS[0] + z * (_COS[1] + z * (_COS[2] + z * (_COS[3] + z * (_COS[4] + z * _COS[5])))))
-    q = np.int64(n) & 3  # quadrant; selects rather than branches, so that loops vectorise
-    swap = (q & 1) == 1
-    s2 = c if swap else s
-    c2 = s if swap else c
-    s2 = -s2 if (q & 2) else s2
-    c2 = -c2 if ((q + 1) & 2) else c2
-    return s2, c2
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
-def _kernel(op, dx, dy, dz, na0, na1, na2, nb0, nb1, nb2, kr, ki):
-    """Kernel value (re, im) at x - y = (dx, dy, dz)."""
-    r2 = dx * dx + dy * dy + dz * dz
-    r = math.sqrt(r2)
-    g = INV4PI / r
-    if kr == 0.0 and ki == 0.0:
-        gre = g
-        gim = 0.0
-    else:
-        if ki != 0.0:
-            g *= math.exp(-ki * r)
-        sn, cs = sincos(kr * r)
-        gre = g * cs
-        gim = g * sn
-    if op == 0 or op == 3:
-        return gre, gim
-    fre = (-ki * r - 1.0) / r2  # (ikr - 1)/r^2
-    fim = kr * r / r2
-    if op == 1:
-        proj = -(dx * nb0 + dy * nb1 + dz * nb2)
-    else:
-        proj = dx * na0 + dy * na1 + dz * na2
-    return (gre * fre - gim * fim) * proj, (gre * fim + gim * fre) * proj
+_K, _KP, _W = int(Operator.double_layer), int(Operator.adjoint_double_layer), int(Operator.hypersingular)
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
@@ -98,7 +42,7 @@ def _regular_pair(op, a, b, pts_a, wts_a, nrm_a, phi_a, pts_b, wts_b, nrm_b, phi
             t_re[j] = 0.0
             t_im[j] = 0.0
         for qb in range(pts_b.shape[1]):
-            gre, gim = _kernel(op, x0 - pts_b[b, qb, 0], x1 - pts_b[b, qb, 1],
+            gre, gim = kernel(op, x0 - pts_b[b, qb, 0], x1 - pts_b[b, qb, 1],
                                x2 - pts_b[b, qb, 2], na0, na1, na2, nb0, nb1, nb2, kr, ki)
             wb = wts_b[b, qb]
             for j in range(nlb):
@@ -126,25 +70,21 @@ def _kernel_values(op, d, val, nqq, kr, ki, damped):
     val[2] + i val[3] of the swapped pair (test y, trial x), sharing one evaluation of G
     (V, W symmetric, K <-> K'). Branch-free in the loop (selects on loop invariants) so that
     LLVM vectorises it, with one division and one square root per point pair."""
-    ktype = op == 1 or op == 2
+    ktype = op == _K or op == _KP
     for q in range(nqq):
         r2 = d[0, q]
         rinv = 1.0 / math.sqrt(r2)
         r = r2 * rinv
-        g = INV4PI * rinv * d[1, q]
-        if damped:
-            g *= math.exp(-ki * r)
-        sn, cs = sincos(kr * r)
-        gre = g * cs
-        gim = g * sn
-        fre = (-ki * r - 1.0) * (rinv * rinv)  # (ikr - 1)/r^2
-        fim = kr * rinv
-        hre = gre * fre - gim * fim if ktype else gre
-        him = gre * fim + gim * fre if ktype else gim
+        gre, gim = green(r, rinv, kr, ki, damped)
+        gre *= d[1, q]
+        gim *= d[1, q]
+        fre, fim = radial(gre, gim, r, rinv, kr, ki)
+        hre = fre if ktype else gre
+        him = fim if ktype else gim
         pb = d[3, q] if ktype else 1.0
         pa = d[2, q] if ktype else 1.0
-        p1 = pb if op == 1 else pa
-        p2 = pa if op == 1 else pb
+        p1 = pb if op == _K else pa
+        p2 = pa if op == _K else pb
         val[0, q] = hre * p1
         val[1, q] = him * p1
         val[2, q] = hre * p2
@@ -209,7 +149,7 @@ def _regular_pairs_both(op, pa, pb, npairs, pts, wts, nrm, phi, kr, ki, t, loc):
     for p in range(npairs):
         _point_pairs(pa[p], pb[p], pts, wts, nrm, d, p)
     _kernel_values(op, d, val, nq * nq * PAIRS, kr, ki, ki != 0.0)
-    nc = 4 if (op == 1 or op == 2) else 2
+    nc = 4 if (op == _K or op == _KP) else 2
     for c in range(nc):
         for p in range(npairs):
             if nl == 3 and nq == 6:  # the default rule: loops of known length, unrolled
@@ -252,7 +192,7 @@ def dense_regular_symmetric(op, color_elements, tri, dofs, cen, near, pts, wts, 
     k2re = kr * kr - ki * ki
     k2im = 2.0 * kr * ki
     cplx = out.shape[2] == 2
-    swapped = op == 1 or op == 2
+    swapped = op == _K or op == _KP
     nq = pts.shape[1]
     m = pts.shape[0]
     for e in prange(len(color_elements)):
@@ -274,7 +214,7 @@ def dense_regular_symmetric(op, color_elements, tri, dofs, cen, near, pts, wts, 
             _regular_pairs_both(op, pa, pb, nb, pts, wts, nrm, phi, kr, ki, t, loc)
             for p in range(nb):
                 bp = pb[p]
-                if op == 3:
+                if op == _W:
                     _hypersingular_finish(a, bp, curl, curl, nrm, nrm, k2re, k2im, loc[0, :, :, p], loc[1, :, :, p])
                 for i in range(nl):
                     r = dofs[a, i]
@@ -329,7 +269,7 @@ def regular_local(op, pa, pb, pts_a, wts_a, nrm_a, phi_a, curl_a,
             b = pb[p]
             _regular_pair(op, a, b, pts_a, wts_a, nrm_a, phi_a, pts_b, wts_b, nrm_b, phi_b,
                           kr, ki, t_re, t_im, out_re[p], out_im[p])
-            if op == 3:
+            if op == _W:
                 _hypersingular_finish(a, b, curl_a, curl_b, nrm_a, nrm_b, k2re, k2im,
                                       out_re[p], out_im[p])
 
@@ -373,7 +313,7 @@ def dense_regular(op, color_elements, tri_a, tri_b, dofs_a, dofs_b, cen_a, cen_b
                 continue
             _regular_pair(op, a, b, pts_a, wts_a, nrm_a, phi_a, pts_b, wts_b, nrm_b, phi_b,
                           kr, ki, t_re, t_im, loc_re, loc_im)
-            if op == 3:
+            if op == _W:
                 _hypersingular_finish(a, b, curl_a, curl_b, nrm_a, nrm_b, k2re, k2im,
                                       loc_re, loc_im)
             for i in range(nla):
@@ -492,7 +432,7 @@ def singular_local(op, pa, pb, kind, perm_a, perm_b, offsets, ref_a, ref_b, ref_
                     if swapped:
                         sw_re[p, ia, jb] = lp[2, i, j]
                         sw_im[p, ia, jb] = lp[3, i, j]
-            if op == 3:
+            if op == _W:
                 _hypersingular_finish(a, b, curl_a, curl_b, nrm_a, nrm_b, k2re, k2im, out_re[p], out_im[p])
 
 
@@ -517,7 +457,7 @@ def regular_local_both(op, pa, pb, pts, wts, nrm, phi, curl, kr, ki, out_re, out
             _regular_pairs_both(op, la, lb, n, pts, wts, nrm, phi, kr, ki, t, loc)
             for l in range(n):
                 p = p0 + l
-                if op == 3:
+                if op == _W:
                     _hypersingular_finish(pa[p], pb[p], curl, curl, nrm, nrm, k2re, k2im,
                                           loc[0, :, :, l], loc[1, :, :, l])
                 out_re[p] = loc[0, :, :, l]

@@ -1,5 +1,5 @@
-"""CuPy RawKernel twins of kernels_cpu.py (same operator codes, kernels and local matrices),
-compiled together per source as one RawModule.
+"""CuPy RawKernel twins of kernels_cpu.py (the kernels of green.py, its CUDA header included;
+the same local matrices), compiled together per source as one RawModule.
 
 One thread per element pair. Each kernel is generated for one (operator, precision,
 rule sizes, local basis sizes, Laplace/Helmholtz) combination, so loops unroll and the
@@ -13,61 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-_SOURCE = r"""
-#define INV4PI 0.079577471545947667884441881686257181
-#if IS_DOUBLE
-typedef double T;
-#else
-typedef float T;
-#endif
-__device__ __forceinline__ double rsqrt_(double x) { return rsqrt(x); }
-__device__ __forceinline__ float rsqrt_(float x) { return rsqrtf(x); }
-__device__ __forceinline__ void sincos_(double x, double* s, double* c) { sincos(x, s, c); }
-__device__ __forceinline__ void sincos_(float x, float* s, float* c) { sincosf(x, s, c); }
-__device__ __forceinline__ double exp_(double x) { return exp(x); }
-__device__ __forceinline__ float exp_(float x) { return expf(x); }
+from .green import CUDA_GREEN, cuda_defines
 
+_SOURCE = CUDA_GREEN + r"""
 __device__ const T PHI_A[NQA * NLA] = {PHI_A_VALUES};
 __device__ const T PHI_B[NQB * NLB] = {PHI_B_VALUES};
-
-// Kernel value at x - y = (dx, dy, dz); operator codes as in kernels_cpu.py.
-// R: the arithmetic type (T for regular pairs; double for touching pairs in every precision,
-// whose thousands of Sauter-Schwab points per pair and near-coincident points need it).
-template <typename R>
-__device__ __forceinline__ void kernel_value(R dx, R dy, R dz, const R* na, const R* nb,
-                                             R kr, R ki, R& re, R& im) {
-    R r2 = dx * dx + dy * dy + dz * dz;
-    R rinv = rsqrt_(r2);
-    R g = (R)INV4PI * rinv;
-#if LAPLACE
-    R gre = g, gim = 0;
-#else
-    R r = r2 * rinv;
-#if DAMPED
-    g *= exp_(-ki * r);
-#endif
-    R s, c;
-    sincos_(kr * r, &s, &c);
-    R gre = g * c, gim = g * s;
-#endif
-#if OP == 0 || OP == 3
-    re = gre; im = gim;
-#else
-#if OP == 1
-    R proj = -(dx * nb[0] + dy * nb[1] + dz * nb[2]);  // (y - x).n_y
-#else
-    R proj = dx * na[0] + dy * na[1] + dz * na[2];  // (x - y).n_x
-#endif
-    R rinv2 = rinv * rinv;
-#if LAPLACE
-    R hre = -gre * rinv2, him = 0;
-#else
-    R fre = (-ki * r - 1) * rinv2, fim = kr * rinv;  // (ikr - 1)/r^2
-    R hre = gre * fre - gim * fim, him = gre * fim + gim * fre;
-#endif
-    re = hre * proj; im = him * proj;
-#endif
-}
 
 // W by parts: curl_i.curl_j sum S - k^2 n.n S_ij (P1: the S_ij sum to int int G).
 // ia[i], jb[j]: local basis function behind row i / column j of lre (a vertex permutation).
@@ -295,13 +245,11 @@ def _literals(values) -> str:
 
 
 class GpuIntegrator:
-    """Device copies of an EntryEvaluator's element data and its compiled kernels."""
+    """Device copies of an EntryEvaluator's element data for one regular rule, and its compiled kernels."""
 
     def __init__(self, ev, a, b):
         """ev: the EntryEvaluator; a, b: its test/trial ElementData (one regular rule).
-        Dense assembly evaluates every ordered pair: the GPU has no symmetric twin of the CPU's
-        each-unordered-pair-once path, whose swapped pairs would need scattered transposed
-        atomics (see bench/bench_dense_assembly.py)."""
+        Dense assembly evaluates every ordered pair."""
         self.cp = cp = ev.backend.xp
         self.ev = ev
         self.T = np.dtype(ev.real_dtype)
@@ -309,10 +257,8 @@ class GpuIntegrator:
         self.nla, self.nlb = a.phi.shape[1], b.phi.shape[1]
         self.npart = 1 if ev.is_real else 2
         k = ev.k
-        defines = {"IS_DOUBLE": int(self.T == np.float64), "OP": ev.op, "NQA": a.phi.shape[0],
-                   "NQB": b.phi.shape[0], "NLA": self.nla, "NLB": self.nlb,
-                   "LAPLACE": int(k == 0), "DAMPED": int(k.imag != 0), "NPART": self.npart}
-        head = "".join(f"#define {key} {val}\n" for key, val in defines.items())
+        head = cuda_defines(ev.op, k, self.T == np.float64, NQA=a.phi.shape[0], NQB=b.phi.shape[0],
+                            NLA=self.nla, NLB=self.nlb, NPART=self.npart)
         src = head + _SOURCE.replace("PHI_A_VALUES", _literals(a.phi)).replace(
             "PHI_B_VALUES", _literals(b.phi))
         self._src = src
@@ -402,3 +348,40 @@ class GpuIntegrator:
             np.int32(self.ma), np.int32(self.mb), self.dofs_a, self.dofs_b, loc,
             cp.asarray(row_pos, np.int64), cp.asarray(col_pos, np.int64), np.int64(acc.shape[1]), acc))
         return acc
+
+
+class GpuKernels:
+    """The integrator interface of integrators.py on the GPU: the regular and the near rule's
+    compiled kernels; every ordered pair of elements is evaluated."""
+
+    def __init__(self, ev):
+        self.ev = ev
+        self._regular = GpuIntegrator(ev, ev.data_a, ev.data_b)
+        self._near = GpuIntegrator(ev, ev.near_a, ev.near_b)
+
+    def on_device(self, idx):
+        return self._regular.cp.asarray(idx)
+
+    def regular(self, pa, pb, near=False):
+        return (self._near if near else self._regular).regular_local(pa, pb)
+
+    def singular(self, pa, pb, kind, perm_a, perm_b):
+        return self._regular.singular_local(pa, pb, kind, perm_a, perm_b)
+
+    def block(self, pa, pb, re, im, row_pos, col_pos, shape):
+        g = self._regular
+        return g.as_matrix(g.scatter(pa, pb, re, im, row_pos, col_pos, g.empty_matrix(shape)))
+
+    def dense_bytes(self):
+        """The accumulator becomes the matrix."""
+        n, m = self.ev.shape
+        return n * m * self._regular.npart * self._regular.T.itemsize
+
+    def dense(self):
+        ev, g = self.ev, self._regular
+        acc = g.dense_regular(ev.near_factor)
+        ident_a = np.arange(ev.test.n_dofs, dtype=np.int64)
+        ident_b = np.arange(ev.trial.n_dofs, dtype=np.int64)
+        for pa, pb, re, im in ev.special_pairs():
+            g.scatter(pa, pb, re, im, ident_a, ident_b, acc)
+        return g.as_matrix(acc)

@@ -22,12 +22,11 @@ import scipy.sparse as sp
 
 from ..backend import Backend, get_backend, real_dtype
 from ..errors import WavescatError
-from ..progress import progress, stage
+from ..progress import stage
 from . import kernels_cpu
+from .green import OPERATORS, Operator  # noqa: F401 - OPERATORS re-exported (name -> Operator)
 from .spaces import FunctionSpace, same_mesh
 
-OPERATORS = {"single_layer": kernels_cpu.V, "double_layer": kernels_cpu.K,
-             "adjoint_double_layer": kernels_cpu.KP, "hypersingular": kernels_cpu.W}
 SINGULAR_KINDS = ("coincident", "edge", "vertex")
 
 
@@ -36,8 +35,7 @@ def _resolve_backend(backend) -> Backend:
 
 
 def _check_spaces(name, trial, test):
-    if name not in OPERATORS:
-        raise WavescatError(f"operator name = {name!r}: must be one of {', '.join(OPERATORS)}")
+    Operator.named(name)
     for label, s in (("trial", trial), ("test", test)):
         if not isinstance(s, FunctionSpace):
             raise WavescatError(f"{label} = {type(s).__name__}: a wavescat.bem.spaces space is needed")
@@ -153,7 +151,7 @@ class EntryEvaluator:
     def __init__(self, name, trial, test, k, backend="cpu", precision="double", quadrature=None):
         _check_spaces(name, trial, test)
         self.name = name
-        self.op = OPERATORS[name]
+        self.op = Operator.named(name)
         self.trial, self.test = trial, test
         self.k = _wavenumber(k)
         self.backend = _resolve_backend(backend)
@@ -172,12 +170,9 @@ class EntryEvaluator:
         self.near_a = element_data(test, pts, wts)
         self.near_b = element_data(trial, pts, wts)
         self.rules = singular_rules(self.orders.singular)
-        self._gpu = self._gpu_near = None
-        if self.backend.is_gpu:
-            from .kernels_gpu import GpuIntegrator  # noqa: PLC0415 - needs CuPy
+        from .integrators import integrator  # noqa: PLC0415 - it builds on this module
 
-            self._gpu = GpuIntegrator(self, self.data_a, self.data_b)
-            self._gpu_near = GpuIntegrator(self, self.near_a, self.near_b)
+        self.kernels = integrator(self)
 
     # --- shapes -----------------------------------------------------------------------
     @property
@@ -185,66 +180,21 @@ class EntryEvaluator:
         return self.test.n_dofs, self.trial.n_dofs
 
     # --- element pairs ----------------------------------------------------------------
-    def _regular(self, pa, pb, near=False):
-        """Local matrices (re, im) with the regular (or near) triangle rule, on the backend."""
-        gpu = self._gpu_near if near else self._gpu
-        if gpu is not None:
-            return gpu.regular_local(pa, pb)
-        a, b = (self.near_a, self.near_b) if near else (self.data_a, self.data_b)
-        out_re = np.empty((len(pa), a.phi.shape[1], b.phi.shape[1]))
-        out_im = np.empty_like(out_re)
-        kernels_cpu.regular_local(self.op, pa, pb, a.pts, a.wts, a.nrm, a.phi, a.curl,
-                                  b.pts, b.wts, b.nrm, b.phi, b.curl,
-                                  self.k.real, self.k.imag, out_re, out_im)
-        return out_re, out_im
+    def classify(self, pa, pb):
+        """(rule kind, vertex permutation of a, of b) of touching pairs (quadrature.classify_pairs)."""
+        return _quadrature().classify_pairs(self.data_a.tri[pa], self.data_b.tri[pb])
 
-    def _singular(self, pa, pb, swapped=False):
-        """Local matrices (re, im) of touching pairs, on the backend. swapped (CPU, test is
-        trial): also (re, im) of the pairs (pb, pa), transposed (see kernels_cpu)."""
-        kind, perm_a, perm_b = _quadrature().classify_pairs(self.data_a.tri[pa], self.data_b.tri[pb])
-        if self._gpu is not None:
-            return self._gpu.singular_local(pa, pb, kind, perm_a, perm_b)
-        a, b = self.data_a, self.data_b
-        nla, nlb = a.phi.shape[1], b.phi.shape[1]
-        out_re = np.empty((len(pa), nla, nlb))
-        out_im = np.empty_like(out_re)
-        sw = np.empty((len(pa) if swapped else 0, nla, nlb))
-        sw_im = np.empty_like(sw)
-        r = self.rules
-        kernels_cpu.singular_local(self.op, pa, pb, kind, perm_a, perm_b,
-                                   r.offsets, r.ref_a, r.ref_b, r.weights,
-                                   a.corners, a.areas, a.nrm, a.curl, nla,
-                                   b.corners, b.areas, b.nrm, b.curl, nlb,
-                                   self.k.real, self.k.imag, out_re, out_im, sw, sw_im)
-        return (out_re, out_im, sw, sw_im) if swapped else (out_re, out_im)
+    def _singular(self, pa, pb):
+        return self.kernels.singular(pa, pb, *self.classify(pa, pb))
 
-    def _special_pairs_symmetric(self):
-        """CPU, test is trial: touching and near pairs with a <= b computed once, the pair
-        (b, a) from the same kernel evaluations (V, W: transpose; K <-> K')."""
+    def special_pairs(self):
+        """(pa, pb, re, im) of the touching pairs (singular rules) and of the near pairs (near
+        rule), every ordered pair: added to the regular pairs of the dense matrix."""
         mesh = self.test.mesh
-        swap = self.op in (kernels_cpu.K, kernels_cpu.KP)
-        out = []
-        for kind in ("touching", "near"):
-            pa, pb = touching_pairs(mesh) if kind == "touching" else near_pairs(mesh, self.near_factor)
-            keep = pa <= pb if kind == "touching" else pa < pb
-            pa, pb = pa[keep], pb[keep]
-            if kind == "touching" and swap:
-                re, im, sre, sim = self._singular(pa, pb, swapped=True)
-            elif kind == "touching":
-                re, im = self._singular(pa, pb)
-            else:
-                d = self.near_a
-                re, im = np.empty((2, len(pa)) + d.phi.shape[1:] * 2)
-                sre, sim = np.empty((2, len(pa) if swap else 0) + d.phi.shape[1:] * 2)
-                kernels_cpu.regular_local_both(self.op, pa, pb, d.pts, d.wts, d.nrm, d.phi, d.curl,
-                                               self.k.real, self.k.imag, re, im, sre, sim)
-            out.append((pa, pb, re, im))
-            off = pa != pb  # coincident pairs are their own swap
-            if swap:
-                sre, sim = sre[off].transpose(0, 2, 1), sim[off].transpose(0, 2, 1)
-            else:
-                sre, sim = re[off].transpose(0, 2, 1), im[off].transpose(0, 2, 1)
-            out.append((pb[off], pa[off], np.ascontiguousarray(sre), np.ascontiguousarray(sim)))
+        pa, pb = touching_pairs(mesh)
+        out = [(pa, pb, *self._singular(pa, pb))]
+        pa, pb = near_pairs(mesh, self.near_factor)
+        out.append((pa, pb, *self.kernels.regular(pa, pb, near=True)))
         return out
 
     def _combine(self, re, im):
@@ -265,16 +215,16 @@ class EntryEvaluator:
 
     def _pairs(self, pa, pb, regular_only=False):
         """(re, im) local matrices of element pairs on the backend."""
-        re, im = self._regular(pa, pb)
+        re, im = self.kernels.regular(pa, pb)
         if regular_only:
             return re, im
         touch, near = self.pair_kinds(pa, pb)
-        for mask, fn in ((touch, self._singular), (near, lambda x, y: self._regular(x, y, near=True))):
+        for mask, fn in ((touch, self._singular),
+                         (near, lambda x, y: self.kernels.regular(x, y, near=True))):
             if mask.any():
                 idx = np.flatnonzero(mask)
                 sre, sim = fn(pa[idx], pb[idx])
-                if self._gpu is not None:
-                    idx = self.backend.xp.asarray(idx)
+                idx = self.kernels.on_device(idx)
                 re[idx] = sre
                 im[idx] = sim
         return re, im
@@ -302,90 +252,28 @@ class EntryEvaluator:
         row_pos[rows] = np.arange(len(rows))
         col_pos = np.full(self.trial.n_dofs, -1, np.int64)
         col_pos[cols] = np.arange(len(cols))
-        if self._gpu is not None:
-            acc = self._gpu.empty_matrix((len(rows), len(cols)))
-            return self._gpu.as_matrix(self._gpu.scatter(pa, pb, re, im, row_pos, col_pos, acc))
-        out = np.zeros((len(rows), len(cols)), dtype=np.float64 if self.is_real else np.complex128)
-        loc = re if self.is_real else re + 1j * im
-        kernels_cpu.scatter_local(pa, pb, self.data_a.dofs, self.data_b.dofs, loc, row_pos, col_pos, out)
-        return out.astype(self.dtype, copy=False)
+        return self.kernels.block(pa, pb, re, im, row_pos, col_pos, (len(rows), len(cols)))
 
     @cached_property
-    def _colors(self):
+    def colors(self):
+        """Test elements in groups that share no test dof (rows of one group are race-free)."""
         color = kernels_cpu.greedy_coloring(self.test.element_dofs, self.test.n_dofs)
         order = np.argsort(color, kind="stable")
         bounds = np.searchsorted(color[order], np.arange(color.max() + 2))
         return [order[bounds[c]:bounds[c + 1]] for c in range(len(bounds) - 1)]
 
-    def _check_dense_memory(self):
-        """Refuse before allocating a matrix the device cannot hold (a clear error, not a
-        failure deep inside NumPy or CuPy)."""
-        from ..resources import check_dense_allocation  # noqa: PLC0415
-
-        n, m = self.shape
-        parts = 1 if self.is_real else 2
-        if self._gpu is not None:  # the accumulator becomes the matrix
-            need = n * m * parts * np.dtype(self._gpu.T).itemsize
-        else:  # float64 accumulator (and its transposed twin for K, K'), then the cast
-            twin = self.test is self.trial and self.op in (kernels_cpu.K, kernels_cpu.KP)
-            need = n * m * parts * 8 * (2 if twin else 1)
-            if self.dtype.itemsize != parts * 8:
-                need += n * m * self.dtype.itemsize
-        check_dense_allocation(n, m, need, self.backend, "operator")
-
     def dense(self):
         """The full matrix (n_test, n_trial) on the backend."""
-        self._check_dense_memory()
+        from ..resources import check_dense_allocation  # noqa: PLC0415
+
+        # refuse before allocating a matrix the device cannot hold (a clear error, not a
+        # failure deep inside NumPy or CuPy)
+        check_dense_allocation(*self.shape, self.kernels.dense_bytes(), self.backend, "operator")
         with stage(f"dense assembly of {self.name} ({self.shape[0]} x {self.shape[1]})"):
             return self._dense()
 
     def _dense(self):
-        a, b = self.data_a, self.data_b
-        if self._gpu is None and self.test is self.trial:
-            special = self._special_pairs_symmetric()
-        else:  # (pa, pb, re, im) of touching and near pairs, added after the regular ones
-            special = []
-            pa, pb = touching_pairs(self.test.mesh)
-            special.append((pa, pb, *self._singular(pa, pb)))
-            pa, pb = near_pairs(self.test.mesh, self.near_factor)
-            special.append((pa, pb, *self._regular(pa, pb, near=True)))
-        ident_a = np.arange(self.test.n_dofs, dtype=np.int64)
-        ident_b = np.arange(self.trial.n_dofs, dtype=np.int64)
-        if self._gpu is not None:
-            acc = self._gpu.dense_regular(self.near_factor)
-            for pa, pb, re, im in special:
-                self._gpu.scatter(pa, pb, re, im, ident_a, ident_b, acc)
-            return self._gpu.as_matrix(acc)
-        parts = 1 if self.is_real else 2
-        acc = np.zeros(self.shape + (parts,))
-        if self.test is self.trial:  # each unordered pair once: V, W symmetric, K <-> K'
-            swapped = self.op in (kernels_cpu.K, kernels_cpu.KP)
-            acc_sw = np.zeros(self.shape + (parts,)) if swapped else np.zeros((1, 1, parts))
-            bar = progress(self.test.mesh.n_triangles, f"assembly {self.name}", "elements")
-            for elements in self._colors:
-                # largest and smallest indices alternate: the b > a loops balance over threads
-                half = (len(elements) + 1) // 2
-                order = np.empty(len(elements), np.int64)
-                order[0::2], order[1::2] = elements[:half], elements[half:][::-1]
-                kernels_cpu.dense_regular_symmetric(
-                    self.op, order, a.tri, a.dofs, a.centroids, self.near_factor * a.diameters,
-                    a.pts, a.wts, a.nrm, a.phi, a.curl, self.k.real, self.k.imag, acc, acc_sw)
-                bar.update(len(elements))
-            bar.close()
-            acc += (acc_sw if swapped else acc).transpose(1, 0, 2)
-        else:
-            for elements in self._colors:
-                kernels_cpu.dense_regular(self.op, elements, a.tri, b.tri, a.dofs, b.dofs,
-                                          a.centroids, b.centroids, self.near_factor * a.diameters,
-                                          self.near_factor * b.diameters,
-                                          a.pts, a.wts, a.nrm, a.phi, a.curl,
-                                          b.pts, b.wts, b.nrm, b.phi, b.curl,
-                                          self.k.real, self.k.imag, acc)
-        out = acc[..., 0] if self.is_real else acc.view(np.complex128)[..., 0]
-        for pa, pb, re, im in special:
-            loc = re if self.is_real else re + 1j * im
-            kernels_cpu.scatter_local(pa, pb, a.dofs, b.dofs, loc, ident_a, ident_b, out)
-        return out.astype(self.dtype, copy=False)
+        return self.kernels.dense()
 
 
 def assemble(name, trial, test, k, backend="cpu", precision="double", quadrature=None):

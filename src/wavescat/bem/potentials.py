@@ -1,6 +1,6 @@
 """Layer potentials at points off the surface and their far-field operators.
 
-Conventions (docs/conventions.md), G(x, y) = exp(ik|x-y|)/(4 pi |x-y|):
+Conventions (docs/conventions.md), G(x, y) = exp(ik|x-y|)/(4 pi |x-y|) (green.py):
     SL u(x) = int G(x,y) u(y) ds_y            DL u(x) = int dG/dn_y(x,y) u(y) ds_y
     SL_inf u(xhat) = 1/(4 pi) int exp(-ik xhat.y) u(y) ds_y
     DL_inf u(xhat) = 1/(4 pi) int (-ik xhat.n_y) exp(-ik xhat.y) u(y) ds_y
@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from ..backend import Backend, get_backend
 from ..errors import WavescatError
+from .green import green_array, radial_array
 from .spaces import FunctionSpace
 
 _CHUNK_ENTRIES = 2**24  # kernel values per chunk of points
@@ -73,9 +74,8 @@ def _apply(space, points, k, order, backend, kernel):
 
 
 def _green(xp, x, y, k):
-    d = x[:, None, :] - y[None, :, :]
-    r = xp.sqrt((d * d).sum(axis=2))
-    return d, r, xp.exp(1j * k * r) / (4 * np.pi * r)
+    d = x[:, None, :] - y[None, :, :]  # x - y, the convention of green.py
+    return (d, *green_array(xp, d, k))
 
 
 def single_layer(space, points, k, order=None, backend="cpu"):
@@ -90,8 +90,7 @@ def double_layer(space, points, k, order=None, backend="cpu"):
 
     def kernel(xp, x, y, ny, kk):
         d, r, g = _green(xp, x, y, kk)
-        # dG/dn_y = G (ikr - 1)/r^2 (y - x).n_y
-        return g * (1j * kk * r - 1) / r**2 * (-(d * ny[None]).sum(axis=2))
+        return radial_array(g, r, kk) * (-(d * ny[None]).sum(axis=2))  # dG/dn_y: (y - x).n_y
 
     return _apply(space, points, k, order, backend, kernel)
 

@@ -8,17 +8,22 @@ import numpy as np
 from ..errors import ConfigError
 
 
+def positive_number(name: str, value) -> float:
+    """`value` as a finite float > 0, or an error naming `name` and the value."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} = {value!r}: must be a number") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise ConfigError(f"{name} = {value!r}: must be > 0")
+    return v
+
+
 def positive(geometry: dict, key: str, default=None, prefix: str = "geometry") -> float:
     value = geometry.get(key, default)
     if value is None:
         raise ConfigError(f"{prefix}.{key} is missing")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{prefix}.{key} = {value!r}: must be a number") from None
-    if not (v > 0 and math.isfinite(v)):
-        raise ConfigError(f"{prefix}.{key} = {value!r}: must be > 0")
-    return v
+    return positive_number(f"{prefix}.{key}", value)
 
 
 def nonnegative(geometry: dict, key: str, default, prefix: str = "geometry") -> float:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..defaults import MESH as MESH_DEFAULTS
 from ..errors import ConfigError
+from .params import positive_number
 
 # Share of the volume tolerance the geometry sizing aims at: the sag model overestimates
 # the loss (0.5-0.9 of the target came out on spheres, spheroids and the submarine).
@@ -58,32 +59,22 @@ def sag_size(sag: float, mean_curvature: float) -> float:
     return math.sqrt(8.0 * sag / mean_curvature)
 
 
-def _positive(name: str, value) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} = {value!r}: must be a number") from None
-    if not (v > 0 and math.isfinite(v)):
-        raise ConfigError(f"{name} = {value!r}: must be a finite number > 0")
-    return v
-
-
 def _frequencies(case: dict) -> list[float]:
     freqs = case.get("frequencies_hz")
     if not freqs:
         raise ConfigError(f"frequencies_hz = {freqs!r}: needs at least one frequency")
-    return [_positive(f"frequencies_hz[{i}]", f) for i, f in enumerate(freqs)]
+    return [positive_number(f"frequencies_hz[{i}]", f) for i, f in enumerate(freqs)]
 
 
 def element_size(case: dict, medium: dict) -> float:
     """h from the case's highest frequency, the medium's sound speed and `mesh` keys."""
     mesh = {**MESH_DEFAULTS, **(case.get("mesh") or {})}
     f_max = max(_frequencies(case))
-    c = _positive("medium.sound_speed", medium.get("sound_speed"))
-    epw = _positive("mesh.elements_per_wavelength", mesh["elements_per_wavelength"])
+    c = positive_number("medium.sound_speed", medium.get("sound_speed"))
+    epw = positive_number("mesh.elements_per_wavelength", mesh["elements_per_wavelength"])
     h = c / (f_max * epw)
     if mesh["max_element_size"] is not None:
-        h = min(h, _positive("mesh.max_element_size", mesh["max_element_size"]))
+        h = min(h, positive_number("mesh.max_element_size", mesh["max_element_size"]))
     return h
 
 
@@ -93,7 +84,7 @@ def mesh_options(case: dict, medium: dict, verbose: bool = False) -> MeshOptions
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ConfigError(f"mesh.curvature_refinement = {n!r}: must be an integer >= 0")
     e = mesh["max_volume_error"]
-    if e is not None and not (_positive("mesh.max_volume_error", e) < 1):
+    if e is not None and not (positive_number("mesh.max_volume_error", e) < 1):
         raise ConfigError(f"mesh.max_volume_error = {e!r}: must be < 1 (a fraction, 0.01 = 1%)")
     return MeshOptions(h=element_size(case, medium), curvature_refinement=n, verbose=verbose,
                        volume_error=None if e is None else float(e))
@@ -127,9 +118,9 @@ def sizing_frequencies(case: dict, medium: dict) -> list[float]:
     freqs = _frequencies(case)
     if mesh["max_element_size"] is None:
         return freqs
-    cap = _positive("medium.sound_speed", medium.get("sound_speed")) / (
-        _positive("mesh.elements_per_wavelength", mesh["elements_per_wavelength"])
-        * _positive("mesh.max_element_size", mesh["max_element_size"]))
+    cap = positive_number("medium.sound_speed", medium.get("sound_speed")) / (
+        positive_number("mesh.elements_per_wavelength", mesh["elements_per_wavelength"])
+        * positive_number("mesh.max_element_size", mesh["max_element_size"]))
     return [max(f, cap) for f in freqs]
 
 

@@ -8,7 +8,7 @@ from wavescat.bem.hmatrix.kernels import OPERATORS, PairKernel
 
 
 @pytest.mark.parametrize("precision", ["double", "single"])
-@pytest.mark.parametrize("k", [0.0, 5.0])
+@pytest.mark.parametrize("k", [0.0, 5.0, 5.0 + 0.5j])
 @pytest.mark.parametrize("name", list(OPERATORS))
 def test_pair_kernel_matches_cpu_twin(emulated_gpu, p1_cloud, name, k, precision):
     """hm_pairs (the H-matrix's entries) against the Numba kernel, as hmatrix/test_gpu.py."""

@@ -9,6 +9,7 @@ of the permuted order; the tree is built level by level with array operations on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba as nb
 import numpy as np
@@ -29,16 +30,12 @@ class ClusterTree:
     first_child: list  # per level but the last: index of the first child at level + 1
     n_children: list  # 2 when split, 1 when a leaf carried to the next level
 
-    @property
-    def n(self) -> int:
-        return len(self.perm)
+    n = property(lambda self: len(self.perm), doc="number of dofs")
+    depth = property(lambda self: len(self.starts), doc="number of levels")
 
-    @property
-    def depth(self) -> int:
-        return len(self.starts)
-
-    @property
+    @cached_property
     def iperm(self) -> np.ndarray:
+        """Original dof -> tree position."""
         inv = np.empty_like(self.perm)
         inv[self.perm] = np.arange(len(self.perm))
         return inv

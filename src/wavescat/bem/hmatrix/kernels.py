@@ -23,6 +23,12 @@ from ..green import CUDA_GREEN, OPERATORS, Operator, cuda_defines, kernel  # noq
 _W = int(Operator.hypersingular)
 
 
+@nb.njit(cache=True, inline="always")
+def _padded(op, curl, i, a):
+    """A padded slot: zero weight and, for W (whose curls carry their own weights), zero curl."""
+    return op != _W or (curl[i, a, 0] == 0.0 and curl[i, a, 1] == 0.0 and curl[i, a, 2] == 0.0)
+
+
 @nb.njit(parallel=True, cache=True, fastmath=False)
 def _pairs_cpu(op, kr, ki, ti, sj, tpos, tnrm, tw, tcurl, spos, snrm, sw, scurl, out_re, out_im):
     npairs = ti.shape[0]
@@ -38,9 +44,13 @@ def _pairs_cpu(op, kr, ki, ti, sj, tpos, tnrm, tw, tcurl, spos, snrm, sw, scurl,
         acc_im = 0.0
         for a in range(qt):
             wa = tw[i, a]
+            if wa == 0.0 and _padded(op, tcurl, i, a):
+                continue  # clouds are padded to the largest valence: skip the empty slots
             xa0, xa1, xa2 = tpos[i, a, 0], tpos[i, a, 1], tpos[i, a, 2]
             na0, na1, na2 = tnrm[i, a, 0], tnrm[i, a, 1], tnrm[i, a, 2]
             for b in range(qs):
+                if sw[j, b] == 0.0 and _padded(op, scurl, j, b):
+                    continue
                 d0 = xa0 - spos[j, b, 0]
                 d1 = xa1 - spos[j, b, 1]
                 d2 = xa2 - spos[j, b, 2]
@@ -65,6 +75,11 @@ def _pairs_cpu(op, kr, ki, ti, sj, tpos, tnrm, tw, tcurl, spos, snrm, sw, scurl,
 
 
 _CUDA_SRC = CUDA_GREEN + r"""
+template <typename T> __device__ __forceinline__ bool padded(const T* c)
+{   // a zero-weight slot is padding, except for W, whose curls carry their own weights
+    return OP != 3 || (c[0] == (T)0 && c[1] == (T)0 && c[2] == (T)0);
+}
+
 extern "C" __global__ void hm_pairs(const long long npairs, const int* __restrict__ ti,
     const int* __restrict__ sj,
     const T* __restrict__ tpos, const T* __restrict__ tnrm, const T* __restrict__ tw,
@@ -79,11 +94,12 @@ extern "C" __global__ void hm_pairs(const long long npairs, const int* __restric
     for (int a = 0; a < qt; ++a) {
         const long long ia = i * qt + a;
         const T wa = tw[ia];
-        if (OP != 3 && wa == (T)0) continue;
+        if (wa == (T)0 && padded(tcurl + 3*ia)) continue;  // padding to the largest valence
         const T xa0 = tpos[3*ia], xa1 = tpos[3*ia+1], xa2 = tpos[3*ia+2];
         const T na[3] = {tnrm[3*ia], tnrm[3*ia+1], tnrm[3*ia+2]};
         for (int b = 0; b < qs; ++b) {
             const long long jb = j * qs + b;
+            if (sw[jb] == (T)0 && padded(scurl + 3*jb)) continue;
             const T d0 = xa0 - spos[3*jb], d1 = xa1 - spos[3*jb+1], d2 = xa2 - spos[3*jb+2];
             if (d0*d0 + d1*d1 + d2*d2 == (T)0) continue;
             T gre, gim;

@@ -194,6 +194,8 @@ BOUND = [
      "cases.sphere_ka5.mesh.max_volume_error = 0: must be > 0"),
     (_set(["cases", "sphere_ka5", "mesh", "max_volume_error"], 1),
      "cases.sphere_ka5.mesh.max_volume_error = 1: must be < 1"),
+    (_set(["cases", "sphere_ka5", "mesh", "match_volume"], "yes"),
+     "cases.sphere_ka5.mesh.match_volume = 'yes': must be one of auto"),
     (_set(["cases", "sphere_ka5", "mesh", "band_ratio"], 0.9),
      "cases.sphere_ka5.mesh.band_ratio = 0.9: must be >= 1"),
     (_set(["limits"], {"host_memory_gb": 0}), "limits.host_memory_gb = 0: must be > 0"),

@@ -96,11 +96,13 @@ def solve_mesh(wildcards):
 
 
 def band_case_json(wildcards):
-    """What a band's mesh depends on: geometry, mesh keys and the band's frequencies."""
+    """What a band's mesh depends on: geometry, mesh keys, the band's frequencies and the
+    boundary kind (`mesh.match_volume: auto` matches fluid bodies' volume)."""
     band = mesh_bands(wildcards.case)[int(getattr(wildcards, "band", 0))]
     case = band_case(CASES[wildcards.case], band)
-    return json.dumps({k: case[k] for k in ("geometry", "frequencies_hz", "mesh")},
-                      sort_keys=True, separators=(",", ":"))
+    keep = {k: case[k] for k in ("geometry", "frequencies_hz", "mesh")}
+    keep["boundary"] = {"kind": (case.get("boundary") or {}).get("kind", "rigid")}
+    return json.dumps(keep, sort_keys=True, separators=(",", ":"))
 
 
 def frequency_case(wildcards):

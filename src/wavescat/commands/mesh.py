@@ -39,7 +39,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("mesh", help="mesh a case's geometry and write mesh statistics",
                               description=__doc__)
     p.add_argument("--case", required=True,
-                   help="the validated case as JSON (geometry, frequencies_hz, mesh)")
+                   help="the validated case as JSON (geometry, frequencies_hz, mesh, boundary)")
     p.add_argument("--medium", required=True, help='medium as JSON, e.g. {"sound_speed": 1500}')
     p.add_argument("--mesh", required=True, help="output surface mesh (gmsh 2.2 ASCII .msh)")
     p.add_argument("--stats", required=True, help="output mesh statistics (.json)")

@@ -12,6 +12,7 @@ from .checks import check_surface
 from .resolution import resolution_warnings
 from .sizing import MESH_DEFAULTS, mesh_options
 from .statistics import mesh_statistics
+from .volume import match_volume
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +45,23 @@ def _volume_retry(mesh: SurfaceMesh, options) -> float | None:
     return min(max(math.sqrt(0.85 * tol / max(err, 1e-12)), 0.5), 1.6)
 
 
+def matches_volume(case: dict) -> bool:
+    """`mesh.match_volume` resolved: `auto` is on for fluid bodies only, whose answers follow
+    the volume; the others keep the inscribed mesh (their results stay as they were)."""
+    value = {**MESH_DEFAULTS, **(case.get("mesh") or {})}["match_volume"]
+    if value == "auto":
+        return (case.get("boundary") or {}).get("kind") == "fluid"
+    if isinstance(value, bool):
+        return value
+    raise ConfigError(f"mesh.match_volume = {value!r}: must be auto, true or false")
+
+
 def mesh_case(case: dict, medium: dict, verbose: bool = False) -> tuple[SurfaceMesh, dict]:
     """Mesh `case["geometry"]` at h = c / (f_max * elements_per_wavelength) (capped by
     `mesh.max_element_size`), finer where the body's curvature needs it (geometry sizing,
-    `mesh.max_volume_error`), run the checks, and return (mesh, statistics); the statistics'
-    `warnings` say where the mesh is coarse against the body."""
+    `mesh.max_volume_error`), run the checks, offset it to the body's exact volume where
+    `mesh.match_volume` says so, and return (mesh, statistics); the statistics' `warnings` say
+    where the mesh is coarse against the body."""
     geometry = case.get("geometry") or {}
     kind = geometry.get("kind")
     builders = _builders()
@@ -67,6 +80,14 @@ def mesh_case(case: dict, medium: dict, verbose: bool = False) -> tuple[SurfaceM
     seconds = time.perf_counter() - start
     source = f"{kind} mesh" if kind != "file" else str(geometry["path"])
     mesh = check_surface(mesh, source=source)
+    offset = None
+    exact = mesh.meta.get("exact_volume")
+    if matches_volume(case) and exact:
+        before = _volume_error(mesh)
+        mesh, offset = match_volume(mesh, exact)
+        log.info("%s: meshed volume %.3f%% off the body's; vertices offset %.4g m along their "
+                 "normals (mesh.match_volume), now %.2g%% off", source, 100 * before, offset,
+                 100 * _volume_error(mesh))
     warnings = resolution_warnings(mesh, geometry, source, options.volume_error)
     for w in warnings:
         log.warning(w)
@@ -77,7 +98,7 @@ def mesh_case(case: dict, medium: dict, verbose: bool = False) -> tuple[SurfaceM
                  "elements_per_wavelength", MESH_DEFAULTS["elements_per_wavelength"])),
              "curvature_refinement": options.curvature_refinement,
              "max_volume_error": options.volume_error,
-             "exact_volume": mesh.meta.get("exact_volume"), "warnings": warnings}
+             "exact_volume": exact, "volume_offset": offset, "warnings": warnings}
     if not stats["h_applied"] and stats["edge_length_max"] > 1.5 * options.h:
         msg = (f"{geometry['path']}: the stored mesh is used as it is; its longest edge "
                f"{stats['edge_length_max']:.4g} m exceeds 1.5 h = {1.5 * options.h:.4g} m (fewer "

@@ -6,6 +6,8 @@ local radius of curvature 1 / k_max (the tips of slender spheroids), both as gms
 """
 from __future__ import annotations
 
+import math
+
 from ..surface import SurfaceMesh
 from .gmsh_model import gmsh_session, mesh_occ_model, size_field
 from .params import center, vector3
@@ -47,4 +49,8 @@ def spheroid(geometry: dict, options: MeshOptions) -> SurfaceMesh:
         occ = gmsh.model.occ
         ball = occ.addSphere(*x0, 1.0)
         occ.dilate([(3, ball)], *x0, a, b, c)
-        return mesh_occ_model(gmsh, options, "spheroid", sizes)
+        mesh = mesh_occ_model(gmsh, options, "spheroid", sizes)
+    # OpenCASCADE integrates the dilated sphere's spline 0.04% off; the vertices lie on the
+    # ellipsoid itself, whose volume is known.
+    mesh.meta["exact_volume"] = 4.0 / 3.0 * math.pi * a * b * c
+    return mesh

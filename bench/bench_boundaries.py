@@ -18,7 +18,7 @@ A sphere's mesh is made once per ka and shared by the conditions (its time is re
 each row). A condition this build does not implement is skipped with a line saying so.
 
 On a machine without gmsh or meshio (the GPU machine), `--meshes DIR` reads each ka's mesh
-from DIR/sphere_ka<ka>_epw<epw>.npz (vertices, triangles), which the same command writes
+from DIR/sphere_ka<ka>_epw<epw>[_matched].npz (vertices, triangles; _matched: fluid bodies), which the same command writes
 where gmsh is installed: mesh here, carry DIR, solve there on the same meshes (mesh time 0).
 """
 from __future__ import annotations
@@ -101,8 +101,8 @@ def workflow_mesh(config: dict, folder: Path, stored: Path | None) -> tuple[Surf
     case = config["cases"]["sphere"]
     t0 = time.perf_counter()
     try:
-        mesh, _ = mesh_case({k: case[k] for k in ("geometry", "frequencies_hz", "mesh")},
-                            config["medium"])
+        mesh, _ = mesh_case({k: case[k] for k in ("geometry", "frequencies_hz", "mesh",
+                                                  "boundary")}, config["medium"])
     except ImportError as exc:
         raise SystemExit(f"no gmsh here ({exc}) and no stored mesh {stored}: run this command "
                          "with --meshes DIR where gmsh is installed first, then carry DIR") from None
@@ -172,13 +172,16 @@ def main(argv=None):
     print(HEADER, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for ka in args.ka:
-            mesh = None
+            meshes = {}  # the mesh rule offsets fluid bodies' meshes to the exact volume
             for name in names:
                 config = sphere_config(ka, CONDITIONS[name], args)
-                if mesh is None:
-                    stored = (Path(args.meshes) / f"sphere_ka{ka:g}_epw{args.epw:g}.npz"
+                matched = CONDITIONS[name]["kind"] == "fluid"
+                if matched not in meshes:
+                    tag = "_matched" if matched else ""
+                    stored = (Path(args.meshes) / f"sphere_ka{ka:g}_epw{args.epw:g}{tag}.npz"
                               if args.meshes else None)
-                    mesh, mesh_s = workflow_mesh(config, Path(tmp), stored)
+                    meshes[matched] = workflow_mesh(config, Path(tmp), stored)
+                mesh, mesh_s = meshes[matched]
                 rigid_s = next((r["solve_total_s"] for r in rows
                                 if r["ka"] == ka and r["condition"] == "rigid"), None)
                 rows.append(run(ka, name, mesh, mesh_s, config, rigid_s))

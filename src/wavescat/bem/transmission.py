@@ -47,7 +47,7 @@ class MullerTransmission(StrongForm):
         self.scale = 2.0 / (1.0 + self.g)
 
     def _apply(self, name, x):
-        return self._host(self.ops[name], x)
+        return self._applied_on_host(self.ops[name], x)
 
     def _difference(self, name, x):
         return self._apply(f"{name}0", x) - self._apply(f"{name}1", x)

@@ -186,7 +186,8 @@ def test_gpu_out_of_memory_in_dense_assembly_names_operator_and_size(monkeypatch
 @pytest.mark.parametrize("geometry, frequency, low", [
     ({"kind": "sphere", "radius": 1.0}, 477.46, 0.85),  # sphere_ka2 of verify_dg
     # the sag model only: the tips' extra refinement (16 elements per turn) is not counted
-    ({"kind": "spheroid", "semi_axes": [0.75, 0.3, 0.2]}, 600.0, 0.6),
+    # (856 of 1599 since the spheroid is checked against its exact volume: no coarser retry)
+    ({"kind": "spheroid", "semi_axes": [0.75, 0.3, 0.2]}, 600.0, 0.5),
 ])
 def test_unknowns_estimate_follows_the_geometry_sizing(geometry, frequency, low):
     """At low frequency the geometry sizes the mesh, not the wavelength: the estimate that the

@@ -262,16 +262,19 @@ def test_solve_frequency_on_each_backend(backend, operator_format):
 
 def test_solve_on_the_gpu_matches_the_cpu(gpu_backend):
     """Dense CUDA assembly at both wavenumbers, GMRES and far field on the device: the CPU's
-    answer and iteration counts."""
-    mesh = icosphere(0)
-    cpu = solve_frequency(_case(GAS), MEDIUM, mesh, _freq(1.0))
-    gpu = solve_frequency(_case(GAS, solver={"operator_format": "dense", "backend": "gpu"}),
+    answer and iteration counts. The CPU takes each unordered touching pair once, which moves
+    those entries by the singular quadrature's error (it grows with k1 h: on the icosahedron
+    at k1 = 4.5 the gas body's GMRES takes 8 steps on the GPU, 9 on the CPU); at k1 h below
+    one the answers agree to a few 1e-8."""
+    mesh = icosphere(1)
+    cpu = solve_frequency(_case(FLESH), MEDIUM, mesh, _freq(1.0))
+    gpu = solve_frequency(_case(FLESH, solver={"operator_format": "dense", "backend": "gpu"}),
                           MEDIUM, mesh, _freq(1.0))
     assert gpu.backend["backend"] == "gpu"
     assert np.array_equal(gpu.iterations, cpu.iterations)
     for got, want in ((gpu.surface_pressure, cpu.surface_pressure),
                       (gpu.far_field, cpu.far_field)):
-        assert np.linalg.norm(got - want) < 1e-6 * np.linalg.norm(want)
+        assert np.linalg.norm(got - want) < 2e-7 * np.linalg.norm(want)
 
 
 def test_operator_specs_and_memory_estimate():

@@ -151,6 +151,7 @@ def main(argv=None):
     p.add_argument("--backend", default="cpu")
     p.add_argument("--format", default="auto", choices=["auto", "dense", "hmatrix"])
     p.add_argument("--json", default="", help="also write the rows to this file")
+    p.add_argument("--mesh", default="", help="a stored mesh (.msh) in place of meshing")
     args = p.parse_args(argv)
     geometry = {"kind": "sphere", "radius": 1.0} if args.geometry == "sphere" else {"kind": "submarine"}
     cfg = prepare_config({"medium": {"sound_speed": C}, "run": ["c"], "cases": {"c": {
@@ -159,7 +160,11 @@ def main(argv=None):
         "solver": {"operator_format": args.format, "backend": args.backend}}}})
     case, medium = solve_case(cfg, "c"), cfg["medium"]
     t0 = time.perf_counter()
-    mesh, _stats = mesh_case(cfg["cases"]["c"], medium)
+    if args.mesh:  # a stored mesh of the workflow's (machines without gmsh)
+        from wavescat.surface import SurfaceMesh  # noqa: PLC0415
+        mesh = SurfaceMesh.from_file(args.mesh)
+    else:
+        mesh, _stats = mesh_case(cfg["cases"]["c"], medium)
     t_mesh = time.perf_counter() - t0
     settings = driver.solver_settings(case["solver"])
     be = get_backend(settings["backend"])

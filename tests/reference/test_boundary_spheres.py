@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from wavescat.errors import ConfigError
+from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference import impedance_sphere as imp
 from wavescat.reference import pressure_release_sphere as soft
 from wavescat.reference import rigid_sphere as rs
@@ -119,7 +120,9 @@ def test_impedance_boundary_condition(ka, beta):
     assert np.allclose(p0, surface, rtol=0, atol=1e-11 * max(1.0, ka))
 
 
-@pytest.mark.parametrize("module, params", [(soft, {}), (imp, {"admittance": 0.6 + 0.9j})])
+@pytest.mark.parametrize("module, params", [
+    (soft, {}), (imp, {"admittance": 0.6 + 0.9j}),
+    (fluid, {"density_ratio": 1.5, "sound_speed_ratio": 1.2})])
 def test_near_field_tends_to_far_field(module, params):
     k, a, d, c = 3.0, 1.0, [0.0, 0.0, 1.0], np.array([0.5, -0.3, 0.2])
     xhat = angle_directions([0.2, 0.1, 1.0], np.linspace(0, np.pi, 7))

@@ -1,6 +1,6 @@
 """The fluid sphere series against physics it must obey: optical theorem, the rigid and
 pressure-release limits, the transmission conditions on the surface (from the exterior and
-interior series), the Wronskian trace formulas, near -> far field, the gas bubble's Minnaert
+interior series), the Wronskian trace formulas, the gas bubble's Minnaert
 resonance, and the contrasts of a `boundary` block."""
 import importlib.util
 from pathlib import Path
@@ -88,15 +88,6 @@ def test_transmission_conditions_on_the_surface(ka, params):
     assert np.allclose(p_out, surface, rtol=0, atol=1e-10 * scale * max(1.0, ka))
     normal = fluid.surface_normal_derivative(k, a, d, c + 3.0 * n, center=c, **params)
     assert np.max(np.abs(dp_out - normal)) < 1e-6 * scale * max(k, k_in) ** 3 * a**2
-
-
-def test_near_field_tends_to_far_field():
-    k, a, d, c = 3.0, 1.0, [0.0, 0.0, 1.0], np.array([0.5, -0.3, 0.2])
-    xhat = angle_directions([0.2, 0.1, 1.0], np.linspace(0, np.pi, 7))
-    f = fluid.far_field(k, a, d, xhat, center=c, **FLESH)
-    r = 1e4
-    p = fluid.scattered_field(k, a, d, r * xhat, center=c, **FLESH)
-    assert np.max(np.abs(r * np.exp(-1j * k * r) * p - f)) < 1e-3 * np.max(np.abs(f))
 
 
 def test_gas_bubble_minnaert_resonance():

@@ -156,9 +156,13 @@ A = np.array([1.0, 0.3, -0.2]) / np.linalg.norm([1.0, 0.3, -0.2])
 B = np.array([-0.2, 0.9, 0.4]) / np.linalg.norm([-0.2, 0.9, 0.4])
 
 
-@pytest.mark.parametrize("boundary", [SOFT, IMPEDANCE], ids=["pressure_release", "impedance"])
+@pytest.mark.parametrize("boundary", [
+    SOFT, IMPEDANCE, {"kind": "fluid", "density_ratio": 0.0012, "sound_speed_ratio": 0.22},
+    {"kind": "fluid", "density_ratio": 1.5, "sound_speed_ratio": 1.2}],
+    ids=["pressure_release", "impedance", "fluid_gas", "fluid_flesh"])
 def test_reciprocity_on_off_centre_spheroid(boundary):
-    """F(-a; b) = F(-b; a) for any body whose condition is reciprocal (both are)."""
+    """F(-a; b) = F(-b; a) for any body whose condition is reciprocal (all these are; the
+    transmission problem too)."""
     m = icosphere(2)
     mesh = SurfaceMesh(m.vertices * np.array([1.0, 0.6, 0.45]) + np.array([0.3, -0.2, 0.15]),
                        m.triangles)

@@ -229,11 +229,9 @@ def test_dg_against_bem_plot_names_probes_and_units(tmp_path, monkeypatch):
     import csv
 
     from wavescat.cli import main
-    from wavescat.commands import dg
-
     seen = []
-    save = dg._save_figure
-    monkeypatch.setattr(dg, "_save_figure", lambda fig, path: (seen.append(fig), save(fig, path)))
+    save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path: (seen.append(fig), save(fig, path)))
     probes = np.array([[0, 0, -1.6], [1.2, 0, 1.2], [0, 1.5, 0.5]])
     p = rigid_sphere.scattered_field(2.0, 1.0, [0, 0, 1], probes)
     for name, values in (("dg", 1.02 * p), ("bem", p)):

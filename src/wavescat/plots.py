@@ -8,7 +8,8 @@ Monostatic plots: the angle is the aspect, the direction of the sonar seen from 
 wave travels along d = -xhat(aspect) and the echo is received at -d = xhat(aspect).
 
 The plotting functions take arrays (TS per frequency and angle), `case_plots` takes the
-solution dicts of `solve.records.read_solution` and writes every plot of one case.
+solution dicts of `solve.records.read_solution` and writes every plot of one case. The
+time-domain checks' plots (convergence studies, DG against BEM at probes) are at the end.
 """
 from __future__ import annotations
 
@@ -181,10 +182,16 @@ def _footnote(fig, text: str, width: int = 110) -> None:
 
 
 def _save(fig, path) -> Path:
+    """Write the figure atomically (a stopped run leaves no half-written plot), close it."""
+    from .files import atomic_path  # noqa: PLC0415
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130, bbox_inches="tight", pad_inches=0.15)
-    _pyplot().close(fig)
+    try:
+        with atomic_path(path) as tmp:  # the format comes from the final name's suffix
+            fig.savefig(tmp, dpi=130, bbox_inches="tight", pad_inches=0.15,
+                        format=path.suffix.lstrip(".").lower() or "png")
+    finally:
+        _pyplot().close(fig)
     return path
 
 
@@ -497,3 +504,46 @@ def case_plots(solutions, folder, name: str = "", reference=None, description: s
         out += ts_plots(_axis_of(first, j), freqs, np.array([s[j] for s in series]), exact, title,
                         path_of)
     return out
+
+
+def convergence(path, series: dict, xlabel: str, ylabel: str, title: str) -> Path:
+    """Log-log error against h, one panel per entry of `series` = {panel title: [(label,
+    h, error, slope)]}: each curve solid with its expected slope dotted through its finest
+    point (the time-domain verifiers' studies)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(series), figsize=(5.5 * len(series), 4.5), squeeze=False)
+    for ax, (name, curves) in zip(axes[0], series.items()):
+        for label, h, e, slope in curves:
+            h, e = np.asarray(h, float), np.asarray(e, float)
+            line, = ax.loglog(h, e, "o-", label=label)
+            ax.loglog(h, e[-1] * (h / h[-1]) ** slope, ":", color=line.get_color(), lw=1,
+                      label=f"slope {slope}")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(name, fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def probe_comparison(path, points, p_dg, p_bem, err: float) -> Path:
+    """Real and imaginary scattered pressure at each probe: DG (time domain) against BEM."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    i = np.arange(len(p_dg))
+    for f, name in ((np.real, "Re"), (np.imag, "Im")):
+        line, = ax.plot(i, f(p_bem), "x", ms=8, label=f"{name} p, BEM (frequency domain)")
+        ax.plot(i, f(p_dg), "o", color=line.get_color(), mfc="none", ms=8,
+                label=f"{name} p, DG (time domain, DFT)")
+    ax.set_xticks(i, [f"{k}\n({x:.3g}, {y:.3g}, {z:.3g})" for k, (x, y, z) in enumerate(points)],
+                  fontsize=7.5)
+    ax.set_xlabel("probe number (x, y, z in m)")
+    ax.set_ylabel("scattered pressure\n(per unit incident amplitude)")
+    ax.axhline(0.0, color="k", lw=0.6)
+    ax.set_title(f"Scattered pressure at the probes: DG time domain against BEM\n"
+                 f"relative L2 difference {err:.3f}", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)

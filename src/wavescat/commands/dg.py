@@ -114,34 +114,16 @@ def verify_dg(args) -> int:
     return 0
 
 
-def _save_figure(fig, path) -> None:
-    from ..files import atomic_path
-
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-
-
 def _plot_convergence(rows, path, t_final: float) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..plots import convergence
 
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+    curves = []
     for order in sorted({r.order for r in rows}):
         sel = [r for r in rows if r.order == order]
-        h = np.array([r.h for r in sel])
-        e = np.array([r.error_l2 for r in sel])
-        line, = ax.loglog(h, e, "o-", label=f"N = {order}")
-        ax.loglog(h, e[-1] * (h / h[-1]) ** (order + 1), ":", color=line.get_color(), lw=1)
-    ax.set_xlabel("element size h (longest edge; unit box)")
-    ax.set_ylabel(f"L2 error of the pressure at t = {t_final:g}")
-    ax.set_title("Nodal DG convergence, rigid-box standing mode\n"
-                 "solid: computed, dotted: slope N + 1 (optimal order)", fontsize=10)
-    ax.legend(title="order N", fontsize=8, title_fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    _save_figure(fig, path)
-    plt.close(fig)
+        curves.append((f"N = {order}", [r.h for r in sel], [r.error_l2 for r in sel], order + 1))
+    convergence(path, {"rigid-box standing mode, dotted: slope N + 1 (optimal order)": curves},
+                "element size h (longest edge; unit box)",
+                f"L2 error of the pressure at t = {t_final:g}", "Nodal DG convergence")
 
 
 def _load_mesh(path):
@@ -288,27 +270,9 @@ def dg_vs_bem(args) -> int:
             run = json.load(fh)
         tolerance = run.get("tolerance")
     if args.plot:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from ..plots import probe_comparison
 
-        fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-        i = np.arange(len(p_dg))
-        for f, name in ((np.real, "Re"), (np.imag, "Im")):
-            line, = ax.plot(i, f(p_bem), "x", ms=8, label=f"{name} p, BEM (frequency domain)")
-            ax.plot(i, f(p_dg), "o", color=line.get_color(), mfc="none", ms=8,
-                    label=f"{name} p, DG (time domain, DFT)")
-        ax.set_xticks(i, [f"{k}\n({x:.3g}, {y:.3g}, {z:.3g})" for k, (x, y, z) in enumerate(dg[:, :3])],
-                      fontsize=7.5)
-        ax.set_xlabel("probe number (x, y, z in m)")
-        ax.set_ylabel("scattered pressure\n(per unit incident amplitude)")
-        ax.axhline(0.0, color="k", lw=0.6)
-        ax.set_title(f"Scattered pressure at the probes: DG time domain against BEM\n"
-                     f"relative L2 difference {err:.3f}", fontsize=10)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-        ax.grid(alpha=0.3)
-        _save_figure(fig, args.plot)
-        plt.close(fig)
+        probe_comparison(args.plot, dg[:, :3], p_dg, p_bem, err)
     if tolerance is not None:
         require([] if err <= tolerance else
                 [f"relative L2 difference {err:.4f} at {len(p_dg)} probes exceeds {tolerance:g} "

@@ -44,32 +44,16 @@ def write_table(path: Path, rows) -> None:
 
 
 def plot_study(path: Path, tables: dict, title: str) -> None:
-    import matplotlib
+    from ..plots import convergence
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(tables), figsize=(5.5 * len(tables), 4.5), squeeze=False)
-    for ax, (name, rows) in zip(axes[0], tables.items()):
-        for i, m in enumerate(sorted({r["m"] for r in rows})):
-            rs = [r for r in rows if r["m"] == m]
-            h = [r["h"] for r in rs]
-            e = [r["error_max"] for r in rs]
-            line, = ax.loglog(h, e, "o-", label=f"m = {m} (q = {rs[0]['q']})")
-            ref = [e[0] * (x / h[0]) ** (2 * m + 1) for x in h]
-            ax.loglog(h, ref, "--", color=line.get_color(), alpha=0.6, label=f"slope {2 * m + 1}")
-        ax.set_xlabel("grid spacing h (largest axis)")
-        ax.set_ylabel("max relative error after one period")
-        ax.set_title(name)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png")
-    finally:
-        plt.close(fig)
+    series = {}
+    for name, rows in tables.items():
+        series[name] = [(f"m = {m} (q = {rs[0]['q']})", [r["h"] for r in rs],
+                         [r["error_max"] for r in rs], 2 * m + 1)
+                        for m in sorted({r["m"] for r in rows})
+                        for rs in [[r for r in rows if r["m"] == m]]]
+    convergence(path, series, "grid spacing h (largest axis)",
+                "max relative error after one period", title)
 
 
 def run(args) -> int:

@@ -155,9 +155,10 @@ def test_gas_bubble_through_its_minnaert_resonance(resonance_sphere, ratio):
 
 def test_gas_spheroid_converges_with_the_default_solver_settings():
     """A gas-filled 3.5:1 prolate spheroid (162 vertices, k = 2 / minor semi-axis, k1 = 9.1):
-    each surface mode the interior wave resolves is a weakly damped interior resonance, an
-    eigenvalue of the Müller system far from 1 (115 of the 324 lie over 0.5 away), and GMRES
-    needs about a step for each. The default keeps the whole Krylov basis: 49 steps measured.
+    every surface mode that varies more slowly than the interior wave gives the Müller system
+    an eigenvalue far from 1 (115 of the 324 lie over 0.5 away; near 0 close to the gas's
+    weakly damped interior resonances), and GMRES needs up to a step for each one the incident
+    wave excites. The default keeps the whole Krylov basis: 49 steps measured.
     Restarted after fewer steps than that it slows down, and by far (restart 10: residual
     2.4e-3 after 100 steps, 488 steps in all; restart 20: 167); the gas spheroid of
     config/examples/boundaries.yaml, 276 steps with the default, stagnated at 4e-5 restarted

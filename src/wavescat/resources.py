@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from .defaults import GMRES
 from .geometry.sizing import MESH_DEFAULTS, element_size
 from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 
@@ -203,7 +204,7 @@ def case_estimates(case: dict, medium: dict, gpu: bool) -> dict:
     fmt = solver["operator_format"]
     if fmt == "auto":
         fmt = "hmatrix" if n >= solver["hmatrix"]["dense_below"] else "dense"
-    gm = solver.get("gmres", {})
+    gm = {**GMRES, **solver.get("gmres", {})}
     from .bem.formulations import formulation_for  # noqa: PLC0415
 
     form = formulation_for(case.get("boundary"), medium=medium)
@@ -213,8 +214,8 @@ def case_estimates(case: dict, medium: dict, gpu: bool) -> dict:
 
     # the least the solve needs: one direction's basis (the driver widens batches to the
     # memory it finds free)
-    krylov = 16 * unknowns * (min(gm.get("restart", 100), gm.get("maxiter", 500),
-                                  KRYLOV_MIN_VECTORS) + 1 + WORK_VECTORS)
+    krylov = 16 * unknowns * (min(gm["restart"], gm["maxiter"], KRYLOV_MIN_VECTORS) + 1
+                              + WORK_VECTORS)
     if fmt == "dense":
         operators = dense_assembly_bytes(n, solver["precision"], gpu, count)
     else:

@@ -46,6 +46,41 @@ def test_non_convergence_reports_residual():
         gmres(lambda v: shift @ v, b, tol=1e-6, restart=5, maxiter=10)
 
 
+def test_default_settings_keep_the_whole_basis():
+    """The cyclic shift of 150 unknowns: GMRES makes no progress until step 150, so it only
+    converges without restarts (the defaults: restart = maxiter) and stalls at residual 1
+    restarted every 100 steps."""
+    n = 150
+    shift = np.roll(np.eye(n), 1, axis=0)
+    b = np.zeros(n)
+    b[0] = 1.0
+    res = gmres(lambda v: shift @ v, b)
+    assert res.iterations[0] == n and np.allclose(res.x, np.eye(n)[n - 1])
+    with pytest.raises(SolverError, match=r"maxiter = 300.*relative residual 1\.000e\+00"):
+        gmres(lambda v: shift @ v, b, restart=100, maxiter=300)
+
+
+def test_a_column_that_stops_early_takes_nothing_from_unfilled_basis_slots():
+    """A right-hand side that is an eigenvector stops after one step while the others run
+    on: the basis slots it leaves unfilled are weighted by 0, so whatever memory they came
+    from (here uninitialised memory holding NaN) must not reach its solution."""
+    a, b = _system(r=3)
+    b[:, 1] = np.linalg.eig(a)[1][:, 0]
+
+    class NanEmpty:
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def empty(shape, dtype=float):
+            return np.full(shape, np.nan, dtype)
+
+    res = gmres(lambda v: a @ v, b, xp=NanEmpty(), tol=1e-10, restart=50, maxiter=300)
+    assert res.iterations[1] == 1 and res.iterations.max() > 5
+    exact = np.linalg.solve(a, b)
+    assert np.linalg.norm(res.x - exact) < 1e-8 * np.linalg.norm(exact)
+
+
 def test_rejects_bad_settings():
     with pytest.raises(ConfigError, match="tol"):
         gmres(lambda v: v, np.ones(3), tol=2.0)

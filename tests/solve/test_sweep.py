@@ -25,15 +25,15 @@ def _system(n=120, r=9, seed=1):
 def _basis_sizes():
     """Bytes of every Krylov basis allocation GMRES makes (grown ones included)."""
     sizes = []
-    real_empty = np.empty
+    real_zeros = np.zeros
 
     class Spy:
         def __getattr__(self, name):
             return getattr(np, name)
 
         @staticmethod
-        def empty(shape, dtype=float):
-            out = real_empty(shape, dtype)
+        def zeros(shape, dtype=float):
+            out = real_zeros(shape, dtype)
             if len(shape) == 3:
                 sizes.append(out.nbytes)
             return out

@@ -106,7 +106,7 @@ def gmres(matvec, b, *, xp=np, tol: float = GMRES["tol"], restart: int = GMRES["
         if basis_bytes is not None:  # the basis holds m + 1 vectors per column
             m = max(1, min(m, int(basis_bytes // (vector_bytes * na)) - 1))
         basis = KrylovBasis(xp, (res / xp.asarray(beta.astype(dtype))).T, m + 1)
-        rmat = np.zeros((m + 1, m, na), dtype=dtype)  # rotated Hessenberg (upper triangular)
+        rcols = []  # rotated Hessenberg columns (j + 2, na): as many as the steps taken
         g = np.zeros((m + 1, na), dtype=dtype)
         g[0] = beta
         cs = np.zeros((m, na))
@@ -131,8 +131,8 @@ def gmres(matvec, b, *, xp=np, tol: float = GMRES["tol"], restart: int = GMRES["
             sn[j] = phase * np.conj(c) / den
             col[j] = cs[j] * a + sn[j] * c
             col[j + 1] = 0.0
-            # a stopped column keeps its rotations and residual (it has no new column)
-            rmat[: j + 2, j, run] = col[:, run]
+            # a stopped column keeps its rotations and residual (its entries of col are unused)
+            rcols.append(col)
             g[j + 1, run] = -np.conj(sn[j, run]) * g[j, run]
             g[j, run] = cs[j, run] * g[j, run]
             est = np.abs(g[j + 1, run]) / bnorm[active[run]]
@@ -149,7 +149,11 @@ def gmres(matvec, b, *, xp=np, tol: float = GMRES["tol"], restart: int = GMRES["
         y = np.zeros((na, int(steps.max())), dtype=dtype)
         for q in range(na):  # small triangular solves, one per column
             s = steps[q]
-            y[q, :s] = np.linalg.solve(np.triu(rmat[:s, :s, q]), g[:s, q]) if s else 0.0
+            if s:
+                rq = np.zeros((s, s), dtype=dtype)
+                for i in range(s):
+                    rq[: i + 1, i] = rcols[i][: i + 1, q]
+                y[q, :s] = np.linalg.solve(rq, g[:s, q])
         x[:, xp.asarray(active)] += basis.combine(xp.asarray(y)).T
         iterations[active] += steps
 
@@ -160,14 +164,16 @@ def gmres(matvec, b, *, xp=np, tol: float = GMRES["tol"], restart: int = GMRES["
 class KrylovBasis:
     """The orthonormal Krylov vectors of r columns, stored (r, capacity, n) so that the
     projections of every column are one batched matrix product; the capacity starts small
-    and doubles up to `size` vectors as the iterations need them."""
+    and doubles up to `size` vectors as the iterations need them. Zeroed, not uninitialised:
+    a column that stopped early leaves slots unfilled that `combine` weights by 0, and 0 times
+    leftover NaN is NaN."""
 
     _FIRST = 8
 
     def __init__(self, xp, v0, size: int):
         self.xp, self.size = xp, size
         r, n = v0.shape
-        self.v = xp.empty((r, min(size, self._FIRST), n), dtype=v0.dtype)
+        self.v = xp.zeros((r, min(size, self._FIRST), n), dtype=v0.dtype)
         self.v[:, 0] = v0
         self.count = np.ones(r, dtype=np.int64)  # vectors of each column
 
@@ -193,7 +199,7 @@ class KrylovBasis:
         w = w - xp.matmul(h2[:, None, :], v)[:, 0]
         hn = xp.linalg.norm(w, axis=1)
         if j == self.v.shape[1]:
-            grown = xp.empty((self.v.shape[0], min(self.size, 2 * j), self.v.shape[2]),
+            grown = xp.zeros((self.v.shape[0], min(self.size, 2 * j), self.v.shape[2]),
                              dtype=self.v.dtype)
             grown[:, :j] = self.v[:, :j]
             self.v = grown

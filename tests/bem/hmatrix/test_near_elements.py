@@ -5,6 +5,7 @@ import pytest
 from wavescat.backend import get_backend
 from wavescat.bem import quadrature, spaces
 from wavescat.bem.hmatrix.clouds import space_cloud
+from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
 from wavescat.bem.hmatrix.kernels import OPERATORS, PairKernel
 from wavescat.geometry.icosphere import icosphere
 
@@ -25,11 +26,15 @@ def shuffled_cloud(space, seed):
     return cloud.permuted(np.random.default_rng(seed).permutation(cloud.n))
 
 
-def some_blocks(n_rows, n_cols, seed):
+def some_blocks(n_rows, n_cols, seed, symmetric=False):
     """Leaf-by-leaf blocks over part of the matrix (the rest stands for admissible blocks),
-    the last row and column leaves shorter than the others."""
+    the last row and column leaves shorter than the others; symmetric: the block at the
+    transposed place of each, as a block tree of one space has."""
     r, c = np.meshgrid(np.arange(0, n_rows, LEAF), np.arange(0, n_cols, LEAF), indexing="ij")
-    keep = np.random.default_rng(seed).random(r.size) < 0.6
+    keep = np.random.default_rng(seed).random(r.shape) < 0.6
+    if symmetric:
+        keep |= keep.T
+    keep = keep.ravel()
     near = {"r0": r.ravel()[keep], "c0": c.ravel()[keep]}
     near["m"] = np.minimum(LEAF, n_rows - near["r0"])
     near["n"] = np.minimum(LEAF, n_cols - near["c0"])
@@ -56,11 +61,37 @@ def test_element_pairs_give_the_per_entry_near_field(sphere_spaces, name, kinds,
     got = np.zeros((len(near["r0"]), LEAF, LEAF), kern.dtype)
     before = kern.evaluations
     kern.add_near_field(near, got)
-    want = np.zeros_like(got)
-    for b, (r0, m, c0, n) in enumerate(zip(near["r0"], near["m"], near["c0"], near["n"])):
-        want[b, :m, :n] = want_all[r0:r0 + m, c0:c0 + n]
-    assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()
+    assert np.abs(got - blocks_of(want_all, near)).max() <= 1e-12 * np.abs(want_all).max()
     assert 0 < kern.evaluations - before < np.sum(near["m"] * near["n"]) * kern.qq
+
+
+def blocks_of(A, near):
+    out = np.zeros((len(near["r0"]), LEAF, LEAF), A.dtype)
+    for b, (r0, m, c0, n) in enumerate(zip(near["r0"], near["m"], near["c0"], near["n"])):
+        out[b, :m, :n] = A[r0:r0 + m, c0:c0 + n]
+    return out
+
+
+@pytest.mark.parametrize("k", [0.0, 3.0 + 0.5j])
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_one_space_takes_both_orders_of_a_pair_from_one_evaluation(name, k):
+    """Test and trial clouds equal (two objects, as assemble_hmatrix builds them; dofs in
+    cluster-tree order) and the blocks symmetric: the blocks below the diagonal come from the swapped pairs of those
+    above (K <-> K' swapped), the same entries for half the kernel evaluations."""
+    cloud = space_cloud(spaces.p1(icosphere(2)), rule=quadrature.triangle_rule(4))
+    perm = build_cluster_tree(cloud.lo, cloud.hi, LEAF).perm  # leaves of nearby dofs
+    test, trial = cloud.permuted(perm), cloud.permuted(perm)
+    near = some_blocks(test.n, test.n, 3, symmetric=True)
+    got = {}
+    for same in (True, False):
+        kern = PairKernel(name, k, test, trial, get_backend("cpu"))
+        kern.elements.same = same
+        got[same] = np.zeros((len(near["r0"]), LEAF, LEAF), kern.dtype)
+        kern.add_near_field(near, got[same])
+        got[same, "evaluations"] = kern.evaluations
+    want_all = dense(kern, test.n, test.n)
+    assert np.abs(got[True] - blocks_of(want_all, near)).max() <= 1e-12 * np.abs(want_all).max()
+    assert got[True, "evaluations"] < 0.6 * got[False, "evaluations"]
 
 
 @pytest.mark.parametrize("k", [0.0, 3.0 + 0.5j])

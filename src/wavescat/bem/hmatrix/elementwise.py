@@ -26,7 +26,7 @@ from ..kernels_cpu import _hypersingular_finish, _kernel_values
 from .clouds import _incidence
 
 _W = int(Operator.hypersingular)
-CHUNK = 16  # element pairs whose point pairs share one vectorised kernel-value loop
+CHUNK = 8  # element pairs per kernel-value loop: their point pairs and values (18 KB) stay in L1
 GROUPS_PER_CALL = 32  # row clusters per near-field call (a progress update after each)
 
 
@@ -62,9 +62,9 @@ def _point_pairs(e, f, T, S, d, at):
 
 
 @nb.njit(cache=True)
-def _contract(val, at, t_phi, s_phi, loc_re, loc_im):
-    """loc[a, b] = sum_qa phi_t[qa, a] sum_qb val[at + qa nqs + qb] phi_s[qb, b]. The trial
-    sums of a P1 trial space stay in registers (arrays would be a store and a load each)."""
+def _contract(val, c, at, t_phi, s_phi, loc_re, loc_im):
+    """loc[a, b] = sum_qa phi_t[qa, a] sum_qb val[c:c + 2, at + qa nqs + qb] phi_s[qb, b]. The
+    trial sums of a P1 trial space stay in registers (arrays would be a store and a load each)."""
     nqt, nlt = t_phi.shape
     nqs, nls = s_phi.shape
     loc_re[:, :] = 0.0
@@ -73,7 +73,7 @@ def _contract(val, at, t_phi, s_phi, loc_re, loc_im):
         s0r = s1r = s2r = s0i = s1i = s2i = 0.0
         for qb in range(nqs):
             q = at + qa * nqs + qb
-            xr, xi = val[0, q], val[1, q]
+            xr, xi = val[c, q], val[c + 1, q]
             p0 = s_phi[qb, 0]
             s0r += xr * p0
             s0i += xi * p0
@@ -96,18 +96,21 @@ def _contract(val, at, t_phi, s_phi, loc_re, loc_im):
 
 @nb.njit(cache=True)
 def _scratch(T, S):
-    """Work arrays of _pair_matrices: d, kernel values, local matrices (CHUNK, 2, nlt, nls),
+    """Work arrays of _pair_matrices: d, kernel values, local matrices (CHUNK, 4, nlt, nls),
     the pairs' elements."""
     nqq = T[3].shape[1] * S[3].shape[1]
     nlt, nls = T[2].shape[1], S[2].shape[1]
     return (np.empty((4, CHUNK * nqq)), np.empty((4, CHUNK * nqq)),
-            np.empty((CHUNK, 2, nlt, nls)), np.empty(CHUNK, np.int64), np.empty(CHUNK, np.int64))
+            np.empty((CHUNK, 4, nlt, nls)), np.empty(CHUNK, np.int64), np.empty(CHUNK, np.int64))
 
 
 @nb.njit(cache=True)
-def _pair_matrices(op, kr, ki, cnt, T, S, work):
-    """Local matrices work[2][p] (re, im) of the element pairs (work[3][p], work[4][p]),
-    p < cnt <= CHUNK: their point pairs in one kernel-value loop."""
+def _pair_matrices(op, kr, ki, cnt, T, S, work, swapped=False):
+    """Local matrices work[2][p, 0:2] (re, im) of the element pairs (e, f) = (work[3][p],
+    work[4][p]), p < cnt <= CHUNK: their point pairs in one kernel-value loop. swapped (T and
+    S the same elements): also the local matrix of the pair (f, e) from the same kernel
+    values (V, W symmetric, K <-> K' swap), as work[2][p, 2:4] at [a, b] = entry (the b-th
+    function of f, the a-th of e)."""
     d, val, loc, pe, pf = work
     nqq = T[3].shape[1] * S[3].shape[1]
     for p in range(cnt):
@@ -116,10 +119,12 @@ def _pair_matrices(op, kr, ki, cnt, T, S, work):
     k2re = kr * kr - ki * ki
     k2im = 2.0 * kr * ki
     for p in range(cnt):
-        _contract(val, p * nqq, T[6], S[6], loc[p, 0], loc[p, 1])
-        if op == _W:
-            _hypersingular_finish(pe[p], pf[p], T[7], S[7], T[5], S[5], k2re, k2im,
-                                  loc[p, 0], loc[p, 1])
+        for c in range(0, 4 if swapped else 2, 2):
+            _contract(val, c, p * nqq, T[6], S[6], loc[p, c], loc[p, c + 1])
+            # W's curl term is symmetric in (e, f): the [a, b] layout finishes alike
+            if op == _W:
+                _hypersingular_finish(pe[p], pf[p], T[7], S[7], T[5], S[5], k2re, k2im,
+                                      loc[p, c], loc[p, c + 1])
 
 
 @nb.njit(cache=True)
@@ -133,18 +138,21 @@ def _add(out, cplx, b, r, c, re, im):
 
 
 @nb.njit(parallel=True, cache=True)
-def _near_field(op, kr, ki, gstart, gblocks, r0, m, c0, n, colgroup, ncolgroups, T, S, out,
-                cplx, evals):
+def _near_field(op, kr, ki, gstart, gblocks, r0, m, c0, n, colgroup, ncolgroups, mirror, T, S,
+                out, cplx, evals):
     """Add the regular entries of the dense blocks of row groups g (blocks
     gblocks[gstart[g]:gstart[g + 1]], one row cluster each) into out (B, Lr, Lc or 2 Lc
-    interleaved re, im); evals[g]: the kernel evaluations of group g."""
+    interleaved re, im); evals[g]: the kernel evaluations of group g. mirror (T and S the
+    same elements, symmetric partition; else empty): mirror[b] is the block at the
+    transposed place of b (-1 on the diagonal), filled from the swapped pairs of b's."""
+    swapped = len(mirror) > 0
     t_dofs, s_dofs = T[2], S[2]
     nlt, nls = t_dofs.shape[1], s_dofs.shape[1]
     nqq = T[3].shape[1] * S[3].shape[1]
     for g in nb.prange(len(gstart) - 1):
         blocks = gblocks[gstart[g]:gstart[g + 1]]
         rlo = r0[blocks[0]]
-        tel = _elements_of(T, rlo, rlo + np.max(m[blocks]))
+        tel = _elements_of(T, rlo, rlo + m[blocks[0]])
         total = 0
         for blk in blocks:
             total += S[0][c0[blk] + n[blk]] - S[0][c0[blk]]
@@ -175,15 +183,21 @@ def _near_field(op, kr, ki, gstart, gblocks, r0, m, c0, n, colgroup, ncolgroups,
                 cnt = min(CHUNK, len(sel) - f0)
                 pe[:] = e
                 pf[:cnt] = sel[f0:f0 + cnt]
-                _pair_matrices(op, kr, ki, cnt, T, S, work)
+                _pair_matrices(op, kr, ki, cnt, T, S, work, swapped)
                 for p in range(cnt):
                     for a in range(nlt):
                         ri = t_dofs[e, a] - rlo  # rows outside the cluster: other tasks
+                        if ri < 0 or ri >= m[blocks[0]]:
+                            continue
                         for b in range(nls):
                             blk = cblk[f0 + p, b]
-                            if blk >= 0 and 0 <= ri < m[blk]:
-                                _add(out, cplx, blk, ri, ccol[f0 + p, b], loc[p, 0, a, b],
-                                     loc[p, 1, a, b])
+                            if blk < 0:
+                                continue
+                            _add(out, cplx, blk, ri, ccol[f0 + p, b], loc[p, 0, a, b],
+                                 loc[p, 1, a, b])
+                            if swapped and mirror[blk] >= 0:
+                                _add(out, cplx, mirror[blk], ccol[f0 + p, b], ri,
+                                     loc[p, 2, a, b], loc[p, 3, a, b])
         evals[g] = len(tel) * len(sel) * nqq
 
 
@@ -236,16 +250,32 @@ def _local_matrices(op, kr, ki, pa, pb, T, S, out):
         work[3][:cnt] = pa[lo:lo + cnt]
         work[4][:cnt] = pb[lo:lo + cnt]
         _pair_matrices(op, kr, ki, cnt, T, S, work)
-        out[lo:lo + cnt] = work[2][:cnt]
+        out[lo:lo + cnt] = work[2][:cnt, 0:2]
 
 
-def _row_groups(near):
-    """(gstart, gblocks): the dense blocks grouped by row cluster (dense blocks pair leaf
-    clusters, so one start is one cluster)."""
-    order = np.argsort(near["r0"], kind="stable")
+def _row_groups(near, pick):
+    """(gstart, gblocks): the dense blocks `pick` grouped by row cluster (dense blocks pair
+    leaf clusters, so one start is one cluster)."""
+    order = pick[np.argsort(near["r0"][pick], kind="stable")]
     rs = near["r0"][order]
     starts = np.flatnonzero(np.r_[True, rs[1:] != rs[:-1]])
+    if np.any(near["m"][order] != np.repeat(near["m"][order[starts]], np.diff(np.append(starts, len(rs))))):
+        raise WavescatError("dense blocks of one row start differ in height: not leaf clusters")
     return np.append(starts, len(rs)).astype(np.int64), order.astype(np.int64)
+
+
+def _mirror_blocks(near):
+    """The block at the transposed place of each dense block (-1 on the diagonal), or None
+    where one is missing (a partition that is not symmetric)."""
+    span = int(max(near["r0"].max(), near["c0"].max())) + 1
+    key = near["r0"] * span + near["c0"]
+    order = np.argsort(key)
+    want = near["c0"] * span + near["r0"]
+    at = np.minimum(np.searchsorted(key[order], want), len(key) - 1)
+    mirror = order[at]
+    if np.any(key[mirror] != want) or np.any(near["m"][mirror] != near["n"]):
+        return None
+    return np.where(near["r0"] == near["c0"], -1, mirror).astype(np.int64)
 
 
 def _column_groups(near, n_cols):
@@ -284,11 +314,23 @@ class ElementSums:
 
         self.T, self.S = side(test, shape[0]), side(trial, shape[1])
         self.shape = shape
+        # one space with itself in one numbering: a pair's kernel values serve (e, f) and (f, e)
+        self.same = test is trial or all(
+            np.array_equal(getattr(test, key), getattr(trial, key))
+            for key in ("dofs", "pts", "wts", "nrm", "phi", "curl"))
 
     def near_field(self, near, D, bar=None) -> int:
         """Add the regular entries of the dense blocks `near` (dict of host arrays) into the
-        zero stack D (B, Lr, Lc); returns the kernel evaluations done."""
-        gstart, gblocks = _row_groups(near)
+        zero stack D (B, Lr, Lc); returns the kernel evaluations done. One space with itself
+        and a symmetric partition: the blocks on and above the diagonal are summed, those
+        below from the same kernel values (half the evaluations)."""
+        mirror = _mirror_blocks(near) if self.same else None
+        pick = np.arange(len(near["r0"]))
+        if mirror is not None:
+            pick = pick[near["c0"] >= near["r0"]]
+        gstart, gblocks = _row_groups(near, pick)
+        done = np.cumsum(np.r_[0, 1 + (mirror[gblocks] >= 0)]) if mirror is not None \
+            else np.arange(len(gblocks) + 1)  # blocks filled by the first k of gblocks
         colgroup, ncg = _column_groups(near, self.shape[1])
         blocks = _ints(near["r0"], near["m"], near["c0"], near["n"])
         evals = np.zeros(len(gstart) - 1, np.int64)
@@ -298,10 +340,11 @@ class ElementSums:
             for s in range(0, len(evals), GROUPS_PER_CALL):
                 part = gstart[s:s + GROUPS_PER_CALL + 1]
                 _near_field(self.op, self.k.real, self.k.imag, part - part[0],
-                            gblocks[part[0]:part[-1]], *blocks, colgroup, ncg, self.T, self.S,
+                            gblocks[part[0]:part[-1]], *blocks, colgroup, ncg,
+                            np.zeros(0, np.int64) if mirror is None else mirror, self.T, self.S,
                             out, np.iscomplexobj(D), evals[s:s + len(part) - 1])
                 if bar is not None:
-                    bar.update(int(part[-1] - part[0]))
+                    bar.update(int(done[part[-1]] - done[part[0]]))
         return int(evals.sum())
 
     def local_matrices(self, pa, pb):

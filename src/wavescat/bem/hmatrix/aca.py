@@ -41,6 +41,23 @@ def _take_rows(xp, X, idx):
     return X[xp.arange(X.shape[0]), idx]
 
 
+# Products of the thin (B, L, K) factors with one vector per block are batched GEMVs: cuBLAS
+# strided batches on the GPU. On the CPU einsum: NumPy's matmul calls the threaded BLAS once
+# per block, measured up to 100x slower on such stacks beside Numba's OpenMP threads.
+def _stack_times(xp, M, x):
+    """M[b] @ x[b] (B, L) for M (B, L, K), x (B, K)."""
+    if xp is np:
+        return np.einsum("blk,bk->bl", M, x)
+    return xp.matmul(M, x[:, :, None])[:, :, 0]
+
+
+def _times_stack(xp, x, M):
+    """x[b] @ M[b] (B, K) for x (B, L), M (B, L, K)."""
+    if xp is np:
+        return np.einsum("bl,blk->bk", x, M)
+    return xp.matmul(x[:, None, :], M)[:, 0, :]
+
+
 # per-block state of the iteration: (B, ...) arrays gathered together when blocks finish
 _STATE = ("r0", "m", "c0", "n", "rowmask", "colmask", "U", "V", "rank", "frob2", "used_r",
           "used_c", "was_ref_r", "was_ref_c", "restarts_r", "restarts_c", "active",
@@ -48,10 +65,12 @@ _STATE = ("r0", "m", "c0", "n", "rowmask", "colmask", "U", "V", "rank", "frob2",
 
 
 def aca_plus_batched(evaluate, r0, m, c0, n, eps, xp, dtype, zero_tol=0.0, k_start=16,
-                     max_rank=None, max_restarts=3, length=None, compact=0.5):
+                     max_rank=None, max_restarts=3, length=None, compact=0.5, crosses=None):
     """Low-rank factors of B blocks; `evaluate(ti, sj)` gives entries of the permuted
     matrix for backend int arrays of row and column positions. `length`: the factors'
-    row count L (at least the largest block side; default exactly that).
+    row count L (at least the largest block side; default exactly that). `crosses`, where
+    given, computes whole rows and columns at once instead (PairKernel.crosses: by element
+    pairs on the CPU).
 
     Work per step is kept to the blocks still running: when the active ones fall to
     `compact` of the working set, the finished blocks' factors are set aside and every
@@ -93,20 +112,22 @@ def aca_plus_batched(evaluate, r0, m, c0, n, eps, xp, dtype, zero_tol=0.0, k_sta
         m_, n_ = st["m"][ids, None], st["n"][ids, None]
         alr = along_rows[ids, None]
         fx = fixed[ids, None]
-        ti = st["r0"][ids, None] + xp.where(alr, xp.minimum(ar[None, :], m_ - 1), fx)
-        sj = st["c0"][ids, None] + xp.where(alr, fx, xp.minimum(ar[None, :], n_ - 1))
-        vals = evaluate(ti.ravel(), sj.ravel()).reshape(ids.shape[0], L)
+        if crosses is not None:
+            vals = crosses(st["r0"][ids], st["c0"][ids], m_[:, 0], n_[:, 0], fx[:, 0],
+                           alr[:, 0], L)
+        else:
+            ti = st["r0"][ids, None] + xp.where(alr, xp.minimum(ar[None, :], m_ - 1), fx)
+            sj = st["c0"][ids, None] + xp.where(alr, fx, xp.minimum(ar[None, :], n_ - 1))
+            vals = evaluate(ti.ravel(), sj.ravel()).reshape(ids.shape[0], L)
         out[ids] = xp.where(xp.where(alr, st["rowmask"][ids], st["colmask"][ids]), vals, 0)
         return out
 
-    # Products with the thin (B, L, K) factors are batched GEMVs (cuBLAS strided batches
-    # on the GPU), not multiply-and-sum over (B, L, K) temporaries.
     def residual_row(vec, i):
         """vec minus row i of the current approximation, for every block."""
-        return vec - xp.matmul(st["V"], _take_rows(xp, st["U"], i)[:, :, None])[:, :, 0]
+        return vec - _stack_times(xp, st["V"], _take_rows(xp, st["U"], i))
 
     def residual_col(vec, j):
-        return vec - xp.matmul(st["U"], _take_rows(xp, st["V"], j)[:, :, None])[:, :, 0]
+        return vec - _stack_times(xp, st["U"], _take_rows(xp, st["V"], j))
 
     def first_unused(used):
         free = ~used
@@ -222,8 +243,8 @@ def aca_plus_batched(evaluate, r0, m, c0, n, eps, xp, dtype, zero_tol=0.0, k_sta
         v = xp.where(ok[:, None] & colmask, row, 0)
         U, V, rank = st["U"], st["V"], st["rank"]
         # |S + u v^T|^2 = |S|^2 + 2 Re sum_l (u_l^H u)(v_l^H v) + |u|^2 |v|^2
-        uu = xp.matmul(xp.conj(u)[:, None, :], U)[:, 0, :]  # conj(U^H u)
-        vv = xp.matmul(xp.conj(v)[:, None, :], V)[:, 0, :]
+        uu = _times_stack(xp, xp.conj(u), U)  # conj(U^H u)
+        vv = _times_stack(xp, xp.conj(v), V)
         nu2 = xp.sum(xp.abs(u) ** 2, axis=1)
         nv2 = xp.sum(xp.abs(v) ** 2, axis=1)
         frob2 = st["frob2"]

@@ -133,14 +133,14 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             scale = float(abs(xp.max(xp.abs(dense.D)))) if dense is not None else 1.0
             zero_tol = 10 * np.finfo(np.dtype(kern.dtype).type(0).real.dtype).eps * scale
             t0 = time.perf_counter()
-            ev0 = kern.evaluations
+            ev0, en0 = kern.evaluations, kern.entries
             low = compress_far(kern, far, eps, xp, recompression=recompression,
                                budget_bytes=budget, zero_tol=zero_tol, stats=st) \
                 if len(far["r0"]) else []
             sync(xp)
             st["aca"] = time.perf_counter() - t0
             st["evaluations_aca"] = kern.evaluations - ev0
-            st["pairs_aca"] = st["evaluations_aca"] // max(kern.qq, 1)
+            st["pairs_aca"] = kern.entries - en0
             return DevicePart(be, d, [dense], low, btree.shape), st, kern
 
     try:

@@ -85,7 +85,8 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
             r0, m, c0, n = (xp.asarray(far[key][ids]) for key in ("r0", "m", "c0", "n"))
             t0 = time.perf_counter()
             res = aca_plus_batched(kernel, r0, m, c0, n, eps, xp, dtype, zero_tol=zero_tol,
-                                   length=L)  # one L per level: chunks concatenate
+                                   length=L,  # one L per level: chunks concatenate
+                                   crosses=kernel.crosses if kernel.elements is not None else None)
             steps += res.steps
             stats["aca_host_syncs"] = stats.get("aca_host_syncs", 0) + res.host_syncs
             U, V, rank = res.U, res.V, res.rank
@@ -136,9 +137,24 @@ def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24
     B = len(near["r0"])
     r0, m, c0, n = (xp.asarray(near[key]) for key in ("r0", "m", "c0", "n"))
     D = xp.zeros((B, Lr, Lc), dtype=kernel.dtype)
+    bar = progress(B, f"near field {kernel.name}", "blocks")
+    if kernel.elements is not None:
+        kernel.add_near_field(near, D, bar)
+    else:
+        _near_by_entries(kernel, near, xp, D, r0, m, c0, n, chunk_entries, bar)
+    bar.close()
+    if correction is not None and len(correction[0]):
+        flat = _near_positions(near, Lr, Lc, *correction[:2])
+        D.reshape(-1)[xp.asarray(flat)] += xp.asarray(correction[2].astype(D.dtype))
+    return BlockGroup(r0, c0, m, n, D=D)
+
+
+def _near_by_entries(kernel, near, xp, D, r0, m, c0, n, chunk_entries, bar):
+    """The dense stack's entries as flat (test dof, trial dof) pair lists (the GPU's way:
+    one launch per chunk of blocks)."""
+    B, Lr, Lc = D.shape
     ar, ac = xp.arange(Lr), xp.arange(Lc)
     step = max(1, chunk_entries // (Lr * Lc))
-    bar = progress(B, f"near field {kernel.name}", "blocks")
     for s in range(0, B, step):
         sl = slice(s, min(B, s + step))
         ti = r0[sl, None, None] + xp.minimum(ar[None, :, None], m[sl, None, None] - 1)
@@ -148,11 +164,6 @@ def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24
         inside = (ar[None, :, None] < m[sl, None, None]) & (ac[None, None, :] < n[sl, None, None])
         D[sl] = xp.where(inside, vals, 0)
         bar.update(sl.stop - sl.start)
-    bar.close()
-    if correction is not None and len(correction[0]):
-        flat = _near_positions(near, Lr, Lc, *correction[:2])
-        D.reshape(-1)[xp.asarray(flat)] += xp.asarray(correction[2].astype(D.dtype))
-    return BlockGroup(r0, c0, m, n, D=D)
 
 
 def near_block_of(near, rows, cols, strict=True):

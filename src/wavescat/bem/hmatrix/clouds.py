@@ -10,10 +10,14 @@ value), normals and weighted surface curls - lets a GPU thread compute any entry
 touching element or connectivity data. Rows, columns and near-field blocks of ACA are
 then flat lists of (test dof, trial dof) pairs, which batch across thousands of blocks.
 Supports are padded to the largest dof valence with zero weights.
+
+A space's cloud also keeps the element structure it was summed from (`ElementRule`): the
+CPU near field evaluates each element pair once and scatters its local matrix into all the
+entries it feeds, where the per-entry sums would recompute it for each of them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numba as nb
 import numpy as np
@@ -33,6 +37,25 @@ TRIANGLE_RULES = {
 
 
 @dataclass(frozen=True, eq=False)
+class ElementRule:
+    """The element-wise quadrature a space's cloud sums (host arrays): entry (i, j) of the
+    regular matrix is the sum, over the element pairs (e, f) with i = dofs[e, a] and
+    j = dofs[f, b], of sum_q sum_r kernel(pts[e, q], pts[f, r]) wts[e, q] wts[f, r]
+    phi[q, a] phi[r, b] (W: with the curls, Maue's formula)."""
+
+    dofs: np.ndarray  # (m, nloc) the cloud's dof of each local function
+    pts: np.ndarray  # (m, nq, 3)
+    wts: np.ndarray  # (m, nq) rule weight * area
+    nrm: np.ndarray  # (m, 3)
+    phi: np.ndarray  # (nq, nloc) basis values at the rule's points
+    curl: np.ndarray  # (m, nloc, 3) surface curls of the local functions (no weight)
+
+    def renumbered(self, iperm: np.ndarray) -> "ElementRule":
+        """The same elements with dof d renamed iperm[d]."""
+        return replace(self, dofs=np.ascontiguousarray(iperm[self.dofs]))
+
+
+@dataclass(frozen=True, eq=False)
 class DofCloud:
     """Per-dof quadrature points of a space, padded to Q points per dof (host arrays)."""
 
@@ -42,6 +65,7 @@ class DofCloud:
     curl: np.ndarray  # (n, Q, 3) rule weight * area * surface curl of the basis function
     lo: np.ndarray  # (n, 3) bounding box of the support
     hi: np.ndarray  # (n, 3)
+    elements: ElementRule | None = None  # None for point clouds
 
     @property
     def n(self) -> int:
@@ -52,8 +76,14 @@ class DofCloud:
         return self.pos.shape[1]
 
     def permuted(self, perm: np.ndarray) -> "DofCloud":
+        """The cloud with dof d' = perm[d] of this one renamed d' (cluster-tree order)."""
+        elements = None
+        if self.elements is not None:
+            iperm = np.empty_like(perm)
+            iperm[perm] = np.arange(len(perm))
+            elements = self.elements.renumbered(iperm)
         return DofCloud(*(np.ascontiguousarray(a[perm]) for a in
-                          (self.pos, self.nrm, self.w, self.curl, self.lo, self.hi)))
+                          (self.pos, self.nrm, self.w, self.curl, self.lo, self.hi)), elements)
 
     @property
     def nbytes(self) -> int:
@@ -86,16 +116,30 @@ def space_cloud(space, points_per_triangle: int | None = None, rule=None) -> Dof
     ref = np.asarray(rule[0], float).reshape(-1, 2)
     wref = np.asarray(rule[1], float)
     wref = wref / wref.sum()
+    el = element_rule(space, rule)
+    counts = np.bincount(el.dofs.ravel(), minlength=space.n_dofs)
+    qmax = int(counts.max()) * len(ref)
+    pos, nrm, w, cw, lo, hi = _fill_cloud(el.dofs, space.mesh.corners, el.nrm, space.mesh.areas,
+                                          ref, wref, el.phi, el.curl, space.n_dofs, qmax)
+    return DofCloud(pos, nrm, w, cw, lo, hi, el)
+
+
+def element_rule(space, rule) -> ElementRule:
+    """The ElementRule of a P0/P1 space for `rule` = (reference points (nq, 2), weights)."""
+    ref = np.asarray(rule[0], float).reshape(-1, 2)
+    wref = np.asarray(rule[1], float)
+    wref = wref / wref.sum()
     mesh = space.mesh
-    edofs = np.ascontiguousarray(space.element_dofs, dtype=np.int64)
     c = mesh.corners
     phi, curl = _basis_and_curls(mesh, space.kind, ref)
-    counts = np.bincount(edofs.ravel(), minlength=space.n_dofs)
-    qmax = int(counts.max()) * len(ref)
-    pos, nrm, w, cw, lo, hi = _fill_cloud(edofs, c, mesh.normals, mesh.areas, ref, wref,
-                                          np.ascontiguousarray(phi), np.ascontiguousarray(curl),
-                                          space.n_dofs, qmax)
-    return DofCloud(pos, nrm, w, cw, lo, hi)
+    # the points by _fill_cloud's arithmetic
+    pts = (c[:, None, 0] + ref[None, :, 0, None] * (c[:, None, 1] - c[:, None, 0])
+           + ref[None, :, 1, None] * (c[:, None, 2] - c[:, None, 0]))
+    return ElementRule(np.ascontiguousarray(space.element_dofs, dtype=np.int64),
+                       np.ascontiguousarray(pts),
+                       np.ascontiguousarray(mesh.areas[:, None] * wref[None, :]),
+                       np.ascontiguousarray(mesh.normals, dtype=float),
+                       np.ascontiguousarray(phi), np.ascontiguousarray(curl))
 
 
 def point_cloud(points, weights, normals=None) -> DofCloud:

@@ -17,7 +17,8 @@ import numpy as np
 from ...backend import Backend, get_backend
 from ...defaults import HMATRIX
 from .assembly import assemble_from_clouds
-from .clouds import space_cloud
+from .clouds import element_rule, space_cloud
+from .elementwise import ElementSums
 from .kernels import PairKernel
 
 
@@ -31,10 +32,24 @@ def element_space(space):
 
 
 def singular_correction(ev, name, k, trial, test, rule, backend, precision, chunk=1 << 21):
-    """(rows, cols, values) of exact - regular over the touching and near element pairs."""
+    """(rows, cols, values) of exact - regular over the touching and near element pairs
+    (touching pairs get singular rules, close disjoint pairs a higher-order rule)."""
+    if backend.is_gpu:
+        pa, pb, vals = _correction_by_entries(ev, name, k, trial, test, rule, backend,
+                                              precision, chunk)
+    else:
+        pa, pb, vals = _correction_by_elements(ev, k, trial, test, rule)
+    ka, kb = test.element_dofs.shape[1], trial.element_dofs.shape[1]
+    rows = np.broadcast_to(test.element_dofs[pa][:, :, None], (len(pa), ka, kb)).ravel()
+    cols = np.broadcast_to(trial.element_dofs[pb][:, None, :], (len(pa), ka, kb)).ravel()
+    return rows, cols, vals
+
+
+def _correction_by_entries(ev, name, k, trial, test, rule, backend, precision, chunk):
+    """(pa, pb, values): the pairs' exact local matrices in chunks, their regular ones as
+    entries of the element spaces' clouds (the GPU's pair kernel)."""
     from .. import operators  # noqa: PLC0415
 
-    # touching pairs get singular rules, close disjoint pairs a higher-order rule
     ta, tb = operators.touching_pairs(test.mesh)
     na, nb = operators.near_pairs(test.mesh, float(ev.orders.near_factor))
     pa, pb = np.concatenate([ta, na]), np.concatenate([tb, nb])
@@ -50,9 +65,23 @@ def singular_correction(ev, name, k, trial, test, rule, backend, precision, chun
         sj = (b[:, None, None] * kb + np.arange(kb)[None, None, :]) + 0 * ti
         reg = backend.asnumpy(kern(xp.asarray(ti.ravel()), xp.asarray(sj.ravel())))
         vals.append(exact.reshape(-1) - reg)
-    rows = np.broadcast_to(test.element_dofs[pa][:, :, None], (len(pa), ka, kb)).ravel()
-    cols = np.broadcast_to(trial.element_dofs[pb][:, None, :], (len(pa), ka, kb)).ravel()
-    return rows, cols, np.concatenate(vals) if vals else np.zeros(0)
+    return pa, pb, np.concatenate(vals) if vals else np.zeros(0)
+
+
+def _correction_by_elements(ev, k, trial, test, rule):
+    """(pa, pb, values) on the CPU: the exact local matrices of every ordered pair (as the
+    GPU computes them), the regular ones by element pairs (36 kernel values for 9 entries)."""
+    special = ev.special_pairs()
+    sums = ElementSums(ev.op, k, element_rule(test, rule), element_rule(trial, rule),
+                       (test.n_dofs, trial.n_dofs))
+    pa, pb, vals = [], [], []
+    for a, b, re, im in special:
+        reg_re, reg_im = sums.local_matrices(a, b)
+        d = re - reg_re if ev.is_real else (re - reg_re) + 1j * (im - reg_im)
+        pa.append(a)
+        pb.append(b)
+        vals.append(d.reshape(-1))
+    return np.concatenate(pa), np.concatenate(pb), np.concatenate(vals)
 
 
 def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double",

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...backend import real_dtype
 from ..green import CUDA_GREEN, OPERATORS, Operator, cuda_defines, kernel  # noqa: F401 - OPERATORS re-exported
+from .elementwise import ElementSums
 
 _W = int(Operator.hypersingular)
 
@@ -142,7 +143,8 @@ class PairKernel:
         self.dtype = np.dtype(np.complex64 if self.rdtype == np.float32 else np.complex128) \
             if self.helmholtz else np.dtype(self.rdtype)
         self._k = (self.rdtype(self.wavenumber.real), self.rdtype(self.wavenumber.imag))
-        self.evaluations = 0  # kernel evaluations done (pairs x points x points)
+        self.evaluations = 0  # kernel evaluations done (point pairs)
+        self.entries = 0  # matrix entries computed by __call__ and crosses
         self.qq = test_cloud.q * trial_cloud.q
 
         def put(c):
@@ -151,6 +153,13 @@ class PairKernel:
 
         self._t, self._s = put(test_cloud), put(trial_cloud)
         self._qt, self._qs = test_cloud.q, trial_cloud.q
+        # the CPU sums the near field and ACA's crosses by element pairs where both clouds
+        # know their elements (elementwise.py); the GPU sums entry by entry
+        self.elements = None
+        if not backend.is_gpu and test_cloud.elements is not None \
+                and trial_cloud.elements is not None:
+            self.elements = ElementSums(self.op, self.wavenumber, test_cloud.elements,
+                                        trial_cloud.elements, (test_cloud.n, trial_cloud.n))
         self._raw = None
         if backend.is_gpu:
             src = cuda_defines(self.op, self.wavenumber, self.rdtype == np.float64) + _CUDA_SRC
@@ -160,10 +169,25 @@ class PairKernel:
     def device_bytes(self) -> int:
         return sum(int(a.nbytes) for a in self._t + self._s)
 
+    def add_near_field(self, near, D, bar=None):
+        """Add the regular entries of the dense blocks `near` (dict of host arrays) into the
+        zero stack D by element pairs (`elements` is set)."""
+        self.evaluations += self.elements.near_field(near, D, bar)
+
+    def crosses(self, r0, c0, m, n, fixed, along_rows, length):
+        """ACA's rows and columns by element pairs (`elements` is set): column c0[b] +
+        fixed[b] of block b (length `length`, zero beyond m[b]) where along_rows[b], else
+        its row r0[b] + fixed[b]."""
+        vals, evals = self.elements.crosses(r0, c0, m, n, fixed, along_rows, length, self.dtype)
+        self.evaluations += evals
+        self.entries += int(np.sum(np.where(along_rows, m, n)))
+        return vals
+
     def __call__(self, ti, sj):
         xp = self.xp
         npairs = int(ti.shape[0])
         self.evaluations += npairs * self.qq
+        self.entries += npairs
         if self._raw is not None:
             if npairs == 0:
                 return xp.empty(0, dtype=self.dtype)

@@ -1,0 +1,119 @@
+"""The CPU's dense near field by element pairs equals the per-entry sums of the dof clouds."""
+import numpy as np
+import pytest
+
+from wavescat.backend import get_backend
+from wavescat.bem import quadrature, spaces
+from wavescat.bem.hmatrix.clouds import space_cloud
+from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
+from wavescat.bem.hmatrix.kernels import OPERATORS, PairKernel
+from wavescat.geometry.icosphere import icosphere
+
+from .conftest import dense
+
+LEAF = 12
+
+
+@pytest.fixture(scope="module")
+def sphere_spaces():
+    mesh = icosphere(1)
+    return {"P0": spaces.p0(mesh), "P1": spaces.p1(mesh)}
+
+
+def shuffled_cloud(space, seed):
+    """The workflow's regular rule, dofs renumbered (as the cluster tree does)."""
+    cloud = space_cloud(space, rule=quadrature.triangle_rule(quadrature.QuadratureOrders().regular))
+    return cloud.permuted(np.random.default_rng(seed).permutation(cloud.n))
+
+
+def some_blocks(n_rows, n_cols, seed, symmetric=False):
+    """Leaf-by-leaf blocks over part of the matrix (the rest stands for admissible blocks),
+    the last row and column leaves shorter than the others; symmetric: the block at the
+    transposed place of each, as a block tree of one space has."""
+    r, c = np.meshgrid(np.arange(0, n_rows, LEAF), np.arange(0, n_cols, LEAF), indexing="ij")
+    keep = np.random.default_rng(seed).random(r.shape) < 0.6
+    if symmetric:
+        keep |= keep.T
+    keep = keep.ravel()
+    near = {"r0": r.ravel()[keep], "c0": c.ravel()[keep]}
+    near["m"] = np.minimum(LEAF, n_rows - near["r0"])
+    near["n"] = np.minimum(LEAF, n_cols - near["c0"])
+    return near
+
+
+# W (surface curls) is a P1 operator
+SPACES = [(name, kinds) for name in OPERATORS for kinds in (("P1", "P1"), ("P0", "P1"), ("P1", "P0"))
+          if name != "hypersingular" or kinds == ("P1", "P1")]
+
+
+@pytest.mark.parametrize("k", [0.0, 3.0, 3.0 + 0.5j])
+@pytest.mark.parametrize("name, kinds", SPACES)
+def test_element_pairs_give_the_per_entry_near_field(sphere_spaces, name, kinds, k):
+    """Every entry of the chosen blocks, Laplace, Helmholtz and damped, test and trial spaces
+    differing; zero outside the blocks (padding of the shorter ones); fewer kernel
+    evaluations than the per-entry sums."""
+    test_kind, trial_kind = kinds
+    test = shuffled_cloud(sphere_spaces[test_kind], 1)
+    trial = shuffled_cloud(sphere_spaces[trial_kind], 2)
+    kern = PairKernel(name, k, test, trial, get_backend("cpu"))
+    want_all = dense(kern, test.n, trial.n)  # the per-entry cloud sums
+    near = some_blocks(test.n, trial.n, 3)
+    got = np.zeros((len(near["r0"]), LEAF, LEAF), kern.dtype)
+    before = kern.evaluations
+    kern.add_near_field(near, got)
+    assert np.abs(got - blocks_of(want_all, near)).max() <= 1e-12 * np.abs(want_all).max()
+    assert 0 < kern.evaluations - before < np.sum(near["m"] * near["n"]) * kern.qq
+
+
+def blocks_of(A, near):
+    out = np.zeros((len(near["r0"]), LEAF, LEAF), A.dtype)
+    for b, (r0, m, c0, n) in enumerate(zip(near["r0"], near["m"], near["c0"], near["n"])):
+        out[b, :m, :n] = A[r0:r0 + m, c0:c0 + n]
+    return out
+
+
+@pytest.mark.parametrize("k", [0.0, 3.0 + 0.5j])
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_one_space_takes_both_orders_of_a_pair_from_one_evaluation(name, k):
+    """Test and trial clouds equal (two objects, as assemble_hmatrix builds them; dofs in
+    cluster-tree order) and the blocks symmetric: the blocks below the diagonal come from the swapped pairs of those
+    above (K <-> K' swapped), the same entries for half the kernel evaluations."""
+    cloud = space_cloud(spaces.p1(icosphere(2)), rule=quadrature.triangle_rule(4))
+    perm = build_cluster_tree(cloud.lo, cloud.hi, LEAF).perm  # leaves of nearby dofs
+    test, trial = cloud.permuted(perm), cloud.permuted(perm)
+    near = some_blocks(test.n, test.n, 3, symmetric=True)
+    got = {}
+    for same in (True, False):
+        kern = PairKernel(name, k, test, trial, get_backend("cpu"))
+        kern.elements.same = same
+        got[same] = np.zeros((len(near["r0"]), LEAF, LEAF), kern.dtype)
+        kern.add_near_field(near, got[same])
+        got[same, "evaluations"] = kern.evaluations
+    want_all = dense(kern, test.n, test.n)
+    assert np.abs(got[True] - blocks_of(want_all, near)).max() <= 1e-12 * np.abs(want_all).max()
+    assert got[True, "evaluations"] < 0.6 * got[False, "evaluations"]
+
+
+@pytest.mark.parametrize("k", [0.0, 3.0 + 0.5j])
+@pytest.mark.parametrize("name, kinds", SPACES)
+def test_element_pairs_give_the_per_entry_rows_and_columns(sphere_spaces, name, kinds, k):
+    """ACA's crosses: a row or a column of each block, padded with zeros to the length."""
+    test = shuffled_cloud(sphere_spaces[kinds[0]], 1)
+    trial = shuffled_cloud(sphere_spaces[kinds[1]], 2)
+    kern = PairKernel(name, k, test, trial, get_backend("cpu"))
+    want_all = dense(kern, test.n, trial.n)
+    rng = np.random.default_rng(4)
+    B, L = 40, 30
+    r0, c0 = rng.integers(0, test.n - 5, B), rng.integers(0, trial.n - 5, B)
+    m = rng.integers(1, np.minimum(L, test.n - r0) + 1)
+    n = rng.integers(1, np.minimum(L, trial.n - c0) + 1)
+    along_rows = rng.random(B) < 0.5
+    fixed = np.where(along_rows, rng.integers(0, n), rng.integers(0, m))
+    got = kern.crosses(r0, c0, m, n, fixed, along_rows, L)
+    want = np.zeros_like(got)
+    for b in range(B):
+        if along_rows[b]:
+            want[b, :m[b]] = want_all[r0[b]:r0[b] + m[b], c0[b] + fixed[b]]
+        else:
+            want[b, :n[b]] = want_all[r0[b] + fixed[b], c0[b]:c0[b] + n[b]]
+    assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()

@@ -117,3 +117,28 @@ def test_element_pairs_give_the_per_entry_rows_and_columns(sphere_spaces, name, 
         else:
             want[b, :n[b]] = want_all[r0[b] + fixed[b], c0[b]:c0[b] + n[b]]
     assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_cpu_singular_correction_is_the_per_entry_one(sphere_spaces, name):
+    """exact - regular over the touching and near pairs: the regular part by element pairs
+    (the CPU's) equals the element spaces' per-entry sums (the GPU's), damped wavenumber."""
+    import scipy.sparse as sp
+
+    from wavescat.bem import operators
+    from wavescat.bem.hmatrix.galerkin import _correction_by_entries, singular_correction
+
+    space, k, cpu = sphere_spaces["P1"], 3.0 + 0.5j, get_backend("cpu")
+    ev = operators.EntryEvaluator(name, space, space, k, backend=cpu)
+    rule = quadrature.triangle_rule(ev.orders.regular)
+    n = space.n_dofs
+
+    def matrix(rows, cols, vals):
+        return sp.coo_matrix((vals, (rows, cols)), shape=(n, n)).toarray()
+
+    pa, pb, vals = _correction_by_entries(ev, name, k, space, space, rule, cpu, "double", 1 << 21)
+    rows = np.repeat(space.element_dofs[pa], 3, axis=1).ravel()
+    cols = np.tile(space.element_dofs[pb], 3).ravel()
+    want = matrix(rows, cols, vals)
+    got = matrix(*singular_correction(ev, name, k, space, space, rule, cpu, "double"))
+    assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()

@@ -12,6 +12,9 @@ rounding, with several times fewer kernel evaluations.
 Dense near field: one task per row leaf cluster, owning the rows of its cluster in all of
 its dense blocks (no write races); it gathers each test element touching those rows and
 each trial element touching the columns of its blocks once and evaluates all their pairs.
+A space with itself (the same elements in the same numbering, a symmetric partition): the
+tasks take the blocks on and above the diagonal and fill those below from the swapped pairs'
+local matrices, computed from the same kernel values (V, W symmetric, K <-> K').
 ACA: one task per block and cross; a row of a block pairs the few elements of its test dof
 with the trial elements of the block's columns (a column likewise).
 """

@@ -19,6 +19,8 @@ H-matrix, GMRES and OSRC settings are the `solve` rule's. Methods, all on the sa
 
 Time of a sweep = preconditioner + right-hand sides + GMRES + far field; the ratio also
 counts the assembly, which every sweep shares ((assembly + sweep N) / (assembly + sweep 1)).
+`gm/dir`: GMRES seconds per direction; `ops`: the share of the system products' time spent in
+the boundary operators (the rest: sparse OSRC and mass solves, host-device copies).
 Peak memory: the process's resident peak (host) and CuPy's pool (GPU) after each sweep.
 """
 from __future__ import annotations
@@ -60,6 +62,31 @@ def compress(rhs, tol, xp):
     return xp.asarray(u[:, :p] * s[:p]), xp.asarray(wh[:p])
 
 
+class Clock:
+    """Seconds spent in the system's products (`matvec`) and, of those, in its boundary
+    operators (`weak_traces`: the H-matrix or dense products); the rest of a product is the
+    sparse OSRC and mass solves and the host-device copies."""
+
+    def __init__(self, system):
+        self.seconds = {"matvec": 0.0, "operators": 0.0}
+        for name, key in (("matvec", "matvec"), ("weak_traces", "operators")):
+            if hasattr(system, name):
+                setattr(system, name, self._timed(getattr(system, name), key))
+
+    def _timed(self, fn, key):
+        def run(*args):
+            t0 = time.perf_counter()
+            out = fn(*args)
+            self.seconds[key] += time.perf_counter() - t0
+            return out
+        return run
+
+    def take(self):
+        out = dict(self.seconds)
+        self.seconds = dict.fromkeys(self.seconds, 0.0)
+        return out
+
+
 def block_gmres(matvec, B, xp, tol, maxiter, bnorm):
     """Block GMRES without restart for A X = B (n, p), B of full column rank; stops when
     every column of the original sweep, |(B - A X) W[:, q]| <= tol bnorm[q], is met.
@@ -89,7 +116,7 @@ def block_gmres(matvec, B, xp, tol, maxiter, bnorm):
     return V @ xp.asarray(Y), j + 1
 
 
-def sweep(method, system, formulation, space, k, count, gm, be, receivers):
+def sweep(method, system, formulation, space, k, count, gm, be, receivers, clock):
     xp = be.xp
     t = {}
     aspects = np.linspace(0.0, 360.0, count, endpoint=False)
@@ -97,6 +124,7 @@ def sweep(method, system, formulation, space, k, count, gm, be, receivers):
     t0 = time.perf_counter()
     rhs = formulation.rhs(system, space, k, d)
     t["rhs"] = time.perf_counter() - t0
+    clock.take()
     t0 = time.perf_counter()
     tol = gm["tol"]
     if method == "batched":
@@ -129,6 +157,7 @@ def sweep(method, system, formulation, space, k, count, gm, be, receivers):
         x = Y @ W
     be.synchronize()
     t["gmres"] = time.perf_counter() - t0
+    t.update(clock.take())
     t0 = time.perf_counter()
     true = to_host(xp.linalg.norm(rhs - system.matvec(x), axis=0) / xp.linalg.norm(rhs, axis=0))
     t["check"] = time.perf_counter() - t0
@@ -186,25 +215,28 @@ def main(argv=None):
     t0 = time.perf_counter()
     system = formulation.system(space, k, ops, settings, xp=be.xp)
     t_pre = time.perf_counter() - t0
+    clock = Clock(system)
     print(f"assembly {t_asm:.1f} s, preconditioner {t_pre:.1f} s, host peak "
           f"{host_peak_gib():.2f} GiB", flush=True)
     receivers = farfield.receiver_directions({"plane": "xy", "count": 361})
     gm = settings["gmres"]
     print(f"{'method':>10} {'N':>4} {'width':>5} {'its':>7} {'rhs':>6} {'gmres':>8} {'farfld':>7} "
-          f"{'sweep':>8} {'ratio':>6} {'gm/dir':>7} {'resid':>8} {'hostGiB':>7} {'gpuGiB':>6}",
+          f"{'sweep':>8} {'ratio':>6} {'gm/dir':>7} {'ops':>7} {'resid':>8} {'hostGiB':>7} "
+          f"{'gpuGiB':>6}",
           flush=True)
     rows = []
     for method in args.method:
         base = None
         for count in args.counts:
             t, its, width, resid, mono, _far = sweep(method, system, formulation, space, k,
-                                                     count, gm, be, receivers)
+                                                     count, gm, be, receivers, clock)
             total = t_pre + t["rhs"] + t["gmres"] + t["far_field"]
             base = base if base is not None else total
             ratio = (t_asm + total) / (t_asm + base)
             its_s = f"{min(its)}-{max(its)}" if len(set(its)) > 1 else str(its[0])
             print(f"{method:>10} {count:>4} {width:>5} {its_s:>7} {t['rhs']:6.2f} {t['gmres']:8.2f} "
                   f"{t['far_field']:7.2f} {total:8.2f} {ratio:6.2f} {t['gmres'] / count:7.3f} "
+                  f"{t['operators'] / max(t['matvec'], 1e-12):7.0%} "
                   f"{resid:8.1e} {host_peak_gib():7.2f} {gpu_pool_gib(be):6.2f}", flush=True)
             rows.append({"method": method, "count": count, "width": width, "iterations": its,
                          "dofs": space.n_dofs, "format": fmt, "backend": be.name,

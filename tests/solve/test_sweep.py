@@ -187,3 +187,25 @@ def test_sparse_lu_solves_wide_blocks():
             assert x.shape == y.shape
             assert np.allclose(sp.csr_matrix(matrix) @ x, y, rtol=1e-10, atol=1e-10)
         assert np.allclose(lu.solve(y[:, 0]), x[:, 0], rtol=1e-12, atol=0)
+
+
+def test_threaded_sparse_solves_equal_the_serial_ones(monkeypatch):
+    """The OSRC NtD map and the mass solve give bit for bit the same block whether its column
+    pairs (wide blocks) or Padé terms (narrow ones) are solved on one thread or on four."""
+    from wavescat.bem import osrc, spaces
+    from wavescat.bem.burton_miller import solve_real_spd
+
+    space = spaces.p1(icosphere(2))
+    ntd = osrc.OsrcNtD(space, 3.0)
+    mass_lu = osrc.factorise(ntd.mass)
+    rng = np.random.default_rng(5)
+    y = rng.standard_normal((space.n_dofs, 7)) + 1j * rng.standard_normal((space.n_dofs, 7))
+    results = {}
+    for threads in (1, 4):
+        monkeypatch.setattr(osrc, "solve_threads", lambda: threads)
+        results[threads] = [ntd.apply_to_weak(y), ntd.apply_to_weak(y[:, :1]),
+                            ntd.sqrt_weak(y[:, :2]), solve_real_spd(mass_lu, y)]
+    for one, four in zip(results[1], results[4]):
+        assert np.array_equal(one, four)
+    # and a wide block is its columns side by side
+    assert np.array_equal(results[4][0][:, :1], results[4][1])

@@ -23,6 +23,9 @@ h_l(kR) / (k h_l'(kR)), close to it for l << kR.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -53,7 +56,8 @@ class SparseLU:
     """A SuperLU factorisation whose `solve` takes (n,) or (n, r) right-hand sides. SuperLU's
     own multi-right-hand-side solve slows down per column as r grows (measured on OSRC
     factors of 2,562 unknowns: 361 columns at once 4.2 s, in pairs 0.17 s, one by one
-    0.27 s), so wide blocks go through it a pair of columns at a time."""
+    0.27 s), so wide blocks go through it a pair of columns at a time, the pairs side by
+    side on the job's threads (`by_column_pairs`)."""
 
     COLUMNS = 2
 
@@ -65,10 +69,42 @@ class SparseLU:
         b = np.asarray(b)
         if b.ndim == 1 or b.shape[1] <= self.COLUMNS:
             return self.lu.solve(np.ascontiguousarray(b))
-        out = np.empty(b.shape, dtype=np.result_type(b.dtype, self.dtype))
-        for s in range(0, b.shape[1], self.COLUMNS):
-            out[:, s:s + self.COLUMNS] = self.lu.solve(np.ascontiguousarray(b[:, s:s + self.COLUMNS]))
-        return out
+        return by_column_pairs(self.solve, b)
+
+
+def solve_threads() -> int:
+    """Threads for the sparse solves: the job's (Numba's count follows Snakemake's `threads`,
+    resources.follow_job_threads)."""
+    return max(1, int(numba.get_num_threads()))
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def threaded_map(fn, items) -> list:
+    """[fn(item) for item in items], spread over `solve_threads()` threads: SuperLU's solve
+    releases the GIL, so independent solves run side by side. `fn` must not call
+    threaded_map itself (a pool waiting on its own workers can deadlock)."""
+    items = list(items)
+    n = min(solve_threads(), len(items))
+    if n <= 1:
+        return [fn(item) for item in items]
+    if n not in _POOLS:
+        _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="sparse-solve")
+    return list(_POOLS[n].map(fn, items))
+
+
+def by_column_pairs(fn, y):
+    """fn(y) for a column-by-column map `fn` of (n, r) blocks, as fn of each pair of columns
+    (SparseLU.COLUMNS) on threads; fn sees only blocks that narrow."""
+    width = SparseLU.COLUMNS
+    blocks = threaded_map(lambda s: fn(np.ascontiguousarray(y[:, s:s + width])),
+                          range(0, y.shape[1], width))
+    return np.concatenate(blocks, axis=1)
+
+
+def _wide(y) -> bool:
+    return y.ndim == 2 and y.shape[1] > SparseLU.COLUMNS
 
 
 def factorise(matrix) -> SparseLU:
@@ -137,18 +173,35 @@ class OsrcSquareRoot:
         s = self.stiffness / self.k_eps**2
         m = self.mass.astype(complex)
         # X -> -S/k_eps^2: sqrt(1+X) = c0 - Σ a_j (S/k_eps^2) (M - b_j S/k_eps^2)^{-1} M
-        self._terms = [(a_j, factorise(m - b_j * s)) for a_j, b_j in zip(a, b)]
+        # the shifted matrices are factorised side by side (SuperLU releases the GIL)
+        shifted = [m - b_j * s for b_j in b] + self._more_matrices(m, s)
+        factors = threaded_map(factorise, shifted)
+        self._terms = list(zip(a, factors[:len(b)]))
+        self._more = factors[len(b):]
         self._scaled_stiffness = s.tocsr()
 
     @property
     def n_dofs(self) -> int:
         return self.mass.shape[0]
 
+    def _more_matrices(self, mass, scaled_stiffness) -> list:
+        """Further matrices of the map, factorised with the Padé terms (into `_more`)."""
+        return []
+
     def sqrt_weak(self, y: np.ndarray) -> np.ndarray:
         y = np.asarray(y, dtype=complex)
+        if _wide(y):
+            return by_column_pairs(self._sqrt_weak_narrow, y)
+        # one or two columns: the Padé terms' solves side by side instead
+        return self._series(y, threaded_map(lambda term: term[1].solve(y), self._terms))
+
+    def _sqrt_weak_narrow(self, y):
+        return self._series(y, [lu.solve(y) for _, lu in self._terms])
+
+    def _series(self, y, solutions):
         series = self.c0 * y
-        for a_j, lu in self._terms:
-            series -= a_j * (self._scaled_stiffness @ lu.solve(y))
+        for (a_j, _), x in zip(self._terms, solutions):
+            series -= a_j * (self._scaled_stiffness @ x)
         return series
 
 
@@ -162,7 +215,10 @@ class OsrcNtD(OsrcSquareRoot):
     def __init__(self, space, k: float, pade_terms: int = 8, branch_angle: float = np.pi / 3,
                  radius: float | None = None, mass=None, stiffness=None):
         super().__init__(space, k, pade_terms, branch_angle, radius, mass, stiffness)
-        self._inverse = factorise(self.mass.astype(complex) - self._scaled_stiffness)  # (1+X)^-1
+        self._inverse = self._more[0]  # (1+X)^-1
+
+    def _more_matrices(self, mass, scaled_stiffness):
+        return [mass - scaled_stiffness]
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         return self.apply_to_weak(self.mass @ np.asarray(x))
@@ -170,6 +226,10 @@ class OsrcNtD(OsrcSquareRoot):
     def apply_to_weak(self, y: np.ndarray) -> np.ndarray:
         """Ñ M^{-1} y for weak-form data y (y_i = <φ_i, u>): the mass matrices cancel, so
         Burton-Miller needs no mass solve for the hypersingular term or the Neumann data."""
+        y = np.asarray(y, dtype=complex)
+        if _wide(y):
+            return by_column_pairs(lambda c: self._inverse.solve(self._sqrt_weak_narrow(c)),
+                                   y) / (1j * self.k)
         return self._inverse.solve(self.sqrt_weak(y)) / (1j * self.k)
 
     def weak(self, x: np.ndarray) -> np.ndarray:

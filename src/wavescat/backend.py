@@ -60,6 +60,19 @@ def to_host(a) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
+def sparse_modules(a):
+    """(array module, sparse-matrix module, spsolve_triangular) of the backend that holds
+    `a`: NumPy and SciPy for host arrays, CuPy and cupyx (cuSPARSE) for device arrays."""
+    if isinstance(a, np.ndarray):
+        import scipy.sparse  # noqa: PLC0415
+        import scipy.sparse.linalg  # noqa: PLC0415
+        return np, scipy.sparse, scipy.sparse.linalg.spsolve_triangular
+    import cupy  # noqa: PLC0415 - a device array exists, so CuPy does
+    import cupyx.scipy.sparse  # noqa: PLC0415
+    import cupyx.scipy.sparse.linalg  # noqa: PLC0415
+    return cupy, cupyx.scipy.sparse, cupyx.scipy.sparse.linalg.spsolve_triangular
+
+
 @functools.lru_cache(maxsize=1)
 def _probe_gpu() -> tuple[Any, str, int] | str:
     """(cupy, device name, device count) when CuPy sees a GPU, else why not."""

@@ -21,7 +21,8 @@ def small():
     return space, mass, ntd, k_weak, w_weak
 
 
-def test_system_matches_dense_formula(small, backend):
+@pytest.mark.parametrize("width", [3, 30])  # 30: a GPU solves the sparse parts on the device
+def test_system_matches_dense_formula(small, backend, width):
     space, mass, ntd, k_weak, w_weak = small
     xp = backend.xp
     system = OsrcBurtonMiller(xp.asarray(k_weak), xp.asarray(w_weak), mass, ntd, xp=xp)
@@ -30,8 +31,12 @@ def test_system_matches_dense_formula(small, backend):
     ntd_dense = ntd.apply(np.eye(n))  # strong form M^{-1} N_weak
     a_dense = 0.5 * np.eye(n) - np.linalg.solve(m_dense, k_weak) \
         - ntd_dense @ np.linalg.solve(m_dense, w_weak)
-    x = np.random.default_rng(2).standard_normal((n, 3)) + 0j
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((n, width)) + 0j
     assert np.allclose(backend.asnumpy(system.matvec(xp.asarray(x))), a_dense @ x, atol=1e-12)
+    g, h = (rng.standard_normal((n, width)) + 1j * rng.standard_normal((n, width)) for _ in "gh")
+    f_dense = np.linalg.solve(m_dense, g) - ntd_dense @ np.linalg.solve(m_dense, h)
+    assert np.allclose(backend.asnumpy(system.rhs(g, h)), f_dense, atol=1e-12)
 
 
 @pytest.fixture(scope="module")

@@ -170,7 +170,7 @@ def test_sweep_in_memory_sized_batches_equals_one_at_a_time(monkeypatch):
 
 def test_sparse_lu_solves_wide_blocks():
     """The OSRC and mass factorisations solve a block of right-hand sides (in pairs of
-    columns) as they solve each column."""
+    columns, or by triangular solves as on the device) as they solve each column."""
     import scipy.sparse as sp
 
     from wavescat.bem.osrc import factorise, mass_and_stiffness
@@ -186,6 +186,8 @@ def test_sparse_lu_solves_wide_blocks():
             x = lu.solve(y)
             assert x.shape == y.shape
             assert np.allclose(sp.csr_matrix(matrix) @ x, y, rtol=1e-10, atol=1e-10)
+            # the device's way (two triangular solves with SuperLU's permutations), on the host
+            assert np.allclose(lu.triangular_solve(y), x, rtol=1e-12, atol=1e-12)
         assert np.allclose(lu.solve(y[:, 0]), x[:, 0], rtol=1e-12, atol=0)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import to_host
+from ..backend import sparse_modules, to_host
 from .osrc import factorise
 
 
@@ -53,15 +53,21 @@ def _scatter(space, local):
 
 
 def solve_real_spd(lu, y):
-    """M^{-1} y for complex y (n,) or (n, r) with the LU of a real matrix M: real and
-    imaginary parts in one solve."""
-    y = np.asarray(y)
+    """M^{-1} y for complex y (n,) or (n, r), host or device, with the LU of a real matrix M:
+    real and imaginary parts in one solve."""
+    xp = sparse_modules(y)[0]
     flat = y.ndim == 1
     y = y.reshape(y.shape[0], -1)
     r = y.shape[1]
-    both = lu.solve(np.ascontiguousarray(np.hstack([y.real, y.imag]), dtype=float))
+    both = lu.solve(xp.ascontiguousarray(xp.hstack([y.real, y.imag]), dtype=float))
     out = both[:, :r] + 1j * both[:, r:]
     return out[:, 0] if flat else out
+
+
+# Blocks of at least this many columns get their sparse (mass and OSRC) solves on the GPU:
+# there a cuSPARSE triangular solve costs about 0.3 s whatever the width, where SuperLU on
+# the host takes about 0.04 s a pair of columns (75,650 unknowns, H200: bench/README.md).
+DEVICE_SOLVE_COLUMNS = 24
 
 
 class StrongForm:
@@ -91,6 +97,14 @@ class StrongForm:
     def _back(self, x, host):
         return self.xp.asarray(host.astype(x.dtype, copy=False))
 
+    def _to_solve_side(self, x, *weak):
+        """The weak-form blocks `weak` (host arrays) where the sparse solves of a product on x
+        run: on the device for wide blocks of a GPU solve, else where they are."""
+        wide = x.ndim == 2 and x.shape[1] >= DEVICE_SOLVE_COLUMNS
+        if self.xp is np or not wide:
+            return weak
+        return tuple(self.xp.asarray(w) for w in weak)
+
 
 class OsrcBurtonMiller(StrongForm):
     """The strong-form system A p = f above, for several right-hand sides at once
@@ -106,15 +120,14 @@ class OsrcBurtonMiller(StrongForm):
 
     def matvec(self, x):
         """A x for x of shape (n, r) on the backend."""
-        dirichlet, neumann = self.weak_traces(x)
-        host = self.solve_mass(dirichlet) + self.ntd.apply_to_weak(neumann)
-        return 0.5 * x - self._back(x, host)
+        dirichlet, neumann = self._to_solve_side(x, *self.weak_traces(x))
+        return 0.5 * x - self._back(x, self.solve_mass(dirichlet) + self.ntd.apply_to_weak(neumann))
 
     def rhs(self, dirichlet_weak, neumann_weak):
         """f = M^{-1} g - Ñ M^{-1} h from the weak Dirichlet and Neumann data (host arrays)."""
-        g = self.solve_mass(np.asarray(dirichlet_weak).reshape(self.n_dofs, -1))
-        h = np.asarray(neumann_weak).reshape(self.n_dofs, -1)
-        return self.xp.asarray(g - self.ntd.apply_to_weak(h))
+        g, h = (np.asarray(w).reshape(self.n_dofs, -1) for w in (dirichlet_weak, neumann_weak))
+        g, h = self._to_solve_side(g, g, h)
+        return self.xp.asarray(self.solve_mass(g) - self.ntd.apply_to_weak(h))
 
 
 class OsrcImpedanceBurtonMiller(OsrcBurtonMiller):
@@ -156,11 +169,11 @@ class OsrcDirichletBurtonMiller(StrongForm):
                          dtn=dtn)
 
     def matvec(self, x):
-        vx = self._applied_on_host(self.single_layer, x)
-        kpx = self._applied_on_host(self.adjoint_double_layer, x)
+        vx, kpx = self._to_solve_side(x, self._applied_on_host(self.single_layer, x),
+                                      self._applied_on_host(self.adjoint_double_layer, x))
         return 0.5 * x + self._back(x, self.solve_mass(kpx - self.dtn.weak_of_weak(vx)))
 
     def rhs(self, dirichlet_weak, neumann_weak):
-        g = np.asarray(dirichlet_weak).reshape(self.n_dofs, -1)
-        h = np.asarray(neumann_weak).reshape(self.n_dofs, -1)
+        g, h = (np.asarray(w).reshape(self.n_dofs, -1) for w in (dirichlet_weak, neumann_weak))
+        g, h = self._to_solve_side(g, g, h)
         return self.xp.asarray(self.solve_mass(h - self.dtn.weak_of_weak(g)))

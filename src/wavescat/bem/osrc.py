@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ..backend import sparse_modules
 from ..defaults import OSRC
 from ..errors import ConfigError
 
@@ -53,23 +54,42 @@ def mass_and_stiffness(space) -> tuple[sp.csr_matrix, sp.csr_matrix]:
 
 
 class SparseLU:
-    """A SuperLU factorisation whose `solve` takes (n,) or (n, r) right-hand sides. SuperLU's
-    own multi-right-hand-side solve slows down per column as r grows (measured on OSRC
-    factors of 2,562 unknowns: 361 columns at once 4.2 s, in pairs 0.17 s, one by one
-    0.27 s), so wide blocks go through it a pair of columns at a time, the pairs side by
-    side on the job's threads (`by_column_pairs`)."""
+    """A SuperLU factorisation whose `solve` takes (n,) or (n, r) right-hand sides, host or
+    device arrays. SuperLU's own multi-right-hand-side solve slows down per column as r
+    grows (measured on OSRC factors of 2,562 unknowns: 361 columns at once 4.2 s, in pairs
+    0.17 s, one by one 0.27 s), so wide host blocks go through it a pair of columns at a
+    time, the pairs side by side on the job's threads (`by_column_pairs`). A device (CuPy)
+    block is solved whole on the device with the same factors (`triangular_solve`)."""
 
     COLUMNS = 2
 
     def __init__(self, lu, dtype):
         self.lu, self.dtype = lu, np.dtype(dtype)
         self.shape = lu.shape
+        self._copies = {}  # the factors in each array module that solved with them
 
     def solve(self, b):
-        b = np.asarray(b)
+        if not isinstance(b, np.ndarray):
+            return self.triangular_solve(b)
         if b.ndim == 1 or b.shape[1] <= self.COLUMNS:
             return self.lu.solve(np.ascontiguousarray(b))
         return by_column_pairs(self.solve, b)
+
+    def triangular_solve(self, b):
+        """The solve as two sparse triangular solves in the module of `b` (cuSPARSE for CuPy
+        arrays; SciPy's for NumPy ones, which tests it): x = Pc U^-1 L^-1 Pr b for
+        Pr A Pc = L U. On the GPU a call costs about the same for 1 and for 361 columns
+        (bench/README.md), so only wide blocks should come here."""
+        xp, sparse, solve_triangular = sparse_modules(b)
+        if xp.__name__ not in self._copies:
+            self._copies[xp.__name__] = (
+                sparse.csr_matrix(self.lu.L.tocsr()), sparse.csr_matrix(self.lu.U.tocsr()),
+                xp.asarray(self.lu.perm_r), xp.asarray(self.lu.perm_c))
+        lower, upper, perm_r, perm_c = self._copies[xp.__name__]
+        pb = xp.empty_like(b)
+        pb[perm_r] = b
+        z = solve_triangular(lower, pb, lower=True, unit_diagonal=True)
+        return solve_triangular(upper, z, lower=False)[perm_c]
 
 
 def solve_threads() -> int:
@@ -179,6 +199,7 @@ class OsrcSquareRoot:
         self._terms = list(zip(a, factors[:len(b)]))
         self._more = factors[len(b):]
         self._scaled_stiffness = s.tocsr()
+        self._device_stiffness = None  # its copy on the device, made by the first device block
 
     @property
     def n_dofs(self) -> int:
@@ -189,19 +210,26 @@ class OsrcSquareRoot:
         return []
 
     def sqrt_weak(self, y: np.ndarray) -> np.ndarray:
+        if not isinstance(y, np.ndarray):  # a device block: every factor solves it whole
+            return self._sqrt_weak_serial(y)
         y = np.asarray(y, dtype=complex)
         if _wide(y):
-            return by_column_pairs(self._sqrt_weak_narrow, y)
+            return by_column_pairs(self._sqrt_weak_serial, y)
         # one or two columns: the Padé terms' solves side by side instead
         return self._series(y, threaded_map(lambda term: term[1].solve(y), self._terms))
 
-    def _sqrt_weak_narrow(self, y):
+    def _sqrt_weak_serial(self, y):
         return self._series(y, [lu.solve(y) for _, lu in self._terms])
 
     def _series(self, y, solutions):
+        stiffness = self._scaled_stiffness
+        if not isinstance(y, np.ndarray):
+            if self._device_stiffness is None:
+                self._device_stiffness = sparse_modules(y)[1].csr_matrix(stiffness)
+            stiffness = self._device_stiffness
         series = self.c0 * y
         for (a_j, _), x in zip(self._terms, solutions):
-            series -= a_j * (self._scaled_stiffness @ x)
+            series -= a_j * (stiffness @ x)
         return series
 
 
@@ -226,9 +254,11 @@ class OsrcNtD(OsrcSquareRoot):
     def apply_to_weak(self, y: np.ndarray) -> np.ndarray:
         """Ñ M^{-1} y for weak-form data y (y_i = <φ_i, u>): the mass matrices cancel, so
         Burton-Miller needs no mass solve for the hypersingular term or the Neumann data."""
+        if not isinstance(y, np.ndarray):
+            return self._inverse.solve(self._sqrt_weak_serial(y)) / (1j * self.k)
         y = np.asarray(y, dtype=complex)
         if _wide(y):
-            return by_column_pairs(lambda c: self._inverse.solve(self._sqrt_weak_narrow(c)),
+            return by_column_pairs(lambda c: self._inverse.solve(self._sqrt_weak_serial(c)),
                                    y) / (1j * self.k)
         return self._inverse.solve(self.sqrt_weak(y)) / (1j * self.k)
 

@@ -17,6 +17,7 @@ arrays or H-matrices); the sparse parts run on the host with SciPy.
 """
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 
 from ..backend import sparse_modules, to_host
@@ -34,22 +35,40 @@ def plane_wave_data(space, k: float, directions, order: int = 6):
     c = mesh.corners
     pts = (c[:, None, 0] + ref[None, :, 0, None] * (c[:, None, 1] - c[:, None, 0])
            + ref[None, :, 1, None] * (c[:, None, 2] - c[:, None, 0]))  # (m, nq, 3)
-    d = np.asarray(directions, float).reshape(-1, 3)
-    wave = np.exp(1j * k * np.einsum("mqx,sx->mqs", pts, d))  # (m, nq, ns)
-    weights = mesh.areas[:, None] * (w / w.sum())[None, :]  # (m, nq)
-    phi = space.basis_values(ref)  # (nq, nloc)
-    local = np.einsum("mq,qc,mqs->mcs", weights, phi, wave)  # (m, nloc, ns)
+    d = np.ascontiguousarray(np.asarray(directions, float).reshape(-1, 3))
+    # weight * basis value of each local function at each point: (m, nloc, nq)
+    weighted = np.ascontiguousarray(np.einsum(
+        "mq,qc->mcq", mesh.areas[:, None] * (w / w.sum())[None, :], space.basis_values(ref)))
+    local = np.empty((pts.shape[0], weighted.shape[1], len(d)), dtype=complex)
+    _plane_wave_moments(np.ascontiguousarray(pts), weighted, d, float(k), local)
     dn = 1j * k * (mesh.normals @ d.T)  # (m, ns): flat triangles have constant normals
-    g = _scatter(space, local)
-    h = _scatter(space, local * dn[:, None, :])
-    return g, h
+    scatter = _scatter_matrix(space)
+    return (scatter @ local.reshape(-1, len(d)),
+            scatter @ (local * dn[:, None, :]).reshape(-1, len(d)))
 
 
-def _scatter(space, local):
-    ns = local.shape[-1]
-    out = np.zeros((space.n_dofs, ns), dtype=complex)
-    np.add.at(out, space.element_dofs.ravel(), local.reshape(-1, ns))
-    return out
+@nb.njit(parallel=True, cache=True)
+def _plane_wave_moments(pts, weighted, d, k, out):
+    """out[e, c, s] = sum_q weighted[e, c, q] exp(ik d_s . pts[e, q]) (one element per
+    thread: the sweeps' hundreds of directions made NumPy's complex exp the bottleneck)."""
+    for e in nb.prange(pts.shape[0]):
+        for s in range(d.shape[0]):
+            for c in range(weighted.shape[1]):
+                out[e, c, s] = 0.0
+            for q in range(pts.shape[1]):
+                phase = k * (d[s, 0] * pts[e, q, 0] + d[s, 1] * pts[e, q, 1] + d[s, 2] * pts[e, q, 2])
+                wave = complex(np.cos(phase), np.sin(phase))
+                for c in range(weighted.shape[1]):
+                    out[e, c, s] += weighted[e, c, q] * wave
+
+
+def _scatter_matrix(space):
+    """Sparse (n_dofs, m * nloc) adding each element's local values into its dofs."""
+    import scipy.sparse as sp  # noqa: PLC0415
+
+    dofs = space.element_dofs.ravel()
+    return sp.csr_matrix((np.ones(dofs.size), (dofs, np.arange(dofs.size))),
+                         shape=(space.n_dofs, dofs.size))
 
 
 def solve_real_spd(lu, y):

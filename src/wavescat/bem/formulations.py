@@ -189,10 +189,15 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
         except ConfigError as exc:
             raise ConfigError(f"{where}.{exc}") from None
 
+    def operator_specs(self, k: float, operator_format: str) -> dict:
+        return {name: (name, k) for name in self.operators if name != "adjoint_double_layer"}
+
     def _system(self, space, k, operators, mass, coupling, xp):
         from .burton_miller import OsrcImpedanceBurtonMiller  # noqa: PLC0415
+        from .transmission import adjoint_of  # noqa: PLC0415
 
-        return OsrcImpedanceBurtonMiller(*(operators[n] for n in self.operators), mass, coupling,
+        ops = {"adjoint_double_layer": adjoint_of(operators["double_layer"]), **operators}
+        return OsrcImpedanceBurtonMiller(*(ops[n] for n in self.operators), mass, coupling,
                                          k, self.admittance, xp=xp)
 
     def _with_single_layer(self, double, single, space, points, k, backend):
@@ -266,8 +271,7 @@ class FluidMuller(SoundHardBurtonMiller):
                                                                      where)
 
     def operator_specs(self, k: float, operator_format: str) -> dict:
-        names = [n for n in self.operators
-                 if n != "adjoint_double_layer" or operator_format != "dense"]
+        names = [n for n in self.operators if n != "adjoint_double_layer"]  # K' = K^T
         return {f"{self._symbols[n]}{i}": (n, kk) for i, kk in enumerate(
             (k, k / self.sound_speed_ratio)) for n in names}
 

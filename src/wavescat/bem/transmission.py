@@ -27,8 +27,8 @@ from .burton_miller import StrongForm
 
 
 def adjoint_of(double_layer):
-    """K' from K where the Galerkin matrix is at hand: <φ_i, K' φ_j> = <K φ_i, φ_j> with
-    trial = test, so K' = K^T (an H-matrix has no transpose and is assembled instead)."""
+    """K' from K (a dense array or an H-matrix): <φ_i, K' φ_j> = <K φ_i, φ_j> with trial =
+    test, so K' = K^T, and the formulations that need both assemble only K."""
     return double_layer.T
 
 

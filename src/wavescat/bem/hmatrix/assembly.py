@@ -19,7 +19,9 @@ from ...errors import WavescatError
 from .batched_aca import assemble_near, compress_far, near_block_of, sync
 from .block_tree import build_block_tree
 from .cluster_tree import build_cluster_tree
-from .hmatrix import DevicePart, HMatrix
+from ..green import Operator
+from .elementwise import mirror_blocks
+from .hmatrix import DevicePart, HMatrix, transposed
 from .kernels import PairKernel
 from .report import host_peak_bytes, log_report, rank_histogram
 
@@ -47,6 +49,25 @@ def _device_free_bytes(backend, device_id) -> int:
         free, _total = xp.cuda.runtime.memGetInfo()
         pool = xp.get_default_memory_pool()
         return int(free + pool.free_bytes())
+
+
+# A[i, j] = A[j, i] for one space as trial and test (the kernel and the rule are symmetric)
+SYMMETRIC_OPERATORS = frozenset({Operator.single_layer, Operator.hypersingular})
+
+
+def _one_space(test_cloud, trial_cloud) -> bool:
+    return test_cloud is trial_cloud or all(
+        np.array_equal(getattr(test_cloud, key), getattr(trial_cloud, key))
+        for key in ("pos", "nrm", "w", "curl"))
+
+
+def _compressed_share(far: dict, symmetric: bool) -> np.ndarray:
+    """The admissible blocks to compress: all, or for a symmetric matrix with a symmetric
+    partition those above the diagonal (each one below is the transpose of its mirror)."""
+    every = np.arange(len(far["r0"]))
+    if not symmetric or not len(every) or mirror_blocks(far) is None:
+        return every
+    return every[far["c0"] > far["r0"]]
 
 
 def _share(blocks: dict, part: int, nparts: int) -> np.ndarray:
@@ -92,6 +113,9 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
         ndev = be.device_count if devices is None else int(devices)
     device_ids = list(range(ndev))
     tcl, scl = test_cloud.permuted(rtree.perm), trial_cloud.permuted(ctree.perm)
+    # V and W of one space: ACA on the blocks above the diagonal, those below transposed
+    compressed = _compressed_share(btree.far, Operator.named(name) in SYMMETRIC_OPERATORS
+                                   and _one_space(test_cloud, trial_cloud))
 
     def build_part(d):
         xp = be.xp
@@ -103,7 +127,8 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             st["transfers"] = time.perf_counter() - t0
             pick = _share(btree.near, d, ndev)
             near = {key: v[pick] for key, v in btree.near.items()}
-            far = {key: v[_share(btree.far, d, ndev)] for key, v in btree.far.items()}
+            upper = {key: v[compressed] for key, v in btree.far.items()}
+            far = {key: v[_share(upper, d, ndev)] for key, v in upper.items()}
             itemsize = np.dtype(kern.dtype).itemsize
             need_near = int(np.sum(len(near["r0"])) * near["m"].max(initial=0)
                             * near["n"].max(initial=0) * itemsize)
@@ -137,6 +162,8 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             low = compress_far(kern, far, eps, xp, recompression=recompression,
                                budget_bytes=budget, zero_tol=zero_tol, stats=st) \
                 if len(far["r0"]) else []
+            if len(compressed) < len(btree.far["r0"]):  # the blocks below the diagonal
+                low += [transposed(g, xp) for g in low]
             sync(xp)
             st["aca"] = time.perf_counter() - t0
             st["evaluations_aca"] = kern.evaluations - ev0
@@ -184,7 +211,7 @@ def _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label,
     n_far = len(H.block_tree.far["r0"])
     ranks_all = np.concatenate([ranks, np.zeros(n_far - len(ranks), int)])
     stored = sum(g.stored_entries() for g in H.groups())
-    padded = sum(g.nbytes for g in H.groups())
+    padded = sum(p.nbytes for p in H.parts)  # V and W: the blocks below share their mirrors'
     item = H.dtype.itemsize
     dev_bytes = padded + kern.device_bytes * len(H.parts) if be.is_gpu else 0
     evals = sum(s["evaluations_near"] + s["evaluations_aca"] for s in stats)
@@ -209,6 +236,7 @@ def _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label,
         "rank_mean": float(ranks_all.mean()) if len(ranks_all) else 0.0,
         "time_s": times,
         "entries": int(pairs),
+        "aca_entries": int(sum(s["pairs_aca"] for s in stats)),  # rows and columns computed
         "kernel_evaluations": int(evals),
         "entries_per_s": pairs / busy if busy > 0 else 0.0,
         "kernel_evaluations_per_s": evals / busy if busy > 0 else 0.0,

@@ -267,7 +267,7 @@ def _row_groups(near, pick):
     return np.append(starts, len(rs)).astype(np.int64), order.astype(np.int64)
 
 
-def _mirror_blocks(near):
+def mirror_blocks(near):
     """The block at the transposed place of each dense block (-1 on the diagonal), or None
     where one is missing (a partition that is not symmetric)."""
     span = int(max(near["r0"].max(), near["c0"].max())) + 1
@@ -327,7 +327,7 @@ class ElementSums:
         zero stack D (B, Lr, Lc); returns the kernel evaluations done. One space with itself
         and a symmetric partition: the blocks on and above the diagonal are summed, those
         below from the same kernel values (half the evaluations)."""
-        mirror = _mirror_blocks(near) if self.same else None
+        mirror = mirror_blocks(near) if self.same else None
         pick = np.arange(len(near["r0"]))
         if mirror is not None:
             pick = pick[near["c0"] >= near["r0"]]

@@ -49,6 +49,13 @@ def stack_product(xp, M, xs):
     return y[:, :, 0] if vector else y
 
 
+def transposed(g: BlockGroup, xp) -> BlockGroup:
+    """Group g of A as a group of A^T: rows and columns swapped."""
+    if g.D is not None:
+        return BlockGroup(g.c0, g.r0, g.n, g.m, D=xp.ascontiguousarray(xp.swapaxes(g.D, 1, 2)))
+    return BlockGroup(g.c0, g.r0, g.n, g.m, U=g.V, V=g.U, rank=g.rank)
+
+
 class DevicePart:
     """The blocks one device holds and computes."""
 
@@ -112,7 +119,10 @@ class DevicePart:
 
     @property
     def nbytes(self) -> int:
-        return sum(g.nbytes for g in self.dense + self.lowrank)
+        """Bytes of the stored arrays, each once (transposed groups share their factors)."""
+        arrays = {id(a): a for g in self.dense + self.lowrank for a in (g.D, g.U, g.V)
+                  if a is not None}
+        return sum(int(a.nbytes) for a in arrays.values())
 
 
 class HMatrix:
@@ -162,6 +172,19 @@ class HMatrix:
         out = xp.empty((self.shape[0], X.shape[1]), dtype=dtype)
         out[rp] = y
         return out[:, 0] if x.ndim == 1 else out
+
+    @property
+    def T(self) -> "HMatrix":
+        """The transpose, e.g. K' = K^T for one space as trial and test: each low-rank block
+        U V^T becomes V U^T (the factors are shared, not copied) and each dense block is
+        transposed into a contiguous stack (batched products need one); far cheaper than
+        assembling K' (its report is K's; `block_tree` None)."""
+        parts = [DevicePart(p.backend, p.device_id,
+                            [transposed(g, p.backend.xp) for g in p.dense],
+                            [transposed(g, p.backend.xp) for g in p.lowrank], p.shape[::-1])
+                 for p in self.parts]
+        return HMatrix(parts, self.col_perm, self.row_perm, self.dtype, None,
+                       {**self.report, "transpose_of": self.report.get("operator")})
 
     def aslinearoperator(self) -> spla.LinearOperator:
         return spla.LinearOperator(self.shape, matvec=self.matvec, dtype=self.dtype)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from wavescat.bem import operators, quadrature, spaces
-from wavescat.bem.hmatrix import assemble_hmatrix
+from wavescat.bem.hmatrix import assemble_hmatrix, batched_aca
 from wavescat.bem.hmatrix.clouds import space_cloud
 from wavescat.bem.hmatrix.galerkin import singular_correction
 from wavescat.bem.hmatrix.kernels import PairKernel
@@ -105,3 +105,28 @@ def test_symmetric_operators_compress_half_their_blocks(name, backend):
     assert H.report["blocks"]["admissible"] == K.report["blocks"]["admissible"] > 0
     assert H.report["aca_entries"] < 0.6 * K.report["aca_entries"]
     assert H.report["storage_bytes"] < 0.8 * K.report["storage_bytes"]  # mirrors share factors
+
+
+@pytest.mark.parametrize("name, space_of", [("double_layer", spaces.p1), ("hypersingular", spaces.p1),
+                                            ("single_layer", spaces.p0)])
+def test_blocks_compressed_whole_match_those_compressed_by_crosses(name, space_of, monkeypatch):
+    """On the CPU a level's admissible blocks go to ACA by crosses or whole (every entry by
+    element pairs, then ACA on the stored block), whichever its probes found cheaper: ACA
+    sees the same entries either way, so the H-matrix costs fewer kernel evaluations, is
+    the same to its accuracy (the icosphere's symmetry makes ties of ACA's pivots, which
+    rounding breaks either way) and applies the dense operator to that accuracy."""
+    space = space_of(icosphere(3))
+    k, eps = 3.0, 1e-5
+    kwargs = dict(backend="cpu", eps=eps, eta=2.0, leaf_size=8)
+    monkeypatch.setattr(batched_aca._Route, "PROBE", 10**9)  # no level large enough to probe
+    crosses = assemble_hmatrix(name, space, space, k, **kwargs)
+    monkeypatch.setattr(batched_aca._Route, "PROBE", 4)
+    routed = assemble_hmatrix(name, space, space, k, **kwargs)
+    assert crosses.report["blocks"]["aca_whole"] == 0
+    assert routed.report["blocks"]["aca_whole"] > 0.3 * routed.report["blocks"]["admissible"]
+    assert routed.report["kernel_evaluations"] < crosses.report["kernel_evaluations"]
+    a, b = routed.to_dense(), crosses.to_dense()
+    assert np.abs(a - b).max() <= eps * np.abs(b).max()
+    A = np.asarray(operators.assemble(name, space, space, k, backend="cpu"))
+    x = np.random.default_rng(4).standard_normal(space.n_dofs)
+    assert np.linalg.norm(routed @ x - A @ x) / np.linalg.norm(A @ x) <= 10 * eps

@@ -76,17 +76,27 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
         # and would keep big blocks one to a chunk)
         kd = kernel.k * float(far["diam"][sel].max())
         k_est = min(L, 64 + int(0.5 * kd * kd))
+        route = _Route(kernel, far, sel)
         c = 0
         while c < len(sel):
             per_block = item * L * (2 * k_est + 12)
-            chunk = max(1, int(budget_bytes // per_block))
+            if route.whole:
+                per_block += item * route.area
+            chunk = min(route.probe(), max(1, int(budget_bytes // per_block)))
             ids = sel[c:c + chunk]
             c += len(ids)
             r0, m, c0, n = (xp.asarray(far[key][ids]) for key in ("r0", "m", "c0", "n"))
             t0 = time.perf_counter()
-            res = aca_plus_batched(kernel, r0, m, c0, n, eps, xp, dtype, zero_tol=zero_tol,
-                                   length=L,  # one L per level: chunks concatenate
-                                   crosses=kernel.crosses if kernel.elements is not None else None)
+            ev0 = kernel.evaluations
+            if route.whole:
+                res = _aca_of_whole_blocks(kernel, far, ids, eps, dtype, zero_tol, L)
+                stats["aca_whole_blocks"] = stats.get("aca_whole_blocks", 0) + len(ids)
+            else:
+                res = aca_plus_batched(kernel, r0, m, c0, n, eps, xp, dtype, zero_tol=zero_tol,
+                                       length=L,  # one L per level: chunks concatenate
+                                       crosses=kernel.crosses if kernel.elements is not None
+                                       else None)
+            route.measured(ids, kernel.evaluations - ev0)
             steps += res.steps
             stats["aca_host_syncs"] = stats.get("aca_host_syncs", 0) + res.host_syncs
             U, V, rank = res.U, res.V, res.rank
@@ -125,6 +135,66 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
                               rank=np.concatenate([p[6] for p in parts])))
     stats["aca_steps"] = stats.get("aca_steps", 0) + steps
     return out
+
+
+class _Route:
+    """How the CPU gets a level's blocks for ACA: by crosses (each row or column by element
+    pairs: ~6 triangles around its DOF against every triangle of the other side) or whole
+    (every entry of the block by element pairs, each pair's kernel values shared by all the
+    entries it feeds, then ACA on the stored block: the same pivots on the same entries).
+    A row of a block costs about five times its entries in kernel evaluations more than the
+    whole block does per entry, so narrow blocks of moderate rank are cheaper whole. Which
+    way wins depends on the ranks, known only after ACA: the level's first PROBE blocks run
+    by crosses, the next PROBE whole, and the rest go the way that cost fewer kernel
+    evaluations per entry (counts, not timings: the same choice on every run)."""
+
+    PROBE = 32
+
+    def __init__(self, kernel, far, sel):
+        self.far = far
+        self.whole = False
+        self.cost = {}  # way -> kernel evaluations per block entry of its probe
+        self.decided = kernel.elements is None or len(sel) < 4 * self.PROBE \
+            or not _clusters_partition(far, sel)
+        self.area = int(far["m"][sel].max()) * int(far["n"][sel].max())
+
+    def probe(self) -> int:
+        return self.PROBE if not self.decided else 1 << 62
+
+    def measured(self, ids, evaluations):
+        if self.decided:
+            return
+        self.cost[self.whole] = evaluations / float(np.sum(self.far["m"][ids] * self.far["n"][ids]))
+        if len(self.cost) == 2:
+            self.whole, self.decided = self.cost[True] < self.cost[False], True
+        else:
+            self.whole = True
+
+
+def _clusters_partition(far, sel) -> bool:
+    """Whether the row clusters and the column clusters of blocks `sel` are each disjoint
+    (one start, one size), as the element-pair sums of whole blocks need."""
+    for start, size in (("r0", "m"), ("c0", "n")):
+        s, z = far[start][sel], far[size][sel]
+        u, first = np.unique(s, return_index=True)
+        if np.any(z != z[first][np.searchsorted(u, s)]) or np.any(u[:-1] + z[first][:-1] > u[1:]):
+            return False
+    return True
+
+
+def _aca_of_whole_blocks(kernel, far, ids, eps, dtype, zero_tol, L):
+    """ACA+ of blocks `ids` evaluated whole by element pairs (host arrays; the CPU's way).
+    Block b's rows are rows b Lr .. b Lr + m_b - 1 of one stacked matrix, so ACA reads its
+    entries from the stack by position."""
+    blocks = {key: far[key][ids] for key in ("r0", "m", "c0", "n")}
+    Lr, Lc = int(blocks["m"].max()), int(blocks["n"].max())
+    D = np.zeros((len(ids), Lr, Lc), dtype)
+    kernel.add_near_field(blocks, D)
+    kernel.entries += int(np.sum(blocks["m"] * blocks["n"]))
+    flat = D.reshape(-1)
+    return aca_plus_batched(lambda ti, sj: flat[ti * Lc + sj], np.arange(len(ids)) * Lr,
+                            blocks["m"], np.zeros(len(ids), np.int64), blocks["n"], eps, np,
+                            dtype, zero_tol=zero_tol, length=L)
 
 
 def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24):

@@ -38,6 +38,33 @@ def test_frequency_sweep_expands():
     assert frequencies([50, 70]) == [50.0, 70.0]
 
 
+def test_numbers_written_with_an_exponent_are_numbers(default):
+    """YAML 1.1 reads 1e-4 (no dot) as a string: where the schema wants a number it is the
+    number the user wrote, in lists and sweeps too; strings elsewhere stay strings, and what
+    is no number still names the key."""
+    text = ("run: [s]\ncases:\n  s:\n    description: 2e3\n"
+            "    geometry: {kind: sphere, radius: 1e0}\n    frequencies_hz: [2e2, 3E+2]\n"
+            "    solver: {hmatrix: {eps: 1e-3, leaf_size: 3.2e1}}\n")
+    raw = yaml.safe_load(text)
+    assert raw["cases"]["s"]["solver"]["hmatrix"]["eps"] == "1e-3"  # what the loader gives
+    case = prepare_config({**default, **raw}, base_dir=ROOT)["cases"]["s"]
+    assert case["description"] == "2e3"
+    assert case["geometry"]["radius"] == 1.0
+    assert case["frequencies_hz"] == [200.0, 300.0]
+    assert case["solver"]["hmatrix"]["eps"] == 1e-3
+    assert case["solver"]["hmatrix"]["leaf_size"] == 32
+    assert isinstance(case["solver"]["hmatrix"]["leaf_size"], int)
+    raw["cases"]["s"]["frequencies_hz"] = {"start": "1e2", "stop": "2e2", "count": 3}
+    assert prepare_config({**default, **raw}, base_dir=ROOT)["cases"]["s"]["frequencies_hz"] \
+        == [100.0, 150.0, 200.0]
+    raw["cases"]["s"]["solver"]["hmatrix"]["eps"] = "1e-3 Pa"
+    with pytest.raises(ConfigError, match=r"cases\.s\.solver\.hmatrix\.eps = '1e-3 Pa': must be of type number"):
+        prepare_config({**default, **raw}, base_dir=ROOT)
+    raw["cases"]["s"]["solver"]["hmatrix"]["eps"] = "-1e-3"
+    with pytest.raises(ConfigError, match=r"cases\.s\.solver\.hmatrix\.eps = -0\.001: must be > 0"):
+        prepare_config({**default, **raw}, base_dir=ROOT)
+
+
 def test_sweep_in_config_and_direction_normalised(default):
     cfg = copy.deepcopy(default)
     case = cfg["cases"]["sphere_ka5"]

@@ -229,6 +229,37 @@ def _check_names(cfg: dict) -> None:
                     "'.' or '-'")
 
 
+# YAML 1.1 (Snakemake's loader) reads 1e-4 or 2E3, a number without a dot, as a string
+_YAML_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def _read_exponent_numbers(validator, cfg) -> None:
+    """Turn strings like '1e-4' into numbers where the schema asks for a number, as a user
+    who wrote them meant; every other string stays as written."""
+    def wants_number(err):
+        kinds = [err.validator_value] if isinstance(err.validator_value, str) else err.validator_value
+        return (err.validator == "type" and isinstance(err.instance, str)
+                and {"number", "integer"} & set(kinds) and _YAML_FLOAT.fullmatch(err.instance.strip()))
+
+    def walk(errors):
+        for err in errors:
+            yield err
+            yield from walk(err.context or [])
+
+    for _ in range(1000):  # one pass per nesting level of oneOf branches at most
+        hits = [e for e in walk(validator.iter_errors(cfg)) if wants_number(e)]
+        if not hits:
+            return
+        for err in hits:
+            *parents, last = err.absolute_path
+            holder = cfg
+            for key in parents:
+                holder = holder[key]
+            value = float(err.instance)
+            holder[last] = int(value) if "integer" in str(err.validator_value) \
+                and value.is_integer() else value
+
+
 def _raise_first(validator, cfg) -> None:
     from jsonschema import exceptions
 
@@ -257,6 +288,7 @@ def prepare_config(config: dict, base_dir: str | Path = ".", schema_path=SCHEMA_
     _check_finite(cfg)
     _check_names(cfg)
     validator = _validator(load_schema(schema_path))
+    _read_exponent_numbers(validator, cfg)
     _raise_first(validator, cfg)
     # Studies copy their (defaults-filled) base cases; check the generated ones again.
     expand_studies(cfg)

@@ -267,18 +267,19 @@ def _row_groups(near, pick):
     return np.append(starts, len(rs)).astype(np.int64), order.astype(np.int64)
 
 
-def mirror_blocks(near):
-    """The block at the transposed place of each dense block (-1 on the diagonal), or None
-    where one is missing (a partition that is not symmetric)."""
+def mirror_blocks(near, partial=False):
+    """The block at the transposed place of each block (-1 on the diagonal); where one is
+    missing (a partition that is not symmetric) None, or with `partial` -1 for that block."""
     span = int(max(near["r0"].max(), near["c0"].max())) + 1
     key = near["r0"] * span + near["c0"]
     order = np.argsort(key)
     want = near["c0"] * span + near["r0"]
     at = np.minimum(np.searchsorted(key[order], want), len(key) - 1)
     mirror = order[at]
-    if np.any(key[mirror] != want) or np.any(near["m"][mirror] != near["n"]):
+    missing = (key[mirror] != want) | (near["m"][mirror] != near["n"])
+    if missing.any() and not partial:
         return None
-    return np.where(near["r0"] == near["c0"], -1, mirror).astype(np.int64)
+    return np.where((near["r0"] == near["c0"]) | missing, -1, mirror).astype(np.int64)
 
 
 def _column_groups(near, n_cols):
@@ -325,12 +326,15 @@ class ElementSums:
     def near_field(self, near, D, bar=None) -> int:
         """Add the regular entries of the dense blocks `near` (dict of host arrays) into the
         zero stack D (B, Lr, Lc); returns the kernel evaluations done. One space with itself
-        and a symmetric partition: the blocks on and above the diagonal are summed, those
-        below from the same kernel values (half the evaluations)."""
-        mirror = mirror_blocks(near) if self.same else None
-        pick = np.arange(len(near["r0"]))
-        if mirror is not None:
-            pick = pick[near["c0"] >= near["r0"]]
+        and a block and its mirror (the block at the transposed place) among `near`: the one
+        above the diagonal is summed, the one below from the same kernel values (half the
+        evaluations)."""
+        found = mirror_blocks(near, partial=True) if self.same else None
+        mirror, pick = None, np.arange(len(near["r0"]))
+        if found is not None and np.any(found >= 0):
+            upper = near["c0"] >= near["r0"]
+            mirror = np.where(upper, found, -1)  # a block above fills its mirror below
+            pick = pick[upper | (found < 0)]  # one below is summed where it has no mirror
         gstart, gblocks = _row_groups(near, pick)
         done = np.cumsum(np.r_[0, 1 + (mirror[gblocks] >= 0)]) if mirror is not None \
             else np.arange(len(gblocks) + 1)  # blocks filled by the first k of gblocks

@@ -69,9 +69,11 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
     bar = progress(len(far["r0"]), f"ACA {kernel.name}", "blocks")
     for level in np.unique(far["level"]):
         sel = np.nonzero(far["level"] == level)[0]
-        # a block beside its mirror: blocks summed whole take a pair's kernel values once
-        lo, hi = np.minimum(far["r0"][sel], far["c0"][sel]), np.maximum(far["r0"][sel], far["c0"][sel])
-        sel = sel[np.lexsort((far["r0"][sel], hi, lo))]
+        if kernel.elements is not None:
+            # a block beside its mirror: blocks summed whole take a pair's kernel values once
+            lo = np.minimum(far["r0"][sel], far["c0"][sel])
+            hi = np.maximum(far["r0"][sel], far["c0"][sel])
+            sel = sel[np.lexsort((far["r0"][sel], hi, lo))]
         L = int(max(far["m"][sel].max(), far["n"][sel].max()))
         # working set per block: U, V with room for the expected rank (it grows with
         # (k diam)^2 for Helmholtz) plus a dozen (B, L) vectors; after the level's first

@@ -246,18 +246,15 @@ def _read_exponent_numbers(validator, cfg) -> None:
             yield err
             yield from walk(err.context or [])
 
-    for _ in range(1000):  # one pass per nesting level of oneOf branches at most
-        hits = [e for e in walk(validator.iter_errors(cfg)) if wants_number(e)]
-        if not hits:
-            return
-        for err in hits:
-            *parents, last = err.absolute_path
-            holder = cfg
-            for key in parents:
-                holder = holder[key]
-            value = float(err.instance)
-            holder[last] = int(value) if "integer" in str(err.validator_value) \
-                and value.is_integer() else value
+    # one pass: the errors of every oneOf branch come with their parent's (err.context)
+    for err in [e for e in walk(validator.iter_errors(cfg)) if wants_number(e)]:
+        *parents, last = err.absolute_path
+        holder = cfg
+        for key in parents:
+            holder = holder[key]
+        value = float(err.instance)
+        holder[last] = int(value) if "integer" in str(err.validator_value) \
+            and value.is_integer() else value
 
 
 def _raise_first(validator, cfg) -> None:

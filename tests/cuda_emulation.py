@@ -238,6 +238,12 @@ class _Device(SimpleNamespace):
     def synchronize(self):  # launches return when done
         pass
 
+    def __enter__(self):  # `with cupy.cuda.Device(i):` - one device
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
     @property
     def mem_info(self):
         import psutil
@@ -259,12 +265,13 @@ class EmulatedCuda:
         self.launches = []  # (kernel, grid, block) of every launch, in order
         attributes = {"MultiProcessorCount": multiprocessors, "MaxSharedMemoryPerBlockOptin": shared_optin}
         device = _Device(compute_capability=str(compute_capability), attributes=attributes)
-        self.cuda = SimpleNamespace(Device=lambda *_: device)
+        runtime = SimpleNamespace(memGetInfo=lambda: device.mem_info, deviceSynchronize=lambda: None)
+        self.cuda = SimpleNamespace(Device=lambda *_: device, runtime=runtime)
 
     @staticmethod
     def get_default_memory_pool():
         """CuPy's pool as the memory checks see it: the emulation holds nothing in one."""
-        return SimpleNamespace(total_bytes=lambda: 0, used_bytes=lambda: 0)
+        return SimpleNamespace(total_bytes=lambda: 0, used_bytes=lambda: 0, free_bytes=lambda: 0)
 
     def __getattr__(self, name):
         return getattr(np, name)

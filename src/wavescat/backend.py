@@ -60,6 +60,31 @@ def to_host(a) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
+def array_module(a):
+    """NumPy for host arrays, CuPy for device arrays."""
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy  # noqa: PLC0415 - a device array exists, so CuPy does
+
+    return cupy.get_array_module(a)
+
+
+def scatter_add(target, index, values) -> None:
+    """target[index] += values with repeated indices accumulated (np.add.at), for host or
+    device arrays (on the device complex targets as their real and imaginary parts)."""
+    if isinstance(target, np.ndarray):
+        np.add.at(target, index, values)
+        return
+    import cupyx  # noqa: PLC0415
+
+    if target.dtype.kind == "c":
+        flat = target.view(target.real.dtype)
+        cupyx.scatter_add(flat, 2 * index, values.real.astype(flat.dtype))
+        cupyx.scatter_add(flat, 2 * index + 1, values.imag.astype(flat.dtype))
+    else:
+        cupyx.scatter_add(target, index, values.astype(target.dtype))
+
+
 def sparse_modules(a):
     """(array module, sparse-matrix module, spsolve_triangular) of the backend that holds
     `a`: NumPy and SciPy for host arrays, CuPy and cupyx (cuSPARSE) for device arrays."""

@@ -88,7 +88,7 @@ class CpuKernels:
     def _special_pairs_symmetric(self):
         """Touching and near pairs with a <= b computed once, the pair (b, a) from the same
         kernel evaluations (V, W: transpose; K <-> K')."""
-        from .operators import near_pairs, touching_pairs  # noqa: PLC0415
+        from .operators import near_pairs, touching_kinds, touching_pairs  # noqa: PLC0415
 
         ev = self.ev
         mesh = ev.test.mesh
@@ -98,7 +98,8 @@ class CpuKernels:
             keep = pa <= pb if kind == "touching" else pa < pb
             pa, pb = pa[keep], pb[keep]
             if kind == "touching":
-                res = self.singular(pa, pb, *ev.classify(pa, pb), swapped=self.swaps)
+                kinds = (a[keep] for a in touching_kinds(mesh))
+                res = self.singular(pa, pb, *kinds, swapped=self.swaps)
                 re, im, sre, sim = res if self.swaps else (*res, None, None)
             else:
                 d = ev.near_a

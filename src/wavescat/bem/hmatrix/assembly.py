@@ -11,9 +11,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import scipy.sparse as sp
 
-from ...backend import Backend, get_backend
+from ...backend import Backend, array_module, get_backend, to_host
 from ...defaults import HMATRIX
 from ...errors import WavescatError
 from .batched_aca import assemble_near, compress_far, near_block_of, sync
@@ -96,24 +95,24 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     btree = build_block_tree(rtree, ctree, eta, k=float(np.real(k)), kd_max=kd_max)
     times["trees"] = time.perf_counter() - t0
 
-    corr = corr_block = None
-    dropped = 0
-    if correction is not None and len(correction[0]):
-        t0 = time.perf_counter()
-        ri, ci = rtree.iperm, ctree.iperm
-        c = sp.coo_matrix((correction[2], (ri[correction[0]], ci[correction[1]])),
-                          shape=(rtree.n, ctree.n)).tocsr().tocoo()  # sums duplicates
-        corr = (c.row.astype(np.int64), c.col.astype(np.int64), c.data)
-        corr_block = near_block_of(btree.near, corr[0], corr[1], strict=False)
-        inside = corr_block >= 0
-        dropped = int(np.sum(~inside))
-        corr = tuple(c[inside] for c in corr)
-        corr_block = corr_block[inside]
-        times["correction"] += time.perf_counter() - t0
-
     ndev = 1
     if be.is_gpu:
         ndev = be.device_count if devices is None else int(devices)
+    corr = None
+    dropped = 0
+    if correction is not None and len(correction[0]):
+        # in tree numbering with the dense block each lands in (repeated places are summed
+        # into the blocks), on the array module that holds them; several devices take
+        # their shares from the host
+        t0 = time.perf_counter()
+        rows, cols, vals = correction if ndev == 1 else (to_host(c) for c in correction)
+        xc = array_module(rows)
+        rows, cols = xc.asarray(rtree.iperm)[rows], xc.asarray(ctree.iperm)[cols]
+        block = near_block_of(btree.near, rows, cols, strict=False)
+        inside = block >= 0
+        dropped = int(xc.sum(~inside))
+        corr = tuple(c[inside] for c in (rows, cols, vals, block))
+        times["correction"] += time.perf_counter() - t0
     device_ids = list(range(ndev))
     tcl, scl = test_cloud.permuted(rtree.perm), trial_cloud.permuted(ctree.perm)
     if point_aca is None:
@@ -158,7 +157,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
                 budget = min(budget, max(free - need_near - guess, 256 << 20) // 2)
             t0 = time.perf_counter()
             ev0 = kern.evaluations
-            dense = assemble_near(kern, near, xp, _part_correction(corr, corr_block, pick))
+            dense = assemble_near(kern, near, xp, _part_correction(corr, pick))
             sync(xp)
             st["near_field"] = time.perf_counter() - t0
             st["evaluations_near"] = kern.evaluations - ev0
@@ -205,12 +204,19 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     return H
 
 
-def _part_correction(corr, corr_block, pick):
-    """The corrections that fall in this device's share `pick` of the dense blocks."""
+def _part_correction(corr, pick):
+    """The corrections (rows, cols, values, block) that fall in this device's share `pick`
+    of the dense blocks, with their blocks numbered within the share."""
     if corr is None:
         return None
-    mine = np.isin(corr_block, pick)
-    return tuple(c[mine] for c in corr)
+    if np.array_equal(pick, np.arange(len(pick))):  # one device: every block, in order
+        return corr
+    rows, cols, vals, block = corr
+    local = np.full(int(pick.max(initial=-1)) + 2, -1, np.int64)
+    local[pick] = np.arange(len(pick))
+    block = local[np.minimum(block, len(local) - 1)]
+    mine = block >= 0
+    return rows[mine], cols[mine], vals[mine], block[mine]
 
 
 def _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label, kern) -> dict:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...backend import to_host
+from ...backend import array_module, scatter_add, to_host
 from ...progress import progress
 from .aca import aca_plus_batched, recompress
 
@@ -215,8 +215,8 @@ def _aca_of_whole_blocks(kernel, far, ids, eps, dtype, zero_tol, L):
 
 def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24):
     """One dense group for the inadmissible blocks `near`, plus `correction` =
-    (row positions, col positions, values) in the permuted numbering (host arrays,
-    duplicates summed) added where touching supports need singular quadrature."""
+    (row positions, col positions, values, block) in the permuted numbering (repeated
+    places summed) added where touching supports need singular quadrature."""
     if len(near["r0"]) == 0:
         return None
     Lr, Lc = int(near["m"].max()), int(near["n"].max())
@@ -230,8 +230,9 @@ def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24
         _near_by_entries(kernel, near, xp, D, r0, m, c0, n, chunk_entries, bar)
     bar.close()
     if correction is not None and len(correction[0]):
-        flat = _near_positions(near, Lr, Lc, *correction[:2])
-        D.reshape(-1)[xp.asarray(flat)] += xp.asarray(correction[2].astype(D.dtype))
+        rows, cols, vals, blk = (xp.asarray(a) for a in correction)
+        flat = blk * (Lr * Lc) + (rows - r0[blk]) * Lc + (cols - c0[blk])
+        scatter_add(D.reshape(-1), flat, vals.astype(D.dtype, copy=False))
     return BlockGroup(r0, c0, m, n, D=D)
 
 
@@ -254,27 +255,24 @@ def _near_by_entries(kernel, near, xp, D, r0, m, c0, n, chunk_entries, bar):
 
 def near_block_of(near, rows, cols, strict=True):
     """Index of the dense block holding each (row, col) of the permuted matrix (-1 where
-    none does and not `strict`)."""
+    none does and not `strict`), on the array module of rows and cols."""
     from ...errors import WavescatError  # noqa: PLC0415
 
+    xp = array_module(rows)
     # dense blocks pair leaf clusters; leaf starts are the distinct block starts
     rstarts, cstarts = np.unique(near["r0"]), np.unique(near["c0"])
     key_blocks = (np.searchsorted(rstarts, near["r0"]) * len(cstarts)
                   + np.searchsorted(cstarts, near["c0"]))
     order = np.argsort(key_blocks)
-    key = ((np.searchsorted(rstarts, rows, side="right") - 1) * len(cstarts)
-           + np.searchsorted(cstarts, cols, side="right") - 1)
-    blk = order[np.minimum(np.searchsorted(key_blocks[order], key), len(order) - 1)]
-    bad = ((key_blocks[blk] != key) | (rows - near["r0"][blk] >= near["m"][blk])
-           | (cols - near["c0"][blk] >= near["n"][blk]) | (rows < near["r0"][blk])
-           | (cols < near["c0"][blk]))
-    if strict and bad.any():
+    keys = xp.asarray(key_blocks[order])
+    key = ((xp.searchsorted(xp.asarray(rstarts), rows, side="right") - 1) * len(cstarts)
+           + xp.searchsorted(xp.asarray(cstarts), cols, side="right") - 1)
+    at = xp.minimum(xp.searchsorted(keys, key), len(order) - 1)
+    blk = xp.asarray(order)[at]
+    r0, m, c0, n = (xp.asarray(near[k]) for k in ("r0", "m", "c0", "n"))
+    bad = ((keys[at] != key) | (rows - r0[blk] >= m[blk]) | (cols - c0[blk] >= n[blk])
+           | (rows < r0[blk]) | (cols < c0[blk]))
+    if strict and bool(bad.any()):
         raise WavescatError(f"{int(bad.sum())} singular corrections fall outside the dense "
                             "near field (admissibility must exclude touching supports)")
-    return np.where(bad, -1, blk)
-
-
-def _near_positions(near, Lr, Lc, rows, cols):
-    """Flat index into the dense stack of each (row, col) position of the permuted matrix."""
-    blk = near_block_of(near, rows, cols)
-    return blk * (Lr * Lc) + (rows - near["r0"][blk]) * Lc + (cols - near["c0"][blk])
+    return xp.where(bad, -1, blk)

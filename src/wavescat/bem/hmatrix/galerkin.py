@@ -33,39 +33,50 @@ def element_space(space):
 
 def singular_correction(ev, name, k, trial, test, rule, backend, precision, chunk=1 << 21):
     """(rows, cols, values) of exact - regular over the touching and near element pairs
-    (touching pairs get singular rules, close disjoint pairs a higher-order rule)."""
+    (touching pairs get singular rules, close disjoint pairs a higher-order rule), as
+    backend arrays (the GPU's stay on the device), repeated (row, col) places to be summed."""
     if backend.is_gpu:
         pa, pb, vals = _correction_by_entries(ev, name, k, trial, test, rule, backend,
                                               precision, chunk)
     else:
         pa, pb, vals = _correction_by_elements(ev, k, trial, test, rule)
+    xp = backend.xp
     ka, kb = test.element_dofs.shape[1], trial.element_dofs.shape[1]
-    rows = np.broadcast_to(test.element_dofs[pa][:, :, None], (len(pa), ka, kb)).ravel()
-    cols = np.broadcast_to(trial.element_dofs[pb][:, None, :], (len(pa), ka, kb)).ravel()
+    pa, pb = xp.asarray(pa), xp.asarray(pb)
+    shape = (int(pa.shape[0]), ka, kb)
+    rows = xp.broadcast_to(xp.asarray(test.element_dofs)[pa][:, :, None], shape).ravel()
+    cols = xp.broadcast_to(xp.asarray(trial.element_dofs)[pb][:, None, :], shape).ravel()
     return rows, cols, vals
 
 
 def _correction_by_entries(ev, name, k, trial, test, rule, backend, precision, chunk):
-    """(pa, pb, values): the pairs' exact local matrices in chunks, their regular ones as
-    entries of the element spaces' clouds (the GPU's pair kernel)."""
+    """(pa, pb, values) on the GPU, the values on the device: the exact local matrices of the
+    touching pairs (singular rules) and of the near pairs (near rule) less their regular
+    ones as entries of the element spaces' clouds (the H-matrix's pair kernel)."""
     from .. import operators  # noqa: PLC0415
 
-    ta, tb = operators.touching_pairs(test.mesh)
-    na, nb = operators.near_pairs(test.mesh, float(ev.orders.near_factor))
-    pa, pb = np.concatenate([ta, na]), np.concatenate([tb, nb])
+    mesh = test.mesh
+    ta, tb = operators.touching_pairs(mesh)
+    kinds = operators.touching_kinds(mesh)
+    na, nb = operators.near_pairs(mesh, float(ev.orders.near_factor))
     ka, kb = test.element_dofs.shape[1], trial.element_dofs.shape[1]
     kern = PairKernel(name, k, space_cloud(element_space(test), rule=rule),
                       space_cloud(element_space(trial), rule=rule), backend, precision)
     xp = backend.xp
+    la, lb = xp.arange(ka)[None, :, None], xp.arange(kb)[None, None, :]
     vals = []
-    for s in range(0, len(pa), chunk):
-        a, b = pa[s:s + chunk], pb[s:s + chunk]
-        exact = backend.asnumpy(ev.element_pairs(a, b))
-        ti = (a[:, None, None] * ka + np.arange(ka)[None, :, None]) + 0 * np.arange(kb)
-        sj = (b[:, None, None] * kb + np.arange(kb)[None, None, :]) + 0 * ti
-        reg = backend.asnumpy(kern(xp.asarray(ti.ravel()), xp.asarray(sj.ravel())))
-        vals.append(exact.reshape(-1) - reg)
-    return pa, pb, np.concatenate(vals) if vals else np.zeros(0)
+    for pa, pb, exact_of in (
+            (ta, tb, lambda s: ev.kernels.singular(ta[s], tb[s], *(x[s] for x in kinds))),
+            (na, nb, lambda s: ev.kernels.regular(na[s], nb[s], near=True))):
+        for s in range(0, len(pa), chunk):
+            sl = slice(s, s + chunk)
+            exact = ev._combine(*exact_of(sl)).reshape(-1)
+            a, b = xp.asarray(pa[sl])[:, None, None], xp.asarray(pb[sl])[:, None, None]
+            ti, sj = xp.broadcast_arrays(a * ka + la, b * kb + lb)
+            vals.append(exact - kern(ti.ravel(), sj.ravel()))
+    empty = xp.zeros(0, dtype=kern.dtype)
+    return (np.concatenate([ta, na]), np.concatenate([tb, nb]),
+            xp.concatenate(vals) if vals else empty)
 
 
 def _correction_by_elements(ev, k, trial, test, rule):

@@ -116,7 +116,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     device_ids = list(range(ndev))
     tcl, scl = test_cloud.permuted(rtree.perm), trial_cloud.permuted(ctree.perm)
     if point_aca is None:
-        point_aca = be.is_gpu
+        point_aca = False
     point_aca = point_aca and tcl.elements is not None and scl.elements is not None
     # V and W of one space: ACA on the blocks above the diagonal, those below transposed
     compressed = _compressed_share(btree.far, Operator.named(name) in SYMMETRIC_OPERATORS

@@ -76,46 +76,75 @@ def _pairs_cpu(op, kr, ki, ti, sj, tpos, tnrm, tw, tcurl, spos, snrm, sw, scurl,
 
 
 _CUDA_SRC = CUDA_GREEN + r"""
-template <typename T> __device__ __forceinline__ bool padded(const T* c)
-{   // a zero-weight slot is padding, except for W, whose curls carry their own weights
-    return OP != 3 || (c[0] == (T)0 && c[1] == (T)0 && c[2] == (T)0);
+// One point pair's term of an entry: x (test point, its normal na, weight wa, weighted curl
+// ca) against y (trial point: nb, wb, cb).
+__device__ __forceinline__ void pair_term(const T* x, const T* na, T wa, const T* ca,
+    const T* y, const T* nb, T wb, const T* cb, T kr, T ki, T& acc_re, T& acc_im)
+{
+    const T d0 = x[0] - y[0], d1 = x[1] - y[1], d2 = x[2] - y[2];
+    if (d0*d0 + d1*d1 + d2*d2 == (T)0) return;  // coincident points: a touching pair's
+    T gre, gim;
+    kernel_value<T>(d0, d1, d2, na, nb, kr, ki, gre, gim);
+    const T ww = wa * wb;
+#if OP == 3
+    const T cc = ca[0]*cb[0] + ca[1]*cb[1] + ca[2]*cb[2];
+    const T nn = (na[0]*nb[0] + na[1]*nb[1] + na[2]*nb[2]) * ww;
+    const T fre = cc - (kr*kr - ki*ki) * nn, fim = -2*kr*ki * nn;
+    acc_re += gre * fre - gim * fim;
+    acc_im += gre * fim + gim * fre;
+#else
+    acc_re += gre * ww;
+    acc_im += gim * ww;
+#endif
 }
 
+struct Point { T x[3], n[3], w, c[3]; };
+
+__device__ __forceinline__ Point load_point(const T* pos, const T* nrm, const T* w,
+                                            const T* curl, long long s)
+{
+    Point p;
+    for (int c = 0; c < 3; ++c) { p.x[c] = pos[3*s+c]; p.n[c] = nrm[3*s+c]; }
+    p.w = w[s];
+#if OP == 3
+    for (int c = 0; c < 3; ++c) p.c[c] = curl[3*s+c];
+#endif
+    return p;
+}
+
+// Entry p = (test dof ti[p], trial dof sj[p]): the sum over the real (unpadded) points of
+// both supports, tcnt[i] and scnt[j] of them. The points a thread does not share with its
+// neighbours stay in registers in the outer loop and the shared ones (an ACA row: one test
+// dof for a whole row of threads; a column: one trial dof) are read in the inner loop.
 extern "C" __global__ void hm_pairs(const long long npairs, const int* __restrict__ ti,
     const int* __restrict__ sj,
     const T* __restrict__ tpos, const T* __restrict__ tnrm, const T* __restrict__ tw,
-    const T* __restrict__ tcurl, const int qt,
+    const T* __restrict__ tcurl, const int qt, const int* __restrict__ tcnt,
     const T* __restrict__ spos, const T* __restrict__ snrm, const T* __restrict__ sw,
-    const T* __restrict__ scurl, const int qs, const T kr, const T ki, T* __restrict__ out)
+    const T* __restrict__ scurl, const int qs, const int* __restrict__ scnt,
+    const T kr, const T ki, T* __restrict__ out)
 {
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= npairs) return;
     const long long i = ti[p], j = sj[p];
+    const int na = tcnt[i], nb = scnt[j];
+    const bool row = (p > 0 && ti[p - 1] == i) || (p + 1 < npairs && ti[p + 1] == i);
     T acc_re = 0, acc_im = 0;
-    for (int a = 0; a < qt; ++a) {
-        const long long ia = i * qt + a;
-        const T wa = tw[ia];
-        if (wa == (T)0 && padded(tcurl + 3*ia)) continue;  // padding to the largest valence
-        const T xa0 = tpos[3*ia], xa1 = tpos[3*ia+1], xa2 = tpos[3*ia+2];
-        const T na[3] = {tnrm[3*ia], tnrm[3*ia+1], tnrm[3*ia+2]};
-        for (int b = 0; b < qs; ++b) {
-            const long long jb = j * qs + b;
-            if (sw[jb] == (T)0 && padded(scurl + 3*jb)) continue;
-            const T d0 = xa0 - spos[3*jb], d1 = xa1 - spos[3*jb+1], d2 = xa2 - spos[3*jb+2];
-            if (d0*d0 + d1*d1 + d2*d2 == (T)0) continue;
-            T gre, gim;
-            kernel_value<T>(d0, d1, d2, na, snrm + 3*jb, kr, ki, gre, gim);
-            const T ww = wa * sw[jb];
-#if OP == 3
-            const T cc = tcurl[3*ia]*scurl[3*jb] + tcurl[3*ia+1]*scurl[3*jb+1] + tcurl[3*ia+2]*scurl[3*jb+2];
-            const T nn = (na[0]*snrm[3*jb] + na[1]*snrm[3*jb+1] + na[2]*snrm[3*jb+2]) * ww;
-            const T fre = cc - (kr*kr - ki*ki) * nn, fim = -2*kr*ki * nn;
-            acc_re += gre * fre - gim * fim;
-            acc_im += gre * fim + gim * fre;
-#else
-            acc_re += gre * ww;
-            acc_im += gim * ww;
-#endif
+    if (row) {
+        for (int b = 0; b < nb; ++b) {
+            const Point y = load_point(spos, snrm, sw, scurl, j * qs + b);
+            for (int a = 0; a < na; ++a) {
+                const Point x = load_point(tpos, tnrm, tw, tcurl, i * qt + a);
+                pair_term(x.x, x.n, x.w, x.c, y.x, y.n, y.w, y.c, kr, ki, acc_re, acc_im);
+            }
+        }
+    } else {
+        for (int a = 0; a < na; ++a) {
+            const Point x = load_point(tpos, tnrm, tw, tcurl, i * qt + a);
+            for (int b = 0; b < nb; ++b) {
+                const Point y = load_point(spos, snrm, sw, scurl, j * qs + b);
+                pair_term(x.x, x.n, x.w, x.c, y.x, y.n, y.w, y.c, kr, ki, acc_re, acc_im);
+            }
         }
     }
 #if LAPLACE
@@ -125,6 +154,15 @@ extern "C" __global__ void hm_pairs(const long long npairs, const int* __restric
 #endif
 }
 """
+
+
+def point_counts(cloud) -> np.ndarray:
+    """The real (unpadded) points of each dof of a cloud (int32): a padded cloud's real
+    slots come first (clouds.space_cloud), valence x rule points of them."""
+    if cloud.elements is None:
+        return np.full(cloud.n, cloud.q, np.int32)
+    nq = cloud.elements.pts.shape[1]
+    return (np.bincount(cloud.elements.dofs.ravel(), minlength=cloud.n) * nq).astype(np.int32)
 
 
 class PairKernel:
@@ -153,6 +191,8 @@ class PairKernel:
 
         self._t, self._s = put(test_cloud), put(trial_cloud)
         self._qt, self._qs = test_cloud.q, trial_cloud.q
+        # the real points of each dof: clouds are padded to the largest valence
+        self._tcnt, self._scnt = (self.xp.asarray(point_counts(c)) for c in (test_cloud, trial_cloud))
         # the CPU sums the near field and ACA's crosses by element pairs where both clouds
         # know their elements (elementwise.py); the GPU sums entry by entry
         self.elements = None
@@ -197,8 +237,8 @@ class PairKernel:
             blocks = (npairs + threads - 1) // threads
             self._raw((blocks,), (threads,),
                       (np.int64(npairs), ti.astype(xp.int32, copy=False),
-                       sj.astype(xp.int32, copy=False), *self._t, np.int32(self._qt), *self._s,
-                       np.int32(self._qs), *self._k, buf))
+                       sj.astype(xp.int32, copy=False), *self._t, np.int32(self._qt),
+                       self._tcnt, *self._s, np.int32(self._qs), self._scnt, *self._k, buf))
             if not self.helmholtz:
                 return buf
             try:

@@ -132,8 +132,6 @@ def run_frequency(frequency, args, be, peak):
     formulation = formulation_for(case.get("boundary"))
     space = formulation.space(mesh)
     settings = solver_settings(case.get("solver"))
-    if args.aca != "auto":  # the H-matrix's ACA route (hmatrix/points.py): a bench-only choice
-        settings["hmatrix"]["point_aca"] = args.aca == "points"
     if args.work_gib:
         settings["hmatrix"]["work_bytes"] = int(args.work_gib * 2**30)
     fmt = operator_format_for(settings["operator_format"], space.n_dofs,
@@ -272,9 +270,6 @@ def main(argv=None):
     ap.add_argument("--precision", default="double", choices=["double", "single"])
     ap.add_argument("--format", default="hmatrix", choices=["auto", "dense", "hmatrix"])
     ap.add_argument("--kd-max", default=None, help="override solver.hmatrix.kd_max (a number or none)")
-    ap.add_argument("--aca", default="auto", choices=["auto", "entries", "points"],
-                    help="ACA on the dof entries or on the clusters' quadrature points "
-                    "(auto: the assembly's default)")
     ap.add_argument("--work-gib", type=float, default=0.0,
                     help="the ACA's working memory per chunk of blocks (default 2 GiB)")
     ap.add_argument("--mesh", default="", help="a stored mesh (.msh) in place of meshing")

@@ -22,7 +22,6 @@ from ..green import Operator
 from .elementwise import mirror_blocks
 from .hmatrix import DevicePart, HMatrix, transposed
 from .kernels import PairKernel
-from .points import PointACA
 from .report import host_peak_bytes, log_report, rank_histogram
 
 log = logging.getLogger("wavescat.hmatrix")
@@ -80,11 +79,9 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
                          backend="auto", precision="double", eps=HMATRIX["eps"],
                          eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
                          kd_max=HMATRIX["kd_max"], recompression=True, devices=None,
-                         work_bytes=None, label=None, point_aca=None):
+                         work_bytes=None, label=None):
     """H-matrix of the regular-quadrature kernel matrix between two clouds plus
-    `correction` = (rows, cols, values) in original numbering (touching pairs only).
-    point_aca: compress the admissible blocks on the clouds' quadrature points (points.py;
-    clouds that know their elements only); None: where that is the faster way (the GPU)."""
+    `correction` = (rows, cols, values) in original numbering (touching pairs only)."""
     check_parameters(eps, eta, leaf_size, kd_max)
     be = _resolve(backend)
     t_all = time.perf_counter()
@@ -115,9 +112,6 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
         times["correction"] += time.perf_counter() - t0
     device_ids = list(range(ndev))
     tcl, scl = test_cloud.permuted(rtree.perm), trial_cloud.permuted(ctree.perm)
-    if point_aca is None:
-        point_aca = False
-    point_aca = point_aca and tcl.elements is not None and scl.elements is not None
     # V and W of one space: ACA on the blocks above the diagonal, those below transposed
     compressed = _compressed_share(btree.far, Operator.named(name) in SYMMETRIC_OPERATORS
                                    and _one_space(test_cloud, trial_cloud))
@@ -134,8 +128,6 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             near = {key: v[pick] for key, v in btree.near.items()}
             upper = {key: v[compressed] for key, v in btree.far.items()}
             far = {key: v[_share(upper, d, ndev)] for key, v in upper.items()}
-            if point_aca and len(far["r0"]):
-                kern.points = PointACA(kern, tcl.elements, scl.elements, btree.shape, far)
             itemsize = np.dtype(kern.dtype).itemsize
             need_near = int(np.sum(len(near["r0"])) * near["m"].max(initial=0)
                             * near["n"].max(initial=0) * itemsize)
@@ -254,7 +246,6 @@ def _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label,
         "aca_entries": int(sum(s["pairs_aca"] for s in stats)),  # rows and columns computed
         "kernel_evaluations": int(evals),
         "aca_kernel_evaluations": int(sum(s["evaluations_aca"] for s in stats)),
-        "point_aca": getattr(kern, "points", None) is not None,
         "entries_per_s": pairs / busy if busy > 0 else 0.0,
         "kernel_evaluations_per_s": evals / busy if busy > 0 else 0.0,
         # the near field is one flat kernel launch per chunk: the kernel's own rate,

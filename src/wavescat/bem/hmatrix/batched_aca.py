@@ -64,13 +64,12 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
     stats = stats if stats is not None else {}
     dtype = kernel.dtype
     item = np.dtype(dtype).itemsize
-    points = getattr(kernel, "points", None)  # a PointACA: ACA on the clusters' points
     groups = {}
     steps = 0
     bar = progress(len(far["r0"]), f"ACA {kernel.name}", "blocks")
     for level in np.unique(far["level"]):
         sel = np.nonzero(far["level"] == level)[0]
-        if kernel.elements is not None and points is None:
+        if kernel.elements is not None:
             # a block beside its mirror: blocks summed whole take a pair's kernel values once
             lo = np.minimum(far["r0"][sel], far["c0"][sel])
             hi = np.maximum(far["r0"][sel], far["c0"][sel])
@@ -82,13 +81,10 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
         # and would keep big blocks one to a chunk)
         kd = kernel.k * float(far["diam"][sel].max())
         k_est = min(L, 64 + int(0.5 * kd * kd))
-        route = _Route(kernel, far, sel, points is None)
-        Lp = points.point_length(far, sel) if points is not None else L
+        route = _Route(kernel, far, sel)
         c = 0
         while c < len(sel):
-            # point factors, then their dof sums (W: six per point column) and recompression
-            per_block = item * Lp * (2 * k_est + 12) + (
-                item * L * 2 * (points.comps + 1) * k_est if points is not None else 0)
+            per_block = item * L * (2 * k_est + 12)
             if route.whole:
                 per_block += item * route.area
             chunk = min(route.probe(), max(1, int(budget_bytes // per_block)))
@@ -97,31 +93,24 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
             r0, m, c0, n = (xp.asarray(far[key][ids]) for key in ("r0", "m", "c0", "n"))
             t0 = time.perf_counter()
             ev0 = kernel.evaluations
-            if points is not None:  # recompressed already (the dof sums need it)
-                U, V, rank, n_steps, syncs, top = points.compress(far, ids, eps, dtype, L,
-                                                                  zero_tol)
-                aca_rank = np.array([top])
+            if route.whole:
+                res = _aca_of_whole_blocks(kernel, far, ids, eps, dtype, zero_tol, L)
+                stats["aca_whole_blocks"] = stats.get("aca_whole_blocks", 0) + len(ids)
             else:
-                if route.whole:
-                    res = _aca_of_whole_blocks(kernel, far, ids, eps, dtype, zero_tol, L)
-                    stats["aca_whole_blocks"] = stats.get("aca_whole_blocks", 0) + len(ids)
-                else:
-                    res = aca_plus_batched(kernel, r0, m, c0, n, eps, xp, dtype,
-                                           zero_tol=zero_tol,
-                                           length=L,  # one L per level: chunks concatenate
-                                           crosses=kernel.crosses if kernel.elements is not None
-                                           else None)
-                route.measured(ids, kernel.evaluations - ev0)
-                U, V, rank, n_steps, syncs = res.U, res.V, res.rank, res.steps, res.host_syncs
-                aca_rank = to_host(res.rank)
-            steps += n_steps
-            stats["aca_host_syncs"] = stats.get("aca_host_syncs", 0) + syncs
+                res = aca_plus_batched(kernel, r0, m, c0, n, eps, xp, dtype, zero_tol=zero_tol,
+                                       length=L,  # one L per level: chunks concatenate
+                                       crosses=kernel.crosses if kernel.elements is not None
+                                       else None)
+            route.measured(ids, kernel.evaluations - ev0)
+            steps += res.steps
+            stats["aca_host_syncs"] = stats.get("aca_host_syncs", 0) + res.host_syncs
+            U, V, rank = res.U, res.V, res.rank
             sync(xp)
             t1 = time.perf_counter()
-            if recompression and points is None:
+            if recompression:
                 U, V, rank = recompress(xp, U, V, rank, eps)
             rank_h = to_host(rank)
-            k_est = min(Lp, max(16, int(1.5 * aca_rank.max(initial=0)) + 8))
+            k_est = min(L, max(16, int(1.5 * to_host(res.rank).max(initial=0)) + 8))
             t2 = time.perf_counter()
             stats["aca_cross_s"] = stats.get("aca_cross_s", 0.0) + t1 - t0
             stats["recompression_s"] = stats.get("recompression_s", 0.0) + t2 - t1
@@ -139,7 +128,7 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
                 pd = xp.asarray(pick)
                 g = (r0[pd], c0[pd], m[pd], n[pd], U[pd, :, :kb], V[pd, :, :kb], rank_h[pick])
                 groups.setdefault((int(level), int(kb)), []).append(g)
-            del U, V
+            del U, V, res
             bar.update(len(ids))
     bar.close()
     out = []
@@ -166,11 +155,11 @@ class _Route:
 
     PROBE = 32
 
-    def __init__(self, kernel, far, sel, probe=True):
+    def __init__(self, kernel, far, sel):
         self.far = far
         self.whole = False
         self.cost = {}  # way -> kernel evaluations per block entry of its probe
-        self.decided = not probe or kernel.elements is None or len(sel) < 4 * self.PROBE \
+        self.decided = kernel.elements is None or len(sel) < 4 * self.PROBE \
             or not _clusters_partition(far, sel)
         self.area = int(far["m"][sel].max()) * int(far["n"][sel].max())
 

@@ -98,14 +98,13 @@ def _correction_by_elements(ev, k, trial, test, rule):
 def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double",
                      eps=HMATRIX["eps"], eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
                      kd_max=HMATRIX["kd_max"], recompression=True, quadrature=None, devices=None,
-                     work_bytes=None, point_aca=None):
+                     work_bytes=None):
     """H-matrix of A[i, j] = <test_i, Op trial_j> (Op = `name`, see docs/conventions.md).
 
     backend: "auto" | "cpu" | "gpu" | Backend; precision: "double" | "single"; eps: ACA+
     (and recompression) relative tolerance; eta: admissibility parameter; leaf_size:
     largest cluster that is not split; kd_max: bound on k max(diam) of admissible blocks
-    (None: none); their defaults are the workflow's (`solver.hmatrix`); point_aca: ACA on the
-    quadrature points (hmatrix/points.py; None: on the GPU).
+    (None: none); their defaults are the workflow's (`solver.hmatrix`).
     Returns an HMatrix (matvec, LinearOperator, report).
     """
     from .. import operators  # noqa: PLC0415
@@ -122,8 +121,7 @@ def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double"
                              correction=corr, backend=be, precision=precision, eps=eps,
                              eta=eta, leaf_size=leaf_size, kd_max=kd_max,
                              recompression=recompression,
-                             devices=devices, work_bytes=work_bytes, label=f"{test.kind}-{trial.kind}",
-                             point_aca=point_aca)
+                             devices=devices, work_bytes=work_bytes, label=f"{test.kind}-{trial.kind}")
     H.report["time_s"]["singular_quadrature"] = t_corr
     H.report["time_s"]["total"] += t_corr
     return H

@@ -15,7 +15,7 @@ import numpy as np
 from ...backend import Backend, array_module, get_backend, to_host
 from ...defaults import HMATRIX
 from ...errors import WavescatError
-from .batched_aca import assemble_near, compress_far, near_block_of, sync
+from .batched_aca import assemble_near, compress_far, near_block_of, release_cached, sync
 from .block_tree import build_block_tree
 from .cluster_tree import build_cluster_tree
 from ..green import Operator
@@ -103,13 +103,19 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
         # their shares from the host
         t0 = time.perf_counter()
         rows, cols, vals = correction if ndev == 1 else (to_host(c) for c in correction)
+        correction = None  # the caller passes it on: these are the last references
         xc = array_module(rows)
-        rows, cols = xc.asarray(rtree.iperm)[rows], xc.asarray(ctree.iperm)[cols]
-        block = near_block_of(btree.near, rows, cols, strict=False)
+        rows = xc.asarray(rtree.iperm.astype(np.int32))[rows]
+        cols = xc.asarray(ctree.iperm.astype(np.int32))[cols]
+        block = near_block_of(btree.near, rows, cols, strict=False).astype(np.int32)
         inside = block >= 0
         dropped = int(xc.sum(~inside))
         corr = tuple(c[inside] for c in (rows, cols, vals, block))
+        del rows, cols, vals, block, inside
         times["correction"] += time.perf_counter() - t0
+    # one device's share of the corrections lives until its dense blocks have taken it
+    held = {"corr": corr}
+    del corr
     device_ids = list(range(ndev))
     tcl, scl = test_cloud.permuted(rtree.perm), trial_cloud.permuted(ctree.perm)
     # V and W of one space: ACA on the blocks above the diagonal, those below transposed
@@ -149,8 +155,13 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
                 budget = min(budget, max(free - need_near - guess, 256 << 20) // 2)
             t0 = time.perf_counter()
             ev0 = kern.evaluations
-            dense = assemble_near(kern, near, xp, _part_correction(corr, pick))
+            part = _part_correction(held["corr"], pick)
+            if ndev == 1:
+                held["corr"] = None
+            dense = assemble_near(kern, near, xp, part)
+            del part
             sync(xp)
+            release_cached(xp)  # the corrections' memory, before ACA's larger arrays
             st["near_field"] = time.perf_counter() - t0
             st["evaluations_near"] = kern.evaluations - ev0
             st["pairs_near"] = int(np.sum(near["m"] * near["n"]))

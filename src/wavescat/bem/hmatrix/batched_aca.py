@@ -50,6 +50,14 @@ def sync(xp):
         xp.cuda.runtime.deviceSynchronize()
 
 
+def release_cached(xp):
+    """Give the device memory CuPy's pool caches back (big transients of one stage would
+    otherwise stay cached in sizes the next stage cannot use)."""
+    free = getattr(getattr(xp, "get_default_memory_pool", lambda: None)(), "free_all_blocks", None)
+    if free is not None:
+        free()
+
+
 def rank_bucket(rank: np.ndarray) -> np.ndarray:
     """Padded rank of each block: the smallest edge >= rank (beyond the table: x32)."""
     edges = np.asarray(_RANK_EDGES)
@@ -220,7 +228,7 @@ def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24
     bar.close()
     if correction is not None and len(correction[0]):
         rows, cols, vals, blk = (xp.asarray(a) for a in correction)
-        flat = blk * (Lr * Lc) + (rows - r0[blk]) * Lc + (cols - c0[blk])
+        flat = blk.astype(xp.int64) * (Lr * Lc) + (rows - r0[blk]) * Lc + (cols - c0[blk])
         scatter_add(D.reshape(-1), flat, vals.astype(D.dtype, copy=False))
     return BlockGroup(r0, c0, m, n, D=D)
 

@@ -44,8 +44,9 @@ def singular_correction(ev, name, k, trial, test, rule, backend, precision, chun
     ka, kb = test.element_dofs.shape[1], trial.element_dofs.shape[1]
     pa, pb = xp.asarray(pa), xp.asarray(pb)
     shape = (int(pa.shape[0]), ka, kb)
-    rows = xp.broadcast_to(xp.asarray(test.element_dofs)[pa][:, :, None], shape).ravel()
-    cols = xp.broadcast_to(xp.asarray(trial.element_dofs)[pb][:, None, :], shape).ravel()
+    dofs_a, dofs_b = (xp.asarray(s.element_dofs.astype(np.int32)) for s in (test, trial))
+    rows = xp.broadcast_to(dofs_a[pa][:, :, None], shape).ravel()
+    cols = xp.broadcast_to(dofs_b[pb][:, None, :], shape).ravel()
     return rows, cols, vals
 
 
@@ -115,10 +116,12 @@ def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double"
     ev = operators.EntryEvaluator(name, trial, test, k, backend=be, precision=precision,
                                   quadrature=quadrature)
     rule = q.triangle_rule(ev.orders.regular)
-    corr = singular_correction(ev, name, k, trial, test, rule, be, precision)
+    corr = [singular_correction(ev, name, k, trial, test, rule, be, precision)]
     t_corr = time.perf_counter() - t0
+    # handed over, not kept: the assembly drops the corrections (GBs at high frequency)
+    # once the near field has them
     H = assemble_from_clouds(name, k, space_cloud(test, rule=rule), space_cloud(trial, rule=rule),
-                             correction=corr, backend=be, precision=precision, eps=eps,
+                             correction=corr.pop(), backend=be, precision=precision, eps=eps,
                              eta=eta, leaf_size=leaf_size, kd_max=kd_max,
                              recompression=recompression,
                              devices=devices, work_bytes=work_bytes, label=f"{test.kind}-{trial.kind}")

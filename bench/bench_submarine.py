@@ -63,6 +63,13 @@ class DevicePeak:
     def __init__(self, be):
         self.be, self.peak = be, 0
 
+    def live(self) -> str:
+        """'; device memory in use N GiB' (CuPy's pool: arrays alive now), or ''."""
+        if not self.be.is_gpu:
+            return ""
+        used = self.be.xp.get_default_memory_pool().used_bytes()
+        return f"; device memory in use {used / 2**30:.2f} GiB"
+
     def sample(self):
         if self.be.is_gpu:
             self.be.synchronize()
@@ -154,7 +161,7 @@ def run_frequency(frequency, args, be, peak):
         timings[f"assembly_{name}"] = dt
         reports[name] = getattr(ops[name], "report", None)
         peak.sample()
-        say(operator_line(name, ops[name], dt))
+        say(operator_line(name, ops[name], dt) + peak.live())
     timings["assembly"] = time.perf_counter() - t_asm
     t0 = time.perf_counter()
     system = formulation.system(space, k, ops, settings, xp=be.xp)

@@ -165,7 +165,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             st["near_field"] = time.perf_counter() - t0
             st["evaluations_near"] = kern.evaluations - ev0
             st["pairs_near"] = int(np.sum(near["m"] * near["n"]))
-            scale = float(abs(xp.max(xp.abs(dense.D)))) if dense is not None else 1.0
+            scale = _largest_magnitude(dense.D, xp) if dense is not None else 1.0
             zero_tol = 10 * np.finfo(np.dtype(kern.dtype).type(0).real.dtype).eps * scale
             t0 = time.perf_counter()
             ev0, en0 = kern.evaluations, kern.entries
@@ -175,6 +175,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             if len(compressed) < len(btree.far["r0"]):  # the blocks below the diagonal
                 low += [transposed(g, xp) for g in low]
             sync(xp)
+            release_cached(xp)
             st["aca"] = time.perf_counter() - t0
             st["evaluations_aca"] = kern.evaluations - ev0
             st["pairs_aca"] = kern.entries - en0
@@ -205,6 +206,14 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     H.report["corrections_in_admissible_blocks"] = dropped
     log_report(H.report)
     return H
+
+
+def _largest_magnitude(D, xp, chunk=1 << 26) -> float:
+    """max |D| a chunk of entries at a time (|D| of all the near field at once would be as
+    large as a real copy of it)."""
+    flat = D.reshape(-1)
+    return max((float(xp.max(xp.abs(flat[s:s + chunk]))) for s in range(0, flat.shape[0], chunk)),
+               default=1.0)
 
 
 def _part_correction(corr, pick):

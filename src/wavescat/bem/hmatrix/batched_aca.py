@@ -141,11 +141,17 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
     bar.close()
     out = []
     for key in sorted(groups):
-        parts = groups.pop(key)
-        cat = [xp.concatenate([p[i] for p in parts]) if len(parts) > 1 else parts[0][i]
-               for i in range(6)]
+        parts = [list(p) for p in groups.pop(key)]
+        # one array at a time, each chunk's piece dropped once copied: the factors are most
+        # of the device's memory, and two copies of a level's would not fit
+        cat = []
+        for i in range(6):
+            cat.append(xp.concatenate([p[i] for p in parts]) if len(parts) > 1 else parts[0][i])
+            for p in parts:
+                p[i] = None
         out.append(BlockGroup(*cat[:4], U=cat[4], V=cat[5],
                               rank=np.concatenate([p[6] for p in parts])))
+        del parts, cat
     stats["aca_steps"] = stats.get("aca_steps", 0) + steps
     return out
 

@@ -129,3 +129,24 @@ def test_frequency_bound_keeps_the_accuracy(vertex_cloud, name, backend):
     assert H.report["blocks"]["admissible"] > free.report["blocks"]["admissible"]
     assert H.report["rank_max"] < free.report["rank_max"]
     assert relative_matvec_error(H, A) <= 10 * eps
+
+
+def test_each_device_gets_the_corrections_of_its_dense_blocks():
+    """Several devices share the dense blocks level by level: each gets exactly the singular
+    corrections that fall in its blocks, with the blocks numbered within its share, and
+    together they get every correction once (one device gets them all, as they are)."""
+    from wavescat.bem.hmatrix.assembly import _part_correction, _share
+
+    rng = np.random.default_rng(5)
+    near = {"r0": np.arange(40) * 3, "level": np.repeat([3, 4], 20)}
+    block = rng.integers(0, 40, 500).astype(np.int32)
+    corr = (rng.integers(0, 99, 500), rng.integers(0, 99, 500), rng.standard_normal(500), block)
+    assert _part_correction(corr, _share(near, 0, 1)) is corr
+    seen = []
+    for d in range(3):
+        pick = _share(near, d, 3)
+        rows, cols, vals, local = _part_correction(corr, pick)
+        assert np.array_equal(np.sort(vals), np.sort(corr[2][np.isin(block, pick)]))
+        assert np.array_equal(pick[local], block[np.isin(block, pick)])  # local numbering
+        seen.append(vals)
+    assert np.array_equal(np.sort(np.concatenate(seen)), np.sort(corr[2]))

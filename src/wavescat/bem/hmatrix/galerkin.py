@@ -75,9 +75,8 @@ def _correction_by_entries(ev, name, k, trial, test, rule, backend, precision, c
             a, b = xp.asarray(pa[sl])[:, None, None], xp.asarray(pb[sl])[:, None, None]
             ti, sj = xp.broadcast_arrays(a * ka + la, b * kb + lb)
             vals.append(exact - kern(ti.ravel(), sj.ravel()))
-    empty = xp.zeros(0, dtype=kern.dtype)
     return (np.concatenate([ta, na]), np.concatenate([tb, nb]),
-            xp.concatenate(vals) if vals else empty)
+            xp.concatenate(vals) if vals else xp.zeros(0, dtype=kern.dtype))
 
 
 def _correction_by_elements(ev, k, trial, test, rule):

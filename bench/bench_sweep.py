@@ -169,6 +169,39 @@ def sweep(method, system, formulation, space, k, count, gm, be, receivers, clock
     return t, its, width_used, float(true.max()), mono, far
 
 
+def compare_products(ops, widths, be):
+    """Seconds of one product of each H-matrix with blocks of `widths` columns, vectors
+    gathered per block (batched GEMM) against read in place (block_products.py)."""
+    from wavescat.bem.hmatrix import hmatrix as hm  # noqa: PLC0415
+
+    xp = be.xp
+    rng = np.random.default_rng(0)
+    print(f"{'operator':>14} {'width':>5} {'gathered':>9} {'in place':>9} {'rel diff':>9}", flush=True)
+    wide = hm.WIDE_COLUMNS
+    try:
+        for name, op in ops.items():
+            if not hasattr(op, "parts"):
+                continue
+            for w in widths:
+                X = xp.asarray(rng.standard_normal((op.shape[1], w))
+                               + 1j * rng.standard_normal((op.shape[1], w)))
+                out, secs = {}, {}
+                for way, threshold in (("gathered", 1 << 30), ("in place", 1)):
+                    hm.WIDE_COLUMNS = threshold
+                    op @ X  # the first call makes the cached scatter matrices or compiles
+                    be.synchronize()
+                    t0 = time.perf_counter()
+                    out[way] = op @ X
+                    be.synchronize()
+                    secs[way] = time.perf_counter() - t0
+                diff = float(xp.linalg.norm(out["gathered"] - out["in place"])
+                             / xp.linalg.norm(out["gathered"]))
+                print(f"{name:>14} {w:>5} {secs['gathered']:9.4f} {secs['in place']:9.4f} "
+                      f"{diff:9.1e}", flush=True)
+    finally:
+        hm.WIDE_COLUMNS = wide
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--geometry", default="sphere", choices=["sphere", "submarine"])
@@ -181,6 +214,9 @@ def main(argv=None):
     p.add_argument("--format", default="auto", choices=["auto", "dense", "hmatrix"])
     p.add_argument("--json", default="", help="also write the rows to this file")
     p.add_argument("--mesh", default="", help="a stored mesh (.msh) in place of meshing")
+    p.add_argument("--compare-products", type=int, nargs="*", default=[], metavar="WIDTH",
+                   help="also time each H-matrix's product with blocks of these widths, "
+                        "gathered against in place (GPU)")
     args = p.parse_args(argv)
     geometry = {"kind": "sphere", "radius": 1.0} if args.geometry == "sphere" else {"kind": "submarine"}
     cfg = prepare_config({"medium": {"sound_speed": C}, "run": ["c"], "cases": {"c": {
@@ -218,6 +254,8 @@ def main(argv=None):
     clock = Clock(system)
     print(f"assembly {t_asm:.1f} s, preconditioner {t_pre:.1f} s, host peak "
           f"{host_peak_gib():.2f} GiB", flush=True)
+    if args.compare_products and be.is_gpu:
+        compare_products(ops, args.compare_products, be)
     receivers = farfield.receiver_directions({"plane": "xy", "count": 361})
     gm = settings["gmres"]
     print(f"{'method':>10} {'N':>4} {'width':>5} {'its':>7} {'rhs':>6} {'gmres':>8} {'farfld':>7} "

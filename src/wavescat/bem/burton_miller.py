@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..backend import sparse_modules, to_host
+from ..backend import to_host
 from .osrc import factorise
 
 
@@ -73,12 +73,13 @@ def _scatter_matrix(space):
 
 def solve_real_spd(lu, y):
     """M^{-1} y for complex y (n,) or (n, r), host or device, with the LU of a real matrix M:
-    real and imaginary parts in one solve."""
-    xp = sparse_modules(y)[0]
+    on the host real and imaginary parts in one solve, on the device the complex block."""
+    if not isinstance(y, np.ndarray):
+        return lu.solve(y.astype(np.complex128, copy=False))
     flat = y.ndim == 1
     y = y.reshape(y.shape[0], -1)
     r = y.shape[1]
-    both = lu.solve(xp.ascontiguousarray(xp.hstack([y.real, y.imag]), dtype=float))
+    both = lu.solve(np.ascontiguousarray(np.hstack([y.real, y.imag]), dtype=float))
     out = both[:, :r] + 1j * both[:, r:]
     return out[:, 0] if flat else out
 
@@ -102,13 +103,34 @@ class StrongForm:
         self.n_dofs = self.mass.shape[0]
 
     def _apply_operator(self, op, x):
-        if not isinstance(op, type(x)):  # an H-matrix: NumPy in and out
+        if isinstance(op, np.ndarray):  # a host operator takes host vectors (H-matrices either)
             x = to_host(x)
         dtype = getattr(op, "dtype", None)
         return op @ (x if dtype is None or dtype == x.dtype else x.astype(dtype))
 
     def _applied_on_host(self, op, x):
         return to_host(self._apply_operator(op, x))
+
+    def _solves_on_device(self, x) -> bool:
+        """Whether the sparse solves of a product on x run on the device: for wide blocks
+        of a GPU solve (DEVICE_SOLVE_COLUMNS), else on the host."""
+        return self.xp is not np and x.ndim == 2 and x.shape[1] >= DEVICE_SOLVE_COLUMNS
+
+    def _applied(self, op, x):
+        """op x (a weak form) where the product's sparse solves run: a wide device block
+        never leaves the device."""
+        y = self._apply_operator(op, x)
+        return y if self._solves_on_device(x) else to_host(y)
+
+    def _mass_times(self, x):
+        """M x where the product's sparse solves run."""
+        if not self._solves_on_device(x):
+            return self.mass @ to_host(x)
+        if getattr(self, "_device_mass", None) is None:
+            from ..backend import sparse_modules  # noqa: PLC0415
+
+            self._device_mass = sparse_modules(x)[1].csr_matrix(self.mass.astype(x.dtype))
+        return self._device_mass @ x
 
     def solve_mass(self, y):
         return solve_real_spd(self._mass_lu, y)
@@ -119,8 +141,7 @@ class StrongForm:
     def _to_solve_side(self, x, *weak):
         """The weak-form blocks `weak` (host arrays) where the sparse solves of a product on x
         run: on the device for wide blocks of a GPU solve, else where they are."""
-        wide = x.ndim == 2 and x.shape[1] >= DEVICE_SOLVE_COLUMNS
-        if self.xp is np or not wide:
+        if not self._solves_on_device(x):
             return weak
         return tuple(self.xp.asarray(w) for w in weak)
 
@@ -133,13 +154,13 @@ class OsrcBurtonMiller(StrongForm):
         super().__init__(mass, xp, double_layer=double_layer, hypersingular=hypersingular, ntd=ntd)
 
     def weak_traces(self, x):
-        """The weak forms (host arrays) of the operators of the exterior Dirichlet and Neumann
-        equations applied to x: here K x and W x."""
-        return self._applied_on_host(self.double_layer, x), self._applied_on_host(self.hypersingular, x)
+        """The weak forms of the operators of the exterior Dirichlet and Neumann equations
+        applied to x, where the product's sparse solves run: here K x and W x."""
+        return self._applied(self.double_layer, x), self._applied(self.hypersingular, x)
 
     def matvec(self, x):
         """A x for x of shape (n, r) on the backend."""
-        dirichlet, neumann = self._to_solve_side(x, *self.weak_traces(x))
+        dirichlet, neumann = self.weak_traces(x)
         return 0.5 * x - self._back(x, self.solve_mass(dirichlet) + self.ntd.apply_to_weak(neumann))
 
     def rhs(self, dirichlet_weak, neumann_weak):
@@ -167,9 +188,9 @@ class OsrcImpedanceBurtonMiller(OsrcBurtonMiller):
 
     def weak_traces(self, x):
         kx, wx = super().weak_traces(x)
-        vx = self._applied_on_host(self.single_layer, x)
-        kpx = self._applied_on_host(self.adjoint_double_layer, x)
-        mx = self.mass @ to_host(x)
+        vx = self._applied(self.single_layer, x)
+        kpx = self._applied(self.adjoint_double_layer, x)
+        mx = self._mass_times(x)
         return kx + self.ikb * vx, wx - self.ikb * (0.5 * mx + kpx)
 
 
@@ -188,8 +209,7 @@ class OsrcDirichletBurtonMiller(StrongForm):
                          dtn=dtn)
 
     def matvec(self, x):
-        vx, kpx = self._to_solve_side(x, self._applied_on_host(self.single_layer, x),
-                                      self._applied_on_host(self.adjoint_double_layer, x))
+        vx, kpx = self._applied(self.single_layer, x), self._applied(self.adjoint_double_layer, x)
         return 0.5 * x + self._back(x, self.solve_mass(kpx - self.dtn.weak_of_weak(vx)))
 
     def rhs(self, dirichlet_weak, neumann_weak):

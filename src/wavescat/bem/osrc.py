@@ -30,9 +30,10 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..backend import sparse_modules
+from ..backend import array_module, sparse_modules
 from ..defaults import OSRC
 from ..errors import ConfigError
+from .triangular import SharedPatternLU
 
 
 def mass_and_stiffness(space) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -76,20 +77,17 @@ class SparseLU:
         return by_column_pairs(self.solve, b)
 
     def triangular_solve(self, b):
-        """The solve as two sparse triangular solves in the module of `b` (cuSPARSE for CuPy
-        arrays; SciPy's for NumPy ones, which tests it): x = Pc U^-1 L^-1 Pr b for
-        Pr A Pc = L U. On the GPU a call costs about the same for 1 and for 361 columns
-        (bench/README.md), so only wide blocks should come here."""
-        xp, sparse, solve_triangular = sparse_modules(b)
+        """The solve of a device block b (n, r) or (n,) by level-scheduled triangular solves
+        with the same factors (triangular.py; their device copy made once)."""
+        flat = b.ndim == 1
+        x = self.on_device(array_module(b)).solve(b.reshape(b.shape[0], -1))[0]
+        return x[:, 0] if flat else x
+
+    def on_device(self, xp):
+        """The factors on the device of array module xp, made once."""
         if xp.__name__ not in self._copies:
-            self._copies[xp.__name__] = (
-                sparse.csr_matrix(self.lu.L.tocsr()), sparse.csr_matrix(self.lu.U.tocsr()),
-                xp.asarray(self.lu.perm_r), xp.asarray(self.lu.perm_c))
-        lower, upper, perm_r, perm_c = self._copies[xp.__name__]
-        pb = xp.empty_like(b)
-        pb[perm_r] = b
-        z = solve_triangular(lower, pb, lower=True, unit_diagonal=True)
-        return solve_triangular(upper, z, lower=False)[perm_c]
+            self._copies[xp.__name__] = SharedPatternLU(xp, [self.lu])
+        return self._copies[xp.__name__]
 
 
 def solve_threads() -> int:
@@ -199,7 +197,8 @@ class OsrcSquareRoot:
         self._terms = list(zip(a, factors[:len(b)]))
         self._more = factors[len(b):]
         self._scaled_stiffness = s.tocsr()
-        self._device_stiffness = None  # its copy on the device, made by the first device block
+        # the Padé factors and the stiffness on the device, made by the first device block
+        self._device_terms = self._device_stiffness = None
 
     @property
     def n_dofs(self) -> int:
@@ -211,7 +210,7 @@ class OsrcSquareRoot:
 
     def sqrt_weak(self, y: np.ndarray) -> np.ndarray:
         if not isinstance(y, np.ndarray):  # a device block: every factor solves it whole
-            return self._sqrt_weak_serial(y)
+            return self._sqrt_weak_device(y)
         y = np.asarray(y, dtype=complex)
         if _wide(y):
             return by_column_pairs(self._sqrt_weak_serial, y)
@@ -221,12 +220,22 @@ class OsrcSquareRoot:
     def _sqrt_weak_serial(self, y):
         return self._series(y, [lu.solve(y) for _, lu in self._terms])
 
+    def _sqrt_weak_device(self, y):
+        """The series for a device block: the Padé terms' factors share one pattern, so one
+        launch solves all of them (triangular.py) and only their weighted sum is kept,
+        S Σ a_j x_j being Σ a_j S x_j."""
+        xp = array_module(y)
+        if self._device_terms is None:
+            self._device_terms = SharedPatternLU(xp, [lu.lu for _, lu in self._terms])
+            self._device_stiffness = sparse_modules(y)[1].csr_matrix(self._scaled_stiffness)
+        flat = y.ndim == 1
+        y2 = y.reshape(y.shape[0], -1).astype(np.complex128, copy=False)
+        z = self._device_terms.solve(y2, weights=[a for a, _ in self._terms])
+        series = self.c0 * y2 - self._device_stiffness @ z
+        return series[:, 0] if flat else series
+
     def _series(self, y, solutions):
         stiffness = self._scaled_stiffness
-        if not isinstance(y, np.ndarray):
-            if self._device_stiffness is None:
-                self._device_stiffness = sparse_modules(y)[1].csr_matrix(stiffness)
-            stiffness = self._device_stiffness
         series = self.c0 * y
         for (a_j, _), x in zip(self._terms, solutions):
             series -= a_j * (stiffness @ x)
@@ -255,7 +264,7 @@ class OsrcNtD(OsrcSquareRoot):
         """Ñ M^{-1} y for weak-form data y (y_i = <φ_i, u>): the mass matrices cancel, so
         Burton-Miller needs no mass solve for the hypersingular term or the Neumann data."""
         if not isinstance(y, np.ndarray):
-            return self._inverse.solve(self._sqrt_weak_serial(y)) / (1j * self.k)
+            return self._inverse.solve(self._sqrt_weak_device(y)) / (1j * self.k)
         y = np.asarray(y, dtype=complex)
         if _wide(y):
             return by_column_pairs(lambda c: self._inverse.solve(self._sqrt_weak_serial(c)),

@@ -15,8 +15,12 @@ import scipy.sparse.linalg as spla
 
 from ...backend import to_host
 from .batched_aca import BlockGroup
+from .block_products import BlockProducts
 
 _CHUNK_BYTES = 256 << 20  # gathered vectors per batched product of one stack of blocks
+# From this many columns on, a GPU product of complex blocks reads the vectors in place
+# (block_products.py) instead of gathering them per block (bench/README.md).
+WIDE_COLUMNS = 16
 
 
 def scatter_matrix(xp, idx, keep, n_rows, dtype):
@@ -83,6 +87,9 @@ class DevicePart:
             x = xp.asarray(x).astype(dtype, copy=False)
             X = x[:, None] if x.ndim == 1 else x
             r = X.shape[1]
+            if self.backend.is_gpu and r >= WIDE_COLUMNS and self._complex_blocks():
+                Y = self._apply_in_place(X)
+                return (Y[:, 0] if x.ndim == 1 else Y).astype(dtype, copy=False)
             y = xp.zeros((self.shape[0], r), dtype=dtype)
             item = np.dtype(dtype).itemsize
             for g in self.dense + self.lowrank:
@@ -104,6 +111,27 @@ class DevicePart:
                     ys = ys.reshape(-1, r).astype(dtype, copy=False)  # one dtype for cuSPARSE
                     y += self._scatter(g, sel, Lr, dtype) @ ys
             return y[:, 0] if x.ndim == 1 else y
+
+    def _complex_blocks(self):
+        kinds = {(g.D if g.D is not None else g.U).dtype for g in self.dense + self.lowrank}
+        return len(kinds) == 1 and next(iter(kinds)).kind == "c"
+
+    def _apply_in_place(self, X):
+        """The product of every stack with X (n, r) by block_products, in the blocks'
+        precision (the vectors cast to it, as stack_product does)."""
+        xp = self.backend.xp
+        groups = self.dense + self.lowrank
+        dtype = (groups[0].D if groups[0].D is not None else groups[0].U).dtype
+        X = xp.ascontiguousarray(X.astype(dtype, copy=False))
+        Y = xp.zeros((self.shape[0], X.shape[1]), dtype=dtype)
+        products = BlockProducts(xp, dtype)
+        places = self.__dict__.setdefault("_places", {})
+        for g in groups:
+            if id(g) not in places:  # int32 copies of the group's block places, kept
+                places[id(g)] = tuple(xp.ascontiguousarray(xp.asarray(a).astype(xp.int32))
+                                      for a in (g.r0, g.c0, g.m, g.n))
+            products.add(g, places[id(g)], X, Y)
+        return Y
 
     def _scatter(self, g, sel, L, dtype):
         """The scatter matrix of rows [sel] of group g (kept: it is the group's row map)."""

@@ -1,0 +1,189 @@
+"""Sparse LU solves of wide blocks of right-hand sides on the GPU, by level sets, for
+several factorisations of one sparsity pattern at once.
+
+The OSRC maps and the mass matrix of a surface factorise with one ordering (factorise in
+osrc.py: minimum degree on the pattern, diagonal pivots), so their L and U factors share
+one pattern. The rows of a triangular factor fall into levels: a row depends only on rows
+of earlier levels, so the rows of a level are solved side by side. One thread block takes
+32 columns of the right-hand sides of one factor and walks every level, with a block
+barrier between levels: columns never depend on each other, so no two blocks ever wait for
+each other and the whole solve is one launch. Its warps share out the rows of a level, or,
+in the narrow levels at the top of the elimination tree (one row each, rows of up to a
+thousand and more entries: half the entries of L), the entries of its rows, meeting in
+shared memory. This replaces cuSPARSE's triangular solves, whose analysis of the factor
+alone cost about 0.3 s a call (bench/README.md).
+
+Each factor's values are kept on the device (complex, its L and U and the inverse of U's
+diagonal); the pattern and the levels once for all.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+import scipy.sparse as sp
+
+_SOURCE = r"""
+#define MAX_WARPS 32
+// Solve in place, in level order, T x = b for the rows `order` of a triangular factor T
+// (strictly triangular part: ip, ix, vals of factor f; its inverse diagonal dinv, or a unit
+// diagonal when has_diag is 0) and 32 columns of X (factor f's n x r block).
+extern "C" __global__ void triangular_levels(const int* order, const int* lptr, int nlev,
+                                             const int* ip, const int* ix, const double* vals,
+                                             const double* dinv, int has_diag, long long nnz,
+                                             int n, double* X, int r) {
+    __shared__ double part[MAX_WARPS][32][2];
+    const int lane = threadIdx.x % 32, w = threadIdx.x / 32, W = blockDim.x / 32;
+    const int f = blockIdx.y, c = blockIdx.x * 32 + lane;
+    const bool live = c < r;
+    double* Xf = X + 2 * ((long long)f * n * r + c);
+    const double* vf = vals + 2 * (long long)f * nnz;
+    const double* df = dinv + 2 * (long long)f * n;
+    for (int lev = 0; lev < nlev; ++lev) {
+        const int p0 = lptr[lev], rows = lptr[lev + 1] - p0;
+        const int G = rows < W ? W / rows : 1;  // warps per row
+        const int g = w / G, k = w % G;  // this warp: row p0 + g (+ W ...), entries k, k + G, ...
+        for (int p = p0 + g; p < p0 + rows; p += W) {
+            const int i = order[p];
+            double sr = 0, si = 0;
+            if (live) {
+                for (int q = ip[i] + k; q < ip[i + 1]; q += G) {
+                    const double ar = vf[2 * (long long)q], ai = vf[2 * (long long)q + 1];
+                    const double* x = Xf + 2 * (long long)ix[q] * r;
+                    const double xr = x[0], xi = x[1];
+                    sr += ar * xr - ai * xi;
+                    si += ar * xi + ai * xr;
+                }
+            }
+            if (G > 1) {  // the row's partial sums meet in shared memory
+                part[w][lane][0] = sr;
+                part[w][lane][1] = si;
+            }
+            if (G == 1 && live) {
+                double* xi_ = Xf + 2 * (long long)i * r;
+                double tr = xi_[0] - sr, ti = xi_[1] - si;
+                if (has_diag) {
+                    const double dr = df[2 * i], di = df[2 * i + 1];
+                    const double t = tr * dr - ti * di;
+                    ti = tr * di + ti * dr;
+                    tr = t;
+                }
+                xi_[0] = tr;
+                xi_[1] = ti;
+            }
+        }
+        if (G > 1) {  // uniform over the block: every thread meets the barrier
+            __syncthreads();
+            if (k == 0 && g < rows && live) {
+                const int i = order[p0 + g];
+                double* xi_ = Xf + 2 * (long long)i * r;
+                double tr = xi_[0], ti = xi_[1];
+                for (int h = 0; h < G; ++h) {
+                    tr -= part[w + h][lane][0];
+                    ti -= part[w + h][lane][1];
+                }
+                if (has_diag) {
+                    const double dr = df[2 * i], di = df[2 * i + 1];
+                    const double t = tr * dr - ti * di;
+                    ti = tr * di + ti * dr;
+                    tr = t;
+                }
+                xi_[0] = tr;
+                xi_[1] = ti;
+            }
+        }
+        __syncthreads();
+    }
+}
+"""
+
+THREADS = 1024  # warps per thread block: 32, the most a block holds (MAX_WARPS)
+
+
+@nb.njit(cache=True)
+def _levels(indptr, indices, lower):
+    """Level of each row of a triangular CSR pattern: 0 for rows that need no other row,
+    else one more than the highest level of the rows it needs."""
+    n = indptr.size - 1
+    level = np.zeros(n, np.int64)
+    for s in range(n):
+        i = s if lower else n - 1 - s
+        top = 0
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j != i and level[j] + 1 > top:
+                top = level[j] + 1
+        level[i] = top
+    return level
+
+
+class _Triangle:
+    """One triangle (L or U) of factors sharing a pattern, on the device: the pattern's
+    strictly triangular part, its rows in level order, and each factor's values."""
+
+    def __init__(self, xp, factors, lower):
+        mats = [sp.csr_matrix(f) for f in factors]
+        for a in mats:
+            a.sort_indices()
+        first = mats[0]
+        n = first.shape[0]
+        rows = np.repeat(np.arange(n), np.diff(first.indptr))
+        off = first.indices != rows
+        for a in mats[1:]:
+            if not (np.array_equal(a.indptr, first.indptr) and np.array_equal(a.indices, first.indices)):
+                raise ValueError("factors solved together must share one sparsity pattern")
+        level = _levels(first.indptr, first.indices, lower)
+        order = np.argsort(level, kind="stable").astype(np.int32)
+        self.nlev = int(level.max()) + 1 if n else 0
+        lptr = np.searchsorted(level[order], np.arange(self.nlev + 1)).astype(np.int32)
+        strict_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows[off], minlength=n))])
+        self.nnz = int(off.sum())
+        self.lower = lower
+        self.order, self.lptr, self.ip, self.ix = (
+            xp.asarray(a.astype(np.int32)) for a in (order, lptr, strict_ptr, first.indices[off]))
+        vals = np.stack([a.data[off] for a in mats]).astype(np.complex128)
+        self.vals = xp.asarray(np.ascontiguousarray(vals))
+        if lower:  # SuperLU's L has a unit diagonal
+            self.dinv = xp.zeros(2, dtype=np.float64)
+        else:
+            diag = np.stack([a.diagonal() for a in mats]).astype(np.complex128)
+            self.dinv = xp.asarray(np.ascontiguousarray(1.0 / diag))
+
+
+class SharedPatternLU:
+    """LU factorisations (SuperLU objects, Pr A Pc = L U) of one sparsity pattern and one
+    ordering, solved together on the device: `solve(B)` takes B (F, n, r), factor f's
+    right-hand sides in B[f], and returns the F solutions."""
+
+    def __init__(self, xp, superlus):
+        self.xp = xp
+        first = superlus[0]
+        for lu in superlus[1:]:
+            if not (np.array_equal(lu.perm_r, first.perm_r) and np.array_equal(lu.perm_c, first.perm_c)):
+                raise ValueError("factors solved together must share their permutations")
+        self.n = first.shape[0]
+        self.count = len(superlus)
+        self.perm_r, self.perm_c = xp.asarray(first.perm_r), xp.asarray(first.perm_c)
+        self.lower = _Triangle(xp, [lu.L for lu in superlus], lower=True)
+        self.upper = _Triangle(xp, [lu.U for lu in superlus], lower=False)
+        self._kernel = xp.RawKernel(_SOURCE, "triangular_levels")
+
+    def _sweep(self, tri, X):
+        r = X.shape[2]
+        self._kernel((-(-r // 32), self.count), (THREADS,),
+                     (tri.order, tri.lptr, np.int32(tri.nlev), tri.ip, tri.ix, tri.vals, tri.dinv,
+                      np.int32(not tri.lower), np.int64(tri.nnz), np.int32(self.n), X, np.int32(r)))
+
+    def solve(self, B, weights=None):
+        """x_f = Pc U_f^-1 L_f^-1 Pr b_f for every factor f, B (F, n, r) (or (n, r), the same
+        right-hand sides for all): the solutions (F, n, r), or their sum weighted by
+        `weights` (F,) (n, r) without holding F permuted copies."""
+        xp = self.xp
+        if B.shape[-2] != self.n or (B.ndim == 3 and B.shape[0] != self.count):
+            raise ValueError(f"right-hand sides of shape {B.shape}: need ({self.count}, {self.n}, r)")
+        X = xp.empty((self.count,) + B.shape[-2:], dtype=np.complex128)
+        X[:, self.perm_r] = B
+        for tri in (self.lower, self.upper):
+            self._sweep(tri, X)
+        if weights is not None:
+            return xp.tensordot(xp.asarray(np.asarray(weights, np.complex128)), X, axes=1)[self.perm_c]
+        return X[:, self.perm_c]

@@ -1,0 +1,56 @@
+"""The device's level-scheduled LU solves (triangular.py), run on the CPU by the CUDA
+emulation, against SuperLU's solves with the same factors."""
+import numpy as np
+import pytest
+
+from wavescat.backend import get_backend
+from wavescat.bem import osrc, spaces, triangular
+from wavescat.geometry.icosphere import icosphere
+
+
+@pytest.fixture(scope="module")
+def factors():
+    """The mass matrix and two shifted OSRC matrices of one sphere: one pattern, one ordering."""
+    mass, stiff = osrc.mass_and_stiffness(spaces.p1(icosphere(2)))
+    return [osrc.factorise(m) for m in (mass, mass.astype(complex) - (0.3 + 0.1j) * stiff,
+                                        mass.astype(complex) - (1.1 - 0.4j) * stiff)]
+
+
+def superlu(lu, b):
+    """SuperLU's solve of a complex block (a real factor solves its two parts)."""
+    if lu.L.dtype.kind == "c":
+        return lu.solve(b)
+    return lu.solve(np.ascontiguousarray(b.real)) + 1j * lu.solve(np.ascontiguousarray(b.imag))
+
+
+@pytest.fixture(params=["emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
+def device(request):
+    return request.getfixturevalue("emulated_gpu") if request.param == "emulated" else get_backend("gpu")
+
+
+@pytest.mark.parametrize("threads", [128, 1024])
+def test_factors_of_one_pattern_solve_together(device, factors, monkeypatch, threads):
+    """Each factor's block of 33 columns (a full and a partial warp of columns) is its
+    SuperLU solve, and the weighted sum is the sum of the solves: with 4 warps a block
+    (most levels shared out by rows) and with 32 (most rows by their entries)."""
+    monkeypatch.setattr(triangular, "THREADS", threads)
+    xp = device.xp
+    lus = [f.lu for f in factors]
+    shared = triangular.SharedPatternLU(xp, lus)
+    assert shared.lower.nlev > 4 and shared.upper.nlev > 4
+    n = lus[0].shape[0]
+    rng = np.random.default_rng(7)
+    B = rng.standard_normal((3, n, 33)) + 1j * rng.standard_normal((3, n, 33))
+    want = np.stack([superlu(lu, b) for lu, b in zip(lus, B)])
+    got = device.asnumpy(shared.solve(xp.asarray(B)))
+    assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()
+    w = np.array([0.5, -1j, 2.0])
+    same = device.asnumpy(shared.solve(xp.asarray(B[0]), weights=w))
+    want_sum = sum(wf * superlu(lu, B[0]) for wf, lu in zip(w, lus))
+    assert np.abs(same - want_sum).max() <= 1e-12 * np.abs(want_sum).max()
+
+
+def test_factors_of_other_patterns_are_refused(emulated_gpu, factors):
+    other = osrc.factorise(osrc.mass_and_stiffness(spaces.p1(icosphere(1)))[0])
+    with pytest.raises(ValueError, match="share"):
+        triangular.SharedPatternLU(emulated_gpu.xp, [factors[0].lu, other.lu])

@@ -35,6 +35,7 @@ import numpy as np
 
 from wavescat import farfield
 from wavescat.backend import get_backend, to_host
+from wavescat.bem import burton_miller
 from wavescat.bem.formulations import formulation_for
 from wavescat.bem.quadrature import QuadratureOrders
 from wavescat.config import prepare_config, solve_case
@@ -214,6 +215,11 @@ def main(argv=None):
     p.add_argument("--format", default="auto", choices=["auto", "dense", "hmatrix"])
     p.add_argument("--json", default="", help="also write the rows to this file")
     p.add_argument("--mesh", default="", help="a stored mesh (.msh) in place of meshing")
+    p.add_argument("--warm", action="store_true",
+                   help="assemble once before the timed assembly (a fresh machine compiles its "
+                        "kernels in the first)")
+    p.add_argument("--device-solve-columns", type=int, nargs="*", default=[], metavar="COLUMNS",
+                   help="run the sweeps once for each of these burton_miller.DEVICE_SOLVE_COLUMNS")
     p.add_argument("--compare-products", type=int, nargs="*", default=[], metavar="WIDTH",
                    help="also time each H-matrix's product with blocks of these widths, "
                         "gathered against in place (GPU)")
@@ -240,12 +246,19 @@ def main(argv=None):
                                      settings["hmatrix"]["dense_below"])
     print(f"{args.geometry} at {args.frequency:g} Hz: {space.n_dofs} DOFs, {fmt} on {be.name} "
           f"({be.device_name}), mesh {t_mesh:.1f} s", flush=True)
+    def assemble():
+        return {name: driver.boundary_operator(name, space, k, operator_format=fmt, backend=be,
+                                               precision=settings["precision"],
+                                               quadrature=QuadratureOrders(**settings["quadrature"]),
+                                               hmatrix_options=settings["hmatrix"])
+                for name in formulation.operators}
+
+    if args.warm:  # a first assembly compiles the kernels (once per machine: CuPy caches them)
+        t0 = time.perf_counter()
+        assemble()
+        print(f"first assembly (kernels compiled) {time.perf_counter() - t0:.1f} s", flush=True)
     t0 = time.perf_counter()
-    ops = {name: driver.boundary_operator(name, space, k, operator_format=fmt, backend=be,
-                                          precision=settings["precision"],
-                                          quadrature=QuadratureOrders(**settings["quadrature"]),
-                                          hmatrix_options=settings["hmatrix"])
-           for name in formulation.operators}
+    ops = assemble()
     be.synchronize()
     t_asm = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -263,7 +276,11 @@ def main(argv=None):
           f"{'gpuGiB':>6}",
           flush=True)
     rows = []
-    for method in args.method:
+    for method, device_solves in ((m, c) for c in args.device_solve_columns or [None]
+                                  for m in args.method):
+        if device_solves is not None:
+            burton_miller.DEVICE_SOLVE_COLUMNS = device_solves
+            print(f"sparse solves on the device from {device_solves} columns on", flush=True)
         base = None
         for count in args.counts:
             t, its, width, resid, mono, _far = sweep(method, system, formulation, space, k,

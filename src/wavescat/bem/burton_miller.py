@@ -39,36 +39,30 @@ def plane_wave_data(space, k: float, directions, order: int = 6):
     # weight * basis value of each local function at each point: (m, nloc, nq)
     weighted = np.ascontiguousarray(np.einsum(
         "mq,qc->mcq", mesh.areas[:, None] * (w / w.sum())[None, :], space.basis_values(ref)))
-    local = np.empty((pts.shape[0], weighted.shape[1], len(d)), dtype=complex)
-    _plane_wave_moments(np.ascontiguousarray(pts), weighted, d, float(k), local)
-    dn = 1j * k * (mesh.normals @ d.T)  # (m, ns): flat triangles have constant normals
-    scatter = _scatter_matrix(space)
-    return (scatter @ local.reshape(-1, len(d)),
-            scatter @ (local * dn[:, None, :]).reshape(-1, len(d)))
+    g = np.zeros((len(d), space.n_dofs), dtype=complex)
+    h = np.zeros_like(g)
+    _plane_wave_moments(np.ascontiguousarray(pts), weighted,
+                        np.ascontiguousarray(space.element_dofs, dtype=np.int64),
+                        np.ascontiguousarray(mesh.normals, dtype=float), d, float(k), g, h)
+    return g.T, h.T
 
 
 @nb.njit(parallel=True, cache=True)
-def _plane_wave_moments(pts, weighted, d, k, out):
-    """out[e, c, s] = sum_q weighted[e, c, q] exp(ik d_s . pts[e, q]) (one element per
-    thread: the sweeps' hundreds of directions made NumPy's complex exp the bottleneck)."""
-    for e in nb.prange(pts.shape[0]):
-        for s in range(d.shape[0]):
-            for c in range(weighted.shape[1]):
-                out[e, c, s] = 0.0
+def _plane_wave_moments(pts, weighted, dofs, normals, d, k, g, h):
+    """g[s, i] = Σ_e Σ_c:dofs[e,c]=i Σ_q weighted[e, c, q] exp(ik d_s . pts[e, q]) and h the
+    same times ik d_s . n_e (flat triangles: constant normals). One direction per thread, so
+    no two threads add into one entry, and no per-element arrays of every direction (a
+    sweep's hundreds of directions made those and NumPy's complex exp the bottleneck)."""
+    for s in nb.prange(d.shape[0]):
+        for e in range(pts.shape[0]):
+            dn = 1j * k * (d[s, 0] * normals[e, 0] + d[s, 1] * normals[e, 1] + d[s, 2] * normals[e, 2])
             for q in range(pts.shape[1]):
                 phase = k * (d[s, 0] * pts[e, q, 0] + d[s, 1] * pts[e, q, 1] + d[s, 2] * pts[e, q, 2])
                 wave = complex(np.cos(phase), np.sin(phase))
                 for c in range(weighted.shape[1]):
-                    out[e, c, s] += weighted[e, c, q] * wave
-
-
-def _scatter_matrix(space):
-    """Sparse (n_dofs, m * nloc) adding each element's local values into its dofs."""
-    import scipy.sparse as sp  # noqa: PLC0415
-
-    dofs = space.element_dofs.ravel()
-    return sp.csr_matrix((np.ones(dofs.size), (dofs, np.arange(dofs.size))),
-                         shape=(space.n_dofs, dofs.size))
+                    v = weighted[e, c, q] * wave
+                    g[s, dofs[e, c]] += v
+                    h[s, dofs[e, c]] += v * dn
 
 
 def solve_real_spd(lu, y):
@@ -161,6 +155,10 @@ class OsrcBurtonMiller(StrongForm):
     def matvec(self, x):
         """A x for x of shape (n, r) on the backend."""
         dirichlet, neumann = self.weak_traces(x)
+        if not isinstance(neumann, np.ndarray):  # on the device: the mass solve in the NtD map's launch
+            coupled, strong = self.ntd.apply_to_weak_beside(
+                neumann, self._mass_lu, dirichlet.astype(np.complex128, copy=False))
+            return 0.5 * x - self._back(x, strong + coupled)
         return 0.5 * x - self._back(x, self.solve_mass(dirichlet) + self.ntd.apply_to_weak(neumann))
 
     def rhs(self, dirichlet_weak, neumann_weak):

@@ -197,8 +197,7 @@ class OsrcSquareRoot:
         self._terms = list(zip(a, factors[:len(b)]))
         self._more = factors[len(b):]
         self._scaled_stiffness = s.tocsr()
-        # the Padé factors and the stiffness on the device, made by the first device block
-        self._device_terms = self._device_stiffness = None
+        self._device_stiffness = None  # on the device, made by the first device block
 
     @property
     def n_dofs(self) -> int:
@@ -220,19 +219,37 @@ class OsrcSquareRoot:
     def _sqrt_weak_serial(self, y):
         return self._series(y, [lu.solve(y) for _, lu in self._terms])
 
-    def _sqrt_weak_device(self, y):
+    def _sqrt_weak_device(self, y, beside=None):
         """The series for a device block: the Padé terms' factors share one pattern, so one
         launch solves all of them (triangular.py) and only their weighted sum is kept,
-        S Σ a_j x_j being Σ a_j S x_j."""
+        S Σ a_j x_j being Σ a_j S x_j. `beside` = (SparseLU, b): a factor of the same
+        pattern (the mass matrix's) whose solve of b rides in the same launch; then
+        (series, its solution)."""
         xp = array_module(y)
-        if self._device_terms is None:
-            self._device_terms = SharedPatternLU(xp, [lu.lu for _, lu in self._terms])
-            self._device_stiffness = sparse_modules(y)[1].csr_matrix(self._scaled_stiffness)
+        extra = [] if beside is None else [beside[0]]
+        key = tuple(id(lu) for lu in extra)
+        solvers = self.__dict__.setdefault("_device_solvers", {})
+        if key not in solvers:
+            try:
+                solvers[key] = SharedPatternLU(xp, [lu.lu for lu in extra] + [lu.lu for _, lu in self._terms])
+            except ValueError:
+                solvers[key] = None  # another pattern beside: asked once, refused for good
+            if self._device_stiffness is None:
+                self._device_stiffness = sparse_modules(y)[1].csr_matrix(self._scaled_stiffness)
+        if solvers[key] is None:
+            raise ValueError("the factor beside the Padé terms has another sparsity pattern")
         flat = y.ndim == 1
         y2 = y.reshape(y.shape[0], -1).astype(np.complex128, copy=False)
-        z = self._device_terms.solve(y2, weights=[a for a, _ in self._terms])
+        pade = np.array([a for a, _ in self._terms])
+        if beside is None:
+            z = solvers[key].solve(y2, weights=pade)
+        else:
+            weights = np.zeros((1 + len(pade), 2), complex)
+            weights[0, 1], weights[1:, 0] = 1.0, pade
+            z, other = solvers[key].solve([beside[1].reshape(y2.shape)] + [y2] * len(pade), weights)
         series = self.c0 * y2 - self._device_stiffness @ z
-        return series[:, 0] if flat else series
+        series = series[:, 0] if flat else series
+        return series if beside is None else (series, other.reshape(beside[1].shape))
 
     def _series(self, y, solutions):
         stiffness = self._scaled_stiffness
@@ -270,6 +287,15 @@ class OsrcNtD(OsrcSquareRoot):
             return by_column_pairs(lambda c: self._inverse.solve(self._sqrt_weak_serial(c)),
                                    y) / (1j * self.k)
         return self._inverse.solve(self.sqrt_weak(y)) / (1j * self.k)
+
+    def apply_to_weak_beside(self, y, lu, b):
+        """(apply_to_weak(y), lu^-1 b) for device blocks, `lu` a factor of this map's
+        pattern (the mass matrix's): its solve rides in the launch of the Padé terms'."""
+        try:
+            series, other = self._sqrt_weak_device(y, beside=(lu, b))
+        except ValueError:  # not one pattern: solved apart
+            return self.apply_to_weak(y), lu.solve(b)
+        return self._inverse.solve(series) / (1j * self.k), other
 
     def weak(self, x: np.ndarray) -> np.ndarray:
         return self.mass @ self.apply(x)

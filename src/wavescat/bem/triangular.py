@@ -46,7 +46,8 @@ extern "C" __global__ void triangular_levels(const int* order, const int* lptr, 
             const int i = order[p];
             double sr = 0, si = 0;
             if (live) {
-                for (int q = ip[i] + k; q < ip[i + 1]; q += G) {
+#pragma unroll 4
+                for (int q = ip[i] + k; q < ip[i + 1]; q += G) {  // unrolled: loads in flight
                     const double ar = vf[2 * (long long)q], ai = vf[2 * (long long)q + 1];
                     const double* x = Xf + 2 * (long long)ix[q] * r;
                     const double xr = x[0], xi = x[1];
@@ -174,16 +175,22 @@ class SharedPatternLU:
                       np.int32(not tri.lower), np.int64(tri.nnz), np.int32(self.n), X, np.int32(r)))
 
     def solve(self, B, weights=None):
-        """x_f = Pc U_f^-1 L_f^-1 Pr b_f for every factor f, B (F, n, r) (or (n, r), the same
-        right-hand sides for all): the solutions (F, n, r), or their sum weighted by
-        `weights` (F,) (n, r) without holding F permuted copies."""
+        """x_f = Pc U_f^-1 L_f^-1 Pr b_f for every factor f. B: (F, n, r), or a list of F
+        blocks (n, r) (one object may stand for several), or one block (n, r) for all.
+        Returns the solutions (F, n, r), or, with `weights` (F,) or (F, o), their weighted
+        sums (n, r) or (o, n, r), without F permuted copies."""
         xp = self.xp
-        if B.shape[-2] != self.n or (B.ndim == 3 and B.shape[0] != self.count):
-            raise ValueError(f"right-hand sides of shape {B.shape}: need ({self.count}, {self.n}, r)")
-        X = xp.empty((self.count,) + B.shape[-2:], dtype=np.complex128)
-        X[:, self.perm_r] = B
+        blocks = [B] * self.count if not isinstance(B, (list, tuple)) and B.ndim == 2 else list(B)
+        if len(blocks) != self.count or any(b.shape[0] != self.n for b in blocks):
+            raise ValueError(f"right-hand sides {[tuple(b.shape) for b in blocks]}: need "
+                             f"{self.count} blocks of {self.n} rows")
+        r = blocks[0].reshape(self.n, -1).shape[1]
+        X = xp.empty((self.count, self.n, r), dtype=np.complex128)
+        for f, b in enumerate(blocks):
+            X[f, self.perm_r] = b.reshape(self.n, -1)
         for tri in (self.lower, self.upper):
             self._sweep(tri, X)
-        if weights is not None:
-            return xp.tensordot(xp.asarray(np.asarray(weights, np.complex128)), X, axes=1)[self.perm_c]
-        return X[:, self.perm_c]
+        if weights is None:
+            return X[:, self.perm_c]
+        w = xp.asarray(np.asarray(weights, np.complex128))
+        return xp.tensordot(w.T, X, axes=1)[..., self.perm_c, :]

@@ -8,7 +8,8 @@ take most of its time. Here one warp takes one block and 32 of the r columns: it
 block's rows of X where they are (32 consecutive entries of a row: one coalesced load), keeps
 the partial sums in registers (16 rows of a dense block, or 16 columns of V^T X of a low-rank
 one, at a time) and adds its rows of Y with atomics (blocks sharing rows add in any order).
-The block entries are the same for the 32 lanes: one broadcast load each.
+The block entries are the same for the 32 lanes: one broadcast load each (through the
+read-only cache, as X's: nothing a launch reads is written by it).
 
 Complex blocks and vectors only, interleaved (re, im), in the blocks' precision; Y must be
 zero (or hold what the products add to) on entry.
@@ -41,11 +42,11 @@ extern "C" __global__ void dense_blocks(const REAL* D, const int* r0, const int*
         REAL sr[CHUNK], si[CHUNK];
         for (int q = 0; q < CHUNK; ++q) sr[q] = si[q] = 0;
         for (int j = 0; j < nb; ++j) {
-            const REAL xr = Xb[2 * (long long)j * r], xi = Xb[2 * (long long)j * r + 1];
+            const REAL xr = __ldg(Xb + 2 * (long long)j * r), xi = __ldg(Xb + 2 * (long long)j * r + 1);
             const REAL* d = Db + 2 * ((long long)i0 * Lc + j);
             for (int q = 0; q < CHUNK; ++q) {
                 if (q < rows) {
-                    const REAL ar = d[2 * q * Lc], ai = d[2 * q * Lc + 1];
+                    const REAL ar = __ldg(d + 2 * q * Lc), ai = __ldg(d + 2 * q * Lc + 1);
                     sr[q] += ar * xr - ai * xi;
                     si[q] += ar * xi + ai * xr;
                 }
@@ -71,11 +72,11 @@ extern "C" __global__ void lowrank_blocks(const REAL* U, const REAL* V, const in
         REAL tr[CHUNK], ti[CHUNK];
         for (int q = 0; q < CHUNK; ++q) tr[q] = ti[q] = 0;
         for (int j = 0; j < nb; ++j) {
-            const REAL xr = Xb[2 * (long long)j * r], xi = Xb[2 * (long long)j * r + 1];
+            const REAL xr = __ldg(Xb + 2 * (long long)j * r), xi = __ldg(Xb + 2 * (long long)j * r + 1);
             const REAL* v = Vb + 2 * ((long long)j * K + l0);
             for (int q = 0; q < CHUNK; ++q) {
                 if (q < ranks) {
-                    const REAL ar = v[2 * q], ai = v[2 * q + 1];
+                    const REAL ar = __ldg(v + 2 * q), ai = __ldg(v + 2 * q + 1);
                     tr[q] += ar * xr - ai * xi;
                     ti[q] += ar * xi + ai * xr;
                 }
@@ -86,7 +87,7 @@ extern "C" __global__ void lowrank_blocks(const REAL* U, const REAL* V, const in
             REAL yr = 0, yi = 0;
             for (int q = 0; q < CHUNK; ++q) {
                 if (q < ranks) {
-                    const REAL ar = u[2 * q], ai = u[2 * q + 1];
+                    const REAL ar = __ldg(u + 2 * q), ai = __ldg(u + 2 * q + 1);
                     yr += ar * tr[q] - ai * ti[q];
                     yi += ar * ti[q] + ai * tr[q];
                 }

@@ -68,16 +68,19 @@ class Clock:
     operators (`weak_traces`: the H-matrix or dense products); the rest of a product is the
     sparse OSRC and mass solves and the host-device copies."""
 
-    def __init__(self, system):
+    def __init__(self, system, sync=lambda: None):
         self.seconds = {"matvec": 0.0, "operators": 0.0}
+        self.sync = sync  # the device's queue drained before each reading
         for name, key in (("matvec", "matvec"), ("weak_traces", "operators")):
             if hasattr(system, name):
                 setattr(system, name, self._timed(getattr(system, name), key))
 
     def _timed(self, fn, key):
         def run(*args):
+            self.sync()
             t0 = time.perf_counter()
             out = fn(*args)
+            self.sync()
             self.seconds[key] += time.perf_counter() - t0
             return out
         return run
@@ -264,7 +267,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     system = formulation.system(space, k, ops, settings, xp=be.xp)
     t_pre = time.perf_counter() - t0
-    clock = Clock(system)
+    clock = Clock(system, be.synchronize)
     print(f"assembly {t_asm:.1f} s, preconditioner {t_pre:.1f} s, host peak "
           f"{host_peak_gib():.2f} GiB", flush=True)
     if args.compare_products and be.is_gpu:

@@ -78,10 +78,12 @@ def solve_real_spd(lu, y):
     return out[:, 0] if flat else out
 
 
-# Blocks of at least this many columns get their sparse (mass and OSRC) solves on the GPU:
-# there a cuSPARSE triangular solve costs about 0.3 s whatever the width, where SuperLU on
-# the host takes about 0.04 s a pair of columns (75,650 unknowns, H200: bench/README.md).
-DEVICE_SOLVE_COLUMNS = 24
+# Blocks of at least this many columns get their sparse (mass and OSRC) solves on the GPU.
+# Level-scheduled on the device (triangular.py), the mass matrix and the NtD map's nine
+# factors cost about 0.28 s a product for one column and 0.39 s for 361, against 0.35 s for
+# one column with SuperLU on 16 host threads; and the block stays on the device. The 1 kHz
+# submarine on an H100: one direction's GMRES 5.1 s against 8.1 s on the host (bench/README.md).
+DEVICE_SOLVE_COLUMNS = 1
 
 
 class StrongForm:

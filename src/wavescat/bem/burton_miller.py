@@ -80,10 +80,12 @@ def solve_real_spd(lu, y):
 
 # Blocks of at least this many columns get their sparse (mass and OSRC) solves on the GPU.
 # Level-scheduled on the device (triangular.py), the mass matrix and the NtD map's nine
-# factors cost about 0.28 s a product for one column and 0.39 s for 361, against 0.35 s for
-# one column with SuperLU on 16 host threads; and the block stays on the device. The 1 kHz
-# submarine on an H100: one direction's GMRES 5.1 s against 8.1 s on the host (bench/README.md).
-DEVICE_SOLVE_COLUMNS = 1
+# factors cost about 0.28 s a product for 1 to 4 columns and 0.39 s for 361, where SuperLU
+# on 16 host threads takes 0.35 s for one column, 0.55 s for 4, about 1.1 s for 8 (1 kHz
+# submarine, H100: bench/README.md). The factors' device copies cost about 5 s once per
+# frequency (SuperLU hands its L and U over on one thread), more than one direction's
+# GMRES saves, and less than a batch of 8 saves.
+DEVICE_SOLVE_COLUMNS = 8
 
 
 class StrongForm:

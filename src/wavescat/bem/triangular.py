@@ -117,22 +117,29 @@ def _levels(indptr, indices, lower):
     return level
 
 
+@nb.njit(parallel=True, cache=True)
+def _gather(src, take, out):
+    """out[p] = src[take[p]] on every core (a CSC to CSR reordering of millions of entries)."""
+    for p in nb.prange(take.size):
+        out[p] = src[take[p]]
+
+
 class _Triangle:
     """One triangle (L or U) of factors sharing a pattern, on the device: the pattern's
     strictly triangular part, its rows in level order, and each factor's values."""
 
     def __init__(self, xp, factors, lower):
-        mats = [sp.csr_matrix(f) for f in factors]
-        for a in mats:
-            a.sort_indices()
-        first = mats[0]
-        n = first.shape[0]
-        rows = np.repeat(np.arange(n), np.diff(first.indptr))
-        off = first.indices != rows
-        for a in mats[1:]:
+        first = factors[0]  # SuperLU's factors are CSC matrices
+        for a in factors[1:]:
             if not (np.array_equal(a.indptr, first.indptr) and np.array_equal(a.indices, first.indices)):
                 raise ValueError("factors solved together must share one sparsity pattern")
-        level = _levels(first.indptr, first.indices, lower)
+        n = first.shape[0]
+        # the pattern by rows once, its entries naming their place in every factor's CSC data
+        place = sp.csc_matrix((np.arange(first.nnz), first.indices, first.indptr), shape=first.shape).tocsr()
+        place.sort_indices()
+        rows = np.repeat(np.arange(n), np.diff(place.indptr))
+        off = place.indices != rows
+        level = _levels(place.indptr, place.indices, lower)
         order = np.argsort(level, kind="stable").astype(np.int32)
         self.nlev = int(level.max()) + 1 if n else 0
         lptr = np.searchsorted(level[order], np.arange(self.nlev + 1)).astype(np.int32)
@@ -140,14 +147,21 @@ class _Triangle:
         self.nnz = int(off.sum())
         self.lower = lower
         self.order, self.lptr, self.ip, self.ix = (
-            xp.asarray(a.astype(np.int32)) for a in (order, lptr, strict_ptr, first.indices[off]))
-        vals = np.stack([a.data[off] for a in mats]).astype(np.complex128)
-        self.vals = xp.asarray(np.ascontiguousarray(vals))
+            xp.asarray(a.astype(np.int32)) for a in (order, lptr, strict_ptr, place.indices[off]))
+        self.vals = xp.asarray(self._values(factors, place.data[off]))
         if lower:  # SuperLU's L has a unit diagonal
             self.dinv = xp.zeros(2, dtype=np.float64)
         else:
-            diag = np.stack([a.diagonal() for a in mats]).astype(np.complex128)
-            self.dinv = xp.asarray(np.ascontiguousarray(1.0 / diag))
+            if not np.array_equal(rows[~off], np.arange(n)):
+                raise ValueError("an upper factor without its whole diagonal")
+            self.dinv = xp.asarray(1.0 / self._values(factors, place.data[~off]))
+
+    @staticmethod
+    def _values(factors, take):
+        out = np.empty((len(factors), len(take)), np.complex128)
+        for f, a in enumerate(factors):
+            _gather(a.data.astype(np.complex128, copy=False), take, out[f])
+        return out
 
 
 class SharedPatternLU:

@@ -85,17 +85,14 @@ def scatter_add(target, index, values) -> None:
         cupyx.scatter_add(target, index, values.astype(target.dtype))
 
 
-def sparse_modules(a):
-    """(array module, sparse-matrix module, spsolve_triangular) of the backend that holds
-    `a`: NumPy and SciPy for host arrays, CuPy and cupyx (cuSPARSE) for device arrays."""
+def sparse_module(a):
+    """The sparse-matrix module of the backend that holds `a`: SciPy's for host arrays,
+    cupyx's (cuSPARSE) for device arrays."""
     if isinstance(a, np.ndarray):
         import scipy.sparse  # noqa: PLC0415
-        import scipy.sparse.linalg  # noqa: PLC0415
-        return np, scipy.sparse, scipy.sparse.linalg.spsolve_triangular
-    import cupy  # noqa: PLC0415 - a device array exists, so CuPy does
-    import cupyx.scipy.sparse  # noqa: PLC0415
-    import cupyx.scipy.sparse.linalg  # noqa: PLC0415
-    return cupy, cupyx.scipy.sparse, cupyx.scipy.sparse.linalg.spsolve_triangular
+        return scipy.sparse
+    import cupyx.scipy.sparse  # noqa: PLC0415 - a device array exists, so CuPy does
+    return cupyx.scipy.sparse
 
 
 @functools.lru_cache(maxsize=1)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..backend import to_host
+from ..backend import sparse_module, to_host
 from .osrc import factorise
 
 
@@ -125,9 +125,7 @@ class StrongForm:
         if not self._solves_on_device(x):
             return self.mass @ to_host(x)
         if getattr(self, "_device_mass", None) is None:
-            from ..backend import sparse_modules  # noqa: PLC0415
-
-            self._device_mass = sparse_modules(x)[1].csr_matrix(self.mass.astype(x.dtype))
+            self._device_mass = sparse_module(x).csr_matrix(self.mass.astype(x.dtype))
         return self._device_mass @ x
 
     def solve_mass(self, y):

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..backend import array_module, sparse_modules
+from ..backend import array_module, sparse_module
 from ..defaults import OSRC
 from ..errors import ConfigError
 from .triangular import SharedPatternLU
@@ -235,7 +235,7 @@ class OsrcSquareRoot:
             except ValueError:
                 solvers[key] = None  # another pattern beside: asked once, refused for good
             if self._device_stiffness is None:
-                self._device_stiffness = sparse_modules(y)[1].csr_matrix(self._scaled_stiffness)
+                self._device_stiffness = sparse_module(y).csr_matrix(self._scaled_stiffness)
         if solvers[key] is None:
             raise ValueError("the factor beside the Padé terms has another sparsity pattern")
         flat = y.ndim == 1

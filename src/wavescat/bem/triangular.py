@@ -24,6 +24,19 @@ import scipy.sparse as sp
 
 _SOURCE = r"""
 #define MAX_WARPS 32
+// x = (x - s) / d (d the inverse diagonal entry dinv, or 1): a row's solution, in place
+__device__ __forceinline__ void finish_row(double* x, double sr, double si, const double* dinv,
+                                           int has_diag) {
+    double tr = x[0] - sr, ti = x[1] - si;
+    if (has_diag) {
+        const double t = tr * dinv[0] - ti * dinv[1];
+        ti = tr * dinv[1] + ti * dinv[0];
+        tr = t;
+    }
+    x[0] = tr;
+    x[1] = ti;
+}
+
 // Solve in place, in level order, T x = b for the rows `order` of a triangular factor T
 // (strictly triangular part: ip, ix, vals of factor f; its inverse diagonal dinv, or a unit
 // diagonal when has_diag is 0) and 32 columns of X (factor f's n x r block).
@@ -59,37 +72,18 @@ extern "C" __global__ void triangular_levels(const int* order, const int* lptr, 
                 part[w][lane][0] = sr;
                 part[w][lane][1] = si;
             }
-            if (G == 1 && live) {
-                double* xi_ = Xf + 2 * (long long)i * r;
-                double tr = xi_[0] - sr, ti = xi_[1] - si;
-                if (has_diag) {
-                    const double dr = df[2 * i], di = df[2 * i + 1];
-                    const double t = tr * dr - ti * di;
-                    ti = tr * di + ti * dr;
-                    tr = t;
-                }
-                xi_[0] = tr;
-                xi_[1] = ti;
-            }
+            if (G == 1 && live) finish_row(Xf + 2 * (long long)i * r, sr, si, df + 2 * i, has_diag);
         }
         if (G > 1) {  // uniform over the block: every thread meets the barrier
             __syncthreads();
             if (k == 0 && g < rows && live) {
                 const int i = order[p0 + g];
-                double* xi_ = Xf + 2 * (long long)i * r;
-                double tr = xi_[0], ti = xi_[1];
+                double sr = 0, si = 0;
                 for (int h = 0; h < G; ++h) {
-                    tr -= part[w + h][lane][0];
-                    ti -= part[w + h][lane][1];
+                    sr += part[w + h][lane][0];
+                    si += part[w + h][lane][1];
                 }
-                if (has_diag) {
-                    const double dr = df[2 * i], di = df[2 * i + 1];
-                    const double t = tr * dr - ti * di;
-                    ti = tr * di + ti * dr;
-                    tr = t;
-                }
-                xi_[0] = tr;
-                xi_[1] = ti;
+                finish_row(Xf + 2 * (long long)i * r, sr, si, df + 2 * i, has_diag);
             }
         }
         __syncthreads();

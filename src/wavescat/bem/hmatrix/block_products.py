@@ -31,6 +31,24 @@ _SOURCE = r"""
     REAL* Yb = Y + 2 * ((long long)r0[b] * r + c);                                        \
     const int mb = m[b], nb = n[b];
 
+// s[q] = sum_j a[q qs + j js] X[c0_b + j, c] over the block's columns j < nb, for q < count:
+// CHUNK partial sums in registers, the entries a the same for every lane (broadcast loads)
+__device__ __forceinline__ void sums_times_x(REAL* sr, REAL* si, const REAL* a, int qs, int js,
+                                             int count, const REAL* Xb, int nb, int r) {
+    for (int q = 0; q < CHUNK; ++q) sr[q] = si[q] = 0;
+    for (int j = 0; j < nb; ++j) {
+        const REAL xr = __ldg(Xb + 2 * (long long)j * r), xi = __ldg(Xb + 2 * (long long)j * r + 1);
+        const REAL* aj = a + (long long)j * js;
+        for (int q = 0; q < CHUNK; ++q) {
+            if (q < count) {
+                const REAL ar = __ldg(aj + q * qs), ai = __ldg(aj + q * qs + 1);
+                sr[q] += ar * xr - ai * xi;
+                si[q] += ar * xi + ai * xr;
+            }
+        }
+    }
+}
+
 // Y[r0_b + i, c] += sum_j D[b, i, j] X[c0_b + j, c]   (D: B x Lr x Lc, rows beyond m_b unused)
 extern "C" __global__ void dense_blocks(const REAL* D, const int* r0, const int* c0,
                                         const int* m, const int* n, int B, int Lr, int Lc,
@@ -40,18 +58,7 @@ extern "C" __global__ void dense_blocks(const REAL* D, const int* r0, const int*
     for (int i0 = 0; i0 < mb; i0 += CHUNK) {
         const int rows = mb - i0 < CHUNK ? mb - i0 : CHUNK;
         REAL sr[CHUNK], si[CHUNK];
-        for (int q = 0; q < CHUNK; ++q) sr[q] = si[q] = 0;
-        for (int j = 0; j < nb; ++j) {
-            const REAL xr = __ldg(Xb + 2 * (long long)j * r), xi = __ldg(Xb + 2 * (long long)j * r + 1);
-            const REAL* d = Db + 2 * ((long long)i0 * Lc + j);
-            for (int q = 0; q < CHUNK; ++q) {
-                if (q < rows) {
-                    const REAL ar = __ldg(d + 2 * q * Lc), ai = __ldg(d + 2 * q * Lc + 1);
-                    sr[q] += ar * xr - ai * xi;
-                    si[q] += ar * xi + ai * xr;
-                }
-            }
-        }
+        sums_times_x(sr, si, Db + 2 * (long long)i0 * Lc, 2 * Lc, 2, rows, Xb, nb, r);
         for (int q = 0; q < rows; ++q) {
             atomicAdd(Yb + 2 * (long long)(i0 + q) * r, sr[q]);
             atomicAdd(Yb + 2 * (long long)(i0 + q) * r + 1, si[q]);
@@ -70,18 +77,7 @@ extern "C" __global__ void lowrank_blocks(const REAL* U, const REAL* V, const in
     for (int l0 = 0; l0 < K; l0 += CHUNK) {
         const int ranks = K - l0 < CHUNK ? K - l0 : CHUNK;
         REAL tr[CHUNK], ti[CHUNK];
-        for (int q = 0; q < CHUNK; ++q) tr[q] = ti[q] = 0;
-        for (int j = 0; j < nb; ++j) {
-            const REAL xr = __ldg(Xb + 2 * (long long)j * r), xi = __ldg(Xb + 2 * (long long)j * r + 1);
-            const REAL* v = Vb + 2 * ((long long)j * K + l0);
-            for (int q = 0; q < CHUNK; ++q) {
-                if (q < ranks) {
-                    const REAL ar = __ldg(v + 2 * q), ai = __ldg(v + 2 * q + 1);
-                    tr[q] += ar * xr - ai * xi;
-                    ti[q] += ar * xi + ai * xr;
-                }
-            }
-        }
+        sums_times_x(tr, ti, Vb + 2 * l0, 2, 2 * K, ranks, Xb, nb, r);
         for (int i = 0; i < mb; ++i) {
             const REAL* u = Ub + 2 * ((long long)i * K + l0);
             REAL yr = 0, yi = 0;

@@ -96,6 +96,7 @@ def block_gmres(matvec, B, xp, tol, maxiter, bnorm):
     every column of the original sweep, |(B - A X) W[:, q]| <= tol bnorm[q], is met.
     Returns (X, block iterations)."""
     n, p = B.shape
+    maxiter = min(maxiter, 64)  # the dense Hessenberg of a block is (maxiter p)^2: capped
     q0, s0 = xp.linalg.qr(B)
     basis = [q0]
     H = np.zeros(((maxiter + 1) * p, maxiter * p), dtype=complex)

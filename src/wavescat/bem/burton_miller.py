@@ -156,18 +156,23 @@ class OsrcBurtonMiller(StrongForm):
 
     def matvec(self, x):
         """A x for x of shape (n, r) on the backend."""
-        dirichlet, neumann = self.weak_traces(x)
-        if not isinstance(neumann, np.ndarray):  # on the device: the mass solve in the NtD map's launch
-            coupled, strong = self.ntd.apply_to_weak_beside(
-                neumann, self._mass_lu, dirichlet.astype(np.complex128, copy=False))
-            return 0.5 * x - self._back(x, strong + coupled)
-        return 0.5 * x - self._back(x, self.solve_mass(dirichlet) + self.ntd.apply_to_weak(neumann))
+        strong, coupled = self._solved(*self.weak_traces(x))
+        return 0.5 * x - self._back(x, strong + coupled)
 
     def rhs(self, dirichlet_weak, neumann_weak):
         """f = M^{-1} g - Ñ M^{-1} h from the weak Dirichlet and Neumann data (host arrays)."""
         g, h = (np.asarray(w).reshape(self.n_dofs, -1) for w in (dirichlet_weak, neumann_weak))
-        g, h = self._to_solve_side(g, g, h)
-        return self.xp.asarray(self.solve_mass(g) - self.ntd.apply_to_weak(h))
+        strong, coupled = self._solved(*self._to_solve_side(g, g, h))
+        return self.xp.asarray(strong - coupled)
+
+    def _solved(self, dirichlet, neumann):
+        """(M^-1 dirichlet, Ñ neumann) of weak data; on the device the mass solve rides in
+        the NtD map's launch (one device copy of the factors for products and data)."""
+        if isinstance(neumann, np.ndarray):
+            return self.solve_mass(dirichlet), self.ntd.apply_to_weak(neumann)
+        coupled, strong = self.ntd.apply_to_weak_beside(
+            neumann, self._mass_lu, dirichlet.astype(np.complex128, copy=False))
+        return strong, coupled
 
 
 class OsrcImpedanceBurtonMiller(OsrcBurtonMiller):

@@ -87,8 +87,9 @@ class DevicePart:
             x = xp.asarray(x).astype(dtype, copy=False)
             X = x[:, None] if x.ndim == 1 else x
             r = X.shape[1]
-            if self.backend.is_gpu and r >= WIDE_COLUMNS and self._complex_blocks():
-                Y = self._apply_in_place(X)
+            blocks = self._complex_blocks_dtype() if self.backend.is_gpu and r >= WIDE_COLUMNS else None
+            if blocks is not None:
+                Y = self._apply_in_place(X, blocks)
                 return (Y[:, 0] if x.ndim == 1 else Y).astype(dtype, copy=False)
             y = xp.zeros((self.shape[0], r), dtype=dtype)
             item = np.dtype(dtype).itemsize
@@ -112,21 +113,20 @@ class DevicePart:
                     y += self._scatter(g, sel, Lr, dtype) @ ys
             return y[:, 0] if x.ndim == 1 else y
 
-    def _complex_blocks(self):
+    def _complex_blocks_dtype(self):
+        """The one complex dtype of all stored blocks, or None (what block_products takes)."""
         kinds = {(g.D if g.D is not None else g.U).dtype for g in self.dense + self.lowrank}
-        return len(kinds) == 1 and next(iter(kinds)).kind == "c"
+        return kinds.pop() if len(kinds) == 1 and next(iter(kinds)).kind == "c" else None
 
-    def _apply_in_place(self, X):
+    def _apply_in_place(self, X, dtype):
         """The product of every stack with X (n, r) by block_products, in the blocks'
-        precision (the vectors cast to it, as stack_product does)."""
+        precision `dtype` (the vectors cast to it, as stack_product does)."""
         xp = self.backend.xp
-        groups = self.dense + self.lowrank
-        dtype = (groups[0].D if groups[0].D is not None else groups[0].U).dtype
         X = xp.ascontiguousarray(X.astype(dtype, copy=False))
         Y = xp.zeros((self.shape[0], X.shape[1]), dtype=dtype)
         products = BlockProducts(xp, dtype)
         places = self.__dict__.setdefault("_places", {})
-        for g in groups:
+        for g in self.dense + self.lowrank:
             if id(g) not in places:  # int32 copies of the group's block places, kept
                 places[id(g)] = tuple(xp.ascontiguousarray(xp.asarray(a).astype(xp.int32))
                                       for a in (g.r0, g.c0, g.m, g.n))

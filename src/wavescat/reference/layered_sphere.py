@@ -181,8 +181,12 @@ def _bessel_data(w, order: int):
     w = np.atleast_1d(np.asarray(w, dtype=np.complex128))
     l = np.arange(order + 1)[:, None]
     with np.errstate(all="ignore"):
-        j, jp = spherical_jn(l, w), spherical_jn(l, w, True)
-        y, yp = spherical_yn(l, w), spherical_yn(l, w, True)
+        # derivatives as scipy forms them, f_l' = f_{l-1} - (l+1)/w f_l (f_0' = -f_1)
+        j_all, y_all = spherical_jn(np.arange(order + 2)[:, None], w), spherical_yn(
+            np.arange(order + 2)[:, None], w)
+        j, y = j_all[:-1], y_all[:-1]
+        jp = np.concatenate([-j_all[1:2], j_all[:-2] - (l[1:] + 1) / w * j_all[1:-1]])
+        yp = np.concatenate([-y_all[1:2], y_all[:-2] - (l[1:] + 1) / w * y_all[1:-1]])
         good = (np.isfinite(j) & np.isfinite(jp) & np.isfinite(y) & np.isfinite(yp)
                 & (np.abs(j) > _TINY) & (np.abs(y) < _HUGE) & (np.abs(jp) < _HUGE)
                 & (np.abs(yp) < _HUGE))
@@ -254,15 +258,14 @@ def admittance(k, radii, layers, core, order: int):
 
 def _layered_coefficients(radii, layers, core, k):
     """coefficients(l, ka) -> c_l = (D j_l' - N j_l) / (D h_l' - N h_l) at ka = k a_0."""
-    cache = {}
+    cache = []  # [(N, D)] up to the highest order asked so far (lower orders do not change)
 
     def coefficients(l, ka):
         l = np.asarray(l)
         top = int(l.max()) if l.size else 0
-        if top not in cache:
-            cache.clear()
-            cache[top] = admittance(k, radii, layers, core, top)
-        n, d = cache[top]
+        if not cache or len(cache[0][0]) <= top:
+            cache[:] = [admittance(k, radii, layers, core, top)]
+        n, d = cache[0]
         n, d = n[l], d[l]
         with np.errstate(all="ignore"):
             j, jp = spherical_jn(l, ka), spherical_jn(l, ka, True)

@@ -223,3 +223,16 @@ def test_monostatic_matches_bistatic():
 def test_argument_errors(radii, layers, core, message):
     with pytest.raises(ConfigError, match=message):
         layered.far_field(1.0, radii, layers, core, D, XHAT)
+
+
+def test_bessel_ratios():
+    """The recurrences of the high orders against scipy where both are representable
+    (real and complex arguments, below and above the order)."""
+    w = np.array([0.7, 5.3, 20.0, 13.0 + 0.8j, 40.0 + 4.0j])
+    order = 45
+    dj, dy, rj, ry = layered.bessel_ratios(w, order)
+    l = np.arange(order + 1)[:, None]
+    assert np.allclose(dj, spherical_jn(l, w, True) / spherical_jn(l, w), rtol=1e-12, atol=0)
+    assert np.allclose(dy, spherical_yn(l, w, True) / spherical_yn(l, w), rtol=1e-12, atol=0)
+    assert np.allclose(rj[1:], spherical_jn(l[:-1], w) / spherical_jn(l[1:], w), rtol=1e-12)
+    assert np.allclose(ry[1:], spherical_yn(l[:-1], w) / spherical_yn(l[1:], w), rtol=1e-12)

@@ -55,8 +55,10 @@ y_l(z) overflows and j_l(z) underflows, D^j_l comes from the ratio j_{l-1}/j_l b
 downward recurrence r_l = (2l+1)/w - 1/r_{l+1} started far above max(l, |w|), D^y_l from
 y_{l-1}/y_l by the upward one (both stable there, complex w included), and C_l continues as
 the product of the order-to-order ratios (about (z/x)^2 per order: it underflows to 0 just
-where the inside no longer matters). Thin shells (C near 1) and high orders both stay
-accurate; at the outer surface rigid_sphere.hankel_ratio keeps c_l finite as for the
+where the inside no longer matters). At those orders the inside's share of c_l is below
+rounding in every case tried (perturbing these values changes no test's result); the
+recurrences keep it finite and right rather than NaN. Thin shells (C near 1) and high
+orders both stay accurate; at the outer surface rigid_sphere.hankel_ratio keeps c_l finite as for the
 homogeneous spheres. The truncation order follows the outer ka
 (rigid_sphere.truncation_order).
 

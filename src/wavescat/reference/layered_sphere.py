@@ -58,9 +58,13 @@ the product of the order-to-order ratios (about (z/x)^2 per order: it underflows
 where the inside no longer matters). At those orders the inside's share of c_l is below
 rounding in every case tried (perturbing these values changes no test's result); the
 recurrences keep it finite and right rather than NaN. Thin shells (C near 1) and high
-orders both stay accurate; at the outer surface rigid_sphere.hankel_ratio keeps c_l finite as for the
-homogeneous spheres. The truncation order follows the outer ka
+orders both stay accurate; at the outer surface rigid_sphere.hankel_ratio keeps c_l finite
+as for the homogeneous spheres. The truncation order follows the outer ka
 (rigid_sphere.truncation_order).
+
+Benchmark: `python -m wavescat.reference.layered_sphere [tests/reference/data/
+jech2015_sphere_ts.csv]` prints the TS of the three Jech et al. (2015) shells (jech2015_shells)
+and their largest difference from the benchmark (0.005 dB over 12-400 kHz, its rounding).
 
 Without losses (real h everywhere) (4 pi / k) Im F(d) = sigma_s (the optical theorem); with
 an absorbing layer or core the extinction exceeds the scattered power.
@@ -137,6 +141,44 @@ def _structure(radii, layers, core):
         core = (_validate.positive("core density_ratio", g),
                 _validate.sound_speed_ratio("core sound_speed_ratio", h))
     return r, checked, core
+
+
+def layers_from_boundaries(boundaries, medium: dict | None = None,
+                           where=None) -> tuple[list, object]:
+    """(layers, core) of a chain of nested `boundary:` blocks, outermost first (a case's
+    boundary, then its `inside` body's, ...): every block but the last must be `fluid` (a
+    layer); the last is the core (`fluid`, `rigid` or `pressure_release`). Contrasts are
+    ratios or absolute values over `medium` (fluid_sphere.fluid_contrasts), always relative
+    to the medium; `absorption_db_per_wavelength` makes h complex. `where`: the blocks'
+    config paths for messages (default boundaries[i])."""
+    from .absorption import complex_sound_speed_ratio  # noqa: PLC0415
+    from .fluid_sphere import fluid_contrasts  # noqa: PLC0415
+
+    boundaries = list(boundaries)
+    if not boundaries:
+        raise ConfigError("layers_from_boundaries: needs at least one boundary block")
+    names = list(where) if where is not None else [f"boundaries[{i}]"
+                                                   for i in range(len(boundaries))]
+    out = []
+    for i, (block, name) in enumerate(zip(boundaries, names)):
+        kind = (block or {}).get("kind", "rigid")
+        last = i == len(boundaries) - 1
+        if kind in CORE_KINDS and last:
+            out.append(kind)
+            continue
+        if kind != "fluid":
+            allowed = "fluid, rigid or pressure_release" if last else "fluid (it has bodies inside)"
+            raise ConfigError(f"{name}.kind = {kind!r}: no concentric-sphere series for it; "
+                              f"must be {allowed}")
+        g, h = fluid_contrasts(block, medium, name)
+        alpha = block.get("absorption_db_per_wavelength") or 0.0
+        if alpha:
+            try:
+                h = complex_sound_speed_ratio(h, alpha)
+            except ConfigError as error:
+                raise ConfigError(f"{name}.{error}") from None
+        out.append((g, h))
+    return out[:-1], out[-1]
 
 
 def bessel_ratios(w, order: int):
@@ -323,15 +365,31 @@ def target_strength(frequencies_hz, radii, layers, core, sound_speed: float) -> 
         2.0 * np.pi * fi / c, radii, layers, core, [(0.0, 0.0, 1.0)])[0])) for fi in f])
 
 
-def _print_benchmark(frequencies_khz=(12, 38, 70, 120, 200, 400)) -> None:
-    """Print the TS of the Jech et al. (2015) benchmark shells at a few frequencies."""
+def _print_benchmark(csv_path: str | None = None,
+                     frequencies_khz=(12, 38, 70, 120, 200, 300, 400)) -> None:
+    """Print the TS of the Jech et al. (2015) benchmark shells at a few frequencies and, given
+    echoSMs' Benchmark_Frequency_TS.csv (or tests/reference/data/jech2015_sphere_ts.csv),
+    the largest difference from it over all its frequencies."""
     shells = jech2015_shells()
+    c = JECH2015_MEDIUM["sound_speed"]
+    print("TS (dB re 1 m^2), backscatter")
     print("f (kHz) " + " ".join(f"{name:>29s}" for name in shells))
     for f in frequencies_khz:
-        ts = [target_strength(1e3 * f, *shell, JECH2015_MEDIUM["sound_speed"])[0]
-              for shell in shells.values()]
+        ts = [target_strength(1e3 * f, *shell, c)[0] for shell in shells.values()]
         print(f"{f:7g} " + " ".join(f"{value:29.2f}" for value in ts))
+    if csv_path:
+        with open(csv_path) as stream:
+            lines = [line for line in stream if not line.startswith("#")]
+        data = np.genfromtxt(lines, delimiter=",", names=True)
+        for name, shell in shells.items():
+            diff = target_strength(1e3 * data["Frequency_kHz"], *shell, c) - data[name]
+            i = int(np.argmax(np.abs(diff)))
+            print(f"{name}: max |series - benchmark| = {abs(diff[i]):.3f} dB (at "
+                  f"{data['Frequency_kHz'][i]:g} kHz), RMS {np.sqrt(np.mean(diff**2)):.4f} dB "
+                  f"over {len(diff)} frequencies")
 
 
 if __name__ == "__main__":
-    _print_benchmark()
+    import sys
+
+    _print_benchmark(sys.argv[1] if len(sys.argv) > 1 else None)

@@ -50,7 +50,7 @@ CORE_IDS = ["rigid", "soft", "gas", "fluid", "lossy"]
 
 
 @pytest.mark.parametrize("core", CORES, ids=CORE_IDS)
-@pytest.mark.parametrize("ka", [0.4, 7.0, 40.0])
+@pytest.mark.parametrize("ka", [1e-3, 0.4, 7.0, 40.0])
 def test_limits(core, ka):
     """No layers: the homogeneous sphere. A layer of zero thickness (outside or between two
     layers): nothing. A shell of the medium's material (g = h = 1): the bare core. A shell of

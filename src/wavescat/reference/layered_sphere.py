@@ -290,7 +290,8 @@ def admittance(k, radii, layers, core, order: int):
             td = dy[:, 1] * d - gh * n
             n_new = (td * dj[:, 0] + tn * cross * dy[:, 0]) / gh
             d_new = td + tn * cross
-            # C underflowed to 0 (far above the argument): the inside no longer matters
+            # a non-finite t C (0 * inf far above both arguments, or an exact zero of a
+            # Bessel function): there the inside no longer matters, or it is measure zero
             lost = ~np.isfinite(tn * cross)
             n_new = np.where(lost, dj[:, 0] / gh, n_new)
             d_new = np.where(lost, 1.0, d_new)

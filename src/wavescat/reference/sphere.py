@@ -5,14 +5,15 @@ from functools import partial
 from types import SimpleNamespace
 
 from ..errors import ConfigError
-from . import fluid_sphere, impedance_sphere, pressure_release_sphere, rigid_sphere
+from . import absorption, fluid_sphere, impedance_sphere, pressure_release_sphere, rigid_sphere
 
 
 def series_for(boundary: dict | None = None, where: str = "boundary",
                medium: dict | None = None) -> SimpleNamespace:
     """`far_field(k, a, d, xhat, center)` and `monostatic_far_field(k, a, ds, center)` of the
     sphere with boundary condition `boundary` (None: rigid); `medium` (density, sound_speed)
-    turns a fluid body's absolute density and sound speed into contrasts."""
+    turns a fluid body's absolute density and sound speed into contrasts; a fluid's
+    `absorption_db_per_wavelength` makes its sound-speed ratio complex (absorption.py)."""
     boundary = dict(boundary or {})
     kind = boundary.get("kind", "rigid")
     if kind == "rigid":
@@ -25,6 +26,12 @@ def series_for(boundary: dict | None = None, where: str = "boundary",
         module, params = impedance_sphere, {"admittance": boundary["admittance"]}
     elif kind == "fluid":
         g, h = fluid_sphere.fluid_contrasts(boundary, medium, where)
+        alpha = boundary.get("absorption_db_per_wavelength") or 0.0
+        if alpha:
+            try:
+                h = absorption.complex_sound_speed_ratio(h, alpha)
+            except ConfigError as error:
+                raise ConfigError(f"{where}.{error}") from None
         module, params = fluid_sphere, {"density_ratio": g, "sound_speed_ratio": h}
     else:
         raise ConfigError(f"{where}.kind = {kind!r}: no exact sphere series for this boundary "

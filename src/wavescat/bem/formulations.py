@@ -24,23 +24,17 @@ BOUNDARY_KINDS = ("rigid", "pressure_release", "fluid", "impedance")  # the cont
 INNER_KINDS = ("fluid", "rigid", "pressure_release")  # kinds of a body inside another
 
 
-def loss_tangent(absorption_db_per_wavelength: float) -> float:
-    """delta = Im k / Re k of a plane wave that loses `alpha` dB per wavelength:
-    alpha = 20 log10(e) 2 pi delta, so delta = alpha ln(10) / (40 pi); Q ~ 1 / (2 delta)."""
-    return float(absorption_db_per_wavelength) * np.log(10.0) / (40.0 * np.pi)
-
-
 def absorption_of(boundary: dict, where: str = "boundary") -> float:
     """`absorption_db_per_wavelength` of a fluid boundary block (default 0), checked."""
+    from ..reference.absorption import loss_factor  # noqa: PLC0415
+
     value = boundary.get("absorption_db_per_wavelength", 0.0)
     try:
-        alpha = float(value)
-    except (TypeError, ValueError):
-        alpha = float("nan")
-    if isinstance(value, bool) or not np.isfinite(alpha) or alpha < 0:
+        loss_factor(None if isinstance(value, bool) else value)
+    except ConfigError:
         raise ConfigError(f"{where}.absorption_db_per_wavelength = {value!r}: must be a "
-                          "number >= 0 (dB per wavelength)")
-    return alpha
+                          "number >= 0 (dB of amplitude lost per wavelength)") from None
+    return float(value)
 
 
 def _osrc_options(osrc: dict) -> dict:
@@ -294,8 +288,10 @@ class FluidMuller(SoundHardBurtonMiller):
 
     @property
     def wavenumber_factor(self) -> complex:
-        """k1 / k: 1 / h, times (1 + i delta) with absorption."""
-        return (1 + 1j * loss_tangent(self.absorption)) / self.sound_speed_ratio
+        """k1 / k: 1 / h, times (1 + i delta) with absorption (reference/absorption.py)."""
+        from ..reference.absorption import loss_factor  # noqa: PLC0415
+
+        return (1 + 1j * loss_factor(self.absorption)) / self.sound_speed_ratio
 
     def operator_specs(self, k: float, operator_format: str) -> dict:
         names = [n for n in self.operators if n != "adjoint_double_layer"]  # K' = K^T
@@ -336,7 +332,7 @@ class FluidMuller(SoundHardBurtonMiller):
         """The boundary block with the contrasts resolved (absolute values need the medium,
         which the records do not carry), and the block as given."""
         out = super().record()
-        resolved = {"kind": self.kind, "density_ratio": self.density_ratio,
+        resolved = {"kind": FluidMuller.kind, "density_ratio": self.density_ratio,
                     "sound_speed_ratio": self.sound_speed_ratio}
         if self.absorption:
             resolved["absorption_db_per_wavelength"] = self.absorption

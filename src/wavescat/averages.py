@@ -35,12 +35,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import WavescatError
+from .farfield import directions_to_angles, incident_directions
 
 # Columns of results/<case>/ts_averages.csv (docs/conventions.md); a study prepends
 # case, base_case and its varied keys.
 AVERAGES_HEADER = ["average", "band_center_hz", "band_width_hz", "f_low_hz", "f_high_hz",
                    "frequencies", "tilt_mean_deg", "tilt_std_deg", "aspect_low_deg",
                    "aspect_high_deg", "aspects", "sigma_bs_m2", "ts_db"]
+# the optional keys of a tilt distribution (config `averages.tilt`)
+TILT_DEFAULTS = {"zero_deg": 90.0, "sign": -1, "cover_std": 2.0, "points_per_std": 3.0}
 SIGMA_FLOOR = 1e-30  # m^2: TS floor of -300 dB, as farfield.target_strength
 FULL_CIRCLE_DEG = 360.0
 
@@ -248,10 +251,38 @@ def parse_averages(spec: dict) -> tuple[list[Band], list[Tilt]]:
         return [value] if isinstance(value, dict) else list(value)
 
     bands = [Band(float(b["center_hz"]), float(b["width_hz"])) for b in items("band")]
-    tilts = [Tilt(float(t["mean_deg"]), float(t["std_deg"]), float(t.get("zero_deg", 90.0)),
-                  int(t.get("sign", -1)), float(t.get("cover_std", 2.0)),
-                  float(t.get("points_per_std", 3.0))) for t in items("tilt")]
+    tilts = [Tilt(float(t["mean_deg"]), float(t["std_deg"]),
+                  **{k: type(v)(t.get(k, v)) for k, v in TILT_DEFAULTS.items()})
+             for t in items("tilt")]
     for t in tilts:
         if t.sign not in (-1, 1) or not math.isfinite(t.zero_deg):
             raise AveragesError(f"{t.describe()}: sign must be +1 or -1, zero_deg finite")
     return bands, tilts
+
+
+def case_averages(table: dict, incident: dict, spec: dict) -> list[dict]:
+    """The ts_averages.csv rows of a case from its far-field table (`solve.records.
+    read_farfield_csv` of farfield.csv: per frequency, one row per aspect of the sweep)."""
+    incidence = incident_directions(incident)
+    if not incidence.monostatic:
+        raise AveragesError("averages need a monostatic aspect sweep (incident.aspect)")
+    aspects = incidence.aspect_deg
+    n = len(table["F"])
+    if n == 0 or n % len(aspects):
+        raise AveragesError(f"the far-field table has {n} rows, not a multiple of the "
+                            f"sweep's {len(aspects)} aspects")
+    shape = (n // len(aspects), len(aspects))
+    freqs = table["frequency_hz"].reshape(shape)
+    if not np.all(freqs == freqs[:, :1]):
+        raise AveragesError("the far-field table's rows are not one block of the sweep's "
+                            "aspects per frequency")
+    theta, phi = directions_to_angles(-incidence.directions)
+    pole = np.abs(np.sin(np.radians(theta))) < 1e-9  # phi is arbitrary on the poles
+    same = (np.abs(table["theta_deg"].reshape(shape) - theta) < 1e-6) & (
+        (np.abs(_wrap(table["phi_deg"].reshape(shape) - phi)) < 1e-6) | pole)
+    if not np.all(same):
+        raise AveragesError("the far-field table's directions are not the sweep's aspects "
+                            "(incident.aspect changed since it was written?)")
+    bands, tilts = parse_averages(spec)
+    return averages_table(sigma_bs(table["F"]).reshape(shape), freqs[:, 0], aspects, bands,
+                          tilts)

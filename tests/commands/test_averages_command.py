@@ -28,8 +28,9 @@ def write_farfield(path, F, sweep=SWEEP, freqs=FREQS):
         for i, f in enumerate(freqs):
             for j in range(len(a)):
                 v = F[i, j]
-                w.writerow([repr(float(f)), f"{theta[j]:.10g}", f"{phi[j]:.10g}", repr(float(v.real)),
-                            repr(float(v.imag)), f"{20 * np.log10(abs(v)):.8f}"])
+                w.writerow([repr(float(f)), f"{theta[j]:.10g}", f"{phi[j]:.10g}",
+                            repr(float(v.real)), repr(float(v.imag)),
+                            f"{20 * np.log10(abs(v)):.8f}"])
     return a
 
 
@@ -58,7 +59,8 @@ def test_averages_command_writes_the_documented_table(tmp_path):
     kinds = [r["average"] for r in rows]
     assert kinds == ["band"] * 242 + ["tilt"] * 5 + ["band_tilt"] * 2
     first = rows[0]
-    assert (first["f_low_hz"], first["f_high_hz"], first["frequencies"]) == ("37000.0", "39000.0", "3")
+    assert (first["f_low_hz"], first["f_high_hz"], first["frequencies"]) == (
+        "37000.0", "39000.0", "3")
     assert first["tilt_mean_deg"] == "" and first["aspect_low_deg"] == "30.0"
     assert float(first["sigma_bs_m2"]) == pytest.approx(1e-4, rel=1e-13)
     assert float(rows[121]["sigma_bs_m2"]) == pytest.approx(1e-4 * (1 - 0.5 / 4), rel=1e-13)

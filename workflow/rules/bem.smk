@@ -66,7 +66,8 @@ rule study_table:
     """One long TS table and plots over all cases of a parameter study."""
     input:
         # sorted: the order of --cases (JSON with sorted keys), so each table gets its case
-        lambda wc: expand("results/{case}/farfield.csv", case=sorted(study_cases(CONFIG, wc.study))),
+        lambda wc: expand("results/{case}/farfield.csv",
+                          case=sorted(study_cases(CONFIG, wc.study))),
     output:
         table=report("results/{study}/ts.csv", caption="../report/study_table.rst",
                      category="Studies", subcategory="{study}"),

@@ -260,9 +260,10 @@ def parse_averages(spec: dict) -> tuple[list[Band], list[Tilt]]:
     return bands, tilts
 
 
-def case_averages(table: dict, incident: dict, spec: dict) -> list[dict]:
-    """The ts_averages.csv rows of a case from its far-field table (`solve.records.
-    read_farfield_csv` of farfield.csv: per frequency, one row per aspect of the sweep)."""
+def monostatic_grid(table: dict, incident: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(frequencies (nf,), aspects (na,), sigma_bs (nf, na)) of an aspect sweep's far-field
+    table (`solve.records.read_farfield_csv` of farfield.csv: per frequency, one row per
+    aspect of the sweep), checked against the sweep `incident`."""
     incidence = incident_directions(incident)
     if not incidence.monostatic:
         raise AveragesError("averages need a monostatic aspect sweep (incident.aspect)")
@@ -283,6 +284,11 @@ def case_averages(table: dict, incident: dict, spec: dict) -> list[dict]:
     if not np.all(same):
         raise AveragesError("the far-field table's directions are not the sweep's aspects "
                             "(incident.aspect changed since it was written?)")
+    return freqs[:, 0], aspects, sigma_bs(table["F"]).reshape(shape)
+
+
+def case_averages(table: dict, incident: dict, spec: dict) -> list[dict]:
+    """The ts_averages.csv rows of a case from its far-field table (see monostatic_grid)."""
+    freqs, aspects, sigma = monostatic_grid(table, incident)
     bands, tilts = parse_averages(spec)
-    return averages_table(sigma_bs(table["F"]).reshape(shape), freqs[:, 0], aspects, bands,
-                          tilts)
+    return averages_table(sigma, freqs, aspects, bands, tilts)

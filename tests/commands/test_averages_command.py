@@ -52,8 +52,9 @@ def test_averages_command_writes_the_documented_table(tmp_path):
                          "tilt": [{"mean_deg": 0, "std_deg": 10}]}}
     out = tmp_path / "ts_averages.csv"
     rc = main(["averages", "--case", json.dumps(case), "--farfield",
-               str(tmp_path / "farfield.csv"), "--out", str(out)])
-    assert rc == 0
+               str(tmp_path / "farfield.csv"), "--out", str(out), "--plot",
+               str(tmp_path / "ts_averages.png"), "--name", "fish"])
+    assert rc == 0 and (tmp_path / "ts_averages.png").stat().st_size > 0
     assert out.read_text().splitlines()[0] == ",".join(AVERAGES_HEADER)
     rows = read_rows(out)
     kinds = [r["average"] for r in rows]

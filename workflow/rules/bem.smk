@@ -121,16 +121,19 @@ rule ts_averages:
     input:
         "results/{case}/farfield.csv",
     output:
-        report("results/{case}/ts_averages.csv", caption="../report/ts_averages.rst",
-               category="Tables", subcategory="{case}"),
+        table=report("results/{case}/ts_averages.csv", caption="../report/ts_averages.rst",
+                     category="Tables", subcategory="{case}"),
+        plot=report("results/{case}/ts_averages.png", caption="../report/ts_averages_plot.rst",
+                    category="Target strength", subcategory="{case}"),
     params:
-        case=case_param("averages", "incident"),
+        case=case_param("averages", "incident", "description"),
     wildcard_constraints:
         case=_only(AVERAGE_CASES),
     log:
         "results/{case}/logs/ts_averages.log",
     shell:
-        "{WAVESCAT} averages --case {params.case:q} --farfield {input} --out {output} > {log} 2>&1"
+        "{WAVESCAT} averages --name {wildcards.case} --case {params.case:q} --farfield {input}"
+        " --out {output.table} --plot {output.plot} > {log} 2>&1"
 
 
 rule study_averages:

@@ -7,7 +7,8 @@ import csv
 import json
 import logging
 
-from ..averages import AVERAGES_HEADER, case_averages
+from ..averages import (AVERAGES_HEADER, averages_table, monostatic_grid, parse_averages,
+                        ts_of_sigma)
 from ..errors import ConfigError
 from ..files import atomic_path
 
@@ -37,9 +38,17 @@ def run_averages(args) -> int:
         raise ConfigError(f"--case: not valid JSON ({exc})") from None
     if not isinstance(case, dict) or not case.get("averages"):
         raise ConfigError("--case: the case has no `averages` block")
-    rows = case_averages(read_farfield_csv(args.farfield), case.get("incident", {}),
-                         case["averages"])
+    incident = case.get("incident", {})
+    freqs, aspects, sigma = monostatic_grid(read_farfield_csv(args.farfield), incident)
+    bands, tilts = parse_averages(case["averages"])
+    rows = averages_table(sigma, freqs, aspects, bands, tilts)
     write_averages_csv(args.out, rows)
+    if args.plot:
+        from ..plots import averages_plot  # noqa: PLC0415
+
+        title = args.name + (f"\n{case['description']}" if case.get("description") else "")
+        averages_plot(args.plot, rows, freqs, aspects, incident["aspect"]["plane"],
+                      ts_of_sigma(sigma), tilts, title)
     for row in rows:
         if row["average"] != "band":
             log.info("%s: %s", row["average"], ", ".join(
@@ -65,6 +74,8 @@ def register(subparsers) -> None:
                    help="JSON with the case's `averages` and `incident` (an aspect sweep)")
     p.add_argument("--farfield", required=True, help="the case's farfield.csv")
     p.add_argument("--out", required=True, help="ts_averages.csv to write")
+    p.add_argument("--plot", default="", help="PNG of the averages to write")
+    p.add_argument("--name", default="", help="case name (plot title)")
     p.set_defaults(func=run_averages)
 
     s = subparsers.add_parser("study-averages",

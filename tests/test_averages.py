@@ -145,3 +145,12 @@ def test_table_rows_and_spans():
     both = rows[-1]
     assert both["sigma_bs_m2"] == pytest.approx(1.5e-3, rel=1e-14)
     assert (both["aspect_low_deg"], both["aspect_high_deg"], both["aspects"]) == (0, 180, 181)
+
+
+def test_tilt_defaults_are_the_documented_ones():
+    from dataclasses import asdict
+
+    from wavescat.averages import TILT_DEFAULTS
+
+    assert {k: v for k, v in asdict(Tilt(1.0, 2.0)).items() if k in TILT_DEFAULTS} == TILT_DEFAULTS
+    assert parse_averages({"tilt": {"mean_deg": 1, "std_deg": 2}})[1] == [Tilt(1.0, 2.0)]

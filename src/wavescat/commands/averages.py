@@ -49,6 +49,13 @@ def run_averages(args) -> int:
         title = args.name + (f"\n{case['description']}" if case.get("description") else "")
         averages_plot(args.plot, rows, freqs, aspects, incident["aspect"]["plane"],
                       ts_of_sigma(sigma), tilts, title)
+    for band in bands:
+        used = [r for r in rows if r["average"] == "band" and r["band_center_hz"] == band.center_hz
+                and r["band_width_hz"] == band.width_hz][0]
+        if used["f_high_hz"] - used["f_low_hz"] < 0.5 * band.width_hz:
+            log.warning("band %g-%g Hz: the case's frequencies in it span only %g-%g Hz; the "
+                        "average is over that span", band.low_hz, band.high_hz,
+                        used["f_low_hz"], used["f_high_hz"])
     for row in rows:
         if row["average"] != "band":
             log.info("%s: %s", row["average"], ", ".join(

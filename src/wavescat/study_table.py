@@ -1,7 +1,8 @@
 """Gather the far fields of a study's cases into one long table and plot it.
 
 `results/<study>/ts.csv` has one row per (case, frequency, receiver): the case, its base case,
-one column per varied parameter, then the farfield.csv columns.
+one column per varied parameter, then the farfield.csv columns. `results/<study>/ts_averages.csv`
+does the same with the ts_averages.csv of its cases that have `averages` (wavescat.averages).
 """
 from __future__ import annotations
 

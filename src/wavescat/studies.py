@@ -25,8 +25,8 @@ import re
 
 from .errors import ConfigError
 
-CASE_KEYS = {"description", "geometry", "frequencies_hz", "incident", "receivers", "mesh",
-             "solver", "dg_cross_check"}
+CASE_KEYS = {"description", "geometry", "boundary", "inside", "frequencies_hz", "incident",
+             "receivers", "mesh", "solver", "dg_cross_check"}
 
 
 def _label(value) -> str:
@@ -52,10 +52,27 @@ def _assign(case: dict, dotted: str, value, where: str) -> None:
                           f"{', '.join(sorted(CASE_KEYS))})")
     node = case
     for key in keys[:-1]:
-        node = node.setdefault(key, {})
-        if not isinstance(node, dict):
+        if isinstance(node, list):  # a list entry by its index: inside.0.boundary.sound_speed
+            node = _entry(node, key, dotted, where)
+        else:
+            node = node.setdefault(key, {})
+        if not isinstance(node, (dict, list)):
             raise ConfigError(f"{where}: {dotted!r} goes through a value that is not a mapping")
-    node[keys[-1]] = copy.deepcopy(value)
+    if isinstance(node, list):
+        node[_index(node, keys[-1], dotted, where)] = copy.deepcopy(value)
+    else:
+        node[keys[-1]] = copy.deepcopy(value)
+
+
+def _index(items: list, key: str, dotted: str, where: str) -> int:
+    if not key.isdigit() or int(key) >= len(items):
+        raise ConfigError(f"{where}: {dotted!r}: {key!r} is not an index of a list of "
+                          f"{len(items)} (e.g. inside.0.boundary.sound_speed)")
+    return int(key)
+
+
+def _entry(items: list, key: str, dotted: str, where: str):
+    return items[_index(items, key, dotted, where)]
 
 
 def expand_study(name: str, study: dict, cases: dict) -> dict[str, dict]:

@@ -59,10 +59,11 @@ class Body:
 def _material(boundary: dict, medium: dict, key: str, where: str) -> float | None:
     """A fluid body's `key` (density or sound_speed): absolute, or the ratio times the
     medium's; ConfigError unless exactly one of the two is given and > 0."""
-    given = [k for k in (key, f"{key}_ratio") if boundary.get(k) is not None]
+    given = [k for k in (f"{key}_ratio", key) if boundary.get(k) is not None]
     if len(given) != 1:
-        raise ConfigError(f"{where}.boundary: a fluid body needs exactly one of {key} and "
-                          f"{key}_ratio (got {', '.join(given) or 'neither'})")
+        what = "both are given" if given else "neither is given"
+        raise ConfigError(f"{where}.boundary.{key}_ratio / {where}.boundary.{key}: boundary "
+                          f"kind 'fluid' needs exactly one of them ({what})")
     value = boundary[given[0]]
     try:
         v = float(value)
@@ -79,7 +80,7 @@ def _material(boundary: dict, medium: dict, key: str, where: str) -> float | Non
     return v * float(base)
 
 
-def fluid_sound_speed(boundary: dict | None, medium: dict, where: str = "boundary") -> float | None:
+def fluid_sound_speed(boundary: dict | None, medium: dict, where: str = "case") -> float | None:
     """The phase speed (m/s) of the fluid inside a body with this boundary block (None
     unless it is a fluid body); absorption does not enter it."""
     boundary = boundary or {}
@@ -128,9 +129,10 @@ def body_tree(case: dict, medium: dict, where: str = "case") -> list[Body]:
         if not isinstance(inside, list):
             raise ConfigError(f"{path}.inside = {inside!r}: must be a list of bodies")
         if inside and not fluid:
-            raise ConfigError(f"{path}.inside: bodies inside a {kind.replace('_', '-')} body "
-                              "are not possible (the field does not enter it); only a fluid "
-                              "body (boundary.kind: fluid) can hold others")
+            article = "an" if kind[:1] in "aeiou" else "a"
+            raise ConfigError(f"{path}.inside: bodies inside {article} {kind.replace('_', '-')} "
+                              "body are not possible (no field enters it); only a fluid body "
+                              "(boundary.kind: fluid) can hold others")
         for i, child in enumerate(inside):
             visit(child, index, depth + 1, f"{path}.inside[{i}]")
 

@@ -13,7 +13,9 @@ studies:
 ```
 gives 6 cases named `hull_submarine_hull_length-50_elements_per_wavelength-6`, ... The names
 depend only on the study, the base and the values, so results stay put when a study grows.
-Every combination of `vary` values becomes its own case (its own mesh and jobs). Keys under
+A part of a dotted key that is a number indexes a list (`inside.0.boundary.sound_speed`:
+the first nested body's). Every combination of `vary` values becomes its own case (its own
+mesh and jobs). Keys under
 `set` stay inside each generated case: put frequency sweeps and incidence directions there
 to solve them against one mesh and, per frequency, one set of assembled operators.
 """

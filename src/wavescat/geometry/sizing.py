@@ -85,11 +85,15 @@ def surface_sound_speeds(case: dict, medium: dict) -> list[float]:
     """The sound speed each surface of the case is sized for, in surface-id order (the bodies
     of `bodies.body_tree`): the slower of the regions on its two sides where
     `mesh.resolve_interior` (default), else the medium's."""
-    from .bodies import body_tree
+    from .bodies import body_tree, fluid_sound_speed
 
     c0 = positive_number("medium.sound_speed", medium.get("sound_speed"))
+    resolve = _settings(case)["resolve_interior"]
+    if not case.get("inside"):  # one body (the geometry need not be given here)
+        inside = fluid_sound_speed(case.get("boundary"), medium) if resolve else None
+        return [c0 if inside is None else min(c0, inside)]
     bodies = body_tree(case, medium)
-    if not _settings(case)["resolve_interior"]:
+    if not resolve:
         return [c0] * len(bodies)
     out = []
     for body in bodies:

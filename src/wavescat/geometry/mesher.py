@@ -179,7 +179,6 @@ def _mesh_nested(case: dict, medium: dict, verbose: bool, where: str):
     start = time.perf_counter()
     gaps = check_nesting(mesh, bodies)
     log.info("nesting checked in %.2f s", time.perf_counter() - start)
-    closest = min(gaps, key=lambda g: g["gap_over_element"])
     for g in gaps:
         log.info("%s and %s: smallest gap %.4g m (%.3g elements)", *g["where"], g["gap"],
                  g["gap_over_element"])
@@ -194,8 +193,8 @@ def _mesh_nested(case: dict, medium: dict, verbose: bool, where: str):
              "max_volume_error": mesh_options(case, medium).volume_error,
              "exact_volume": top["exact_volume"], "volume_offset": top["volume_offset"],
              "n_surfaces": mesh.n_surfaces, "surfaces": surfaces, "surface_gaps": gaps,
-             "min_surface_gap": closest["gap"],
-             "min_surface_gap_over_element": closest["gap_over_element"],
+             "min_surface_gap": min(g["gap"] for g in gaps),
+             "min_surface_gap_over_element": min(g["gap_over_element"] for g in gaps),
              "warnings": warnings}
     # the union's enclosed volume would add the bodies' volumes up: the outer body's instead
     stats["enclosed_volume"] = top["enclosed_volume"]

@@ -53,9 +53,10 @@ def test_sphere_inside_a_sphere_is_one_mesh_with_two_surfaces():
     assert (s0["where"], s1["where"]) == ("cases.ball", "cases.ball.inside[0]")
     assert (s0["vertices"], s1["vertices"]) == (outer.n_vertices, inner.n_vertices)
     assert stats["vertices"] == mesh.n_vertices and stats["elements"] == mesh.n_triangles
-    # the gap: 8 mm less the offsets; over the finer (gas) surface's mean edge
+    # the gap: 8 mm less the offsets; over the coarser (outer) surface's mean edge
     assert stats["min_surface_gap"] == pytest.approx(0.008, rel=0.05)
-    edge = np.mean(inner.edge_lengths)
+    edge = np.mean(outer.edge_lengths)
+    assert edge > np.mean(inner.edge_lengths)
     assert stats["min_surface_gap_over_element"] == pytest.approx(stats["min_surface_gap"] / edge)
     assert stats["surface_gaps"][0]["relation"] == "parent"
     assert stats["enclosed_volume"] == pytest.approx(outer.enclosed_volume)

@@ -171,7 +171,7 @@ def check_nesting(mesh: SurfaceMesh, bodies, element_sizes=None) -> list[dict]:
     lies strictly inside its parent's and outside its siblings', and that no two cross;
     MeshError naming both bodies by config path (`Body.where`) and their smallest distance
     otherwise. Returns the gaps of the related pairs: {"surfaces": [i, j], "where": [...],
-    "relation": "parent"/"sibling", "gap": m, "gap_over_element": gap over the finer
+    "relation": "parent"/"sibling", "gap": m, "gap_over_element": gap over the coarser
     surface's mean edge length, "at": the closest vertex}."""
     surfaces = [mesh.surface(i) for i in range(mesh.n_surfaces)]
     if len(surfaces) != len(bodies):
@@ -192,7 +192,9 @@ def check_nesting(mesh: SurfaceMesh, bodies, element_sizes=None) -> list[dict]:
         da, wa = get_reach(j).smallest(a.vertices)
         db, wb = get_reach(i).smallest(b.vertices)
         gap, closest = (da, a.vertices[wa]) if da <= db else (db, b.vertices[wb])
-        edge = min(np.mean(a.edge_lengths), np.mean(b.edge_lengths))
+        # against the coarser surface's elements: its element pairs with the other surface
+        # are the ones whose near-singular quadrature a small gap strains
+        edge = max(np.mean(a.edge_lengths), np.mean(b.edge_lengths))
         names = f"{bodies[j].where} (surface {j})", f"{bodies[i].where} (surface {i})"
         gap_text = f"smallest distance between them {gap:.4g} m ({gap / edge:.3g} elements)"
         crossing = crossing_points(b, a, get_reach(i))

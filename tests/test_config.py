@@ -341,9 +341,15 @@ if "averages" in load_schema()["$defs"]["case"]["properties"]:
 
 def _schema_bounds(node, schema, path):
     """(dotted key path, 'must be > 0'-style rule) of every numeric bound below `node`; the
-    entries of a mapping (a case name) are '*', list items share their list's path."""
+    entries of a mapping (a case name) are '*', list items share their list's path. A nested
+    body (`inside`, recursive) has the case's own geometry and boundary blocks (the same
+    schema, by $ref), whose bounds are tested on the case: not walked again."""
+    if path.endswith(".inside"):
+        return
     if "$ref" in node:
-        node = schema["$defs"][node["$ref"].rsplit("/", 1)[1]]
+        ref, node = node["$ref"], schema
+        for part in ref.removeprefix("#/").split("/"):  # a JSON pointer into the schema
+            node = node[part]
     from wavescat.config import _WHAT
 
     for rule in ("exclusiveMinimum", "minimum", "exclusiveMaximum", "maximum"):

@@ -20,6 +20,7 @@ from .averages import TILT_DEFAULTS, AveragesError, band_weights, parse_averages
 from .bem.formulations import formulation_for
 from .defaults import RECEIVERS, SCHEMA_PATH, load_schema
 from .errors import ConfigError, MeshError
+from .geometry.bodies import body_tree
 from .geometry.geo_script import check_geo_script
 from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 from .studies import expand_studies, study_cases
@@ -129,36 +130,52 @@ def _unit(vec, where: str) -> list[float]:
     return [float(x) / n for x in vec]
 
 
-def _check_case(name: str, case: dict, base_dir: Path) -> None:
-    where = f"cases.{name}"
-    geo = case["geometry"]
+def _check_geometry(geo: dict, where: str, base_dir: Path) -> None:
+    """The geometry block at `where` (e.g. cases.fish.inside[0].geometry): keys of its kind,
+    the file it names; fills `center` and normalises a cylinder's axis."""
     kind = geo["kind"]
     given = set(geo) - {"kind", "center"}
     foreign = given - GEOMETRY_KEYS[kind]
     if foreign:
         key = sorted(foreign)[0]
-        raise ConfigError(f"{where}.geometry.{key} = {_show(geo[key])}: not a key of geometry kind "
+        raise ConfigError(f"{where}.{key} = {_show(geo[key])}: not a key of geometry kind "
                           f"{kind!r} (allowed: {', '.join(sorted(GEOMETRY_KEYS[kind] | {'center'}))})")
     missing = REQUIRED_GEOMETRY_KEYS[kind] - given
     if missing:
-        raise ConfigError(f"{where}.geometry: kind {kind!r} needs key {sorted(missing)[0]!r}")
+        raise ConfigError(f"{where}: kind {kind!r} needs key {sorted(missing)[0]!r}")
     geo.setdefault("center", [0.0, 0.0, 0.0])
     if kind == "cylinder":
-        geo["axis"] = _unit(geo.get("axis", [0.0, 0.0, 1.0]), f"{where}.geometry.axis")
+        geo["axis"] = _unit(geo.get("axis", [0.0, 0.0, 1.0]), f"{where}.axis")
     if kind == "file":
         path = Path(geo["path"])
         full = path if path.is_absolute() else base_dir / path
         if path.suffix.lower() not in MESH_SUFFIXES:
-            raise ConfigError(f"{where}.geometry.path = {geo['path']!r}: unsupported file type "
+            raise ConfigError(f"{where}.path = {geo['path']!r}: unsupported file type "
                               f"(use one of {', '.join(sorted(MESH_SUFFIXES))})")
         if not full.is_file():
-            raise ConfigError(f"{where}.geometry.path = {geo['path']!r}: file not found "
+            raise ConfigError(f"{where}.path = {geo['path']!r}: file not found "
                               f"(relative paths are taken from {base_dir})")
         if path.suffix.lower() == ".geo":
             try:
                 check_geo_script(full)
             except MeshError as exc:
-                raise ConfigError(f"{where}.geometry.path = {geo['path']!r}: {exc}") from None
+                raise ConfigError(f"{where}.path = {geo['path']!r}: {exc}") from None
+
+
+def _check_bodies(where: str, case: dict, base_dir: Path, medium: dict) -> None:
+    """The bodies nested in the case (`inside`): where they may be, their kinds and keys."""
+    for body in body_tree(case, medium, where)[1:]:
+        _check_geometry(body.geometry, f"{body.where}.geometry", base_dir)
+        formulation_for(body.boundary, f"{body.where}.boundary", medium)  # kinds, their keys
+
+
+def _check_case(name: str, case: dict, base_dir: Path, medium: dict | None = None) -> None:
+    where = f"cases.{name}"
+    geo = case["geometry"]
+    kind = geo["kind"]
+    _check_geometry(geo, f"{where}.geometry", base_dir)
+    if "inside" in case:
+        _check_bodies(where, case, base_dir, medium or {})
     spec = case["frequencies_hz"]
     if isinstance(spec, dict) and spec["stop"] < spec["start"]:
         raise ConfigError(f"{where}.frequencies_hz.stop = {spec['stop']}: must be >= start "
@@ -327,12 +344,12 @@ def prepare_config(config: dict, base_dir: str | Path = ".", schema_path=SCHEMA_
             raise ConfigError(f"run[{i}] = {name!r}: no such case or study (cases: "
                               f"{', '.join(sorted(cfg['cases']))})")
     for name, case in cfg["cases"].items():
-        _check_case(name, case, Path(base_dir).resolve())
+        _check_case(name, case, Path(base_dir).resolve(), cfg["medium"])
     return cfg
 
 
 # The keys of a case that the `solve` rule hands to `wavescat solve`.
-SOLVE_KEYS = ("geometry", "boundary", "incident", "receivers", "solver", "mesh")
+SOLVE_KEYS = ("geometry", "boundary", "inside", "incident", "receivers", "solver", "mesh")
 
 
 def solve_case(config: dict, name: str) -> dict:

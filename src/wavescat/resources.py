@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .defaults import GMRES
-from .geometry.sizing import MESH_DEFAULTS, element_size
+from .geometry.sizing import MESH_DEFAULTS, element_sizes
 from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 
 # Mean triangle area of a mesh with edge length h is about sqrt(3)/4 h^2; vertices ~ triangles / 2.
@@ -63,24 +63,55 @@ def _volume_and_total_curvature(geometry: dict) -> tuple[float, float] | None:
     return None
 
 
-def p1_dofs_estimate(case: dict, medium: dict) -> int:
-    geometry = case["geometry"]
+def _vertices_estimate(geometry: dict, h: float, error) -> int:
     area = surface_area_estimate(geometry)
     if area is None:
         return 20_000  # a file geometry: assume a mid-size problem
     # gmsh's edges come out a few percent shorter than the target h: 2-12% more vertices
     # than area / (sqrt(3)/4 h^2) / 2 on spheres of 2k-400k unknowns, hence the 1.1
-    triangles = area / (_TRIANGLE_AREA_FACTOR * element_size(case, medium) ** 2)
+    triangles = area / (_TRIANGLE_AREA_FACTOR * h ** 2)
     # Geometry sizing (wavescat.geometry.sizing): h^2 = 8 e (V / A) / H keeps the meshed volume
     # within e, so it needs A / (sqrt(3)/4 8 e V) x int H dA triangles, more than the
     # frequency's at low frequency (the submarine at 100 Hz: about 3x).
-    error = (case.get("mesh") or {}).get("max_volume_error", MESH_DEFAULTS["max_volume_error"])
     curved = _volume_and_total_curvature(geometry)
     if error and curved:
         volume, total_curvature = curved
         triangles = max(triangles, area * total_curvature
                         / (_TRIANGLE_AREA_FACTOR * 8.0 * error * volume))
     return max(12, int(1.1 * triangles / 2))
+
+
+def surface_vertex_estimates(case: dict, medium: dict) -> list[int]:
+    """Vertices of each surface of the case (surface-id order: the body, then the bodies
+    `inside` it, depth-first), each at its own element size (sizing.element_sizes)."""
+    from .geometry.bodies import body_tree
+
+    error = (case.get("mesh") or {}).get("max_volume_error", MESH_DEFAULTS["max_volume_error"])
+    return [_vertices_estimate(body.geometry, h, error)
+            for body, h in zip(body_tree(case, medium), element_sizes(case, medium))]
+
+
+def p1_dofs_estimate(case: dict, medium: dict) -> int:
+    """P1 degrees of freedom (vertices) of the case's mesh, all its surfaces together."""
+    return sum(surface_vertex_estimates(case, medium))
+
+
+def _nested_estimate(case: dict, medium: dict) -> tuple[int, int, list[int]]:
+    """(vertices, unknowns, vertices on the boundary of each region) of a case with bodies
+    inside: two traces on each fluid interface, one on a rigid or pressure-release core;
+    a region is the water outside or a fluid body's interior, bounded by the body and the
+    bodies directly inside it (each region assembles its own operators among them)."""
+    from .geometry.bodies import body_tree
+
+    bodies = body_tree(case, medium)
+    vertices = surface_vertex_estimates(case, medium)
+    unknowns = sum((2 if b.is_fluid else 1) * n for b, n in zip(bodies, vertices))
+    regions = [vertices[0]]
+    for b in bodies:
+        if b.is_fluid:
+            regions.append(vertices[b.index] + sum(vertices[c.index] for c in bodies
+                                                   if c.parent == b.index))
+    return sum(vertices), unknowns, regions
 
 
 def gpu_count(backend: str, cluster: dict) -> int:
@@ -198,25 +229,39 @@ def _gpu_runs(solver: dict, gpu_here: bool) -> bool:
 
 
 def case_estimates(case: dict, medium: dict, gpu: bool) -> dict:
-    """Unknowns and peak bytes of the mesh and solve jobs of a case at its highest frequency."""
-    n = p1_dofs_estimate(case, medium)
+    """Unknowns (P1 DOFs: the vertices of all its surfaces; `system_unknowns`: the solved
+    traces, two per vertex of a fluid interface, one of a rigid or pressure-release surface)
+    and peak bytes of the mesh and solve jobs of a case at its highest frequency."""
     solver = case["solver"]
+    if case.get("inside"):
+        # nested: three operators (V, K, W; K' = K^T) per region over its surfaces' vertices
+        n, unknowns, regions = _nested_estimate(case, medium)
+    else:
+        n, unknowns, regions = p1_dofs_estimate(case, medium), None, None
     fmt = solver["operator_format"]
     if fmt == "auto":
         fmt = "hmatrix" if n >= solver["hmatrix"]["dense_below"] else "dense"
     gm = {**GMRES, **solver.get("gmres", {})}
-    from .bem.formulations import formulation_for  # noqa: PLC0415
+    if regions is None:
+        from .bem.formulations import formulation_for  # noqa: PLC0415
 
-    form = formulation_for(case.get("boundary"), medium=medium)
-    count = len(form.operator_specs(1.0, fmt))  # operators the formulation assembles
-    unknowns = form.traces * n
+        form = formulation_for(case.get("boundary"), medium=medium)
+        count = len(form.operator_specs(1.0, fmt))  # operators the formulation assembles
+        unknowns = form.traces * n
     from .solve.driver import KRYLOV_MIN_VECTORS, WORK_VECTORS  # noqa: PLC0415
 
     # the least the solve needs: one direction's basis (the driver widens batches to the
     # memory it finds free)
     krylov = 16 * unknowns * (min(gm["restart"], gm["maxiter"], KRYLOV_MIN_VECTORS) + 1
                               + WORK_VECTORS)
-    if fmt == "dense":
+    if regions is not None:
+        if fmt == "dense":
+            operators = sum(dense_assembly_bytes(m, solver["precision"], gpu, 3)
+                            for m in regions)
+        else:
+            operators = sum(1.5 * _HMATRIX_BYTES_PER_NLOGN * m * math.log2(max(m, 2))
+                            for m in regions)
+    elif fmt == "dense":
         operators = dense_assembly_bytes(n, solver["precision"], gpu, count)
     else:
         operators = count / 2 * _HMATRIX_BYTES_PER_NLOGN * n * math.log2(max(n, 2))
@@ -224,7 +269,7 @@ def case_estimates(case: dict, medium: dict, gpu: bool) -> dict:
     device = operators + krylov if gpu else 0
     if not gpu:
         host += operators + krylov
-    return {"unknowns": n, "format": fmt, "gpu": gpu,
+    return {"unknowns": n, "system_unknowns": unknowns, "format": fmt, "gpu": gpu,
             "mesh_bytes": _MESH_BASE_BYTES + _MESH_BYTES_PER_UNKNOWN * n,
             "solve_host_bytes": host, "solve_gpu_bytes": device}
 

@@ -13,7 +13,9 @@ studies:
 ```
 gives 6 cases named `hull_submarine_hull_length-50_elements_per_wavelength-6`, ... The names
 depend only on the study, the base and the values, so results stay put when a study grows.
-Every combination of `vary` values becomes its own case (its own mesh and jobs). Keys under
+A part of a dotted key that is a number indexes a list (`inside.0.boundary.sound_speed`:
+the first nested body's). Every combination of `vary` values becomes its own case (its own
+mesh and jobs). Keys under
 `set` stay inside each generated case: put frequency sweeps and incidence directions there
 to solve them against one mesh and, per frequency, one set of assembled operators.
 """
@@ -25,9 +27,9 @@ import re
 
 from .errors import ConfigError
 
-CASE_KEYS = {"description", "geometry", "frequencies_hz", "incident", "receivers", "mesh",
-             "solver", "dg_cross_check"}
-CASE_KEYS |= {"averages"}  # issue 26: TS averages (wavescat.averages)
+CASE_KEYS = {"description", "geometry", "boundary", "inside", "frequencies_hz", "incident",
+             "receivers", "mesh", "solver", "dg_cross_check",
+             "averages"}
 
 
 def _label(value) -> str:
@@ -53,10 +55,27 @@ def _assign(case: dict, dotted: str, value, where: str) -> None:
                           f"{', '.join(sorted(CASE_KEYS))})")
     node = case
     for key in keys[:-1]:
-        node = node.setdefault(key, {})
-        if not isinstance(node, dict):
+        if isinstance(node, list):  # a list entry by its index: inside.0.boundary.sound_speed
+            node = _entry(node, key, dotted, where)
+        else:
+            node = node.setdefault(key, {})
+        if not isinstance(node, (dict, list)):
             raise ConfigError(f"{where}: {dotted!r} goes through a value that is not a mapping")
-    node[keys[-1]] = copy.deepcopy(value)
+    if isinstance(node, list):
+        node[_index(node, keys[-1], dotted, where)] = copy.deepcopy(value)
+    else:
+        node[keys[-1]] = copy.deepcopy(value)
+
+
+def _index(items: list, key: str, dotted: str, where: str) -> int:
+    if not key.isdigit() or int(key) >= len(items):
+        raise ConfigError(f"{where}: {dotted!r}: {key!r} is not an index of a list of "
+                          f"{len(items)} (e.g. inside.0.boundary.sound_speed)")
+    return int(key)
+
+
+def _entry(items: list, key: str, dotted: str, where: str):
+    return items[_index(items, key, dotted, where)]
 
 
 def expand_study(name: str, study: dict, cases: dict) -> dict[str, dict]:

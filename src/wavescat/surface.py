@@ -2,6 +2,13 @@
 
 Vertices are an (n, 3) float64 array, triangles an (m, 3) int64 array of vertex
 indices ordered so that the right-hand normal points out of the body.
+
+A mesh may hold several closed surfaces (the interfaces of a nested body, numbered
+depth-first over the body tree: docs/conventions.md). `surface_ids` is then an (m,) int64
+array of the surface of each triangle; each surface's vertices and triangles are
+contiguous and in id order, so surface i is `vertices[surface_vertices(i)]`. None (the
+default, and what a one-surface mesh always holds) means one surface, id 0. In a .msh file
+surface i is the triangles of gmsh physical (and elementary) tag i + 1.
 """
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ class SurfaceMesh:
     vertices: np.ndarray
     triangles: np.ndarray
     meta: dict = field(default_factory=dict)
+    surface_ids: np.ndarray | None = None
 
     def __post_init__(self):
         v = np.ascontiguousarray(self.vertices, dtype=np.float64)
@@ -39,6 +47,92 @@ class SurfaceMesh:
                             f"coordinate, the first is vertex {bad[0]} = {v[bad[0]].tolist()}")
         object.__setattr__(self, "vertices", v)
         object.__setattr__(self, "triangles", t)
+        object.__setattr__(self, "surface_ids", self._checked_ids(self.surface_ids))
+
+    def _checked_ids(self, ids) -> np.ndarray | None:
+        """The surface ids as (m,) int64, or None for one surface; MeshError unless every
+        surface's triangles and vertices are contiguous and in id order."""
+        if ids is None:
+            return None
+        s = np.ascontiguousarray(ids, dtype=np.int64)
+        t = self.triangles
+        if s.shape != (len(t),):
+            raise MeshError(f"surface_ids must have shape ({len(t)},), got {s.shape}")
+        if s[0] != 0 or np.any(np.diff(s) < 0) or np.any(np.diff(s) > 1):
+            raise MeshError("surface_ids must number the surfaces 0, 1, ... in triangle order "
+                            "(each surface's triangles contiguous)")
+        if s[-1] == 0:
+            return None
+        starts = np.flatnonzero(np.diff(s)) + 1      # first triangle of surfaces 1..n-1
+        lo = np.minimum.reduceat(t.min(axis=1), np.r_[0, starts])
+        hi = np.maximum.reduceat(t.max(axis=1), np.r_[0, starts])
+        if lo[0] != 0 or np.any(lo[1:] != hi[:-1] + 1) or hi[-1] != len(self.vertices) - 1:
+            raise MeshError("surface_ids: each surface's vertices must be contiguous and in id "
+                            "order (surface i uses only vertices[surface_vertices(i)])")
+        return s
+
+    # --- several surfaces ------------------------------------------------------------
+    @cached_property
+    def _triangle_starts(self) -> np.ndarray:
+        """(n_surfaces + 1,): surface i is triangles[starts[i]:starts[i + 1]]."""
+        if self.surface_ids is None:
+            return np.array([0, len(self.triangles)])
+        return np.searchsorted(self.surface_ids, np.arange(self.n_surfaces + 1))
+
+    @property
+    def n_surfaces(self) -> int:
+        return 1 if self.surface_ids is None else int(self.surface_ids[-1]) + 1
+
+    def _check_surface_index(self, i: int) -> int:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) \
+                or not 0 <= i < self.n_surfaces:
+            raise IndexError(f"surface {i!r}: the mesh has {self.n_surfaces} surface(s)")
+        return int(i)
+
+    def surface_triangles(self, i: int) -> slice:
+        """Triangle range of surface i in this mesh."""
+        i = self._check_surface_index(i)
+        a, b = self._triangle_starts[i:i + 2]
+        return slice(int(a), int(b))
+
+    def surface_vertices(self, i: int) -> slice:
+        """Vertex range of surface i in this mesh."""
+        if self.surface_ids is None:
+            self._check_surface_index(i)
+            return slice(0, self.n_vertices)
+        tri = self.triangles[self.surface_triangles(i)]
+        return slice(int(tri.min()), int(tri.max()) + 1)
+
+    def surface(self, i: int) -> "SurfaceMesh":
+        """Surface i alone, vertices renumbered from 0 (its meta: the union's `surfaces[i]`
+        where the union recorded one, else this mesh's)."""
+        if self.surface_ids is None:
+            self._check_surface_index(i)
+            return self
+        v = self.surface_vertices(i)
+        parts = self.meta.get("surfaces")
+        meta = dict(parts[i]) if isinstance(parts, list) and len(parts) == self.n_surfaces \
+            else dict(self.meta)
+        return SurfaceMesh(self.vertices[v], self.triangles[self.surface_triangles(i)] - v.start,
+                           meta)
+
+    @classmethod
+    def union(cls, meshes) -> "SurfaceMesh":
+        """One mesh of `meshes`' surfaces in the given order (a mesh of several surfaces adds
+        them all); meta: {"source": the sources joined by ' + ', "surfaces": each surface's
+        meta}."""
+        meshes = list(meshes)
+        if not meshes:
+            raise MeshError("SurfaceMesh.union: no meshes")
+        parts = [m.surface(i) for m in meshes for i in range(m.n_surfaces)]
+        if len(parts) == 1:
+            return parts[0]
+        offsets = np.cumsum([0] + [p.n_vertices for p in parts])
+        triangles = np.concatenate([p.triangles + o for p, o in zip(parts, offsets)])
+        ids = np.repeat(np.arange(len(parts)), [p.n_triangles for p in parts])
+        sources = [str(p.meta.get("source", f"surface {i}")) for i, p in enumerate(parts)]
+        meta = {"source": " + ".join(sources), "surfaces": [dict(p.meta) for p in parts]}
+        return cls(np.concatenate([p.vertices for p in parts]), triangles, meta, ids)
 
     # --- geometry of the triangles -------------------------------------------------
     @property
@@ -101,10 +195,14 @@ class SurfaceMesh:
         return float(np.linalg.norm(hi - lo))
 
     def fingerprint(self) -> str:
-        """SHA-256 of vertices and triangles: identifies the mesh a result was made on."""
+        """SHA-256 of vertices, triangles and (several surfaces only) the surface ids:
+        identifies the mesh a result was made on (a one-surface mesh's is as before ids)."""
         h = hashlib.sha256()
         h.update(self.vertices.tobytes())
         h.update(self.triangles.tobytes())
+        if self.surface_ids is not None:
+            h.update(b"surface_ids")
+            h.update(self.surface_ids.tobytes())
         return h.hexdigest()
 
     # --- input / output through meshio ----------------------------------------------
@@ -123,19 +221,47 @@ class SurfaceMesh:
         if not tris:
             raise MeshError(f"mesh file {str(path)!r} holds no triangles")
         tri = np.concatenate(tris)
-        # Drop vertices no triangle uses (gmsh files also carry curve/volume nodes).
+        ids = _surface_ids_of_tags(m, path)
+        # Drop vertices no triangle uses (gmsh files also carry curve/volume nodes); the
+        # order of the rest is kept, so each surface's vertices stay contiguous.
         used = np.unique(tri)
         remap = np.full(len(m.points), -1, dtype=np.int64)
         remap[used] = np.arange(len(used))
         pts = np.asarray(m.points, dtype=np.float64)
         if pts.shape[1] == 2:
             pts = np.column_stack([pts, np.zeros(len(pts))])
-        return cls(pts[used], remap[tri], {"source": str(path)})
+        try:
+            return cls(pts[used], remap[tri], {"source": str(path)}, ids)
+        except MeshError as exc:
+            raise MeshError(f"mesh file {str(path)!r}: {exc}") from None
 
     def write(self, path: str | Path, file_format: str | None = None) -> None:
         import meshio
 
         path = Path(path)
         fmt = file_format or ("gmsh22" if path.suffix == ".msh" else None)
+        cell_data = None
+        if fmt is not None and fmt.startswith("gmsh"):
+            ids = np.zeros(self.n_triangles, np.int64) if self.surface_ids is None \
+                else self.surface_ids
+            tags = (ids + 1).astype(np.int32)       # surface i: physical (elementary) tag i + 1
+            cell_data = {"gmsh:physical": [tags], "gmsh:geometrical": [tags]}
         meshio.write_points_cells(path, self.vertices, [("triangle", self.triangles)],
-                                  file_format=fmt, binary=False)
+                                  cell_data=cell_data, file_format=fmt, binary=False)
+
+
+def _surface_ids_of_tags(m, path: Path) -> np.ndarray | None:
+    """Surface ids of the triangles of a meshio mesh from their gmsh physical tags (tag
+    i + 1 = surface i); None where the file has none or one tag (one surface)."""
+    tags = (m.cell_data or {}).get("gmsh:physical")
+    if tags is None:
+        return None
+    blocks = [np.asarray(t) for c, t in zip(m.cells, tags) if c.type == "triangle"]
+    tag = np.concatenate(blocks).astype(np.int64) if blocks else np.zeros(0, np.int64)
+    values = np.unique(tag)
+    if len(values) <= 1:
+        return None
+    if values[0] != 1 or values[-1] != len(values):
+        raise MeshError(f"mesh file {str(path)!r}: the triangles' physical tags "
+                        f"{values[:8].tolist()} are not the surfaces 1..n of a wavescat mesh")
+    return tag - 1

@@ -12,6 +12,7 @@ from wavescat.defaults import SCHEMA_PATH
 from wavescat.studies import study_cases
 from wavescat.reference.sphere import has_series
 from wavescat.errors import ConfigError
+from wavescat.geometry.bodies import body_tree
 from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
 from wavescat.resources import check_limits, gpu_count, mesh_resources, partition, solve_resources
 
@@ -97,12 +98,13 @@ def solve_mesh(wildcards):
 
 
 def band_case_json(wildcards):
-    """What a band's mesh depends on: geometry, mesh keys, the band's frequencies and the
-    boundary kind (`mesh.match_volume: auto` matches fluid bodies' volume)."""
+    """What a band's mesh depends on: geometry, mesh keys, the band's frequencies, the
+    boundary (its kind: `mesh.match_volume: auto` matches fluid bodies' volume; a fluid's
+    sound speed: `mesh.resolve_interior`) and the bodies inside."""
     band = mesh_bands(wildcards.case)[int(getattr(wildcards, "band", 0))]
     case = band_case(CASES[wildcards.case], band)
-    keep = {k: case[k] for k in ("geometry", "frequencies_hz", "mesh")}
-    keep["boundary"] = {"kind": (case.get("boundary") or {}).get("kind", "rigid")}
+    keep = {k: case[k] for k in ("geometry", "frequencies_hz", "mesh", "inside") if k in case}
+    keep["boundary"] = {"kind": "rigid", **(case.get("boundary") or {})}
     return json.dumps(keep, sort_keys=True, separators=(",", ":"))
 
 
@@ -121,9 +123,10 @@ def solutions(wildcards):
 
 
 def geometry_file(wildcards):
-    """The geometry file of a `file` case: an input of its mesh, so editing it re-meshes."""
-    geometry = CASES[wildcards.case]["geometry"]
-    return geometry["path"] if geometry["kind"] == "file" else []
+    """The geometry files of a case's `file` bodies (the body's and those inside it): inputs
+    of its mesh, so editing one re-meshes."""
+    return [body.geometry["path"] for body in body_tree(CASES[wildcards.case], CONFIG["medium"])
+            if body.geometry["kind"] == "file"]
 
 
 def reference_if_sphere(wildcards):

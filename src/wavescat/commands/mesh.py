@@ -26,7 +26,7 @@ def run(args) -> int:
 
     case = _json_arg("case", args.case)
     medium = _json_arg("medium", args.medium)
-    mesh, stats = mesh_case(case, medium, verbose=args.gmsh_verbose)
+    mesh, stats = mesh_case(case, medium, verbose=args.gmsh_verbose, name=args.name)
     if args.name:
         stats = {"case": args.name, **stats}
     with atomic_path(args.mesh) as tmp_mesh, atomic_path(args.stats) as tmp_stats:

@@ -6,9 +6,9 @@ works on machines without them (the GPU device).
 """
 
 
-def mesh_case(case: dict, medium: dict, verbose: bool = False):
+def mesh_case(case: dict, medium: dict, verbose: bool = False, name: str | None = None):
     from .mesher import mesh_case as _mesh_case
-    return _mesh_case(case, medium, verbose)
+    return _mesh_case(case, medium, verbose, name)
 
 
 __all__ = ["mesh_case"]

@@ -2,6 +2,13 @@
 `mesh.max_element_size`, refined where the body's curvature asks for it, plus the gmsh
 options that carry it; and the frequency bands of a sweep, one mesh each.
 
+Each surface has its own c: the slower of the two regions it separates (`mesh.resolve_interior`,
+default true), so a surface resolves the shortest wavelength on either side of it. Outside
+the outer body is the medium; inside a fluid body its own fluid (phase speed; absorption does
+not enter); a rigid or pressure-release body carries no wave inside. A gas body (345 m/s in
+water at 1477 m/s) thus gets elements 4.3 times smaller than the water's wavelength alone
+would give it; `resolve_interior: false` sizes every surface for the medium's wavelength.
+
 Geometry sizing: a flat triangle of edge h on a surface of mean curvature H lies on average
 `H h^2 / 8` inside it (chord sag of a paraboloid cap over an equilateral triangle). A sag
 `delta = e V / A` everywhere loses the fraction e of the volume V of a body of area A, so
@@ -66,28 +73,66 @@ def _frequencies(case: dict) -> list[float]:
     return [positive_number(f"frequencies_hz[{i}]", f) for i, f in enumerate(freqs)]
 
 
-def element_size(case: dict, medium: dict) -> float:
-    """h from the case's highest frequency, the medium's sound speed and `mesh` keys."""
+def _settings(case: dict) -> dict:
     mesh = {**MESH_DEFAULTS, **(case.get("mesh") or {})}
+    if not isinstance(mesh["resolve_interior"], bool):
+        raise ConfigError(f"mesh.resolve_interior = {mesh['resolve_interior']!r}: must be true "
+                          "or false")
+    return mesh
+
+
+def surface_sound_speeds(case: dict, medium: dict) -> list[float]:
+    """The sound speed each surface of the case is sized for, in surface-id order (the bodies
+    of `bodies.body_tree`): the slower of the regions on its two sides where
+    `mesh.resolve_interior` (default), else the medium's."""
+    from .bodies import body_tree, fluid_sound_speed
+
+    c0 = positive_number("medium.sound_speed", medium.get("sound_speed"))
+    resolve = _settings(case)["resolve_interior"]
+    if not case.get("inside"):  # one body (the geometry need not be given here)
+        inside = fluid_sound_speed(case.get("boundary"), medium) if resolve else None
+        return [c0 if inside is None else min(c0, inside)]
+    bodies = body_tree(case, medium)
+    if not resolve:
+        return [c0] * len(bodies)
+    out = []
+    for body in bodies:
+        outside = c0 if body.parent < 0 else bodies[body.parent].sound_speed
+        out.append(outside if body.sound_speed is None else min(outside, body.sound_speed))
+    return out
+
+
+def element_sizes(case: dict, medium: dict) -> list[float]:
+    """h of each surface of the case (surface-id order) from the case's highest frequency,
+    the surface's sound speed (`surface_sound_speeds`) and the `mesh` keys."""
+    mesh = _settings(case)
     f_max = max(_frequencies(case))
-    c = positive_number("medium.sound_speed", medium.get("sound_speed"))
     epw = positive_number("mesh.elements_per_wavelength", mesh["elements_per_wavelength"])
-    h = c / (f_max * epw)
-    if mesh["max_element_size"] is not None:
-        h = min(h, positive_number("mesh.max_element_size", mesh["max_element_size"]))
-    return h
+    cap = mesh["max_element_size"]
+    if cap is not None:
+        cap = positive_number("mesh.max_element_size", cap)
+    out = []
+    for c in surface_sound_speeds(case, medium):
+        h = c / (f_max * epw)
+        out.append(h if cap is None else min(h, cap))
+    return out
 
 
-def mesh_options(case: dict, medium: dict, verbose: bool = False) -> MeshOptions:
-    mesh = {**MESH_DEFAULTS, **(case.get("mesh") or {})}
+def element_size(case: dict, medium: dict, surface: int = 0) -> float:
+    """h of one surface of the case (0: the outer body; see `element_sizes`)."""
+    return element_sizes(case, medium)[surface]
+
+
+def mesh_options(case: dict, medium: dict, verbose: bool = False, surface: int = 0) -> MeshOptions:
+    mesh = _settings(case)
     n = mesh["curvature_refinement"]
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ConfigError(f"mesh.curvature_refinement = {n!r}: must be an integer >= 0")
     e = mesh["max_volume_error"]
     if e is not None and not (positive_number("mesh.max_volume_error", e) < 1):
         raise ConfigError(f"mesh.max_volume_error = {e!r}: must be < 1 (a fraction, 0.01 = 1%)")
-    return MeshOptions(h=element_size(case, medium), curvature_refinement=n, verbose=verbose,
-                       volume_error=None if e is None else float(e))
+    return MeshOptions(h=element_size(case, medium, surface), curvature_refinement=n,
+                       verbose=verbose, volume_error=None if e is None else float(e))
 
 
 def frequency_bands(frequencies, ratio: float) -> list[list[int]]:
@@ -114,11 +159,12 @@ def sizing_frequencies(case: dict, medium: dict) -> list[float]:
     """The frequency each of the case's frequencies is meshed for: itself, or lower where
     `mesh.max_element_size` makes h smaller than its wavelength would (then frequencies
     below that share one mesh)."""
-    mesh = {**MESH_DEFAULTS, **(case.get("mesh") or {})}
+    mesh = _settings(case)
     freqs = _frequencies(case)
     if mesh["max_element_size"] is None:
         return freqs
-    cap = positive_number("medium.sound_speed", medium.get("sound_speed")) / (
+    # below the frequency where every surface's h reaches the cap, the mesh stays the same
+    cap = min(surface_sound_speeds(case, medium)) / (
         positive_number("mesh.elements_per_wavelength", mesh["elements_per_wavelength"])
         * positive_number("mesh.max_element_size", mesh["max_element_size"]))
     return [max(f, cap) for f in freqs]

@@ -24,6 +24,13 @@ D = np.array([[0.0, 0.0, 1.0]])
 DIRS = np.array([[math.sin(t), 0.0, math.cos(t)] for t in np.linspace(0, math.pi, 7)])
 BODY = {"kind": "fluid", "density_ratio": 0.5, "sound_speed_ratio": 0.8}
 WATER = {"kind": "fluid", "density_ratio": 1.0, "sound_speed_ratio": 1.0}
+G = {"kind": "sphere", "radius": A0}  # the checks below read no geometry
+
+
+def _nested(outer, *inner):
+    """The nested formulation of `outer` holding the bodies `inner` (boundary blocks)."""
+    return formulation_for_case({"geometry": G, "boundary": outer,
+                                 "inside": [{"geometry": G, "boundary": b} for b in inner]})
 
 
 def _sphere(radius, subdivisions=2):
@@ -71,8 +78,7 @@ CASES = {
 @pytest.mark.parametrize("name", CASES)
 def test_concentric_limits_match_one_sphere(name, shell_mesh):
     shell, core, exact = CASES[name]
-    far, iterations = _solve(NestedTransmission(shell, inside=[{"boundary": core}]),
-                             shell_mesh)
+    far, iterations = _solve(_nested(shell, core), shell_mesh)
     ref = exact()
     err = np.abs(far - ref).max() / np.abs(ref).max()
     assert err < 0.01, (name, err)
@@ -81,7 +87,8 @@ def test_concentric_limits_match_one_sphere(name, shell_mesh):
 
 def test_one_fluid_body_is_the_muller_system():
     mesh = _sphere(A0)
-    nested, _ = _solve(NestedTransmission(BODY, inside=()), mesh)
+    nested, _ = _solve(NestedTransmission([{"parent": -1, "boundary": BODY, "where": "case"}]),
+                       mesh)
     muller, _ = _solve(FluidMuller(BODY), mesh)
     ref = fluid_sphere.far_field(K, A0, D[0], DIRS, density_ratio=0.5, sound_speed_ratio=0.8)
     # the two systems differ only in how the data are discretised (one identity of p_inc)
@@ -90,24 +97,29 @@ def test_one_fluid_body_is_the_muller_system():
 
 
 def test_inside_needs_a_fluid_body_and_inner_kinds():
-    with pytest.raises(ConfigError, match=r"case.inside: only a fluid body"):
-        formulation_for_case({"boundary": {"kind": "rigid"}, "inside": [{"boundary": BODY}]})
+    with pytest.raises(ConfigError, match=r"case.inside: bodies inside a rigid body"):
+        _nested({"kind": "rigid"}, BODY)
     with pytest.raises(ConfigError, match=r"inside\[0\].boundary.kind = 'impedance'"):
-        formulation_for_case({"boundary": BODY, "inside": [
-            {"boundary": {"kind": "impedance", "admittance": [1, 0]}}]})
-    with pytest.raises(ConfigError, match=r"inside\[0\].inside: only a fluid body"):
-        formulation_for_case({"boundary": BODY, "inside": [
-            {"boundary": {"kind": "rigid"}, "inside": [{"boundary": BODY}]}]})
+        _nested(BODY, {"kind": "impedance", "admittance": [1, 0]})
+    with pytest.raises(ConfigError, match=r"inside\[0\].inside: bodies inside a rigid"):
+        formulation_for_case({"geometry": G, "boundary": BODY, "inside": [
+            {"geometry": G, "boundary": {"kind": "rigid"},
+             "inside": [{"geometry": G, "boundary": BODY}]}]})
 
 
 def test_records_rebuild_the_tree():
-    form = formulation_for_case({"boundary": BODY, "inside": [
-        {"boundary": {"kind": "fluid", "density": 1.24, "sound_speed": 345.0},
-         "inside": [{"boundary": {"kind": "rigid"}}]},
-        {"boundary": {"kind": "pressure_release"}}]},
+    gas = {"kind": "fluid", "density": 1.24, "sound_speed": 345.0,
+           "absorption_db_per_wavelength": 1.364}
+    form = formulation_for_case({"geometry": G, "boundary": BODY, "inside": [
+        {"geometry": G, "boundary": gas,
+         "inside": [{"geometry": G, "boundary": {"kind": "rigid"}}]},
+        {"geometry": G, "boundary": {"kind": "pressure_release"}}]},
         medium={"density": 1026.8, "sound_speed": 1477.3})
     again = formulation_of_record(form.record())
     assert isinstance(again, NestedTransmission)
     assert [(f.outer, f.inner, f.kind) for f in again.interfaces] == [
         (0, 1, "fluid"), (1, 2, "fluid"), (2, None, "rigid"), (1, None, "pressure_release")]
     assert again.regions[2].density_ratio == pytest.approx(1.24 / 1026.8)
+    assert again.regions[2].wavenumber_factor == pytest.approx(
+        form.regions[2].wavenumber_factor)
+    assert again.regions[2].wavenumber_factor.imag > 0  # absorption kept

@@ -18,6 +18,7 @@ import json
 
 import numpy as np
 
+from .. import defaults
 from ..errors import ConfigError, WavescatError
 
 BOUNDARY_KINDS = ("rigid", "pressure_release", "fluid", "impedance")  # the contract's kinds
@@ -377,42 +378,26 @@ class NestedTransmission(FluidMuller):
     unknown = "p - p_inc then ((1/g) dp/dn - dp_inc/dn) / k on every surface"
     operators = ("single_layer", "double_layer", "hypersingular")
 
-    def __init__(self, boundary: dict | None = None, where: str = "boundary",
-                 medium: dict | None = None, inside=(), inside_where: str = "inside"):
-        super().__init__(boundary, where, medium)
-        self.bodies = [{"parent": -1, "boundary": self.boundary, "where": where}]
-        self._collect(inside, 0, inside_where, medium)
+    def __init__(self, bodies, medium: dict | None = None):
+        """`bodies`: the body tree flat, in surface order, each {"parent": index or -1,
+        "boundary": block, "where": config path} (geometry.bodies.body_tree's order)."""
         from .nested import interfaces_and_regions  # noqa: PLC0415
 
-        specs = []
-        for body in self.bodies:
-            form = body.get("formulation")
-            if form is None:  # the outer body
-                specs.append((-1, "fluid", self.density_ratio, self.wavenumber_factor))
-            elif form.kind == "fluid":
-                specs.append((body["parent"], "fluid", form.density_ratio,
-                              form.wavenumber_factor))
-            else:
-                specs.append((body["parent"], form.kind, None, None))
+        outer = bodies[0]
+        super().__init__(outer["boundary"], f"{outer['where']}.boundary", medium)
+        self.bodies = [{**outer, "boundary": self.boundary}]
+        specs = [(-1, "fluid", self.density_ratio, self.wavenumber_factor)]
+        for body in bodies[1:]:
+            boundary = {"kind": "rigid", **(body["boundary"] or {})}
+            if boundary["kind"] not in INNER_KINDS:
+                raise ConfigError(f"{body['where']}.boundary.kind = {boundary['kind']!r}: a "
+                                  f"body inside another must be one of {', '.join(INNER_KINDS)}")
+            form = formulation_for(boundary, f"{body['where']}.boundary", medium)
+            self.bodies.append({**body, "boundary": form.boundary, "formulation": form})
+            fluid = form.kind == "fluid"
+            specs.append((body["parent"], form.kind, form.density_ratio if fluid else None,
+                          form.wavenumber_factor if fluid else None))
         self.interfaces, self.regions = interfaces_and_regions(specs)
-
-    def _collect(self, inside, parent, where, medium):
-        """Depth-first: each body, then the bodies inside it (the surface ids' order)."""
-        for i, body in enumerate(inside or ()):
-            here = f"{where}[{i}]"
-            boundary = dict((body or {}).get("boundary") or {})
-            kind = boundary.get("kind", "rigid")
-            if kind not in INNER_KINDS:
-                raise ConfigError(f"{here}.boundary.kind = {kind!r}: a body inside another "
-                                  f"must be one of {', '.join(INNER_KINDS)}")
-            form = formulation_for(boundary, f"{here}.boundary", medium)
-            self.bodies.append({"parent": parent, "boundary": form.boundary, "where": here,
-                                "formulation": form})
-            if body.get("inside"):
-                if kind != "fluid":
-                    raise ConfigError(f"{here}.inside: only a fluid body holds other bodies "
-                                      f"(this one is {kind})")
-                self._collect(body["inside"], len(self.bodies) - 1, f"{here}.inside", medium)
 
     def n_unknowns(self, space) -> int:
         return 2 * space.n_dofs
@@ -524,30 +509,16 @@ def formulation_for(boundary: dict | None = None, where: str = "boundary",
     return cls(boundary, where, medium)
 
 
-def _tree(bodies: list) -> list:
-    """The `inside` lists of a flat body list (parents by index) below body 0."""
-    children = {i: [] for i in range(len(bodies))}
-    for i, body in enumerate(bodies[1:], start=1):
-        children[body["parent"]].append(i)
-
-    def nest(i):
-        return [{"boundary": bodies[c]["boundary"], "inside": nest(c)} for c in children[i]]
-
-    return nest(0)
-
-
 def formulation_for_case(case: dict, medium: dict | None = None, where: str = "case"):
     """The formulation of a case: its boundary's, or the nested system where the case holds
-    bodies `inside` (only a fluid body can)."""
-    inside = case.get("inside") or []
-    if not inside:
+    bodies `inside` (geometry/bodies.py checks the tree)."""
+    from ..geometry.bodies import body_tree  # noqa: PLC0415
+
+    if not case.get("inside"):
         return formulation_for(case.get("boundary"), f"{where}.boundary", medium)
-    kind = (case.get("boundary") or {}).get("kind", "rigid")
-    if kind != "fluid":
-        raise ConfigError(f"{where}.inside: only a fluid body holds other bodies (boundary "
-                          f"kind here: {kind})")
-    return NestedTransmission(case.get("boundary"), f"{where}.boundary", medium, inside,
-                              f"{where}.inside")
+    bodies = body_tree(case, {**defaults.MEDIUM, **(medium or {})}, where)
+    return NestedTransmission([{"parent": b.parent, "boundary": b.boundary, "where": b.where}
+                               for b in bodies], medium)
 
 
 def formulation_of_record(solution: dict):
@@ -555,9 +526,7 @@ def formulation_of_record(solution: dict):
     `boundary` attribute are rigid-body solutions."""
     boundary = json.loads(solution.get("boundary", '{"kind": "rigid"}'))
     if solution.get("bodies"):  # nested: the tree as the records hold it
-        bodies = json.loads(solution["bodies"])
-        case = {"boundary": bodies[0]["boundary"], "inside": _tree(bodies)}
-        return formulation_for_case(case, where=f"{solution.get('path', 'solution')}")
+        return NestedTransmission(json.loads(solution["bodies"]))
     form = formulation_for(boundary, f"{solution.get('path', 'solution')}: boundary")
     if solution.get("formulation", form.name) != form.name:
         raise WavescatError(f"{solution.get('path', 'solution')}: formulation "

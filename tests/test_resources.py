@@ -200,3 +200,32 @@ def test_unknowns_estimate_follows_the_geometry_sizing(geometry, frequency, low)
     _, stats = mesh_case(case, medium)
     estimate = resources.p1_dofs_estimate(case, medium)
     assert low * stats["vertices"] <= estimate <= 1.2 * stats["vertices"], (estimate, stats["vertices"])
+
+
+def test_estimates_count_every_surface_at_its_own_size():
+    """A gas body's vertices follow its interior wavelength (1 / 0.22^2 times the water's);
+    a nested case counts every surface: two unknowns per vertex of a fluid interface, one of
+    a rigid core; its dense operators are three per region over the region's surfaces."""
+    medium = {"sound_speed": 1500.0, "density": 1000.0}
+    gas = {"kind": "fluid", "density_ratio": 0.0012, "sound_speed_ratio": 0.22}
+    flesh = {"kind": "fluid", "density_ratio": 1.04, "sound_speed_ratio": 1.04}
+    base = {"geometry": {"kind": "sphere", "radius": 0.05}, "frequencies_hz": [30000.0],
+            "mesh": {"max_volume_error": None}}
+    one = {**base, "boundary": gas}
+    water = {**one, "mesh": {"max_volume_error": None, "resolve_interior": False}}
+    ratio = resources.p1_dofs_estimate(one, medium) / resources.p1_dofs_estimate(water, medium)
+    assert ratio == pytest.approx(1 / 0.22**2, rel=0.01)
+    nested = {**base, "boundary": flesh,
+              "inside": [{"geometry": {"kind": "sphere", "radius": 0.03}, "boundary": gas,
+                          "inside": [{"geometry": {"kind": "sphere", "radius": 0.01},
+                                      "boundary": {"kind": "rigid"}}]}]}
+    n = resources.surface_vertex_estimates(nested, medium)
+    assert len(n) == 3 and n[1] == pytest.approx(n[0] * (0.03 / 0.05) ** 2 / 0.22**2, rel=0.02)
+    cfg = prepare_config({"medium": medium, "run": ["b"], "cases": {"b": nested}})
+    est = resources.case_estimates(cfg["cases"]["b"], cfg["medium"], gpu=False)
+    assert est["unknowns"] == sum(n)
+    assert est["system_unknowns"] == 2 * n[0] + 2 * n[1] + n[2]
+    outer = resources.case_estimates(
+        prepare_config({"medium": medium, "run": ["b"], "cases": {"b": {
+            **base, "boundary": flesh}}})["cases"]["b"], medium, gpu=False)
+    assert est["solve_host_bytes"] > outer["solve_host_bytes"]

@@ -1,0 +1,221 @@
+"""Is a case's single-frequency target strength hypersensitive? An estimate of the interior
+quality factor Q of every fluid region of a case, and a warning where it is high and the
+region is large enough to resonate at the case's frequencies.
+
+The model (order of magnitude, on purpose):
+
+- Contrast. A wave inside a region meets its boundary with an impedance ratio
+  Z = rho_1 c_1 / (rho_0 c_0) against its surroundings (the medium, or the body that holds
+  it). Little energy leaks out per bounce when Z is far from 1 either way, so
+  Q_contrast = max(Z, 1 / Z). For the fisheries gas spheroid (air-like gas, 1.24 kg/m^3 and
+  345 m/s, in sea water of 1026.8 kg/m^3 and 1477.3 m/s) that is 3,546; its PSMS series
+  shows resonances about 10 Hz wide at 38 kHz, Q of order 3,000. A 1-D slab of n half
+  interior wavelengths gives Q = pi n (1 + Z)^2 / (4 Z), the same order. Fish flesh
+  (ratios 1.04, 1.04) has Q_contrast = 1.08: nothing resonates.
+- Absorption. A plane wave losing alpha dB per wavelength inside has the complex wavenumber
+  k1 (1 + i delta), delta = alpha ln(10) / (40 pi), and a mode loses energy at the rate that
+  gives Q_abs = 1 / (2 delta) = 27.29 / alpha (CONTEXT: `absorption_db_per_wavelength`).
+- Both: 1 / Q = 1 / Q_contrast + 1 / Q_abs.
+- Can it resonate? A region with Z < 1 (a soft interior, gas) rings on its interior
+  Dirichlet-like modes; the lowest of any region contained in a slab of width t has
+  k1 >= pi / t, so none exists while the interior wavelength exceeds 2 t. A region with
+  Z > 1 rings on Neumann-like modes; the lowest non-constant one of a convex region of
+  diameter D has k1 >= pi / D (Payne-Weinberger), none while the wavelength exceeds 2 D.
+  The width and diameter used are those of the body's axis-aligned bounding box (at least
+  the true ones: the test errs towards warning); a body of unknown size is taken to
+  resonate.
+
+Threshold: Q > HYPERSENSITIVE_Q = 50. A resonance of quality Q is f / Q wide (half power).
+The mesh moves interior resonances by the discretisation's dispersion, about (k h)^2 / 24
+relative for P1 elements: 1.6% at 10 elements per interior wavelength, 7% at 5. Above
+Q = 50 (resonances narrower than 2%) a resonance's width is below that shift at the
+default resolution, so the TS of one frequency near it changes by many dB from mesh to mesh
+(11.8 dB in issue 26) and no refinement a user can afford converges it; at Q = 20 (an
+absorption of 1.36 dB per wavelength) resonances are 5% wide and refinement converges.
+The Minnaert (breathing) resonance of a small bubble is not an interior-wavelength
+resonance and is not covered here: it is radiation damped (Q of order 10) and resolved by
+any mesh of the bubble.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import defaults
+
+# Q of a mode inside a fluid losing 1 dB per wavelength: 1 / (2 delta), delta = ln(10) / (40 pi)
+Q_PER_DB = 20.0 * math.pi / math.log(10.0)  # 27.29
+HYPERSENSITIVE_Q = 50.0
+# No interior resonance while the interior wavelength exceeds this many widths (Z < 1) or
+# diameters (Z > 1) of the region.
+RESONANCE_WAVELENGTHS = 2.0
+
+
+def absorption_q(absorption_db_per_wavelength: float) -> float:
+    """Q of the interior modes from absorption alone (inf without absorption)."""
+    alpha = float(absorption_db_per_wavelength or 0.0)
+    return math.inf if alpha <= 0 else Q_PER_DB / alpha
+
+
+def contrast_q(impedance_ratio: float) -> float:
+    """Q of the interior modes from the impedance contrast with the surroundings alone."""
+    z = float(impedance_ratio)
+    return max(z, 1.0 / z)
+
+
+def interior_q(impedance_ratio: float, absorption_db_per_wavelength: float = 0.0) -> float:
+    """1 / Q = 1 / Q_contrast + 1 / Q_abs."""
+    return 1.0 / (1.0 / contrast_q(impedance_ratio)
+                  + 1.0 / absorption_q(absorption_db_per_wavelength))
+
+
+def can_resonate(interior_wavelength: float, impedance_ratio: float,
+                 width: float | None, diameter: float | None) -> bool:
+    """Whether a region of that width and diameter (None: unknown) has interior modes at
+    that wavelength or longer (see the module's text)."""
+    size = width if impedance_ratio < 1 else diameter
+    if size is None:
+        return True
+    return interior_wavelength <= RESONANCE_WAVELENGTHS * size
+
+
+@dataclass(frozen=True)
+class Region:
+    """A fluid region: where (config path), its density and sound speed, its absorption,
+    and those of its surroundings; width and diameter of the body (m, None if unknown)."""
+    where: str
+    density: float
+    sound_speed: float
+    absorption_db_per_wavelength: float
+    outer_density: float
+    outer_sound_speed: float
+    width: float | None = None
+    diameter: float | None = None
+
+    @property
+    def impedance_ratio(self) -> float:
+        return self.density * self.sound_speed / (self.outer_density * self.outer_sound_speed)
+
+    @property
+    def q(self) -> float:
+        return interior_q(self.impedance_ratio, self.absorption_db_per_wavelength)
+
+    def interior_wavelength(self, frequency_hz: float) -> float:
+        return self.sound_speed / frequency_hz
+
+
+def geometry_size(geometry: dict, extent=None) -> tuple[float | None, float | None]:
+    """(width, diameter) in metres of a body's axis-aligned bounding box from its parameters
+    (the smallest side and the diagonal); `extent` (3 sides, e.g. of a mesh read from its
+    file) wins; (None, None) where unknown."""
+    kind = geometry.get("kind")
+    sides = None
+    if extent is not None:
+        sides = [float(s) for s in extent]
+    elif kind == "sphere":
+        sides = [2.0 * float(geometry["radius"])] * 3
+    elif kind == "spheroid":
+        sides = [2.0 * float(s) for s in geometry["semi_axes"]]
+    elif kind == "box":
+        sides = [float(s) for s in geometry["size"]]
+    elif kind == "cylinder":
+        d = 2.0 * float(geometry["radius"])
+        sides = [d, d, float(geometry["length"])]
+    elif kind == "submarine":
+        from .geometry.submarine import DEFAULTS  # noqa: PLC0415
+        d = float(geometry.get("hull_diameter", DEFAULTS["hull_diameter"]))
+        length = float(geometry.get("hull_length", DEFAULTS["hull_length"]))
+        sides = [d, 2 * d, length]  # the sail about doubles the height
+    if not sides:
+        return None, None
+    return min(sides), math.sqrt(sum(s * s for s in sides))
+
+
+def _fluid(boundary: dict, medium: dict) -> tuple[float, float]:
+    """(density, sound speed) of a fluid boundary block; ratios are the medium's."""
+    rho = boundary.get("density")
+    if rho is None:
+        rho = boundary["density_ratio"] * medium["density"]
+    c = boundary.get("sound_speed")
+    if c is None:
+        c = boundary["sound_speed_ratio"] * medium["sound_speed"]
+    return float(rho), float(c)
+
+
+def case_regions(case: dict, medium: dict, where: str = "", sizes=None) -> list[Region]:
+    """The fluid regions of a case, depth first over its body tree (`inside`, CONTEXT.md):
+    each against the fluid that holds it (the medium for the outer body). `sizes` maps a
+    config path (e.g. 'cases.fish', 'cases.fish.inside[0]') to a bounding-box extent (3
+    sides, m) known from a file."""
+    medium = {**defaults.MEDIUM, **(medium or {})}
+    out: list[Region] = []
+
+    def walk(body: dict, path: str, outer: tuple[float, float]) -> None:
+        boundary = body.get("boundary") or {}
+        if boundary.get("kind", "rigid") != "fluid":
+            return
+        rho, c = _fluid(boundary, medium)
+        width, diameter = geometry_size(body.get("geometry") or {}, (sizes or {}).get(path))
+        out.append(Region(path, rho, c, float(boundary.get("absorption_db_per_wavelength") or 0),
+                          outer[0], outer[1], width, diameter))
+        for i, inner in enumerate(body.get("inside") or []):
+            walk(inner, f"{path}.inside[{i}]", (rho, c))
+
+    walk(case, where or "case", (float(medium["density"]), float(medium["sound_speed"])))
+    return out
+
+
+def hypersensitive_regions(case: dict, medium: dict, where: str = "",
+                           sizes=None) -> list[tuple[Region, float]]:
+    """(region, highest frequency at which it resonates) of every region with
+    Q > HYPERSENSITIVE_Q that is large enough to resonate at one of the case's frequencies."""
+    freqs = sorted(float(f) for f in case.get("frequencies_hz") or [])
+    out = []
+    for region in case_regions(case, medium, where, sizes):
+        if region.q <= HYPERSENSITIVE_Q:
+            continue
+        ringing = [f for f in freqs if can_resonate(region.interior_wavelength(f),
+                                                    region.impedance_ratio, region.width,
+                                                    region.diameter)]
+        if ringing:
+            out.append((region, ringing[-1]))
+    return out
+
+
+def sensitivity_warnings(case: dict, medium: dict, name: str = "", sizes=None) -> list[str]:
+    """One line per hypersensitive region of case `name` (the same line at every frequency,
+    so that a sweep's summary holds it once): the region, its Q, why, and the ways out
+    (absorption, band averaging)."""
+    where = f"cases.{name}" if name else "case"
+    out = []
+    for region, _ in hypersensitive_regions(case, medium, where, sizes):
+        z = region.impedance_ratio
+        size = "" if region.width is None else (
+            f", {region.width:.3g} m wide" if z < 1 else f", {region.diameter:.3g} m across")
+        share = 100.0 / region.q
+        out.append(
+            f"case {name or '?'}: {region.where} (a fluid of {z:.3g} times the impedance around "
+            f"it{size}) has an estimated interior Q of {region.q:.0f} and is large enough to "
+            f"resonate at the case's frequencies: its single-frequency TS sits on resonances "
+            f"{share:.2g}% of their frequency wide and can move by 10 dB between meshes or "
+            f"with a {share:.2g}% change of frequency; give it "
+            f"{region.where}.boundary.absorption_db_per_wavelength (1.36 gives Q = 20) or "
+            "report TS averaged over a band")
+    return out
+
+
+def solve_preflight(case: dict, medium: dict, mesh, frequency_hz: float,
+                    name: str = "") -> list[str]:
+    """What a solve job checks before it assembles anything: refuse a mesh far too coarse
+    for `frequency_hz` (geometry.resolution.check_mesh_resolution raises MeshError) and
+    return the hypersensitivity warnings of the case at that frequency (for a file body,
+    sized by the mesh's bounding box)."""
+    from .geometry.resolution import check_mesh_resolution, mesh_extent  # noqa: PLC0415
+
+    where = f"cases.{name}" if name else ""
+    check_mesh_resolution(mesh, case, medium, frequency_hz, where)
+    one = {**case, "frequencies_hz": [float(frequency_hz)]}
+    sizes = None
+    if (case.get("geometry") or {}).get("kind") == "file":
+        sizes = {where or "case": mesh_extent(mesh.vertices)}
+    return sensitivity_warnings(one, medium, name, sizes)

@@ -1,0 +1,113 @@
+"""Interior Q of fluid regions and the hypersensitivity warning (wavescat.sensitivity)."""
+import math
+
+import numpy as np
+import pytest
+
+from wavescat.sensitivity import (HYPERSENSITIVE_Q, Q_PER_DB, can_resonate, case_regions,
+                                  geometry_size, interior_q, sensitivity_warnings,
+                                  solve_preflight)
+from wavescat.errors import MeshError
+from wavescat.surface import SurfaceMesh
+
+SEA = {"density": 1026.8, "sound_speed": 1477.3}
+GAS = {"kind": "fluid", "density": 1.24, "sound_speed": 345.0}
+SPHEROID = {"kind": "spheroid", "semi_axes": [0.005, 0.005, 0.035]}  # 10 x 10 x 70 mm
+
+
+def gas_case(boundary=GAS, freqs=(38_000.0,)):
+    return {"geometry": SPHEROID, "boundary": dict(boundary), "frequencies_hz": list(freqs)}
+
+
+def test_q_per_db_is_one_over_twice_delta():
+    delta = math.log(10) / (40 * math.pi)  # one dB per wavelength
+    assert Q_PER_DB == pytest.approx(1 / (2 * delta))
+    assert Q_PER_DB == pytest.approx(27.29, abs=0.01)
+
+
+def test_gas_spheroid_q_of_order_3500():
+    (region,) = case_regions(gas_case(), SEA, "cases.gas")
+    assert region.q == pytest.approx(SEA["density"] * SEA["sound_speed"] / (1.24 * 345), rel=1e-12)
+    assert 3000 < region.q < 4000
+    (line,) = sensitivity_warnings(gas_case(), SEA, "gas")
+    assert "cases.gas" in line and "Q of 3546" in line
+    assert "absorption_db_per_wavelength" in line and "averaged over a band" in line
+    assert "\n" not in line
+
+
+def test_absorption_1_364_db_gives_q_20_and_no_warning():
+    lossy = gas_case({**GAS, "absorption_db_per_wavelength": 1.364})
+    (region,) = case_regions(lossy, SEA)
+    assert interior_q(1e12, 1.364) == pytest.approx(20.0, rel=1e-3)
+    assert region.q == pytest.approx(1 / (1 / 3546.2 + 1 / 20.007), rel=1e-3)
+    assert 19 < region.q < 20
+    assert sensitivity_warnings(lossy, SEA, "gas") == []
+
+
+def test_fish_flesh_does_not_warn():
+    flesh = {"kind": "fluid", "density_ratio": 1.04, "sound_speed_ratio": 1.04}
+    case = {"geometry": {"kind": "spheroid", "semi_axes": [0.02, 0.02, 0.12]},
+            "boundary": flesh, "frequencies_hz": [38_000.0, 120_000.0]}
+    (region,) = case_regions(case, SEA)
+    assert region.q == pytest.approx(1.04 * 1.04)
+    assert sensitivity_warnings(case, SEA, "fish") == []
+
+
+def test_rigid_and_pressure_release_bodies_have_no_region():
+    for kind in ("rigid", "pressure_release"):
+        assert case_regions({"geometry": SPHEROID, "boundary": {"kind": kind}}, SEA) == []
+
+
+def test_small_gas_body_below_its_first_interior_resonance_does_not_warn():
+    # interior wavelength 345 / 2 kHz = 17 cm, the body 1 cm wide: nothing rings
+    assert sensitivity_warnings(gas_case(freqs=(2000.0,)), SEA, "gas") == []
+    # the width bound: a soft region rings once the interior wavelength is 2 widths or less
+    assert can_resonate(0.0199, 1e-4, width=0.01, diameter=0.07)
+    assert not can_resonate(0.0201, 1e-4, width=0.01, diameter=0.07)
+    # a hard region rings on modes across its diameter
+    assert can_resonate(0.1, 1e4, width=0.01, diameter=0.07)
+    assert can_resonate(1.0, 1e-4, width=None, diameter=None)  # unknown size: assume it rings
+
+
+def test_nested_bladder_against_the_flesh_around_it():
+    flesh = {"kind": "fluid", "density_ratio": 1.04, "sound_speed_ratio": 1.04}
+    case = {"geometry": {"kind": "spheroid", "semi_axes": [0.02, 0.02, 0.12]},
+            "boundary": flesh, "frequencies_hz": [38_000.0],
+            "inside": [{"geometry": SPHEROID, "boundary": GAS, "inside": []}]}
+    regions = case_regions(case, SEA, "cases.fish")
+    assert [r.where for r in regions] == ["cases.fish", "cases.fish.inside[0]"]
+    bladder = regions[1]
+    z = 1.24 * 345 / (1.04 * SEA["density"] * 1.04 * SEA["sound_speed"])
+    assert bladder.impedance_ratio == pytest.approx(z)
+    (line,) = sensitivity_warnings(case, SEA, "fish")
+    assert "cases.fish.inside[0]" in line
+    assert "cases.fish.inside[0].boundary.absorption_db_per_wavelength" in line
+
+
+def test_threshold_between_q_20_and_the_gas():
+    assert 20 < HYPERSENSITIVE_Q < 3546
+
+
+def test_geometry_size():
+    assert geometry_size(SPHEROID) == pytest.approx((0.01, math.sqrt(0.01**2 * 2 + 0.07**2)))
+    assert geometry_size({"kind": "file", "path": "x.stl"}) == (None, None)
+    assert geometry_size({"kind": "file"}, [1.0, 2.0, 2.0]) == pytest.approx((1.0, 3.0))
+
+
+def _octahedron(scale):
+    v = scale * np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1.0]])
+    t = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4],
+                  [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]])
+    return SurfaceMesh(v, t, {})
+
+
+def test_solve_preflight_refuses_coarse_and_returns_q_warnings():
+    fine = _octahedron(0.002)  # edges 2.8 mm: 3.2 per gas wavelength at 38 kHz
+    case = {"geometry": SPHEROID, "boundary": GAS, "mesh": {}}
+    (line,) = solve_preflight(case, SEA, fine, 38_000.0, "gas")
+    assert "Q of 3546" in line
+    coarse = _octahedron(0.01)  # edges 14 mm: 0.64 per gas wavelength
+    with pytest.raises(MeshError, match="the body's interior at 38000 Hz"):
+        solve_preflight(case, SEA, coarse, 38_000.0, "gas")
+    allowed = {**case, "mesh": {"allow_coarse": True}}
+    assert len(solve_preflight(allowed, SEA, coarse, 38_000.0, "gas")) == 1

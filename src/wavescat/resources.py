@@ -307,3 +307,67 @@ def follow_job_threads() -> None:
         numba.set_num_threads(min(int(n), numba.config.NUMBA_NUM_THREADS))
     else:
         os.environ["NUMBA_NUM_THREADS"] = n
+
+
+# -- before any job: meshes far too coarse, hypersensitive cases ------------------------------
+# A stored mesh file (.stl, .msh) up to this size is read when the config is checked, so a
+# mesh far too coarse for its wavelengths (a file in millimetres read as metres) is refused
+# before any job starts; larger files and CAD files are checked by the mesh job.
+QUICK_MESH_FILE_BYTES = 32 * 2**20
+_FILE_MESHES: dict = {}
+
+
+def stored_file_mesh(geometry: dict):
+    """The SurfaceMesh of a `file` geometry's stored mesh (.stl or .msh no larger than
+    QUICK_MESH_FILE_BYTES), scaled and shifted as the mesh job would; None otherwise."""
+    from pathlib import Path  # noqa: PLC0415
+
+    import numpy as np  # noqa: PLC0415
+
+    if geometry.get("kind") != "file":
+        return None
+    path = Path(geometry["path"])
+    if path.suffix.lower() not in (".stl", ".msh") or not path.is_file() \
+            or path.stat().st_size > QUICK_MESH_FILE_BYTES:
+        return None
+    key = (str(path.resolve()), path.stat().st_mtime_ns)
+    if key not in _FILE_MESHES:
+        from .geometry.file import read_triangle_file  # noqa: PLC0415
+
+        _FILE_MESHES[key] = read_triangle_file(path)
+    mesh = _FILE_MESHES[key]
+    from .surface import SurfaceMesh  # noqa: PLC0415
+
+    scale = float(geometry.get("scale", 1.0))
+    return SurfaceMesh(scale * mesh.vertices + np.asarray(geometry.get("center", [0, 0, 0]), float),
+                       mesh.triangles, mesh.meta)
+
+
+def check_resolution(config: dict, cases) -> list[str]:
+    """Before any job starts: refuse (ConfigError, one line) a case whose stored mesh file
+    is far too coarse for its highest frequency (geometry.resolution.coarse_mesh_refusal),
+    and return the hypersensitivity warnings of every case (wavescat.sensitivity)."""
+    from .errors import ConfigError, MeshError  # noqa: PLC0415
+    from .geometry.resolution import (check_mesh_resolution,  # noqa: PLC0415
+                                      mesh_extent)
+    from .sensitivity import sensitivity_warnings  # noqa: PLC0415
+
+    medium = config["medium"]
+    out = []
+    for name in cases:
+        case = config["cases"][name]
+        try:
+            mesh = stored_file_mesh(case["geometry"])
+        except MeshError as exc:
+            raise ConfigError(f"cases.{name}.geometry.path: {exc}") from None
+        sizes = None
+        if mesh is not None:
+            try:
+                check_mesh_resolution(mesh, case, medium, max(case["frequencies_hz"]),
+                                      f"cases.{name}")
+            except MeshError as exc:  # point at the file's key (config_error finds its line)
+                text = str(exc).replace(f"cases.{name}: ", f"cases.{name}.geometry.path: ", 1)
+                raise ConfigError(text) from None
+            sizes = {f"cases.{name}": mesh_extent(mesh.vertices)}
+        out += [w for w in sensitivity_warnings(case, medium, name, sizes) if w not in out]
+    return out

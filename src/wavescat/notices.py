@@ -1,0 +1,74 @@
+"""Warnings that reach the user: those of a run's cases (their summary.json, else their mesh
+statistics) gathered and printed on the console when a workflow run ends, and a short note
+for the plots of a case that carries warnings. The jobs themselves write warnings only to
+their logs and to summary.json, which nobody reads by default."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _read(path: Path) -> list[str]:
+    try:
+        return list(json.loads(path.read_text()).get("warnings", []))
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def case_warnings(case: str, results: str | Path = "results") -> list[str]:
+    """The warnings recorded for `case`: its summary.json's (which hold its meshes' too),
+    else its meshes' statistics (a run that stopped before the summary)."""
+    folder = Path(results, case)
+    summary = folder / "summary.json"
+    if summary.is_file():
+        return _read(summary)
+    out: list[str] = []
+    for stats in [folder / "mesh_stats.json", *sorted((folder / "meshes").glob("b*_stats.json"))]:
+        out += [w for w in _read(stats) if w not in out]
+    return out
+
+
+def run_warnings(cases, results: str | Path = "results", known=()) -> dict[str, list[str]]:
+    """{case: warnings} of the cases that have any; `known` (e.g. the config check's
+    hypersensitivity lines) are added to the case they name ("case <name>: ...")."""
+    out: dict[str, list[str]] = {}
+    for case in cases:
+        ws = case_warnings(case, results)
+        ws += [w for w in known if w.startswith(f"case {case}:") and w not in ws]
+        if ws:
+            out[case] = ws
+    return out
+
+
+def format_warnings(warnings: dict[str, list[str]], ending: str = "ended") -> str:
+    """The console text: a header, then one line per warning under its case; '' if none."""
+    if not warnings:
+        return ""
+    n = sum(len(v) for v in warnings.values())
+    lines = [f"wavescat: the run {ending} with {n} warning{'s' * (n != 1)} "
+             f"(also in results/<case>/summary.json):"]
+    for case, ws in warnings.items():
+        lines += [f"  {case}: {w}" for w in ws]
+    return "\n".join(lines)
+
+
+def print_run_warnings(cases, results: str | Path = "results", known=(), ending="ended",
+                       stream=None) -> int:
+    """Print every warning of the run's cases to `stream` (stderr); return how many."""
+    warnings = run_warnings(cases, results, known)
+    text = format_warnings(warnings, ending)
+    if text:
+        print(text, file=stream or sys.stderr, flush=True)
+    return sum(len(v) for v in warnings.values())
+
+
+def plot_note(warnings) -> str:
+    """A one-paragraph note for the TS plots of a case with warnings ('' without)."""
+    warnings = list(warnings or [])
+    if not warnings:
+        return ""
+    first = warnings[0]
+    first = first if len(first) <= 300 else first[:297] + "..."
+    more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
+    return f"WARNING{more}, see summary.json: {first}"

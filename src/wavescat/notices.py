@@ -69,6 +69,7 @@ def plot_note(warnings) -> str:
     if not warnings:
         return ""
     first = warnings[0]
-    first = first if len(first) <= 300 else first[:297] + "..."
+    if len(first) > 600:
+        first = first[:600].rsplit(" ", 1)[0] + " ..."
     more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
     return f"WARNING{more}, see summary.json: {first}"

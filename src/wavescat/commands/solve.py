@@ -66,15 +66,16 @@ def run_collect(args) -> int:
         log.warning(w)
     if args.plots:
         make_plots(solutions, Path(args.plots), args.name or "", reference,
-                   _json_arg(args.case, "case").get("description", ""))
+                   _json_arg(args.case, "case").get("description", ""), summary["warnings"])
     log.info("wrote %s and %s", args.farfield, args.summary)
     return 0
 
 
-def make_plots(solutions, folder: Path, name: str, reference=None, description="") -> list[Path]:
+def make_plots(solutions, folder: Path, name: str, reference=None, description="",
+               warnings=()) -> list[Path]:
     from ..plots import case_plots  # noqa: PLC0415
 
-    return case_plots(solutions, folder, name, reference, description)
+    return case_plots(solutions, folder, name, reference, description, warnings)
 
 
 def register(subparsers) -> None:

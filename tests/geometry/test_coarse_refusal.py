@@ -1,0 +1,116 @@
+"""Meshes far coarser than their wavelengths are refused before they solve, with one line
+naming the file, its size, the mean edge, the wavelength and the way out
+(geometry.resolution.coarse_mesh_refusal), in the mesh job, the solve job and the config
+check (resources.check_resolution)."""
+import json
+import math
+
+import pytest
+
+from wavescat.cli import main
+from wavescat.errors import ConfigError, MeshError
+from wavescat.geometry.icosphere import icosphere
+from wavescat.geometry.resolution import (REFUSE_ELEMENTS_PER_WAVELENGTH, case_wavelengths,
+                                          check_mesh_resolution, coarse_mesh_refusal,
+                                          mesh_extent)
+from wavescat.resources import check_resolution
+
+WATER = {"sound_speed": 1500.0, "density": 1000.0}
+STL = {"kind": "file", "path": "capsule.stl"}
+
+
+def test_refuses_below_two_elements_per_wavelength_only():
+    waves = {"the water's at 1000 Hz": 1.5}
+    assert coarse_mesh_refusal(1.5 / REFUSE_ELEMENTS_PER_WAVELENGTH, [1, 1, 1], waves,
+                               source="x") is None
+    assert coarse_mesh_refusal(1.5 / 1.9, [1, 1, 1], waves, source="x") is not None
+    assert coarse_mesh_refusal(10.0, [1, 1, 1], waves, source="x", allow_coarse=True) is None
+
+
+def test_millimetre_file_message_names_file_size_edge_wavelength_and_scale():
+    line = coarse_mesh_refusal(5.1, [200, 40, 40], {"the water's at 38000 Hz": 0.0389},
+                               source="capsule.stl", where="cases.capsule", geometry=STL)
+    assert "\n" not in line
+    assert line.startswith("cases.capsule: capsule.stl is 200 x 40 x 40 m with a mean edge of "
+                           "5.1 m: 0.0076 elements per wavelength of 0.0389 m (the water's at "
+                           "38000 Hz), fewer than 2, far too coarse to solve; ")
+    assert ("if the file is in millimetres, set cases.capsule.geometry.scale: 0.001 (the body "
+            "is then 0.2 m long)") in line
+    assert "remesh the file finer" in line
+    assert line.endswith("or set cases.capsule.mesh.allow_coarse: true to solve it anyway")
+
+
+def test_no_unit_hint_where_no_unit_helps_or_the_scale_is_set():
+    waves = {"the water's at 38000 Hz": 0.0389}
+    # 0.2 m body, coarse: a smaller unit would make a sub-millimetre body: no hint
+    small = coarse_mesh_refusal(0.05, [0.2, 0.04, 0.04], waves, source="f.stl", geometry=STL)
+    assert "geometry.scale" not in small
+    scaled = coarse_mesh_refusal(5.1, [200, 40, 40], waves, source="f.stl",
+                                 geometry={**STL, "scale": 0.5})
+    assert "geometry.scale" not in scaled
+    built_in = coarse_mesh_refusal(0.05, [0.2, 0.2, 0.2], waves, source="the sphere mesh",
+                                   where="cases.ball", geometry={"kind": "sphere"})
+    assert "raise cases.ball.mesh.elements_per_wavelength or lower " \
+           "cases.ball.mesh.max_element_size" in built_in
+
+
+def test_the_shortest_wavelength_counts_a_gas_body_interior():
+    case = {"geometry": {"kind": "sphere", "radius": 0.01},
+            "boundary": {"kind": "fluid", "density": 1.24, "sound_speed": 345.0}}
+    waves = case_wavelengths(case, WATER, 38_000.0)
+    assert waves == {"the water's at 38000 Hz": pytest.approx(1500 / 38_000),
+                     "the body's interior at 38000 Hz": pytest.approx(345 / 38_000)}
+    ratio = {**case, "boundary": {"kind": "fluid", "density_ratio": 0.001,
+                                  "sound_speed_ratio": 0.23}}
+    assert min(case_wavelengths(ratio, WATER, 1000.0).values()) == pytest.approx(0.345)
+    mesh = icosphere(2, radius=0.01)  # edges ~ 3.9 mm: 10 per water wavelength, 2.3 per gas's
+    check_mesh_resolution(mesh, case, WATER, 38_000.0)
+    with pytest.raises(MeshError, match=r"the body's interior at 60000 Hz"):
+        check_mesh_resolution(mesh, case, WATER, 60_000.0, "cases.gas")
+
+
+def _millimetre_file(tmp_path):
+    path = tmp_path / "capsule_mm.stl"
+    icosphere(3, radius=100.0).write(path, "stl")  # a 20 cm sphere in millimetres
+    return path
+
+
+def test_mesh_job_refuses_before_writing(tmp_path, capsys):
+    path = _millimetre_file(tmp_path)
+    case = {"geometry": {"kind": "file", "path": str(path)}, "frequencies_hz": [38_000.0]}
+    out = tmp_path / "m"
+    argv = ["mesh", "--name", "capsule", "--case", json.dumps(case), "--medium",
+            json.dumps(WATER), "--mesh", str(out / "mesh.msh"), "--stats", str(out / "s.json")]
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert "cases.capsule: " in err and "capsule_mm.stl is 200 x 200 x 200 m" in err
+    assert "set cases.capsule.geometry.scale: 0.001" in err
+    assert not (out / "mesh.msh").exists()
+    case["geometry"]["scale"] = 0.001
+    argv[4] = json.dumps(case)
+    assert main(argv) == 0
+
+
+def test_config_check_reads_stored_meshes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _millimetre_file(tmp_path)
+    gas = {"geometry": {"kind": "spheroid", "semi_axes": [0.005, 0.005, 0.035]},
+           "boundary": {"kind": "fluid", "density": 1.24, "sound_speed": 345.0},
+           "frequencies_hz": [38_000.0]}
+    capsule = {"geometry": {"kind": "file", "path": "capsule_mm.stl", "center": [0, 0, 0]},
+               "frequencies_hz": [38_000.0]}
+    config = {"medium": WATER, "cases": {"gas": gas, "capsule": capsule}}
+    (line,) = check_resolution(config, ["gas"])
+    assert line.startswith("case gas: cases.gas ") and "Q of" in line
+    with pytest.raises(ConfigError, match=r"^cases\.capsule\.geometry\.path: capsule_mm\.stl is "):
+        check_resolution(config, ["gas", "capsule"])
+    capsule["geometry"]["scale"] = 0.001
+    assert len(check_resolution(config, ["gas", "capsule"])) == 1
+    capsule["geometry"]["scale"] = 1.0
+    capsule["mesh"] = {"allow_coarse": True}
+    assert len(check_resolution(config, ["gas", "capsule"])) == 1
+
+
+def test_mesh_extent():
+    assert mesh_extent([[0, 0, 0], [1, 2, 3], [-1, 0, 1]]).tolist() == [2, 2, 3]
+    assert math.isclose(REFUSE_ELEMENTS_PER_WAVELENGTH, 2.0)

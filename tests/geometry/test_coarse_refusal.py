@@ -114,3 +114,38 @@ def test_config_check_reads_stored_meshes(tmp_path, monkeypatch):
 def test_mesh_extent():
     assert mesh_extent([[0, 0, 0], [1, 2, 3], [-1, 0, 1]]).tolist() == [2, 2, 3]
     assert math.isclose(REFUSE_ELEMENTS_PER_WAVELENGTH, 2.0)
+
+
+def test_a_cad_file_is_sized_by_its_surfaces_and_a_refusal_names_the_unit(monkeypatch):
+    from pathlib import Path
+
+    from wavescat.config import prepare_config
+    from wavescat.resources import check_limits, file_facts, p1_dofs_estimate
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    geometry = {"kind": "file", "path": "meshes/cylinder.step"}  # 2 m long, 1 m across
+    facts = file_facts(geometry)
+    assert facts["extent"].tolist() == pytest.approx([2, 1, 1], abs=1e-5)
+    assert facts["area"] == pytest.approx(2.5 * math.pi) and facts["vertices"] is None
+    small = p1_dofs_estimate({"geometry": geometry, "frequencies_hz": [1000.0]}, WATER)
+    big = p1_dofs_estimate({"geometry": geometry, "frequencies_hz": [10_000.0]}, WATER)
+    assert 300 < small < 600 and big == pytest.approx(100 * small, rel=0.02)
+    config = prepare_config({"run": ["can"], "limits": {"max_unknowns": 1000},
+                             "cases": {"can": {"geometry": geometry,
+                                               "frequencies_hz": [38_000.0]}}},
+                            base_dir=str(root))
+    with pytest.raises(ConfigError, match=r"more than limits.max_unknowns = 1000; .*the body "
+                       r"is 2 m long: if the file is in millimetres, set "
+                       r"cases.can.geometry.scale: 0.001 \(then 0.002 m\)"):
+        check_limits(config, ["can"])
+
+
+def test_a_stored_mesh_is_estimated_by_its_vertices(tmp_path, monkeypatch):
+    from wavescat.resources import p1_dofs_estimate
+
+    monkeypatch.chdir(tmp_path)
+    _millimetre_file(tmp_path)
+    case = {"geometry": {"kind": "file", "path": "capsule_mm.stl", "scale": 0.001},
+            "frequencies_hz": [38_000.0]}
+    assert p1_dofs_estimate(case, WATER) == 642

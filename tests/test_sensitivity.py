@@ -111,3 +111,7 @@ def test_solve_preflight_refuses_coarse_and_returns_q_warnings():
         solve_preflight(case, SEA, coarse, 38_000.0, "gas")
     allowed = {**case, "mesh": {"allow_coarse": True}}
     assert len(solve_preflight(allowed, SEA, coarse, 38_000.0, "gas")) == 1
+
+
+def test_a_fluid_block_without_its_constants_is_skipped():
+    assert case_regions({"geometry": SPHEROID, "boundary": {"kind": "fluid"}}, SEA) == []

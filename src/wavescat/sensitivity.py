@@ -131,15 +131,18 @@ def geometry_size(geometry: dict, extent=None) -> tuple[float | None, float | No
     return min(sides), math.sqrt(sum(s * s for s in sides))
 
 
-def _fluid(boundary: dict, medium: dict) -> tuple[float, float]:
-    """(density, sound speed) of a fluid boundary block; ratios are the medium's."""
-    rho = boundary.get("density")
-    if rho is None:
-        rho = boundary["density_ratio"] * medium["density"]
-    c = boundary.get("sound_speed")
-    if c is None:
-        c = boundary["sound_speed_ratio"] * medium["sound_speed"]
-    return float(rho), float(c)
+def _fluid(boundary: dict, medium: dict) -> tuple[float, float] | None:
+    """(density, sound speed) of a fluid boundary block (ratios are the medium's); None
+    where the block does not give them (the config check names that)."""
+    values = []
+    for absolute, ratio in (("density", "density_ratio"), ("sound_speed", "sound_speed_ratio")):
+        if boundary.get(absolute) is not None:
+            values.append(float(boundary[absolute]))
+        elif boundary.get(ratio) is not None:
+            values.append(float(boundary[ratio]) * float(medium[absolute]))
+        else:
+            return None
+    return values[0], values[1]
 
 
 def case_regions(case: dict, medium: dict, where: str = "", sizes=None) -> list[Region]:
@@ -154,7 +157,10 @@ def case_regions(case: dict, medium: dict, where: str = "", sizes=None) -> list[
         boundary = body.get("boundary") or {}
         if boundary.get("kind", "rigid") != "fluid":
             return
-        rho, c = _fluid(boundary, medium)
+        fluid = _fluid(boundary, medium)
+        if fluid is None:
+            return
+        rho, c = fluid
         width, diameter = geometry_size(body.get("geometry") or {}, (sizes or {}).get(path))
         out.append(Region(path, rho, c, float(boundary.get("absorption_db_per_wavelength") or 0),
                           outer[0], outer[1], width, diameter))

@@ -149,3 +149,42 @@ def test_a_stored_mesh_is_estimated_by_its_vertices(tmp_path, monkeypatch):
     case = {"geometry": {"kind": "file", "path": "capsule_mm.stl", "scale": 0.001},
             "frequencies_hz": [38_000.0]}
     assert p1_dofs_estimate(case, WATER) == 642
+
+
+class _TwoSurfaces:
+    """The nested-mesh API of CONTEXT.md (n_surfaces, surface(i)) over two meshes."""
+
+    def __init__(self, *meshes):
+        self.meshes = meshes
+        self.n_surfaces = len(meshes)
+
+    def surface(self, i):
+        return self.meshes[i]
+
+
+def test_nested_surfaces_are_checked_each_against_the_wavelengths_it_separates():
+    from wavescat.geometry.resolution import surface_wavelengths
+
+    gas = {"kind": "fluid", "density": 1.24, "sound_speed": 345.0}
+    flesh = {"kind": "fluid", "density_ratio": 1.04, "sound_speed_ratio": 1.04}
+    case = {"geometry": {"kind": "sphere", "radius": 0.05}, "boundary": flesh,
+            "inside": [{"geometry": {"kind": "sphere", "radius": 0.01}, "boundary": gas}]}
+    (outer, inner) = surface_wavelengths(case, WATER, 38_000.0, "cases.fish")
+    assert outer[0] == "cases.fish" and inner[0] == "cases.fish.inside[0]"
+    assert outer[2] == {"the water's at 38000 Hz": pytest.approx(1500 / 38_000),
+                        "the body's interior at 38000 Hz": pytest.approx(1560 / 38_000)}
+    assert inner[2] == {"the fluid's of cases.fish at 38000 Hz": pytest.approx(1560 / 38_000),
+                        "the body's interior at 38000 Hz": pytest.approx(345 / 38_000)}
+    fine_outer = icosphere(4, radius=0.05)  # edges ~ 4.9 mm
+    fine_inner = icosphere(3, radius=0.01)  # edges ~ 2 mm: 4.5 per gas wavelength
+    check_mesh_resolution(_TwoSurfaces(fine_outer, fine_inner), case, WATER, 38_000.0,
+                          "cases.fish")
+    coarse_inner = icosphere(1, radius=0.01)  # edges ~ 6 mm: 1.5 per gas wavelength
+    with pytest.raises(MeshError) as refused:
+        check_mesh_resolution(_TwoSurfaces(fine_outer, coarse_inner), case, WATER, 38_000.0,
+                              "cases.fish")
+    line = str(refused.value)
+    assert line.startswith("cases.fish.inside[0]: the sphere mesh is 0.02 x")
+    assert "(the body's interior at 38000 Hz)" in line
+    assert "raise cases.fish.mesh.elements_per_wavelength" in line
+    assert line.endswith("set cases.fish.mesh.allow_coarse: true to solve it anyway")

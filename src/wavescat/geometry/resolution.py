@@ -90,7 +90,7 @@ def _sides(extent) -> str:
 
 def coarse_mesh_refusal(mean_edge: float, extent, wavelengths: dict, *, source: str,
                         where: str = "", geometry: dict | None = None,
-                        allow_coarse: bool = False) -> str | None:
+                        allow_coarse: bool = False, case_where: str | None = None) -> str | None:
     """One line refusing a mesh whose mean edge gives fewer than
     REFUSE_ELEMENTS_PER_WAVELENGTH elements per wavelength, or None where it is fine.
 
@@ -99,7 +99,8 @@ def coarse_mesh_refusal(mean_edge: float, extent, wavelengths: dict, *, source: 
     bodies, per surface: the water's or the enclosing fluid's and the body's own); the
     shortest counts. source names the file or the built-in body, where the case's config
     path (e.g. cases.capsule), geometry its geometry block (for the way out), extent the
-    sides of the mesh's bounding box (m)."""
+    sides of the mesh's bounding box (m); case_where the case's path where `where` is a
+    nested body's (the mesh keys are the case's)."""
     if allow_coarse or not wavelengths:
         return None
     what, wavelength = min(wavelengths.items(), key=lambda kv: kv[1])
@@ -108,6 +109,8 @@ def coarse_mesh_refusal(mean_edge: float, extent, wavelengths: dict, *, source: 
         return None
     geometry = geometry or {}
     prefix = f"{where}." if where else ""
+    case_where = where if case_where is None else case_where
+    mesh_prefix = f"{case_where}." if case_where else ""
     head = (f"{where + ': ' if where else ''}{source} is {_sides(extent)} with a mean edge of "
             f"{mean_edge:.3g} m: {epw:.2g} elements per wavelength of {wavelength:.3g} m ({what}), "
             f"fewer than {REFUSE_ELEMENTS_PER_WAVELENGTH:g}, far too coarse to solve")
@@ -126,42 +129,78 @@ def coarse_mesh_refusal(mean_edge: float, extent, wavelengths: dict, *, source: 
         ways.append("otherwise remesh the file finer (a stored .stl/.msh mesh is used as it "
                     "is; a .step or .geo file is meshed at mesh.elements_per_wavelength)")
     else:
-        ways.append(f"{'otherwise ' if ways else ''}raise {prefix}mesh.elements_per_wavelength "
-                    f"or lower {prefix}mesh.max_element_size")
-    ways.append(f"or set {prefix}mesh.allow_coarse: true to solve it anyway")
+        ways.append(f"{'otherwise ' if ways else ''}raise {mesh_prefix}mesh.elements_per_wavelength "
+                    f"or lower {mesh_prefix}mesh.max_element_size")
+    ways.append(f"or set {mesh_prefix}mesh.allow_coarse: true to solve it anyway")
     return head + "; " + "; ".join(ways)
+
+
+def _sound_speed(boundary: dict, c_medium: float) -> float | None:
+    """A fluid boundary block's sound speed (ratios are the medium's); None otherwise."""
+    if (boundary or {}).get("kind") != "fluid":
+        return None
+    c1 = boundary.get("sound_speed")
+    if c1 is None and boundary.get("sound_speed_ratio") is not None:
+        c1 = boundary["sound_speed_ratio"] * c_medium
+    return float(c1) if c1 else None
+
+
+def surface_wavelengths(case: dict, medium: dict, frequency_hz: float,
+                        where: str = "") -> list[tuple[str, dict, dict]]:
+    """Per surface of a case, depth first over its body tree (`inside`, the surface-id order
+    of CONTEXT.md): (config path, geometry block, {what: wavelength}) with every wavelength
+    the surface separates at `frequency_hz`: the fluid outside it (the water, or the fluid
+    body that holds it) and, for a fluid body, its interior."""
+    from ..defaults import MEDIUM  # noqa: PLC0415
+
+    c = float({**MEDIUM, **(medium or {})}["sound_speed"])
+    f = float(frequency_hz)
+    out = []
+
+    def walk(body: dict, path: str, outside: str, c_out: float) -> None:
+        waves = {f"{outside} at {f:g} Hz": c_out / f}
+        c1 = _sound_speed(body.get("boundary") or {}, c)
+        if c1:
+            waves[f"the body's interior at {f:g} Hz"] = c1 / f
+        out.append((path, body.get("geometry") or {}, waves))
+        for i, inner in enumerate(body.get("inside") or []):
+            walk(inner, f"{path}.inside[{i}]", f"the fluid's of {path}", c1 or c)
+
+    walk(case, where or "case", "the water's", c)
+    return out
 
 
 def case_wavelengths(case: dict, medium: dict, frequency_hz: float) -> dict:
     """{what: wavelength} that a one-surface case's surface separates at `frequency_hz`: the
-    medium's, and a fluid body's interior one (a nested case's surfaces each separate two
-    fluids: build the dict per surface for coarse_mesh_refusal)."""
-    from ..defaults import MEDIUM  # noqa: PLC0415
-
-    c = float({**MEDIUM, **(medium or {})}["sound_speed"])
-    out = {f"the water's at {frequency_hz:g} Hz": c / frequency_hz}
-    boundary = case.get("boundary") or {}
-    if boundary.get("kind") == "fluid":
-        c1 = boundary.get("sound_speed")
-        if c1 is None and boundary.get("sound_speed_ratio") is not None:
-            c1 = boundary["sound_speed_ratio"] * c
-        if c1:
-            out[f"the body's interior at {frequency_hz:g} Hz"] = float(c1) / frequency_hz
-    return out
+    medium's, and a fluid body's interior one (surface_wavelengths gives them per surface
+    of a nested case)."""
+    return surface_wavelengths({k: v for k, v in case.items() if k != "inside"}, medium,
+                               frequency_hz)[0][2]
 
 
 def check_mesh_resolution(mesh: SurfaceMesh, case: dict, medium: dict, frequency_hz: float,
                           where: str = "") -> None:
     """Raise MeshError (one line, coarse_mesh_refusal) where `mesh` is far too coarse for
-    the case at `frequency_hz`, unless the case sets mesh.allow_coarse."""
+    the case at `frequency_hz`, unless the case sets mesh.allow_coarse. A mesh of several
+    surfaces (`n_surfaces`, `surface(i)`: nested bodies) is checked surface by surface, each
+    against the wavelengths it separates (surface_wavelengths)."""
     from ..errors import MeshError  # noqa: PLC0415
 
-    geometry = case.get("geometry") or {}
-    source = (str(geometry.get("path")) if geometry.get("kind") == "file"
-              else f"the {geometry.get('kind', 'body')} mesh")
-    msg = coarse_mesh_refusal(
-        float(mesh.edge_lengths.mean()), mesh_extent(mesh.vertices),
-        case_wavelengths(case, medium, frequency_hz), source=source, where=where,
-        geometry=geometry, allow_coarse=bool((case.get("mesh") or {}).get("allow_coarse")))
-    if msg:
-        raise MeshError(msg)
+    if (case.get("mesh") or {}).get("allow_coarse"):
+        return
+    surfaces = surface_wavelengths(case, medium, frequency_hz, where)
+    count = int(getattr(mesh, "n_surfaces", 1) or 1)
+    if count != len(surfaces):  # one surface meshed for the whole case: the outer body's
+        surfaces = [(surfaces[0][0], surfaces[0][1],
+                     {k: v for s in surfaces for k, v in s[2].items()})] if count == 1 \
+            else surfaces[:count]
+    for i, (path, geometry, waves) in enumerate(surfaces):
+        part = mesh if count == 1 else mesh.surface(i)
+        source = (str(geometry.get("path")) if geometry.get("path")
+                  else f"the {geometry.get('kind', 'body')} mesh")
+        msg = coarse_mesh_refusal(
+            float(part.edge_lengths.mean()), mesh_extent(part.vertices), waves, source=source,
+            where=path if (where or count > 1) else "", geometry=geometry,
+            case_where=where)
+        if msg:
+            raise MeshError(msg)

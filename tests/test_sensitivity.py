@@ -61,11 +61,12 @@ def test_rigid_and_pressure_release_bodies_have_no_region():
 def test_small_gas_body_below_its_first_interior_resonance_does_not_warn():
     # interior wavelength 345 / 2 kHz = 17 cm, the body 1 cm wide: nothing rings
     assert sensitivity_warnings(gas_case(freqs=(2000.0,)), SEA, "gas") == []
-    # the width bound: a soft region rings once the interior wavelength is 2 widths or less
-    assert can_resonate(0.0199, 1e-4, width=0.01, diameter=0.07)
-    assert not can_resonate(0.0201, 1e-4, width=0.01, diameter=0.07)
-    # a hard region rings on modes across its diameter
-    assert can_resonate(0.1, 1e4, width=0.01, diameter=0.07)
+    # a soft region (gas) rings on Neumann-like modes once its interior wavelength is 2
+    # diameters or less; a hard one on Dirichlet-like modes, from 2 widths
+    assert can_resonate(0.139, 1e-4, width=0.01, diameter=0.07)
+    assert not can_resonate(0.141, 1e-4, width=0.01, diameter=0.07)
+    assert can_resonate(0.0199, 1e4, width=0.01, diameter=0.07)
+    assert not can_resonate(0.0201, 1e4, width=0.01, diameter=0.07)
     assert can_resonate(1.0, 1e-4, width=None, diameter=None)  # unknown size: assume it rings
 
 
@@ -115,3 +116,55 @@ def test_solve_preflight_refuses_coarse_and_returns_q_warnings():
 
 def test_a_fluid_block_without_its_constants_is_skipped():
     assert case_regions({"geometry": SPHEROID, "boundary": {"kind": "fluid"}}, SEA) == []
+
+
+# -- the Q model against the exact fluid-sphere series ---------------------------------------
+def _interior_power(l, f, rho, c, a, absorption=0.0):
+    """|b_l|^2 of the fluid sphere's interior partial wave l (reference/fluid_sphere.py's
+    b_l = (i/x^2) g h / D_l), with the interior sound speed c / (1 + i delta)."""
+    from scipy.special import spherical_jn, spherical_yn
+
+    delta = absorption * math.log(10) / (40 * math.pi)
+    g, h = rho / SEA["density"], c / SEA["sound_speed"] / (1 + 1j * delta)
+    x = 2 * math.pi * f / SEA["sound_speed"] * a
+    x1 = x / h
+    hl = spherical_jn(l, x) + 1j * spherical_yn(l, x)
+    hlp = spherical_jn(l, x, True) + 1j * spherical_yn(l, x, True)
+    d = g * h * spherical_jn(l, x1) * hlp - hl * spherical_jn(l, x1, True)
+    return np.abs(1j / x**2 * g * h / d) ** 2
+
+
+def _measured_q(l, f_guess, rho, c, a, absorption=0.0, rel=0.02):
+    """(peak frequency, f / half-power width) of the resonance near f_guess, zooming in."""
+    lo, hi = f_guess * (1 - rel), f_guess * (1 + rel)
+    for _ in range(6):
+        f = np.linspace(lo, hi, 20001)
+        p = _interior_power(l, f, rho, c, a, absorption)
+        i = int(np.argmax(p))
+        above = f[p >= p[i] / 2]
+        width = above.max() - above.min()
+        lo, hi = f[i] - 5 * width, f[i] + 5 * width
+    return f[i], f[i] / width
+
+
+@pytest.mark.parametrize("l, root", [(0, 4.4934), (1, 2.0816), (1, 5.9404)])
+def test_gas_sphere_resonances_are_neumann_modes_with_q_a_few_times_the_contrast(l, root):
+    a, rho, c = 0.005, 1.24, 345.0
+    f_root = root * c / (2 * math.pi * a)  # j_l'(k1 a) = 0: a rigid wall seen from inside
+    f0, q = _measured_q(l, f_root, rho, c, a)
+    assert f0 == pytest.approx(f_root, rel=2e-3)
+    (region,) = case_regions({"geometry": {"kind": "sphere", "radius": a},
+                              "boundary": {"kind": "fluid", "density": rho, "sound_speed": c}},
+                             SEA)
+    assert 1.0 < q / region.q < 5.0  # max(Z, 1/Z): the broadest resonances' order
+    # ten times the density: ten times less Q (Q ~ 1 / Z)
+    _, q10 = _measured_q(l, f_root, 10 * rho, c, a)
+    assert q / q10 == pytest.approx(10.0, rel=0.03)
+
+
+def test_absorption_q_matches_the_lossy_gas_sphere_series():
+    a, rho, c = 0.005, 1.24, 345.0
+    for alpha in (1.364, 0.2):
+        _, q = _measured_q(0, 4.4934 * c / (2 * math.pi * a), rho, c, a, alpha, rel=0.2)
+        expected = interior_q(rho * c / (SEA["density"] * SEA["sound_speed"]), alpha)
+        assert q == pytest.approx(expected, rel=0.03)

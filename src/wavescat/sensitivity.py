@@ -7,23 +7,26 @@ The model (order of magnitude, on purpose):
 - Contrast. A wave inside a region meets its boundary with an impedance ratio
   Z = rho_1 c_1 / (rho_0 c_0) against its surroundings (the medium, or the body that holds
   it). Little energy leaks out per bounce when Z is far from 1 either way, so
-  Q_contrast = max(Z, 1 / Z). For the fisheries gas spheroid (air-like gas, 1.24 kg/m^3 and
-  345 m/s, in sea water of 1026.8 kg/m^3 and 1477.3 m/s) that is 3,546; its PSMS series
-  shows resonances about 10 Hz wide at 38 kHz, Q of order 3,000. A 1-D slab of n half
-  interior wavelengths gives Q = pi n (1 + Z)^2 / (4 Z), the same order. Fish flesh
-  (ratios 1.04, 1.04) has Q_contrast = 1.08: nothing resonates.
+  Q_contrast = max(Z, 1 / Z): 3,546 for the fisheries gas (1.24 kg/m^3, 345 m/s) in sea
+  water (1026.8 kg/m^3, 1477.3 m/s). Measured on the exact fluid-sphere series
+  (tests/test_sensitivity.py): Q scales as 1 / Z, and the broadest interior resonances of a
+  gas sphere (orders 0 and 1) have Q of 2.2 to 4.3 / Z, higher orders far more (a heavy
+  interior, Z = 30: 1.6 to 5 Z). max(Z, 1/Z) is thus the low end: the broadest resonances'
+  order of magnitude. Fish flesh (ratios 1.04, 1.04) has Q_contrast = 1.08.
 - Absorption. A plane wave losing alpha dB per wavelength inside has the complex wavenumber
   k1 (1 + i delta), delta = alpha ln(10) / (40 pi), and a mode loses energy at the rate that
   gives Q_abs = 1 / (2 delta) = 27.29 / alpha (CONTEXT: `absorption_db_per_wavelength`).
-- Both: 1 / Q = 1 / Q_contrast + 1 / Q_abs.
-- Can it resonate? A region with Z < 1 (a soft interior, gas) rings on its interior
-  Dirichlet-like modes; the lowest of any region contained in a slab of width t has
-  k1 >= pi / t, so none exists while the interior wavelength exceeds 2 t. A region with
-  Z > 1 rings on Neumann-like modes; the lowest non-constant one of a convex region of
-  diameter D has k1 >= pi / D (Payne-Weinberger), none while the wavelength exceeds 2 D.
-  The width and diameter used are those of the body's axis-aligned bounding box (at least
-  the true ones: the test errs towards warning); a body of unknown size is taken to
-  resonate.
+- Both: 1 / Q = 1 / Q_contrast + 1 / Q_abs (the gas sphere's series with 1.364 dB per
+  wavelength: Q = 19.9 measured, 19.9 estimated).
+- Can it resonate? A region with Z < 1 (gas in water) sees its wall as rigid from inside
+  ((1/rho) dp/dn is continuous and rho_1 is tiny, so dp/dn ~ 0 inside): it rings on
+  Neumann-like modes, the lowest non-constant one of a convex region of diameter D at
+  k1 >= pi / D (Payne-Weinberger), none while the interior wavelength exceeds 2 D. A region
+  with Z > 1 sees a pressure-release wall: Dirichlet-like modes, the lowest of a region
+  within a slab of width t at k1 >= pi / t, none while the wavelength exceeds 2 t. Width
+  and diameter are those of the body's axis-aligned bounding box (the smallest side and the
+  diagonal: at least the true ones, so the test errs towards warning); a body of unknown
+  size is taken to resonate.
 
 Threshold: Q > HYPERSENSITIVE_Q = 50. A resonance of quality Q is f / Q wide (half power).
 The mesh moves interior resonances by the discretisation's dispersion, about (k h)^2 / 24
@@ -46,8 +49,8 @@ from . import defaults
 # Q of a mode inside a fluid losing 1 dB per wavelength: 1 / (2 delta), delta = ln(10) / (40 pi)
 Q_PER_DB = 20.0 * math.pi / math.log(10.0)  # 27.29
 HYPERSENSITIVE_Q = 50.0
-# No interior resonance while the interior wavelength exceeds this many widths (Z < 1) or
-# diameters (Z > 1) of the region.
+# No interior resonance while the interior wavelength exceeds this many diameters (Z < 1)
+# or widths (Z > 1) of the region.
 RESONANCE_WAVELENGTHS = 2.0
 
 
@@ -73,7 +76,7 @@ def can_resonate(interior_wavelength: float, impedance_ratio: float,
                  width: float | None, diameter: float | None) -> bool:
     """Whether a region of that width and diameter (None: unknown) has interior modes at
     that wavelength or longer (see the module's text)."""
-    size = width if impedance_ratio < 1 else diameter
+    size = diameter if impedance_ratio < 1 else width
     if size is None:
         return True
     return interior_wavelength <= RESONANCE_WAVELENGTHS * size
@@ -197,7 +200,7 @@ def sensitivity_warnings(case: dict, medium: dict, name: str = "", sizes=None) -
     for region, _ in hypersensitive_regions(case, medium, where, sizes):
         z = region.impedance_ratio
         size = "" if region.width is None else (
-            f", {region.width:.3g} m wide" if z < 1 else f", {region.diameter:.3g} m across")
+            f", {region.diameter:.3g} m across" if z < 1 else f", {region.width:.3g} m wide")
         share = 100.0 / region.q
         out.append(
             f"case {name or '?'}: {region.where} (a fluid of {z:.3g} times the impedance around "

@@ -2,7 +2,8 @@
 import io
 import json
 
-from wavescat.notices import case_warnings, format_warnings, plot_note, print_run_warnings
+from wavescat.notices import (case_warnings, config_warning_lines, format_warnings, plot_note,
+                              print_run_warnings)
 
 
 def _write(path, warnings):
@@ -40,3 +41,11 @@ def test_plot_note():
     assert plot_note([]) == ""
     assert plot_note(["x"]) == "WARNING, see summary.json: x"
     assert plot_note(["x", "y", "z"]).startswith("WARNING (and 2 more)")
+
+
+def test_the_console_is_not_flooded():
+    text = format_warnings({f"c{i}": ["w"] for i in range(30)}, limit=20).splitlines()
+    assert len(text) == 22 and text[-1] == "  ... and 10 more (results/<case>/summary.json)"
+    lines = config_warning_lines(["a", "b", "c"], limit=2)
+    assert lines == ["wavescat: warning: a", "wavescat: warning: b",
+                     "wavescat: ... and 1 more warnings of the same kind"]

@@ -105,13 +105,18 @@ def _octahedron(scale):
 def test_solve_preflight_refuses_coarse_and_returns_q_warnings():
     fine = _octahedron(0.002)  # edges 2.8 mm: 3.2 per gas wavelength at 38 kHz
     case = {"geometry": SPHEROID, "boundary": GAS, "mesh": {}}
-    (line,) = solve_preflight(case, SEA, fine, 38_000.0, "gas")
+    coarse_inside, line = solve_preflight(case, SEA, fine, 38_000.0, "gas")
+    assert coarse_inside.startswith("cases.gas: mesh coarser than 5 elements per wavelength "
+                                    "of the body's interior at 38000 Hz: 3.21 (mean edge")
+    assert "Q of 3546" in line
+    finer = _octahedron(0.001)  # 6.4 per gas wavelength: the Q warning alone
+    (line,) = solve_preflight(case, SEA, finer, 38_000.0, "gas")
     assert "Q of 3546" in line
     coarse = _octahedron(0.01)  # edges 14 mm: 0.64 per gas wavelength
     with pytest.raises(MeshError, match="the body's interior at 38000 Hz"):
         solve_preflight(case, SEA, coarse, 38_000.0, "gas")
     allowed = {**case, "mesh": {"allow_coarse": True}}
-    assert len(solve_preflight(allowed, SEA, coarse, 38_000.0, "gas")) == 1
+    assert len(solve_preflight(allowed, SEA, coarse, 38_000.0, "gas")) == 2
 
 
 def test_a_fluid_block_without_its_constants_is_skipped():

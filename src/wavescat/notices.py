@@ -41,8 +41,14 @@ def run_warnings(cases, results: str | Path = "results", known=()) -> dict[str, 
     return out
 
 
-def format_warnings(warnings: dict[str, list[str]], ending: str = "ended") -> str:
-    """The console text: a header, then one line per warning under its case; '' if none."""
+# The console shows at most this many warning lines (a study of many cases repeats them).
+CONSOLE_LINES = 20
+
+
+def format_warnings(warnings: dict[str, list[str]], ending: str = "ended",
+                    limit: int = CONSOLE_LINES) -> str:
+    """The console text: a header, then one line per warning under its case (at most
+    `limit`, then how many more); '' if none."""
     if not warnings:
         return ""
     n = sum(len(v) for v in warnings.values())
@@ -50,7 +56,19 @@ def format_warnings(warnings: dict[str, list[str]], ending: str = "ended") -> st
              f"(also in results/<case>/summary.json):"]
     for case, ws in warnings.items():
         lines += [f"  {case}: {w}" for w in ws]
+    if len(lines) > limit + 1:
+        rest = len(lines) - 1 - limit
+        lines = lines[:limit + 1] + [f"  ... and {rest} more (results/<case>/summary.json)"]
     return "\n".join(lines)
+
+
+def config_warning_lines(warnings, limit: int = CONSOLE_LINES) -> list[str]:
+    """The config check's warnings for the console, one line each, at most `limit`."""
+    warnings = list(warnings)
+    lines = [f"wavescat: warning: {w}" for w in warnings[:limit]]
+    if len(warnings) > limit:
+        lines.append(f"wavescat: ... and {len(warnings) - limit} more warnings of the same kind")
+    return lines
 
 
 def print_run_warnings(cases, results: str | Path = "results", known=(), ending="ended",

@@ -217,9 +217,11 @@ def solve_preflight(case: dict, medium: dict, mesh, frequency_hz: float,
                     name: str = "") -> list[str]:
     """What a solve job checks before it assembles anything: refuse a mesh far too coarse
     for `frequency_hz` (geometry.resolution.check_mesh_resolution raises MeshError) and
-    return the hypersensitivity warnings of the case at that frequency (for a file body,
-    sized by the mesh's bounding box)."""
-    from .geometry.resolution import check_mesh_resolution, mesh_extent  # noqa: PLC0415
+    return the warnings of a mesh coarse against an interior wavelength (fewer than 5
+    elements per wavelength) and the hypersensitivity warnings of the case at that frequency
+    (for a file body, sized by the mesh's bounding box)."""
+    from .geometry.resolution import (check_mesh_resolution,  # noqa: PLC0415
+                                      interior_resolution_warnings, mesh_extent)
 
     where = f"cases.{name}" if name else ""
     check_mesh_resolution(mesh, case, medium, frequency_hz, where)
@@ -227,4 +229,5 @@ def solve_preflight(case: dict, medium: dict, mesh, frequency_hz: float,
     sizes = None
     if (case.get("geometry") or {}).get("kind") == "file":
         sizes = {where or "case": mesh_extent(mesh.vertices)}
-    return sensitivity_warnings(one, medium, name, sizes)
+    return (interior_resolution_warnings(mesh, case, medium, frequency_hz, where)
+            + sensitivity_warnings(one, medium, name, sizes))

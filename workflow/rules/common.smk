@@ -12,7 +12,7 @@ from wavescat.defaults import SCHEMA_PATH
 from wavescat.studies import study_cases
 from wavescat.errors import ConfigError
 from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
-from wavescat.notices import print_run_warnings
+from wavescat.notices import config_warning_lines, print_run_warnings
 from wavescat.resources import (check_limits, check_resolution, gpu_count, mesh_resources,
                                 partition, solve_resources)
 
@@ -53,8 +53,8 @@ try:
 except ConfigError as exc:
     sys.exit(config_error(exc, CONFIG_FILES))
 if workflow.is_main_process:
-    for _warning in CONFIG_WARNINGS:
-        print(f"wavescat: warning: {_warning}", file=sys.stderr)
+    for _line in config_warning_lines(CONFIG_WARNINGS):
+        print(_line, file=sys.stderr)
 
 
 def report_warnings(ending):

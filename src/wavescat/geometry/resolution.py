@@ -204,3 +204,33 @@ def check_mesh_resolution(mesh: SurfaceMesh, case: dict, medium: dict, frequency
             case_where=where)
         if msg:
             raise MeshError(msg)
+
+
+# Below this many elements per wavelength a case is solved with a warning (the threshold of
+# solve/driver.py's warning on the water's wavelength, applied here to the others).
+WARN_ELEMENTS_PER_WAVELENGTH = 5.0
+
+
+def interior_resolution_warnings(mesh, case: dict, medium: dict, frequency_hz: float,
+                                 where: str = "") -> list[str]:
+    """Warnings where a surface's mean edge gives fewer than WARN_ELEMENTS_PER_WAVELENGTH
+    elements per wavelength of a fluid it separates other than the water (a fluid body's
+    interior, or the body that holds it; the solve driver warns on the water's)."""
+    surfaces = surface_wavelengths(case, medium, frequency_hz, where)
+    count = int(getattr(mesh, "n_surfaces", 1) or 1)
+    if count == 1:
+        surfaces = [(surfaces[0][0], surfaces[0][1],
+                     {k: v for s in surfaces for k, v in s[2].items()})]
+    out = []
+    for i, (path, _, waves) in enumerate(surfaces[:count]):
+        part = mesh if count == 1 else mesh.surface(i)
+        edge = float(part.edge_lengths.mean())
+        for what, wavelength in waves.items():
+            epw = wavelength / edge
+            if what.startswith("the water's") or epw >= WARN_ELEMENTS_PER_WAVELENGTH:
+                continue
+            out.append(f"{path + ': ' if where or count > 1 else ''}mesh coarser than "
+                       f"{WARN_ELEMENTS_PER_WAVELENGTH:g} elements per wavelength of {what}: "
+                       f"{epw:.2f} (mean edge {edge:.4g} m, wavelength {wavelength:.4g} m); "
+                       "results may be inaccurate (raise mesh.elements_per_wavelength)")
+    return out

@@ -438,5 +438,8 @@ def check_resolution(config: dict, cases) -> list[str]:
                 text = str(exc).replace(f"cases.{name}: ", f"cases.{name}.geometry.path: ", 1)
                 raise ConfigError(text) from None
             sizes = {f"cases.{name}": mesh_extent(mesh.vertices)}
+        elif case["geometry"].get("kind") == "file":
+            facts = file_facts(case["geometry"])  # a STEP file's bounding box
+            sizes = {f"cases.{name}": facts["extent"]} if facts else None
         out += [w for w in sensitivity_warnings(case, medium, name, sizes) if w not in out]
     return out

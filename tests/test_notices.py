@@ -49,3 +49,12 @@ def test_the_console_is_not_flooded():
     lines = config_warning_lines(["a", "b", "c"], limit=2)
     assert lines == ["wavescat: warning: a", "wavescat: warning: b",
                      "wavescat: ... and 1 more warnings of the same kind"]
+
+
+def test_known_warnings_only_for_cases_without_a_summary(tmp_path):
+    from wavescat.notices import run_warnings
+
+    _write(tmp_path / "gas" / "summary.json", ["the body (...) has an estimated interior Q"])
+    known = ["case gas: cases.gas (...) has an estimated interior Q"]
+    assert run_warnings(["gas"], tmp_path, known) == {"gas": ["the body (...) has an estimated "
+                                                              "interior Q"]}

@@ -173,3 +173,14 @@ def test_absorption_q_matches_the_lossy_gas_sphere_series():
         _, q = _measured_q(0, 4.4934 * c / (2 * math.pi * a), rho, c, a, alpha, rel=0.2)
         expected = interior_q(rho * c / (SEA["density"] * SEA["sound_speed"]), alpha)
         assert q == pytest.approx(expected, rel=0.03)
+
+
+def test_a_nameless_solve_names_the_body_and_its_keys():
+    flesh = {"kind": "fluid", "density_ratio": 1.04, "sound_speed_ratio": 1.04}
+    case = {"geometry": {"kind": "spheroid", "semi_axes": [0.02, 0.02, 0.12]}, "boundary": flesh,
+            "inside": [{"geometry": SPHEROID, "boundary": GAS}]}
+    (line,) = solve_preflight(case, SEA, _octahedron(0.0005), 38_000.0)
+    assert line.startswith("the body inside[0] (a fluid of ")
+    assert "give it inside[0].boundary.absorption_db_per_wavelength" in line
+    (line,) = solve_preflight(gas_case(), SEA, _octahedron(0.0005), 38_000.0)
+    assert line.startswith("the body (a fluid of ") and "give it boundary.absorption" in line

@@ -168,9 +168,9 @@ def case_regions(case: dict, medium: dict, where: str = "", sizes=None) -> list[
         out.append(Region(path, rho, c, float(boundary.get("absorption_db_per_wavelength") or 0),
                           outer[0], outer[1], width, diameter))
         for i, inner in enumerate(body.get("inside") or []):
-            walk(inner, f"{path}.inside[{i}]", (rho, c))
+            walk(inner, f"{path}.inside[{i}]" if path else f"inside[{i}]", (rho, c))
 
-    walk(case, where or "case", (float(medium["density"]), float(medium["sound_speed"])))
+    walk(case, where, (float(medium["density"]), float(medium["sound_speed"])))
     return out
 
 
@@ -195,20 +195,23 @@ def sensitivity_warnings(case: dict, medium: dict, name: str = "", sizes=None) -
     """One line per hypersensitive region of case `name` (the same line at every frequency,
     so that a sweep's summary holds it once): the region, its Q, why, and the ways out
     (absorption, band averaging)."""
-    where = f"cases.{name}" if name else "case"
+    where = f"cases.{name}" if name else ""  # nameless (a solve job): keys from the case
     out = []
     for region, _ in hypersensitive_regions(case, medium, where, sizes):
         z = region.impedance_ratio
         size = "" if region.width is None else (
             f", {region.diameter:.3g} m across" if z < 1 else f", {region.width:.3g} m wide")
         share = 100.0 / region.q
+        body = (f"case {name}: {region.where}" if name
+                else f"the body {region.where}" if region.where else "the body")
+        key = f"{region.where}.boundary" if region.where else "boundary"
         out.append(
-            f"case {name or '?'}: {region.where} (a fluid of {z:.3g} times the impedance around "
+            f"{body} (a fluid of {z:.3g} times the impedance around "
             f"it{size}) has an estimated interior Q of {region.q:.0f} and is large enough to "
             f"resonate at the case's frequencies: its single-frequency TS sits on resonances "
             f"{share:.2g}% of their frequency wide and can move by 10 dB between meshes or "
             f"with a {share:.2g}% change of frequency; give it "
-            f"{region.where}.boundary.absorption_db_per_wavelength (1.36 gives Q = 20) or "
+            f"{key}.absorption_db_per_wavelength (1.36 gives Q = 20) or "
             "report TS averaged over a band")
     return out
 
@@ -228,6 +231,6 @@ def solve_preflight(case: dict, medium: dict, mesh, frequency_hz: float,
     one = {**case, "frequencies_hz": [float(frequency_hz)]}
     sizes = None
     if (case.get("geometry") or {}).get("kind") == "file":
-        sizes = {where or "case": mesh_extent(mesh.vertices)}
+        sizes = {where: mesh_extent(mesh.vertices)}
     return (interior_resolution_warnings(mesh, case, medium, frequency_hz, where)
             + sensitivity_warnings(one, medium, name, sizes))

@@ -207,10 +207,10 @@ def sensitivity_warnings(case: dict, medium: dict, name: str = "", sizes=None) -
         key = f"{region.where}.boundary" if region.where else "boundary"
         out.append(
             f"{body} (a fluid of {z:.3g} times the impedance around "
-            f"it{size}) has an estimated interior Q of {region.q:.0f} and is large enough to "
-            f"resonate at the case's frequencies: its single-frequency TS sits on resonances "
-            f"{share:.2g}% of their frequency wide and can move by 10 dB between meshes or "
-            f"with a {share:.2g}% change of frequency; give it "
+            f"it{size}) has an estimated interior Q of {region.q:.0f} and can ring at the "
+            f"case's frequencies: near one of its interior resonances, each about {share:.2g}% "
+            f"of its frequency wide, the single-frequency TS moves by 10 dB or more between "
+            f"meshes or with a {share:.2g}% change of frequency; give it "
             f"{key}.absorption_db_per_wavelength (1.36 gives Q = 20) or "
             "report TS averaged over a band")
     return out

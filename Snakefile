@@ -47,6 +47,10 @@ rule target_strength:
         expand("results/{case}/summary.json", case=RUN),
         expand("results/{case}/plots", case=RUN),
         expand("results/{study}/ts.csv", study=STUDIES),
+        expand("results/{case}/ts_averages.{ext}", case=[c for c in RUN if c in AVERAGE_CASES],
+               ext=["csv", "png"]),
+        expand("results/{study}/ts_averages.csv",
+               study=[s for s in STUDIES if s in AVERAGE_STUDIES]),
 
 
 rule meshes:

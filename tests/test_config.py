@@ -298,6 +298,51 @@ EXPLICIT = [
 ]
 
 
+# --- averages (issue 26) ---
+def _averages(averages, frequencies=(900.0, 1000.0, 1100.0), aspect=None):
+    def apply(cfg):
+        case = cfg["cases"]["sphere_ka5"]
+        case["averages"] = averages
+        case["frequencies_hz"] = list(frequencies)
+        case["incident"] = {"aspect": aspect or {"plane": "xz", "start_deg": 0.0,
+                                                 "stop_deg": 180.0, "count": 181}}
+    return apply
+
+
+if "averages" in load_schema()["$defs"]["case"]["properties"]:
+    _TILT = {"mean_deg": 0.0, "std_deg": 10.0}
+    BOUND += [
+        (_averages({"band": {"center_hz": 0, "width_hz": 100}}),
+         "cases.sphere_ka5.averages.band.center_hz = 0: must be > 0"),
+        (_averages({"band": [{"center_hz": 1000, "width_hz": 0}]}),
+         "cases.sphere_ka5.averages.band[0].width_hz = 0: must be > 0"),
+        (_averages({"tilt": {"mean_deg": 0, "std_deg": 0}}),
+         "cases.sphere_ka5.averages.tilt.std_deg = 0: must be > 0"),
+        (_averages({"tilt": [{**_TILT, "cover_std": -1}]}),
+         "cases.sphere_ka5.averages.tilt[0].cover_std = -1: must be >= 0"),
+        (_averages({"tilt": {**_TILT, "points_per_std": 0}}),
+         "cases.sphere_ka5.averages.tilt.points_per_std = 0: must be > 0"),
+    ]
+    EXPLICIT += [
+        (lambda cfg: cfg["cases"]["sphere_ka5"].update(averages={"tilt": _TILT}),
+         "cases.sphere_ka5.averages: averages are taken over the monostatic TS of an aspect "
+         "sweep; give cases.sphere_ka5.incident.aspect"),
+        (_averages({"band": {"center_hz": 1000, "width_hz": 100}}),
+         "cases.sphere_ka5.averages.band: band 950-1050 Hz (center 1000, width 100) holds 1 of "
+         "the case's frequencies (1000); a band average needs at least 3"),
+        (_averages({"band": [{"center_hz": 1000, "width_hz": 200},
+                             {"center_hz": 1000, "width_hz": 150}]}),
+         "cases.sphere_ka5.averages.band[1]: band 925-1075 Hz"),
+        (_averages({"tilt": [_TILT, {"mean_deg": 80, "std_deg": 10}]}),
+         "cases.sphere_ka5.averages.tilt[1]: tilt N(80, 10) deg is at aspect 10 +- 20 deg "
+         "(mean +- 2 std; aspect = 90 - tilt), outside the swept aspects 0 to 180 deg"),
+        (_averages({"tilt": {"mean_deg": 0, "std_deg": 2}},
+                   aspect={"plane": "xz", "start_deg": 60, "stop_deg": 120, "count": 41}),
+         "cases.sphere_ka5.averages.tilt: tilt N(0, 2) deg: the aspect sweep's step of 1.5 deg "
+         "gives 1.33 angles per standard deviation, fewer than 3"),
+    ]
+
+
 def _schema_bounds(node, schema, path):
     """(dotted key path, 'must be > 0'-style rule) of every numeric bound below `node`; the
     entries of a mapping (a case name) are '*', list items share their list's path."""
@@ -459,3 +504,29 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
     scatter = commands.choices["dg-scatter"]
     assert (scatter.get_default("order"), scatter.get_default("points_per_wavelength")) == \
         (check["order"], check["points_per_wavelength"])
+
+
+# --- averages (issue 26) ---
+def test_averages_normalise_to_lists_with_tilt_defaults(default):
+    from wavescat.averages import TILT_DEFAULTS
+
+    cfg = copy.deepcopy(default)
+    _averages({"band": {"center_hz": 1000, "width_hz": 200},
+               "tilt": {"mean_deg": 5, "std_deg": 10, "sign": 1}})(cfg)
+    out = prepare_config(cfg, base_dir=ROOT)["cases"]["sphere_ka5"]["averages"]
+    assert out["band"] == [{"center_hz": 1000, "width_hz": 200}]
+    assert out["tilt"] == [{**TILT_DEFAULTS, "mean_deg": 5, "std_deg": 10, "sign": 1}]
+    # the workflow's own schema check (Snakemake's validate, defaults on) takes the lists
+    from snakemake.utils import validate
+
+    from wavescat.defaults import SCHEMA_PATH
+
+    validate(prepare_config(cfg, base_dir=ROOT), str(SCHEMA_PATH))
+
+
+def test_config_readme_states_the_tilt_defaults():
+    from wavescat.averages import TILT_DEFAULTS
+
+    documented = _readme_defaults()
+    for key, value in TILT_DEFAULTS.items():
+        assert documented[f"averages.tilt.{key}"] == value, key

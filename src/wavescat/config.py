@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .averages import TILT_DEFAULTS, AveragesError, band_weights, parse_averages, tilt_weights
 from .bem.formulations import formulation_for
 from .defaults import RECEIVERS, SCHEMA_PATH, load_schema
 from .errors import ConfigError, MeshError
@@ -199,6 +200,37 @@ def _check_case(name: str, case: dict, base_dir: Path) -> None:
     elif "count" in rec:
         raise ConfigError(f"{where}.receivers.count = {rec['count']}: only used with plane")
     formulation_for(case.get("boundary"), f"{where}.boundary")  # kinds implemented, their keys
+    if "averages" in case:
+        _check_averages(where, case)
+
+
+def _check_averages(where: str, case: dict) -> None:
+    """`averages` (issue 26): `band` and `tilt` become lists; every band holds at least 3 of
+    the case's frequencies and every tilt distribution fits the aspect sweep
+    (wavescat.averages)."""
+    spec = case["averages"]
+    if "aspect" not in case["incident"]:
+        raise ConfigError(f"{where}.averages: averages are taken over the monostatic TS of an "
+                          f"aspect sweep; give {where}.incident.aspect "
+                          "{plane, start_deg, stop_deg, count}")
+    sweep = case["incident"]["aspect"]
+    aspects = np.linspace(sweep["start_deg"], sweep["stop_deg"], sweep["count"])
+    for key, check in (("band", lambda b: band_weights(case["frequencies_hz"], b)),
+                       ("tilt", lambda t: tilt_weights(aspects, t))):
+        if key not in spec:
+            continue
+        listed = isinstance(spec[key], list)
+        spec[key] = spec[key] if listed else [spec[key]]
+        for i, item in enumerate(spec[key]):
+            if key == "tilt":
+                for name, value in TILT_DEFAULTS.items():
+                    item.setdefault(name, value)
+            at = f"{where}.averages.{key}" + (f"[{i}]" if listed else "")
+            try:
+                bands, tilts = parse_averages({key: item})
+                check((bands + tilts)[0])
+            except AveragesError as exc:
+                raise ConfigError(f"{at}: {exc}") from None
 
 
 def _check_finite(node, parts=()) -> None:

@@ -568,3 +568,61 @@ def probe_comparison(path, points, p_dg, p_bem, err: float) -> Path:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.grid(alpha=0.3)
     return _save(fig, path)
+
+
+# --- averages (issue 26): TS averaged over bands and tilt distributions ---------------------
+
+def averages_plot(path, rows, freqs, aspect_deg, plane, ts, tilts=(), title="") -> Path:
+    """The rows of ts_averages.csv (wavescat.averages.averages_table) drawn beside the TS they
+    average, `ts` (frequencies, aspects) in dB: left, per tilt distribution, the tilt-averaged
+    TS against frequency (band-and-tilt averages as bars over their band; dashed: the TS at the
+    mean tilt's aspect); right, per band, the band-averaged TS against aspect (dashed: the TS at
+    the frequency nearest the band's centre). `tilts`: the wavescat.averages.Tilt of the rows,
+    in their order."""
+    plt = _pyplot()
+    freqs, aspect_deg, ts = (np.asarray(freqs, float), np.asarray(aspect_deg, float),
+                             np.asarray(ts, float))
+    bands = list(dict.fromkeys((r["band_center_hz"], r["band_width_hz"]) for r in rows
+                               if r["average"] == "band"))
+    panels = [p for p, n in (("tilt", tilts), ("band", bands)) if n]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6),
+                             layout="constrained", squeeze=False)
+    axis = AngleAxis(aspect_deg, plane, True)
+    for ax, panel in zip(axes[0], panels):
+        if panel == "tilt":
+            for i, tilt in enumerate(tilts):
+                mean, std = tilt.mean_deg, tilt.std_deg
+                mine = [r for r in rows if (r["tilt_mean_deg"], r["tilt_std_deg"]) == (mean, std)]
+                x = [r["f_low_hz"] for r in mine if r["average"] == "tilt"]
+                y = [r["ts_db"] for r in mine if r["average"] == "tilt"]
+                ax.plot(x, y, "-o", color=f"C{i}", ms=3, label=f"tilt N({mean:g}, {std:g})\u00b0")
+                at = _nearest(aspect_deg, float(tilt.aspect_of(mean)))
+                ax.plot(freqs, ts[:, at], ls=(0, (3, 3)), color=f"C{i}", lw=1.0,
+                        label=f"aspect {aspect_deg[at]:g}\u00b0 (mean tilt) alone")
+                for r in mine:
+                    if r["average"] == "band_tilt":
+                        ax.plot([r["f_low_hz"], r["f_high_hz"]], [r["ts_db"]] * 2, color=f"C{i}",
+                                lw=4, alpha=0.6, solid_capstyle="butt")
+            ax.set_xlabel("frequency (Hz)")
+            ax.set_title("averaged over tilt (bars: and over a band)", fontsize=9)
+        else:
+            for i, (center, width) in enumerate(bands):
+                mine = [r for r in rows if r["average"] == "band"
+                        and (r["band_center_hz"], r["band_width_hz"]) == (center, width)]
+                ax.plot([r["aspect_low_deg"] for r in mine], [r["ts_db"] for r in mine], "-",
+                        color=f"C{i}", lw=1.6,
+                        label=f"band {_fmt_hz(center - width / 2)} \u2013 "
+                              f"{_fmt_hz(center + width / 2)}")
+                near = int(np.argmin(np.abs(freqs - center)))
+                ax.plot(aspect_deg, ts[near], ls=(0, (3, 3)), color=f"C{i}", lw=1.0,
+                        label=f"{_fmt_hz(freqs[near])} alone")
+            ax.set_xlabel(axis.label())
+            ax.set_title("averaged over a band", fontsize=9)
+        ax.set_ylabel("TS (dB re 1 m)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7.5, frameon=False)
+    fig.suptitle(_heading(title, "TS averages"), fontsize=10)
+    _footnote(fig, "Averages are taken in the linear backscattering cross-section "
+                   "sigma_bs = |F|^2, then converted: TS = 10 log10 sigma_bs. Tilt t is at "
+                   "aspect zero_deg + sign * t (config averages.tilt).")
+    return _save(fig, path)

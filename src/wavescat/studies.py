@@ -27,6 +27,7 @@ from .errors import ConfigError
 
 CASE_KEYS = {"description", "geometry", "frequencies_hz", "incident", "receivers", "mesh",
              "solver", "dg_cross_check"}
+CASE_KEYS |= {"averages"}  # issue 26: TS averages (wavescat.averages)
 
 
 def _label(value) -> str:

@@ -1,7 +1,8 @@
 """Gather the far fields of a study's cases into one long table and plot it.
 
 `results/<study>/ts.csv` has one row per (case, frequency, receiver): the case, its base case,
-one column per varied parameter, then the farfield.csv columns.
+one column per varied parameter, then the farfield.csv columns. `results/<study>/ts_averages.csv`
+does the same with the ts_averages.csv of its cases that have `averages` (wavescat.averages).
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .averages import AVERAGES_HEADER
+from .errors import WavescatError
 from .farfield import incident_directions, receiver_directions
 from .files import atomic_path
 from .solve.records import FARFIELD_HEADER, read_farfield_csv
@@ -17,21 +20,37 @@ from .solve.records import FARFIELD_HEADER, read_farfield_csv
 
 def gather(cases: dict[str, dict], farfield_paths: dict[str, str | Path], out: str | Path) -> list[str]:
     """Write the long table; returns its header."""
+    return _gather_tables(cases, farfield_paths, out, FARFIELD_HEADER)
+
+
+def gather_averages(cases: dict[str, dict], averages_paths: dict[str, str | Path],
+                    out: str | Path) -> list[str]:
+    """results/<study>/ts_averages.csv: the columns case, base_case, the varied keys, then
+    those of each case's ts_averages.csv (wavescat.averages); returns its header."""
+    return _gather_tables(cases, averages_paths, out, AVERAGES_HEADER)
+
+
+def _gather_tables(cases: dict[str, dict], paths: dict[str, str | Path], out: str | Path,
+                   columns: list[str]) -> list[str]:
+    """One row per row of each case's table (header `columns`), after the case, its base
+    case and its values of the study's varied keys."""
     params = []
     for case in cases.values():
         for key in case.get("study", {}).get("parameters", {}):
             if key not in params:
                 params.append(key)
-    header = ["case", "base_case"] + params + FARFIELD_HEADER
+    header = ["case", "base_case"] + params + columns
     with atomic_path(out) as tmp, open(tmp, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
         for name, case in cases.items():
             info = case.get("study", {})
             values = [info.get("parameters", {}).get(p, "") for p in params]
-            with open(farfield_paths[name]) as src:
-                rows = list(csv.reader(src))[1:]
-            for row in rows:
+            with open(paths[name]) as src:
+                rows = list(csv.reader(src))
+            if not rows or rows[0] != columns:
+                raise WavescatError(f"{str(paths[name])!r}: header is not {','.join(columns)!r}")
+            for row in rows[1:]:
                 writer.writerow([name, info.get("base", "")] + values + row)
     return header
 

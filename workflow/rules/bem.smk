@@ -65,7 +65,9 @@ rule reference_farfield:
 rule study_table:
     """One long TS table and plots over all cases of a parameter study."""
     input:
-        lambda wc: expand("results/{case}/farfield.csv", case=study_cases(CONFIG, wc.study)),
+        # sorted: the order of --cases (JSON with sorted keys), so each table gets its case
+        lambda wc: expand("results/{case}/farfield.csv",
+                          case=sorted(study_cases(CONFIG, wc.study))),
     output:
         table=report("results/{study}/ts.csv", caption="../report/study_table.rst",
                      category="Studies", subcategory="{study}"),
@@ -92,4 +94,63 @@ rule bem_vs_exact:
         "results/{case}/logs/bem_vs_exact.log",
     shell:
         "{WAVESCAT} compare-farfield --computed {input.computed} --reference {input.reference}"
+        " --out {output} > {log} 2>&1"
+
+
+# --- averages (issue 26): TS averaged over bands and tilt distributions (wavescat.averages) ---
+import re as _re
+
+AVERAGE_CASES = [c for c, v in CASES.items() if v.get("averages")]
+AVERAGE_STUDIES = [s for s in CONFIG["studies"]
+                   if any(CASES[c].get("averages") for c in study_cases(CONFIG, s))]
+
+
+def _only(names):
+    """A wildcard constraint matching exactly `names` (nothing when empty): a case's and a
+    study's ts_averages.csv share the pattern results/<name>/ts_averages.csv."""
+    return "|".join(_re.escape(n) for n in names) or "(?!)"
+
+
+def study_average_cases(study):
+    """Sorted, as the keys of the JSON given with them (sort_keys)."""
+    return sorted(c for c in study_cases(CONFIG, study) if CASES[c].get("averages"))
+
+
+rule ts_averages:
+    """TS of a monostatic sweep averaged in sigma_bs over bands and tilt distributions."""
+    input:
+        "results/{case}/farfield.csv",
+    output:
+        table=report("results/{case}/ts_averages.csv", caption="../report/ts_averages.rst",
+                     category="Tables", subcategory="{case}"),
+        plot=report("results/{case}/ts_averages.png", caption="../report/ts_averages_plot.rst",
+                    category="Target strength", subcategory="{case}"),
+    params:
+        case=case_param("averages", "incident", "description"),
+    wildcard_constraints:
+        case=_only(AVERAGE_CASES),
+    log:
+        "results/{case}/logs/ts_averages.log",
+    shell:
+        "{WAVESCAT} averages --name {wildcards.case} --case {params.case:q} --farfield {input}"
+        " --out {output.table} --plot {output.plot} > {log} 2>&1"
+
+
+rule study_averages:
+    """The TS averages of a study's cases (those with `averages`) in one long table."""
+    input:
+        lambda wc: expand("results/{case}/ts_averages.csv", case=study_average_cases(wc.study)),
+    output:
+        report("results/{study}/ts_averages.csv", caption="../report/study_ts_averages.rst",
+               category="Studies", subcategory="{study}"),
+    params:
+        cases=lambda wc: json.dumps({n: {"study": CASES[n]["study"]}
+                                     for n in study_average_cases(wc.study)},
+                                    sort_keys=True, separators=(",", ":")),
+    wildcard_constraints:
+        study=_only(AVERAGE_STUDIES),
+    log:
+        "results/{study}/logs/study_averages.log",
+    shell:
+        "{WAVESCAT} study-averages --cases {params.cases:q} --averages {input}"
         " --out {output} > {log} 2>&1"

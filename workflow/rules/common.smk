@@ -10,6 +10,7 @@ from wavescat.config import case_json, medium_json, prepare_config, run_cases, r
 from wavescat.config_files import config_error
 from wavescat.defaults import SCHEMA_PATH
 from wavescat.studies import study_cases
+from wavescat.reference.sphere import has_series
 from wavescat.errors import ConfigError
 from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
 from wavescat.notices import config_warning_lines, print_run_warnings
@@ -34,7 +35,7 @@ WAVESCAT = f"{shlex.quote(sys.executable)} -m wavescat"
 RUN = run_cases(CONFIG)
 STUDIES = run_studies(CONFIG)
 CASES = CONFIG["cases"]
-SPHERE_CASES = [c for c in RUN if CASES[c]["geometry"]["kind"] == "sphere"]
+SPHERE_CASES = [c for c in RUN if has_series(CASES[c])]  # spheres, concentric spheres
 DG_CASES = [c for c, v in CASES.items()
             if v.get("dg_cross_check", {}).get("enabled", False)
             and v["geometry"]["kind"] == "sphere"]
@@ -145,7 +146,7 @@ def geometry_file(wildcards):
 
 
 def reference_if_sphere(wildcards):
-    if CASES[wildcards.case]["geometry"]["kind"] == "sphere":
+    if has_series(CASES[wildcards.case]):
         return f"results/{wildcards.case}/reference_farfield.csv"
     return []
 

@@ -21,6 +21,20 @@ import numpy as np
 from ..errors import ConfigError, WavescatError
 
 BOUNDARY_KINDS = ("rigid", "pressure_release", "fluid", "impedance")  # the contract's kinds
+INNER_KINDS = ("fluid", "rigid", "pressure_release")  # kinds of a body inside another
+
+
+def absorption_of(boundary: dict, where: str = "boundary") -> float:
+    """`absorption_db_per_wavelength` of a fluid boundary block (default 0), checked."""
+    from ..reference.absorption import loss_factor  # noqa: PLC0415
+
+    value = boundary.get("absorption_db_per_wavelength", 0.0)
+    try:
+        loss_factor(None if isinstance(value, bool) else value)
+    except ConfigError:
+        raise ConfigError(f"{where}.absorption_db_per_wavelength = {value!r}: must be a "
+                          "number >= 0 (dB of amplitude lost per wavelength)") from None
+    return float(value)
 
 
 def _osrc_options(osrc: dict) -> dict:
@@ -257,7 +271,8 @@ class FluidMuller(SoundHardBurtonMiller):
     name = "muller_transmission"
     unknown = "scattered pressure then (1/k) times its normal derivative"
     operators = ("single_layer", "double_layer", "adjoint_double_layer", "hypersingular")
-    keys = frozenset({"density_ratio", "density", "sound_speed_ratio", "sound_speed"})
+    keys = frozenset({"density_ratio", "density", "sound_speed_ratio", "sound_speed",
+                      "absorption_db_per_wavelength"})
     traces = 2
     _symbols = {"single_layer": "V", "double_layer": "K", "adjoint_double_layer": "Kp",
                 "hypersingular": "W"}
@@ -269,11 +284,20 @@ class FluidMuller(SoundHardBurtonMiller):
         super().__init__(boundary, where, medium)
         self.density_ratio, self.sound_speed_ratio = fluid_contrasts(self.boundary, medium,
                                                                      where)
+        self.absorption = absorption_of(self.boundary, where)
+
+    @property
+    def wavenumber_factor(self) -> complex:
+        """k1 / k: 1 / h, times (1 + i delta) with absorption (reference/absorption.py)."""
+        from ..reference.absorption import loss_factor  # noqa: PLC0415
+
+        return (1 + 1j * loss_factor(self.absorption)) / self.sound_speed_ratio
 
     def operator_specs(self, k: float, operator_format: str) -> dict:
         names = [n for n in self.operators if n != "adjoint_double_layer"]  # K' = K^T
+        k1 = k * self.wavenumber_factor
         return {f"{self._symbols[n]}{i}": (n, kk) for i, kk in enumerate(
-            (k, k / self.sound_speed_ratio)) for n in names}
+            (k, k1 if k1.imag else k1.real)) for n in names}
 
     def system(self, space, k: float, operators: dict, solver: dict, xp=np):
         """The Müller system (bem/transmission.py) for the operators of `operator_specs`;
@@ -308,10 +332,174 @@ class FluidMuller(SoundHardBurtonMiller):
         """The boundary block with the contrasts resolved (absolute values need the medium,
         which the records do not carry), and the block as given."""
         out = super().record()
-        out["boundary"] = json.dumps({"kind": self.kind, "density_ratio": self.density_ratio,
-                                      "sound_speed_ratio": self.sound_speed_ratio},
-                                     sort_keys=True)
+        resolved = {"kind": FluidMuller.kind, "density_ratio": self.density_ratio,
+                    "sound_speed_ratio": self.sound_speed_ratio}
+        if self.absorption:
+            resolved["absorption_db_per_wavelength"] = self.absorption
+        out["boundary"] = json.dumps(resolved, sort_keys=True)
         out["boundary_given"] = json.dumps(self.boundary, sort_keys=True)
+        return out
+
+
+def sub_space(space, surfaces):
+    """(P1 space of the given surfaces of a union mesh, the global dofs of its dofs): the
+    union's vertex values are its dofs, so a part's dofs are its vertices in order."""
+    from ..surface import SurfaceMesh  # noqa: PLC0415
+    from . import spaces  # noqa: PLC0415
+
+    mesh = space.mesh
+    ids = surface_ids_of(mesh)
+    if np.isin(ids, list(surfaces)).all():
+        return space, np.arange(space.n_dofs)
+    tris = mesh.triangles[np.isin(ids, list(surfaces))]
+    used, local = np.unique(tris, return_inverse=True)
+    part = SurfaceMesh(mesh.vertices[used], local.reshape(-1, 3), {"source": "surfaces "
+                       + ",".join(map(str, surfaces))})
+    return spaces.p1(part), used
+
+
+def surface_ids_of(mesh) -> np.ndarray:
+    """Per-triangle surface ids of a (union) mesh; one surface: zeros."""
+    ids = getattr(mesh, "surface_ids", None)
+    return np.zeros(mesh.n_triangles, np.int64) if ids is None else np.asarray(ids)
+
+
+class NestedTransmission(FluidMuller):
+    """Nested bodies (config `inside`): the multi-domain transmission system of
+    bem/nested.py, one pair of traces per interface, on the union mesh of every body's
+    surface in the body tree's order. The outer body is a fluid; the bodies inside are
+    fluids, or rigid or pressure-release cores. P1 on every surface; the operators V, K, W
+    of each region at its own wavenumber on the surfaces that bound it (the medium's on
+    every surface: they also give the incident field's identities in the data)."""
+
+    kind = "nested"
+    name = "multidomain_transmission"
+    unknown = "p - p_inc then ((1/g) dp/dn - dp_inc/dn) / k on every surface"
+    operators = ("single_layer", "double_layer", "hypersingular")
+
+    def __init__(self, boundary: dict | None = None, where: str = "boundary",
+                 medium: dict | None = None, inside=(), inside_where: str = "inside"):
+        super().__init__(boundary, where, medium)
+        self.bodies = [{"parent": -1, "boundary": self.boundary, "where": where}]
+        self._collect(inside, 0, inside_where, medium)
+        from .nested import interfaces_and_regions  # noqa: PLC0415
+
+        specs = []
+        for body in self.bodies:
+            form = body.get("formulation")
+            if form is None:  # the outer body
+                specs.append((-1, "fluid", self.density_ratio, self.wavenumber_factor))
+            elif form.kind == "fluid":
+                specs.append((body["parent"], "fluid", form.density_ratio,
+                              form.wavenumber_factor))
+            else:
+                specs.append((body["parent"], form.kind, None, None))
+        self.interfaces, self.regions = interfaces_and_regions(specs)
+
+    def _collect(self, inside, parent, where, medium):
+        """Depth-first: each body, then the bodies inside it (the surface ids' order)."""
+        for i, body in enumerate(inside or ()):
+            here = f"{where}[{i}]"
+            boundary = dict((body or {}).get("boundary") or {})
+            kind = boundary.get("kind", "rigid")
+            if kind not in INNER_KINDS:
+                raise ConfigError(f"{here}.boundary.kind = {kind!r}: a body inside another "
+                                  f"must be one of {', '.join(INNER_KINDS)}")
+            form = formulation_for(boundary, f"{here}.boundary", medium)
+            self.bodies.append({"parent": parent, "boundary": form.boundary, "where": here,
+                                "formulation": form})
+            if body.get("inside"):
+                if kind != "fluid":
+                    raise ConfigError(f"{here}.inside: only a fluid body holds other bodies "
+                                      f"(this one is {kind})")
+                self._collect(body["inside"], len(self.bodies) - 1, f"{here}.inside", medium)
+
+    def n_unknowns(self, space) -> int:
+        return 2 * space.n_dofs
+
+    def _region_wavenumbers(self, k):
+        return [k * complex(r.wavenumber_factor) for r in self.regions]
+
+    def operator_specs(self, k: float, operator_format: str) -> dict:
+        """{key: (operator, wavenumber, surfaces)}: V, K, W of every region on its
+        surfaces (nested.region_surfaces)."""
+        from .nested import region_surfaces  # noqa: PLC0415
+
+        out = {}
+        for region, kk in zip(self.regions, self._region_wavenumbers(k)):
+            surfaces = tuple(region_surfaces(self.interfaces, region.index))
+            kk = kk if kk.imag else kk.real
+            for n in self.operators:
+                out[f"{self._symbols[n]}{region.index}"] = (n, kk, surfaces)
+        return out
+
+    def check_mesh(self, mesh):
+        """The mesh must hold one surface per body of the tree."""
+        ids = surface_ids_of(mesh)
+        if len(np.unique(ids)) != len(self.bodies) or ids.max() != len(self.bodies) - 1:
+            raise WavescatError(f"the mesh holds {len(np.unique(ids))} surface(s); the body "
+                                f"tree has {len(self.bodies)}")
+
+    def system(self, space, k: float, operators: dict, solver: dict, xp=np):
+        from .nested import MultiDomainTransmission, region_surfaces  # noqa: PLC0415
+        from .osrc import OsrcDtN, OsrcNtD, mass_and_stiffness  # noqa: PLC0415
+
+        self.check_mesh(space.mesh)
+        mass, _ = mass_and_stiffness(space)
+        surface_of_dof = self.surface_of_dof(space)
+        ops, dofs = [], []
+        for region in self.regions:
+            surfaces = region_surfaces(self.interfaces, region.index)
+            dofs.append(np.flatnonzero(np.isin(surface_of_dof, surfaces)))
+            ops.append({sym: operators[f"{sym}{region.index}"] for sym in ("V", "K", "W")})
+        couplings, core_dofs = {}, {}
+        for face in self.interfaces:
+            if face.kind == "fluid":
+                continue
+            core, core_dofs[face.index] = sub_space(space, (face.index,))
+            k_o = float((k * complex(self.regions[face.outer].wavenumber_factor)).real)
+            cls = OsrcNtD if face.kind == "rigid" else OsrcDtN
+            couplings[face.index] = cls(core, k_o, **_osrc_options(solver["osrc"]))
+        return MultiDomainTransmission(self.interfaces, self.regions, ops, dofs,
+                                       surface_of_dof, mass, k, couplings, core_dofs, xp=xp)
+
+    @staticmethod
+    def surface_of_dof(space) -> np.ndarray:
+        """The surface id of every P1 dof (vertex) of the union mesh."""
+        out = np.zeros(space.n_dofs, np.int64)
+        ids = surface_ids_of(space.mesh)
+        out[space.element_dofs.ravel()] = np.repeat(ids, space.element_dofs.shape[1])
+        return out
+
+    def _outer_only(self, matrix, space, xp):
+        """Zero the columns of every surface but the outer one (the medium sees only it)."""
+        inner = xp.asarray(self.surface_of_dof(space) != 0)
+        n = space.n_dofs
+        mask = xp.concatenate([inner, inner])
+        if mask.any():
+            matrix = matrix.copy()
+            matrix[:, mask] = 0
+        return matrix
+
+    def far_field(self, space, directions, k: float, backend="cpu"):
+        from ..backend import Backend, get_backend  # noqa: PLC0415
+
+        be = backend if isinstance(backend, Backend) else get_backend(backend)
+        return self._outer_only(super().far_field(space, directions, k, be), space, be.xp)
+
+    def potential(self, space, points, k: float, backend="cpu"):
+        from ..backend import Backend, get_backend  # noqa: PLC0415
+
+        be = backend if isinstance(backend, Backend) else get_backend(backend)
+        return self._outer_only(super().potential(space, points, k, be), space, be.xp)
+
+    def record(self) -> dict:
+        out = super().record()
+        out["formulation"] = self.name
+        resolved = [json.loads(out["boundary"])] + [
+            json.loads(b["formulation"].record()["boundary"]) for b in self.bodies[1:]]
+        out["bodies"] = json.dumps([{"parent": b["parent"], "boundary": r, "where": b["where"]}
+                                    for b, r in zip(self.bodies, resolved)], sort_keys=True)
         return out
 
 
@@ -336,10 +524,40 @@ def formulation_for(boundary: dict | None = None, where: str = "boundary",
     return cls(boundary, where, medium)
 
 
+def _tree(bodies: list) -> list:
+    """The `inside` lists of a flat body list (parents by index) below body 0."""
+    children = {i: [] for i in range(len(bodies))}
+    for i, body in enumerate(bodies[1:], start=1):
+        children[body["parent"]].append(i)
+
+    def nest(i):
+        return [{"boundary": bodies[c]["boundary"], "inside": nest(c)} for c in children[i]]
+
+    return nest(0)
+
+
+def formulation_for_case(case: dict, medium: dict | None = None, where: str = "case"):
+    """The formulation of a case: its boundary's, or the nested system where the case holds
+    bodies `inside` (only a fluid body can)."""
+    inside = case.get("inside") or []
+    if not inside:
+        return formulation_for(case.get("boundary"), f"{where}.boundary", medium)
+    kind = (case.get("boundary") or {}).get("kind", "rigid")
+    if kind != "fluid":
+        raise ConfigError(f"{where}.inside: only a fluid body holds other bodies (boundary "
+                          f"kind here: {kind})")
+    return NestedTransmission(case.get("boundary"), f"{where}.boundary", medium, inside,
+                              f"{where}.inside")
+
+
 def formulation_of_record(solution: dict):
     """The formulation that wrote a solution (records.read_solution); files without a
     `boundary` attribute are rigid-body solutions."""
     boundary = json.loads(solution.get("boundary", '{"kind": "rigid"}'))
+    if solution.get("bodies"):  # nested: the tree as the records hold it
+        bodies = json.loads(solution["bodies"])
+        case = {"boundary": bodies[0]["boundary"], "inside": _tree(bodies)}
+        return formulation_for_case(case, where=f"{solution.get('path', 'solution')}")
     form = formulation_for(boundary, f"{solution.get('path', 'solution')}: boundary")
     if solution.get("formulation", form.name) != form.name:
         raise WavescatError(f"{solution.get('path', 'solution')}: formulation "

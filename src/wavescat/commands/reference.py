@@ -1,5 +1,6 @@
 """`wavescat reference`: the exact far field of a sphere case (farfield.csv format), for the
-case's boundary condition (rigid, pressure-release, fluid or impedance)."""
+case's boundary condition (rigid, pressure-release, fluid or impedance), or of concentric
+spheres (a fluid shell around a fluid, rigid or pressure-release core)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from ..errors import ConfigError
 from . import case_arguments
 from ..farfield import far_field_errors, incident_directions, receiver_directions
 from ..files import atomic_path
-from ..reference.sphere import series_for
+from ..reference.sphere import case_series
 from ..solve.records import read_farfield_csv, write_farfield_csv
 
 log = logging.getLogger(__name__)
@@ -23,18 +24,16 @@ def exact_solution(case: dict, medium: dict, frequency_hz: float) -> dict:
     file (`solve.records`), so that the table rows come out exactly as in farfield.csv:
     an aspect sweep gives the backscatter F(-d) per aspect direction d, otherwise every
     incidence direction gives F at all receivers."""
-    geometry = case["geometry"]
-    a, c = geometry["radius"], geometry.get("center", (0.0, 0.0, 0.0))
     k = 2.0 * math.pi * frequency_hz / medium["sound_speed"]
-    series = series_for(case.get("boundary"), "case.boundary", medium)
+    series = case_series(case, medium)
     incidence = incident_directions(case["incident"])
     out = {"frequency_hz": frequency_hz, "incident_directions": incidence.directions}
     if incidence.monostatic:
-        out["monostatic_far_field"] = series.monostatic_far_field(k, a, incidence.directions, c)
+        out["monostatic_far_field"] = series.monostatic_far_field(k, incidence.directions)
     else:
         receivers = receiver_directions(case["receivers"])
         out["receivers"] = {"theta_deg": receivers.theta_deg, "phi_deg": receivers.phi_deg}
-        out["far_field"] = np.array([series.far_field(k, a, d, receivers.vectors, c)
+        out["far_field"] = np.array([series.far_field(k, d, receivers.vectors)
                                      for d in incidence.directions])
     return out
 
@@ -42,9 +41,7 @@ def exact_solution(case: dict, medium: dict, frequency_hz: float) -> dict:
 def reference_farfield(args) -> None:
     case, medium = case_arguments(args)
     geometry = case["geometry"]
-    if geometry["kind"] != "sphere":
-        raise ConfigError(f"geometry.kind = {geometry['kind']!r}: the exact series needs a sphere")
-    series_for(case.get("boundary"), "case.boundary", medium)  # a condition with a series, before any work
+    case_series(case, medium)  # a sphere (or concentric spheres) with a series, before any work
     solutions = []
     for f in case["frequencies_hz"]:
         s = exact_solution(case, medium, float(f))

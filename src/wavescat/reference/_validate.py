@@ -17,6 +17,21 @@ def positive(name: str, value) -> float:
     return x
 
 
+def sound_speed_ratio(name: str, value) -> float | complex:
+    """A sound-speed ratio h: a finite real number > 0, or a complex one with Re h > 0 and
+    Im h <= 0 (an absorbing fluid: k_1 = k / h has Im k_1 >= 0 under exp(-i w t)).
+    Returned as float when real, else complex."""
+    message = (f"{name} = {value!r}: must be a real number > 0, or complex with real part > 0 "
+               "and imaginary part <= 0 (absorption under exp(-i w t))")
+    try:
+        z = complex(value)
+    except (TypeError, ValueError):
+        raise ConfigError(message) from None
+    if not (np.isfinite(z.real) and np.isfinite(z.imag)) or z.real <= 0 or z.imag > 0:
+        raise ConfigError(message)
+    return z.real if z.imag == 0 else z
+
+
 def vector3(name: str, value) -> np.ndarray:
     """A finite 3-vector."""
     v = np.asarray(value, dtype=np.float64)

@@ -15,6 +15,9 @@ j_l h_l' - j_l' h_l = i/x^2, with D_l = g h j_1 h_l'(x) - h_l(x) j_1',
     b_l = (i/x^2) g h / D_l,
 each evaluated independently of the far-field series (the tests check them against it).
 Without losses (real g, h) the optical theorem reads (4 pi / k) Im F(d) = sigma_s.
+An absorbing body has a complex h (Re h > 0, Im h <= 0, so that Im k_1 >= 0 under
+exp(-i w t); absorption.complex_sound_speed_ratio makes one from dB per wavelength): every
+series here accepts it, and then (4 pi / k) Im F(d) = sigma_s + sigma_a > sigma_s.
 A gas bubble (g << 1) has the monopole (Minnaert) resonance near ka = sqrt(3 g) / h.
 """
 from __future__ import annotations
@@ -52,7 +55,7 @@ def fluid_contrasts(boundary: dict, medium: dict | None = None,
 
 def _contrasts(density_ratio, sound_speed_ratio):
     return (_series._validate.positive("density_ratio", density_ratio),
-            _series._validate.positive("sound_speed_ratio", sound_speed_ratio))
+            _series._validate.sound_speed_ratio("sound_speed_ratio", sound_speed_ratio))
 
 
 def _bessel(l, ka, g, h):
@@ -136,7 +139,7 @@ def interior_field(k, radius, incident_direction, points, center=(0.0, 0.0, 0.0)
                           "for r <= a")
     ka = k * a
     b = _trace_weights(lambda j1, j1p: g * h * np.ones_like(j1), g, h)
-    order = _series.truncation_order(max(ka, ka / h), lambda l: (2 * l + 1) * np.abs(
+    order = _series.truncation_order(max(ka, abs(ka / h)), lambda l: (2 * l + 1) * np.abs(
         b(l, ka) * spherical_jn(l, ka / h)), tol)
     l = np.arange(order + 1)
     coeff = (2 * l + 1) * (1j ** l) * (1j / ka**2) * b(l, ka)

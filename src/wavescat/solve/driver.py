@@ -65,6 +65,24 @@ def boundary_operator(name, space, k, *, operator_format, backend, precision, qu
     raise ConfigError(f"solver.operator_format = {operator_format!r}: must be dense or hmatrix")
 
 
+def assemble_operators(formulation, space, k, operator_format, **options) -> dict:
+    """{key: operator} of `formulation.operator_specs`: (name, wavenumber) on `space`, or
+    (name, wavenumber, surfaces) on the P1 space of those surfaces of a union mesh (nested
+    bodies), each part's space made once."""
+    from ..bem.formulations import sub_space  # noqa: PLC0415
+
+    parts = {}
+    out = {}
+    for key, (name, kk, *surfaces) in formulation.operator_specs(k, operator_format).items():
+        on = space
+        if surfaces:
+            if surfaces[0] not in parts:
+                parts[surfaces[0]] = sub_space(space, surfaces[0])[0]
+            on = parts[surfaces[0]]
+        out[key] = boundary_operator(name, on, kk, operator_format=operator_format, **options)
+    return out
+
+
 def krylov_batches(n_dofs: int, n_rhs: int, gmres: dict, available_bytes: int,
                    itemsize: int = 16) -> tuple[int, int]:
     """(directions per batch, Krylov basis bytes of a batch) for `n_rhs` right-hand sides of
@@ -121,9 +139,9 @@ class FrequencyResult:
 
 def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> FrequencyResult:
     """Solve case `case` (validated config dict) on `mesh` at `frequency_hz`."""
-    from ..bem.formulations import formulation_for  # noqa: PLC0415
+    from ..bem.formulations import formulation_for_case  # noqa: PLC0415
 
-    formulation = formulation_for(case.get("boundary"), medium=medium)
+    formulation = formulation_for_case(case, medium)
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
         raise ConfigError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
     c = float(medium.get("sound_speed", defaults.MEDIUM["sound_speed"]))
@@ -155,10 +173,8 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
              space.n_dofs, mesh.n_triangles, k, epw, fmt, be.name, be.device_name)
 
     t0 = time.perf_counter()
-    ops = {key: boundary_operator(name, space, kk, operator_format=fmt, backend=be,
-                                  precision=precision, quadrature=quadrature,
-                                  hmatrix_options=settings["hmatrix"])
-           for key, (name, kk) in formulation.operator_specs(k, fmt).items()}
+    ops = assemble_operators(formulation, space, k, fmt, backend=be, precision=precision,
+                             quadrature=quadrature, hmatrix_options=settings["hmatrix"])
     be.synchronize()
     timings["assembly"] = time.perf_counter() - t0
 

@@ -1,0 +1,113 @@
+"""The nested-body (multi-domain transmission) formulation against exact series: concentric
+spheres in the limits that reduce to one sphere (equal materials in shell and core, a shell
+of the medium around a fluid, rigid or pressure-release core), and one fluid body against
+the Müller system it generalises. Small icospheres offset to the exact volumes, dense
+operators on the CPU."""
+import math
+
+import numpy as np
+import pytest
+
+from wavescat.bem.formulations import (FluidMuller, NestedTransmission, formulation_for_case,
+                                       formulation_of_record)
+from wavescat.errors import ConfigError
+from wavescat.geometry.icosphere import icosphere
+from wavescat.geometry.volume import match_volume
+from wavescat.reference import fluid_sphere, pressure_release_sphere, rigid_sphere
+from wavescat.solve.driver import assemble_operators, solver_settings
+from wavescat.solve.gmres import gmres
+from wavescat.surface import SurfaceMesh
+
+K = 2.0
+A0, A1 = 1.0, 0.6
+D = np.array([[0.0, 0.0, 1.0]])
+DIRS = np.array([[math.sin(t), 0.0, math.cos(t)] for t in np.linspace(0, math.pi, 7)])
+BODY = {"kind": "fluid", "density_ratio": 0.5, "sound_speed_ratio": 0.8}
+WATER = {"kind": "fluid", "density_ratio": 1.0, "sound_speed_ratio": 1.0}
+
+
+def _sphere(radius, subdivisions=2):
+    return match_volume(icosphere(subdivisions, radius), 4 / 3 * math.pi * radius**3)[0]
+
+
+def _union(*meshes):
+    union = SurfaceMesh.union(list(meshes)) if hasattr(SurfaceMesh, "union") else None
+    if union is None:
+        offsets = np.cumsum([0] + [m.n_vertices for m in meshes[:-1]])
+        union = SurfaceMesh(np.vstack([m.vertices for m in meshes]),
+                            np.vstack([m.triangles + o for m, o in zip(meshes, offsets)]))
+        object.__setattr__(union, "surface_ids", np.concatenate(
+            [np.full(m.n_triangles, i) for i, m in enumerate(meshes)]))
+    return union
+
+
+def _solve(form, mesh):
+    space = form.space(mesh)
+    ops = assemble_operators(form, space, K, "dense", backend="cpu", precision="double")
+    system = form.system(space, K, ops, solver_settings({}))
+    res = gmres(system.matvec, form.rhs(system, space, K, D), xp=np, tol=1e-8, restart=300,
+                maxiter=300)
+    return (form.far_field(space, DIRS, K) @ res.x)[:, 0], int(res.iterations[0])
+
+
+@pytest.fixture(scope="module")
+def shell_mesh():
+    return _union(_sphere(A0), _sphere(A1))
+
+
+CASES = {
+    "equal materials": (BODY, BODY, lambda: fluid_sphere.far_field(
+        K, A0, D[0], DIRS, density_ratio=0.5, sound_speed_ratio=0.8)),
+    "medium around a fluid core": (WATER, BODY, lambda: fluid_sphere.far_field(
+        K, A1, D[0], DIRS, density_ratio=0.5, sound_speed_ratio=0.8)),
+    "medium around a rigid core": (WATER, {"kind": "rigid"},
+                                   lambda: rigid_sphere.far_field(K, A1, D[0], DIRS)),
+    "medium around a pressure-release core": (
+        WATER, {"kind": "pressure_release"},
+        lambda: pressure_release_sphere.far_field(K, A1, D[0], DIRS)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_concentric_limits_match_one_sphere(name, shell_mesh):
+    shell, core, exact = CASES[name]
+    far, iterations = _solve(NestedTransmission(shell, inside=[{"boundary": core}]),
+                             shell_mesh)
+    ref = exact()
+    err = np.abs(far - ref).max() / np.abs(ref).max()
+    assert err < 0.01, (name, err)
+    assert iterations < 30  # identity plus compact: few iterations at ka = 2
+
+
+def test_one_fluid_body_is_the_muller_system():
+    mesh = _sphere(A0)
+    nested, _ = _solve(NestedTransmission(BODY, inside=()), mesh)
+    muller, _ = _solve(FluidMuller(BODY), mesh)
+    ref = fluid_sphere.far_field(K, A0, D[0], DIRS, density_ratio=0.5, sound_speed_ratio=0.8)
+    # the two systems differ only in how the data are discretised (one identity of p_inc)
+    assert np.abs(nested - muller).max() < 0.01 * np.abs(ref).max()
+    assert np.abs(nested - ref).max() < 0.01 * np.abs(ref).max()
+
+
+def test_inside_needs_a_fluid_body_and_inner_kinds():
+    with pytest.raises(ConfigError, match=r"case.inside: only a fluid body"):
+        formulation_for_case({"boundary": {"kind": "rigid"}, "inside": [{"boundary": BODY}]})
+    with pytest.raises(ConfigError, match=r"inside\[0\].boundary.kind = 'impedance'"):
+        formulation_for_case({"boundary": BODY, "inside": [
+            {"boundary": {"kind": "impedance", "admittance": [1, 0]}}]})
+    with pytest.raises(ConfigError, match=r"inside\[0\].inside: only a fluid body"):
+        formulation_for_case({"boundary": BODY, "inside": [
+            {"boundary": {"kind": "rigid"}, "inside": [{"boundary": BODY}]}]})
+
+
+def test_records_rebuild_the_tree():
+    form = formulation_for_case({"boundary": BODY, "inside": [
+        {"boundary": {"kind": "fluid", "density": 1.24, "sound_speed": 345.0},
+         "inside": [{"boundary": {"kind": "rigid"}}]},
+        {"boundary": {"kind": "pressure_release"}}]},
+        medium={"density": 1026.8, "sound_speed": 1477.3})
+    again = formulation_of_record(form.record())
+    assert isinstance(again, NestedTransmission)
+    assert [(f.outer, f.inner, f.kind) for f in again.interfaces] == [
+        (0, 1, "fluid"), (1, 2, "fluid"), (2, None, "rigid"), (1, None, "pressure_release")]
+    assert again.regions[2].density_ratio == pytest.approx(1.24 / 1026.8)

@@ -45,6 +45,7 @@ import math
 from dataclasses import dataclass
 
 from . import defaults
+from .reference.absorption import loss_factor
 
 # Q of a mode inside a fluid losing 1 dB per wavelength: 1 / (2 delta), delta = ln(10) / (40 pi)
 Q_PER_DB = 20.0 * math.pi / math.log(10.0)  # 27.29
@@ -55,9 +56,10 @@ RESONANCE_WAVELENGTHS = 2.0
 
 
 def absorption_q(absorption_db_per_wavelength: float) -> float:
-    """Q of the interior modes from absorption alone (inf without absorption)."""
-    alpha = float(absorption_db_per_wavelength or 0.0)
-    return math.inf if alpha <= 0 else Q_PER_DB / alpha
+    """Q of the interior modes from absorption alone, 1 / (2 delta) with delta the loss
+    factor of reference/absorption.py (inf without absorption)."""
+    delta = loss_factor(absorption_db_per_wavelength or 0.0)
+    return math.inf if delta <= 0 else 1.0 / (2.0 * delta)
 
 
 def contrast_q(impedance_ratio: float) -> float:

@@ -115,7 +115,8 @@ def coarse_mesh_refusal(mean_edge: float, extent, wavelengths: dict, *, source: 
             f"{mean_edge:.3g} m: {epw:.2g} elements per wavelength of {wavelength:.3g} m ({what}), "
             f"fewer than {REFUSE_ELEMENTS_PER_WAVELENGTH:g}, far too coarse to solve")
     ways = []
-    stored = geometry.get("kind") == "file" and str(geometry.get("path", "")).lower().endswith((".stl", ".msh"))
+    stored = (geometry.get("kind") == "file"
+              and str(geometry.get("path", "")).lower().endswith((".stl", ".msh")))
     longest = float(np.max(extent))
     if stored and float(geometry.get("scale", 1.0)) == 1.0 and longest >= 1.0:
         # a body a metre or more long whose stored mesh would be fine in a smaller unit
@@ -188,12 +189,9 @@ def check_mesh_resolution(mesh: SurfaceMesh, case: dict, medium: dict, frequency
 
     if (case.get("mesh") or {}).get("allow_coarse"):
         return
-    surfaces = surface_wavelengths(case, medium, frequency_hz, where)
     count = int(getattr(mesh, "n_surfaces", 1) or 1)
-    if count != len(surfaces):  # one surface meshed for the whole case: the outer body's
-        surfaces = [(surfaces[0][0], surfaces[0][1],
-                     {k: v for s in surfaces for k, v in s[2].items()})] if count == 1 \
-            else surfaces[:count]
+    # surface i of the mesh is body i of the tree (a one-surface mesh: the outer body's)
+    surfaces = surface_wavelengths(case, medium, frequency_hz, where)[:count]
     for i, (path, geometry, waves) in enumerate(surfaces):
         part = mesh if count == 1 else mesh.surface(i)
         source = (str(geometry.get("path")) if geometry.get("path")
@@ -216,13 +214,10 @@ def interior_resolution_warnings(mesh, case: dict, medium: dict, frequency_hz: f
     """Warnings where a surface's mean edge gives fewer than WARN_ELEMENTS_PER_WAVELENGTH
     elements per wavelength of a fluid it separates other than the water (a fluid body's
     interior, or the body that holds it; the solve driver warns on the water's)."""
-    surfaces = surface_wavelengths(case, medium, frequency_hz, where)
     count = int(getattr(mesh, "n_surfaces", 1) or 1)
-    if count == 1:
-        surfaces = [(surfaces[0][0], surfaces[0][1],
-                     {k: v for s in surfaces for k, v in s[2].items()})]
     out = []
-    for i, (path, _, waves) in enumerate(surfaces[:count]):
+    for i, (path, _, waves) in enumerate(
+            surface_wavelengths(case, medium, frequency_hz, where)[:count]):
         part = mesh if count == 1 else mesh.surface(i)
         edge = float(part.edge_lengths.mean())
         for what, wavelength in waves.items():

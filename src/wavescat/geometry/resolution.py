@@ -130,8 +130,9 @@ def coarse_mesh_refusal(mean_edge: float, extent, wavelengths: dict, *, source: 
         ways.append("otherwise remesh the file finer (a stored .stl/.msh mesh is used as it "
                     "is; a .step or .geo file is meshed at mesh.elements_per_wavelength)")
     else:
-        ways.append(f"{'otherwise ' if ways else ''}raise {mesh_prefix}mesh.elements_per_wavelength "
-                    f"or lower {mesh_prefix}mesh.max_element_size")
+        ways.append(f"{'otherwise ' if ways else ''}raise "
+                    f"{mesh_prefix}mesh.elements_per_wavelength or lower "
+                    f"{mesh_prefix}mesh.max_element_size")
     ways.append(f"or set {mesh_prefix}mesh.allow_coarse: true to solve it anyway")
     return head + "; " + "; ".join(ways)
 

@@ -29,8 +29,9 @@ The model (order of magnitude, on purpose):
   size is taken to resonate.
 
 Threshold: Q > HYPERSENSITIVE_Q = 50. A resonance of quality Q is f / Q wide (half power).
-The mesh moves interior resonances by the discretisation's dispersion, about (k h)^2 / 24
-relative for P1 elements: 1.6% at 10 elements per interior wavelength, 7% at 5. Above
+The mesh moves interior resonances by the discretisation's dispersion, estimated (not
+measured here) from the P1 dispersion error (k h)^2 / 24: 1.6% at 10 elements per interior
+wavelength, 7% at 5. Above
 Q = 50 (resonances narrower than 2%) a resonance's width is below that shift at the
 default resolution, so the TS of one frequency near it changes by many dB from mesh to mesh
 (11.8 dB in issue 26) and no refinement a user can afford converges it; at Q = 20 (an

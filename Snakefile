@@ -32,6 +32,14 @@ include: "workflow/rules/bem.smk"
 include: "workflow/rules/timedomain.smk"
 
 
+onsuccess:
+    report_warnings("ended")
+
+
+onerror:
+    report_warnings("failed")
+
+
 rule target_strength:
     """Far field, TS tables, plots and summary of every case under `run:`."""
     input:

@@ -277,6 +277,10 @@ if "boundary" in load_schema()["$defs"]["case"]["properties"]:  # the fluid body
     BOUND += [(_set(["cases", "sphere_ka5", "boundary"], {"kind": "fluid", key: 0}),
                f"cases.sphere_ka5.boundary.{key} = 0: must be > 0")
               for key in ("density_ratio", "density", "sound_speed_ratio", "sound_speed")]
+    BOUND += [(_set(["cases", "sphere_ka5", "boundary"],
+                    {"kind": "fluid", "density": 1.24, "sound_speed": 345,
+                     "absorption_db_per_wavelength": -1}),
+               "cases.sphere_ka5.boundary.absorption_db_per_wavelength = -1: must be >= 0")]
 
 # The checks config.py makes beyond the schema, one bad value each.
 EXPLICIT = [

@@ -298,3 +298,16 @@ def test_listed_receivers_plot_against_their_number(tmp_path, figures):
     assert fig.axes[0].get_xlabel() == "receiver number (config order)"
     assert "receivers in the order of receivers.directions_deg" in prose(fig)
     assert "Incident wave travels along d = (0, 0, 1)." in prose(fig)
+
+
+def test_a_case_with_warnings_carries_them_on_every_plot(tmp_path, figures):
+    sols = [solution(BISTATIC, ka_hz(f)) for f in (1.0, 2.0)]
+    warning = "case ball: cases.ball (a fluid ...) has an estimated interior Q of 3546"
+    written = make_plots(sols, tmp_path, "ball", None, "", [warning, "another"])
+    assert written and all(p.name in figures for p in written)
+    for p in written:
+        text = prose(figures[p.name])
+        assert "WARNING (and 1 more), see summary.json:" in text, p.name
+        assert "interior Q of 3546" in text
+    make_plots(sols[:1], tmp_path / "clean", "ball")
+    assert "WARNING" not in prose(figures["bistatic_ts_polar.png"])

@@ -181,6 +181,16 @@ def _footnote(fig, text: str, width: int = 110) -> None:
     fig.text(0.01, 0.0, "\n".join(lines), ha="left", va="top", fontsize=7.5, color="0.25")
 
 
+def _warning_note(fig, text: str, width: int = 100) -> None:
+    """A case's warnings (notices.plot_note) in red above the plot: a TS that a warning
+    qualifies must not travel without it."""
+    import textwrap  # noqa: PLC0415
+
+    if text:
+        fig.text(0.01, 1.0, "\n".join(textwrap.wrap(text, width)), ha="left", va="bottom",
+                 fontsize=8, color="#b00000", weight="bold")
+
+
 def _save(fig, path) -> Path:
     """Write the figure atomically (a stopped run leaves no half-written plot), close it."""
     from .files import atomic_path  # noqa: PLC0415
@@ -242,7 +252,7 @@ def _draw_incidence(ax, angle_deg: float) -> None:
                 fontsize=8, color="crimson", annotation_clip=False)
 
 
-def polar_ts(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> Path:
+def polar_ts(path, axis: AngleAxis, freqs, ts, exact=None, title="", warning="") -> Path:
     """TS (rows: frequencies) against the plane angle on a polar plot in dB, one curve per
     frequency (colour map), the exact series dashed over them where given."""
     plt = _pyplot()
@@ -296,6 +306,7 @@ def polar_ts(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> Path:
     clipped = min(np.nanmin(ts), np.inf if exact is None else np.nanmin(exact)) < floor
     _footnote(fig, axis.meaning("arrow") + (f"\nValues below {floor:g} dB are drawn at {floor:g} dB."
                                      if clipped else ""))
+    _warning_note(fig, warning)
     return _save(fig, path)
 
 
@@ -319,7 +330,8 @@ def _angle_ticks(ax, angle) -> None:
         ax.set_xticks(np.arange(45 * np.ceil(angle.min() / 45), angle.max() + 1e-9, 45))
 
 
-def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> Path:
+def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="",
+                     warning="") -> Path:
     """TS against angle on cartesian axes, one curve per frequency; with the exact series, the
     dB difference in a panel below."""
     plt = _pyplot()
@@ -360,10 +372,11 @@ def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="") -> 
         bottom = err
     bottom.set_xlabel(axis.label())
     _footnote(fig, axis.meaning() + _DASHED_NOTE * (axis.in_plane() and not axis.monostatic))
+    _warning_note(fig, warning)
     return _save(fig, path)
 
 
-def ts_map(path, axis: AngleAxis, freqs, ts, title="") -> Path:
+def ts_map(path, axis: AngleAxis, freqs, ts, title="", warning="") -> Path:
     """TS over angle (x) and frequency (y) as a colour map."""
     plt = _pyplot()
     freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
@@ -384,10 +397,11 @@ def ts_map(path, axis: AngleAxis, freqs, ts, title="") -> Path:
     ax.set_title(_heading(title, f"{kind} target strength, {_frequency_text(freqs)}"),
                  fontsize=10, pad=14)
     _footnote(fig, axis.meaning() + _DASHED_NOTE * (axis.in_plane() and not axis.monostatic))
+    _warning_note(fig, warning)
     return _save(fig, path)
 
 
-def ts_against_frequency(path, freqs, curves: dict, title="", note="") -> Path:
+def ts_against_frequency(path, freqs, curves: dict, title="", note="", warning="") -> Path:
     """TS against frequency: {label: (ts, exact or None)}, one line (markers) per label."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
@@ -403,6 +417,7 @@ def ts_against_frequency(path, freqs, curves: dict, title="", note="") -> Path:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     if note:
         _footnote(fig, note)
+    _warning_note(fig, warning)
     return _save(fig, path)
 
 
@@ -452,7 +467,7 @@ def _exact_rows(reference, solution, count: int):
     return target_strength(values).reshape(-1, count)
 
 
-def ts_plots(axis: AngleAxis, freqs, ts, exact, title: str, path_of) -> list[Path]:
+def ts_plots(axis: AngleAxis, freqs, ts, exact, title: str, path_of, warning="") -> list[Path]:
     """The plots of one TS table (rows: frequencies): polar where the angles lie in a plane,
     cartesian (per frequency with its error panel against `exact` where given), TS against
     frequency and a frequency-angle map for sweeps. path_of(kind) names each file, kind one of
@@ -460,24 +475,30 @@ def ts_plots(axis: AngleAxis, freqs, ts, exact, title: str, path_of) -> list[Pat
     freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
     out = []
     if axis.polar and ts.shape[1] > 1:
-        out.append(polar_ts(path_of("ts_polar"), axis, freqs, ts, exact, title))
+        out.append(polar_ts(path_of("ts_polar"), axis, freqs, ts, exact, title, warning))
     if exact is not None:  # per frequency, each with its own error panel
         for i, f in enumerate(freqs):
             out.append(ts_against_angle(path_of(f"ts_vs_exact_f{i}"), axis, [f], ts[i:i + 1],
-                                        exact[i:i + 1], title))
+                                        exact[i:i + 1], title, warning))
     if exact is None or len(freqs) > 1:
-        out.append(ts_against_angle(path_of("ts"), axis, freqs, ts, exact, title))
+        out.append(ts_against_angle(path_of("ts"), axis, freqs, ts, exact, title, warning))
     if len(freqs) > 1:
         curves, note = frequency_curves(axis, ts, exact)
-        out.append(ts_against_frequency(path_of("ts_vs_frequency"), freqs, curves, title, note))
-        out.append(ts_map(path_of("ts_map"), axis, freqs, ts, title))
+        out.append(ts_against_frequency(path_of("ts_vs_frequency"), freqs, curves, title, note,
+                                        warning))
+        out.append(ts_map(path_of("ts_map"), axis, freqs, ts, title, warning))
     return out
 
 
-def case_plots(solutions, folder, name: str = "", reference=None, description: str = "") -> list[Path]:
+def case_plots(solutions, folder, name: str = "", reference=None, description: str = "",
+               warnings=()) -> list[Path]:
     """Every plot of one case (solution dicts sorted by frequency), per incidence direction;
     with the exact series and the dB error where `reference` (read_farfield_csv) fits; the
-    case's description under the titles."""
+    case's description under the titles; its `warnings` (summary.json's) in red above each
+    plot (notices.plot_note)."""
+    from .notices import plot_note  # noqa: PLC0415
+
+    warning = plot_note(warnings)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)  # the rule's output directory
     freqs = np.array([s["frequency_hz"] for s in solutions])
@@ -502,7 +523,7 @@ def case_plots(solutions, folder, name: str = "", reference=None, description: s
         exact = None if exact_all is None else np.array([e[j] for e in exact_all])
         title = (name if n_inc == 1 else f"{name}, incidence {j}") + (f"\n{description}" if description else "")
         out += ts_plots(_axis_of(first, j), freqs, np.array([s[j] for s in series]), exact, title,
-                        path_of)
+                        path_of, warning)
     return out
 
 

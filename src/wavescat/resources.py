@@ -66,7 +66,12 @@ def _volume_and_total_curvature(geometry: dict) -> tuple[float, float] | None:
 def _vertices_estimate(geometry: dict, h: float, error) -> int:
     area = surface_area_estimate(geometry)
     if area is None:
-        return 20_000  # a file geometry: assume a mid-size problem
+        facts = file_facts(geometry)
+        if facts and facts.get("vertices"):  # a stored mesh is used as it is
+            return int(facts["vertices"])
+        if not facts or not facts.get("area"):
+            return 20_000  # a file geometry not read: assume a mid-size problem
+        area = facts["area"]  # a CAD file, meshed at h
     # gmsh's edges come out a few percent shorter than the target h: 2-12% more vertices
     # than area / (sqrt(3)/4 h^2) / 2 on spheres of 2k-400k unknowns, hence the 1.1
     triangles = area / (_TRIANGLE_AREA_FACTOR * h ** 2)
@@ -300,9 +305,10 @@ def check_limits(config: dict, cases) -> None:
         est = case_estimates(case, medium, gpu)
         where = f"case {name!r} at {f:g} Hz (about {est['unknowns']:.3g} unknowns)"
         max_n = limits.get("max_unknowns")
+        unit = unit_hint(case["geometry"], f"cases.{name}")
         if max_n is not None and est["unknowns"] > max_n:
             raise ConfigError(f"{where}: more than limits.max_unknowns = {max_n}; lower the "
-                              "frequency or elements_per_wavelength, or raise the limit")
+                              "frequency or elements_per_wavelength, or raise the limit" + unit)
         checks = [("meshing", est["mesh_bytes"], host, "host memory", host_from),
                   (f"the {est['format']} solve", est["solve_host_bytes"], host, "host memory",
                    host_from)]
@@ -317,7 +323,7 @@ def check_limits(config: dict, cases) -> None:
                         and "solve" in stage else "")
                 raise ConfigError(
                     f"{where}: {stage} needs about {_size(need)}, more than the {_size(limit)} "
-                    f"of {kind} ({limit_from}){hint}")
+                    f"of {kind} ({limit_from}){hint}{unit}")
 
 
 def out_of_memory_message(exc: BaseException, command: str) -> str | None:
@@ -352,3 +358,133 @@ def follow_job_threads() -> None:
         numba.set_num_threads(min(int(n), numba.config.NUMBA_NUM_THREADS))
     else:
         os.environ["NUMBA_NUM_THREADS"] = n
+
+
+# -- before any job: meshes far too coarse, hypersensitive cases ------------------------------
+# A stored mesh file (.stl, .msh) up to this size is read when the config is checked, so a
+# mesh far too coarse for its wavelengths (a file in millimetres read as metres) is refused
+# before any job starts; larger files and CAD files are checked by the mesh job.
+QUICK_MESH_FILE_BYTES = 32 * 2**20
+_FILE_MESHES: dict = {}
+
+
+def stored_file_mesh(geometry: dict):
+    """The SurfaceMesh of a `file` geometry's stored mesh (.stl or .msh no larger than
+    QUICK_MESH_FILE_BYTES), scaled and shifted as the mesh job would; None otherwise."""
+    from pathlib import Path  # noqa: PLC0415
+
+    import numpy as np  # noqa: PLC0415
+
+    if geometry.get("kind") != "file":
+        return None
+    path = Path(geometry["path"])
+    if path.suffix.lower() not in (".stl", ".msh") or not path.is_file() \
+            or path.stat().st_size > QUICK_MESH_FILE_BYTES:
+        return None
+    key = (str(path.resolve()), path.stat().st_mtime_ns)
+    if key not in _FILE_MESHES:
+        from .geometry.file import read_triangle_file  # noqa: PLC0415
+
+        _FILE_MESHES[key] = read_triangle_file(path)
+    mesh = _FILE_MESHES[key]
+    from .surface import SurfaceMesh  # noqa: PLC0415
+
+    scale = float(geometry.get("scale", 1.0))
+    return SurfaceMesh(scale * mesh.vertices + np.asarray(geometry.get("center", [0, 0, 0]), float),
+                       mesh.triangles, mesh.meta)
+
+
+def file_facts(geometry: dict) -> dict | None:
+    """What a `file` geometry is, read quickly and in metres (geometry.scale applied):
+    {"extent": bounding-box sides, "area": surface area, "vertices": vertex count of a stored
+    mesh (None for CAD, which is meshed at h)}. Stored meshes up to QUICK_MESH_FILE_BYTES and
+    STEP files (OpenCASCADE, no meshing) are read; None for others or a file that does not
+    read (the mesh job reports that)."""
+    from pathlib import Path  # noqa: PLC0415
+
+    import numpy as np  # noqa: PLC0415
+
+    from .errors import WavescatError  # noqa: PLC0415
+
+    if geometry.get("kind") != "file":
+        return None
+    try:
+        mesh = stored_file_mesh(geometry)
+    except WavescatError:
+        return None
+    if mesh is not None:
+        from .geometry.resolution import mesh_extent  # noqa: PLC0415
+
+        return {"extent": mesh_extent(mesh.vertices), "area": float(mesh.total_area),
+                "vertices": int(mesh.n_vertices)}
+    path = Path(geometry["path"])
+    if path.suffix.lower() not in (".step", ".stp") or not path.is_file() \
+            or path.stat().st_size > QUICK_MESH_FILE_BYTES:
+        return None
+    key = ("cad", str(path.resolve()), path.stat().st_mtime_ns)
+    if key not in _FILE_MESHES:
+        from .geometry.gmsh_model import gmsh_session  # noqa: PLC0415
+
+        try:
+            with gmsh_session() as gmsh:
+                gmsh.model.occ.importShapes(str(path))
+                gmsh.model.occ.synchronize()
+                box = np.asarray(gmsh.model.getBoundingBox(-1, -1), float)
+                area = sum(gmsh.model.occ.getMass(2, tag)
+                           for _, tag in gmsh.model.getEntities(2))
+            _FILE_MESHES[key] = (box[3:] - box[:3], float(area))
+        except Exception:  # noqa: BLE001 - unreadable here: the mesh job names the problem
+            _FILE_MESHES[key] = None
+    if _FILE_MESHES[key] is None:
+        return None
+    extent, area = _FILE_MESHES[key]
+    scale = float(geometry.get("scale", 1.0))
+    return {"extent": scale * extent, "area": scale**2 * area, "vertices": None}
+
+
+def unit_hint(geometry: dict, where: str) -> str:
+    """'; if the file is in millimetres, set <where>.geometry.scale: 0.001 (...)' for an
+    unscaled file geometry a metre or more long, '' otherwise."""
+    if geometry.get("kind") != "file" or float(geometry.get("scale", 1.0)) != 1.0:
+        return ""
+    facts = file_facts(geometry)
+    if not facts:
+        return ""
+    longest = float(max(facts["extent"]))
+    if longest < 1.0:
+        return ""
+    return (f"; the body is {longest:.3g} m long: if the file is in millimetres, set "
+            f"{where}.geometry.scale: 0.001 (then {longest * 0.001:.3g} m)")
+
+
+def check_resolution(config: dict, cases) -> list[str]:
+    """Before any job starts: refuse (ConfigError, one line) a case whose stored mesh file
+    is far too coarse for its highest frequency (geometry.resolution.coarse_mesh_refusal),
+    and return the hypersensitivity warnings of every case (wavescat.sensitivity)."""
+    from .errors import ConfigError, MeshError  # noqa: PLC0415
+    from .geometry.resolution import (check_mesh_resolution,  # noqa: PLC0415
+                                      mesh_extent)
+    from .sensitivity import sensitivity_warnings  # noqa: PLC0415
+
+    medium = config["medium"]
+    out = []
+    for name in cases:
+        case = config["cases"][name]
+        try:
+            mesh = stored_file_mesh(case["geometry"])
+        except MeshError as exc:
+            raise ConfigError(f"cases.{name}.geometry.path: {exc}") from None
+        sizes = None
+        if mesh is not None:
+            try:
+                check_mesh_resolution(mesh, case, medium, max(case["frequencies_hz"]),
+                                      f"cases.{name}")
+            except MeshError as exc:  # point at the file's key (config_error finds its line)
+                text = str(exc).replace(f"cases.{name}: ", f"cases.{name}.geometry.path: ", 1)
+                raise ConfigError(text) from None
+            sizes = {f"cases.{name}": mesh_extent(mesh.vertices)}
+        elif case["geometry"].get("kind") == "file":
+            facts = file_facts(case["geometry"])  # a STEP file's bounding box
+            sizes = {f"cases.{name}": facts["extent"]} if facts else None
+        out += [w for w in sensitivity_warnings(case, medium, name, sizes) if w not in out]
+    return out

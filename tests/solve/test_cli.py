@@ -91,10 +91,16 @@ def test_coarse_mesh_warns_and_failure_leaves_no_file(tmp_path, capsys):
     case = {"incident": {"direction": [1, 0, 0]}, "receivers": {"plane": "xy", "count": 5},
             "solver": {"operator_format": "dense", "backend": "cpu"}}
     args = ["--medium", json.dumps({"sound_speed": C}), "--mesh", str(tmp_path / "coarse.msh"),
-            "--frequency", repr(3.0 * C / (2 * math.pi))]
+            "--frequency", repr(2.5 * C / (2 * math.pi))]  # 2.4 elements per wavelength
     out = tmp_path / "f0.h5"
     assert cli.main(["solve", "--case", json.dumps(case), *args, "--out", str(out)]) == 0
     assert "elements per wavelength" in records.read_solution(out)["warnings"][0]
+    # at ka = 3 (1.99 elements per wavelength) the solve is refused before assembly
+    refused = [*args[:-1], repr(3.0 * C / (2 * math.pi))]
+    assert cli.main(["solve", "--case", json.dumps(case), *refused,
+                     "--out", str(tmp_path / "no.h5")]) == 2
+    assert "far too coarse to solve" in capsys.readouterr().err
+    assert not (tmp_path / "no.h5").exists()
     case["solver"]["gmres"] = {"tol": 1e-12, "restart": 1, "maxiter": 1}
     bad = tmp_path / "bad.h5"
     assert cli.main(["solve", "--case", json.dumps(case), *args, "--out", str(bad)]) == 2

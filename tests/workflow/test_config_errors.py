@@ -108,3 +108,46 @@ def test_locate_takes_the_last_file_and_dotted_case_names(tmp_path):
     # a key no file sets (a default, a case a study made) gets no place, only the message
     error = ConfigError("cases.study_sub_x.solver.precision = 'half': must be one of ...")
     assert config_error(error, [first, second]) == f"invalid configuration: {error}"
+
+
+MILLIMETRES = """\
+run: [capsule]
+cases:
+  capsule:
+    geometry: {kind: file, path: capsule_mm.stl}
+    frequencies_hz: [38000]
+"""
+
+
+def _millimetre_sphere(repo):
+    """A 20 cm sphere stored in millimetres (642 vertices): read as metres, 200 m across."""
+    from wavescat.geometry.icosphere import icosphere
+
+    icosphere(3, radius=100.0).write(repo / "capsule_mm.stl", "stl")
+
+
+def test_check_config_refuses_a_file_in_millimetres(repo):
+    _millimetre_sphere(repo)
+    (repo / "my.yaml").write_text(MILLIMETRES)
+    out = check_config(repo, "my.yaml")
+    assert out.returncode == 2 and stack_free(out.stderr), out.stderr
+    (line,) = [s for s in out.stderr.splitlines() if s.strip()]
+    assert "invalid configuration in my.yaml, line 4, column" in line
+    assert "capsule_mm.stl is 200 x 200 x 200 m with a mean edge of" in line
+    assert "elements per wavelength of 0.0395 m (the water's at 38000 Hz)" in line
+    assert "if the file is in millimetres, set cases.capsule.geometry.scale: 0.001" in line
+    assert "cases.capsule.mesh.allow_coarse: true" in line
+    (repo / "my.yaml").write_text(MILLIMETRES.replace("capsule_mm.stl}",
+                                                      "capsule_mm.stl, scale: 0.001}"))
+    out = check_config(repo, "my.yaml")
+    assert out.returncode == 0, out.stderr
+
+
+def test_workflow_refuses_a_file_in_millimetres_before_any_job(repo, snakemake):
+    _millimetre_sphere(repo)
+    (repo / "my.yaml").write_text(MILLIMETRES)
+    out = snakemake("-n", "target_strength", "--configfile", "my.yaml")
+    assert out.returncode != 0 and stack_free(out.stdout + out.stderr), out.stderr
+    errors = [line for line in out.stderr.splitlines() if "invalid configuration" in line]
+    assert len(errors) == 1, out.stderr
+    assert "if the file is in millimetres, set cases.capsule.geometry.scale: 0.001" in errors[0]

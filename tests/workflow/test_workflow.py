@@ -133,3 +133,31 @@ def test_editing_the_geometry_file_remeshes(tmp_path):
     assert out.returncode == 0, out.stderr
     assert jobs(out.stdout)["mesh"] == 1
     assert "part.geo" in out.stdout
+
+
+WARNED = """
+run: [coarse]
+cases:
+  coarse:
+    geometry: {kind: sphere, radius: 0.5}
+    frequencies_hz: [1500]
+    receivers: {plane: xz, count: 5}
+    mesh: {elements_per_wavelength: 3, max_volume_error: null}
+  gas:
+    geometry: {kind: sphere, radius: 0.05}
+    boundary: {kind: fluid, density: 1.24, sound_speed: 345}
+    frequencies_hz: [38000]
+"""
+
+
+def test_warnings_reach_the_console(tmp_path):
+    """A case's warnings (here: 3 elements per wavelength) are printed when the run ends, and
+    a hypersensitive case's when the config is checked, not only written to the job logs."""
+    out = snakemake(["-n", "target_strength", "--config", "run=[gas]"], tmp_path, WARNED)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (line,) = [s for s in out.stderr.splitlines() if s.startswith("wavescat: warning: case gas:")]
+    assert "estimated interior Q of" in line
+    out = snakemake(["target_strength"], tmp_path, WARNED)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    tail = out.stderr[out.stderr.index("wavescat: the run ended with"):]
+    assert "  coarse: mesh coarser than 5 elements per wavelength at 1500 Hz" in tail

@@ -14,7 +14,9 @@ from wavescat.reference.sphere import has_series
 from wavescat.errors import ConfigError
 from wavescat.geometry.bodies import body_tree
 from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
-from wavescat.resources import check_limits, gpu_count, mesh_resources, partition, solve_resources
+from wavescat.notices import config_warning_lines, print_run_warnings
+from wavescat.resources import (check_limits, check_resolution, gpu_count, mesh_resources,
+                                partition, solve_resources)
 
 # Our own pass first: it names the key and value of the first problem and checks what a
 # schema cannot (geometry keys per kind, mesh files on disk, `run` entries). The error is
@@ -44,6 +46,23 @@ try:
     check_limits(CONFIG, RUN + [c for c in DG_CASES if c not in RUN])
 except ConfigError as exc:
     sys.exit(config_error(exc, CONFIG_FILES))
+
+# Refuse a case whose stored mesh file is far too coarse for its wavelengths (a file in
+# millimetres read as metres: wavescat.geometry.resolution), and say on the console, before
+# any job starts, which cases' single-frequency TS is hypersensitive (wavescat.sensitivity).
+try:
+    CONFIG_WARNINGS = check_resolution(CONFIG, RUN)
+except ConfigError as exc:
+    sys.exit(config_error(exc, CONFIG_FILES))
+if workflow.is_main_process:
+    for _line in config_warning_lines(CONFIG_WARNINGS):
+        print(_line, file=sys.stderr)
+
+
+def report_warnings(ending):
+    """Every warning of the run's cases (summary.json, mesh statistics, the config check's)
+    on the console when the run ends: the jobs write them only to their logs."""
+    print_run_warnings(RUN, "results", CONFIG_WARNINGS, ending)
 
 
 wildcard_constraints:

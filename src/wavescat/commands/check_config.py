@@ -6,11 +6,13 @@ this command names both, and runs every check of the workflow on the merged conf
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from ..config import prepare_config, run_cases
 from ..config_files import DEFAULT_CONFIG, config_error, load_config_files
 from ..errors import ConfigError
+from ..resources import check_resolution
 
 
 def check_config(args) -> None:
@@ -23,7 +25,14 @@ def check_config(args) -> None:
     except ConfigError as exc:
         raise ConfigError(config_error(exc, [default, *args.files])) from None
     cases = run_cases(config)
-    print(f"valid: target_strength builds {len(cases)} case(s): {', '.join(cases)}")
+    try:  # a stored mesh file far too coarse for its wavelengths is refused here too
+        warnings = check_resolution(config, cases)
+    except ConfigError as exc:
+        raise ConfigError(config_error(exc, [default, *args.files])) from None
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"valid: target_strength builds {len(cases)} case(s): {', '.join(cases)}"
+          + (f", with {len(warnings)} warning(s) above" if warnings else ""))
 
 
 def register(subparsers) -> None:

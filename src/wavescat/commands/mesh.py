@@ -23,10 +23,14 @@ def _json_arg(name: str, text: str) -> dict:
 
 def run(args) -> int:
     from ..geometry import mesh_case
+    from ..geometry.resolution import check_mesh_resolution
 
     case = _json_arg("case", args.case)
     medium = _json_arg("medium", args.medium)
     mesh, stats = mesh_case(case, medium, verbose=args.gmsh_verbose, name=args.name)
+    # refuse a mesh far too coarse for the band's top frequency before any solve job starts
+    check_mesh_resolution(mesh, case, medium, max(case["frequencies_hz"]),
+                          f"cases.{args.name}" if args.name else "")
     if args.name:
         stats = {"case": args.name, **stats}
     with atomic_path(args.mesh) as tmp_mesh, atomic_path(args.stats) as tmp_stats:

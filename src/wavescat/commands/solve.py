@@ -28,14 +28,20 @@ def _json_arg(text: str, name: str) -> dict:
 
 def run_solve(args) -> int:
     from ..solve.driver import solve_frequency  # noqa: PLC0415
+    from ..sensitivity import solve_preflight  # noqa: PLC0415
     from ..solve.records import write_solution  # noqa: PLC0415
     from ..surface import SurfaceMesh  # noqa: PLC0415
 
     case = _json_arg(args.case, "case")
     medium = _json_arg(args.medium, "medium")
     mesh = SurfaceMesh.from_file(args.mesh)
+    # before any assembly: refuse a mesh far too coarse, warn of a hypersensitive case
+    cautions = solve_preflight(case, medium, mesh, float(args.frequency), args.name or "")
+    for w in cautions:
+        log.warning(w)
     announce_compilation(log)
     result = solve_frequency(case, medium, mesh, float(args.frequency))
+    result.warnings.extend(w for w in cautions if w not in result.warnings)
     write_solution(args.out, result, mesh, case_name=args.name or "")
     t = result.timings
     log.info("wrote %s: %d DOFs, iterations %s, assembly %.2f s, preconditioner %.2f s, "
@@ -60,15 +66,16 @@ def run_collect(args) -> int:
         log.warning(w)
     if args.plots:
         make_plots(solutions, Path(args.plots), args.name or "", reference,
-                   _json_arg(args.case, "case").get("description", ""))
+                   _json_arg(args.case, "case").get("description", ""), summary["warnings"])
     log.info("wrote %s and %s", args.farfield, args.summary)
     return 0
 
 
-def make_plots(solutions, folder: Path, name: str, reference=None, description="") -> list[Path]:
+def make_plots(solutions, folder: Path, name: str, reference=None, description="",
+               warnings=()) -> list[Path]:
     from ..plots import case_plots  # noqa: PLC0415
 
-    return case_plots(solutions, folder, name, reference, description)
+    return case_plots(solutions, folder, name, reference, description, warnings)
 
 
 def register(subparsers) -> None:

@@ -53,7 +53,8 @@ rule reference_farfield:
     output:
         "results/{case}/reference_farfield.csv",
     params:
-        case=case_param("geometry", "boundary", "frequencies_hz", "incident", "receivers"),
+        case=case_param("geometry", "boundary", "inside", "frequencies_hz", "incident",
+                          "receivers"),
         medium=MEDIUM,
     log:
         "results/{case}/logs/reference_farfield.log",

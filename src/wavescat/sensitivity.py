@@ -203,7 +203,8 @@ def sensitivity_warnings(case: dict, medium: dict, name: str = "", sizes=None) -
     for region, _ in hypersensitive_regions(case, medium, where, sizes):
         z = region.impedance_ratio
         size = "" if region.width is None else (
-            f", {region.diameter:.3g} m across" if z < 1 else f", {region.width:.3g} m wide")
+            f", bounding-box diagonal {region.diameter:.3g} m" if z < 1
+            else f", bounding-box width {region.width:.3g} m")
         share = 100.0 / region.q
         body = (f"case {name}: {region.where}" if name
                 else f"the body {region.where}" if region.where else "the body")

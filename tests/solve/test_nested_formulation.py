@@ -38,14 +38,7 @@ def _sphere(radius, subdivisions=2):
 
 
 def _union(*meshes):
-    union = SurfaceMesh.union(list(meshes)) if hasattr(SurfaceMesh, "union") else None
-    if union is None:
-        offsets = np.cumsum([0] + [m.n_vertices for m in meshes[:-1]])
-        union = SurfaceMesh(np.vstack([m.vertices for m in meshes]),
-                            np.vstack([m.triangles + o for m, o in zip(meshes, offsets)]))
-        object.__setattr__(union, "surface_ids", np.concatenate(
-            [np.full(m.n_triangles, i) for i, m in enumerate(meshes)]))
-    return union
+    return SurfaceMesh.union(list(meshes))
 
 
 def _solve(form, mesh):

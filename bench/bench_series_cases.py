@@ -1,0 +1,118 @@
+"""Sphere and concentric-sphere cases of a config against their exact series, the workflow's
+way: per case and frequency the DOFs, GMRES iterations, time per stage, and the TS error
+at every receiver (or aspect) against `reference.sphere.case_series`.
+
+    python bench/bench_series_cases.py config/examples/shells.yaml [--cases a b]
+        [--frequencies 12000 38000] [--set mesh.elements_per_wavelength=6 ...]
+        [--backend cpu|gpu] [--meshes DIR] [--write-meshes]
+
+Each case goes as the workflow sends it: `prepare_config` fills the schema's defaults (mesh
+sizing, quadrature, GMRES, `operator_format: auto`), `mesh_case` makes the mesh of the
+frequency (what `wavescat mesh` runs for a band of one frequency), `solve_frequency` gets
+the case as `wavescat solve` receives it (`solve_case`). `--set key=value` (dotted case keys,
+YAML values) changes every selected case, e.g. `boundary.absorption_db_per_wavelength=1.364`
+or `mesh.resolve_interior=false`. On a machine without gmsh (the GPU machine) `--meshes DIR`
+reads DIR/<case>_f<hz>.npz, which `--write-meshes` makes where gmsh is installed.
+Prints one row per case and frequency and, per case, the RMS and largest TS error (dB).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from wavescat.config import prepare_config, solve_case
+from wavescat.config_files import load_config_files
+from wavescat.reference.sphere import case_series
+from wavescat.solve.driver import solve_frequency
+from wavescat.surface import SurfaceMesh
+
+
+def _set(case: dict, dotted: str, value) -> None:
+    node = case
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        node = node.setdefault(int(key) if isinstance(node, list) else key, {})
+    node[keys[-1]] = value
+
+
+def _mesh(config, name, case, medium, f, args):
+    path = Path(args.meshes or ".") / f"{name}_f{f:g}.npz"
+    if args.meshes and not args.write_meshes:
+        data = np.load(path)
+        return SurfaceMesh(data["vertices"], data["triangles"],
+                           surface_ids=data["surface_ids"] if "surface_ids" in data else None), 0.0
+    from wavescat.geometry import mesh_case  # noqa: PLC0415 (gmsh: not on every machine)
+
+    t0 = time.perf_counter()
+    mesh, _ = mesh_case({**config["cases"][name], "frequencies_hz": [f]}, medium)
+    seconds = time.perf_counter() - t0
+    if args.write_meshes:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        extra = {} if mesh.surface_ids is None else {"surface_ids": mesh.surface_ids}
+        np.savez_compressed(path, vertices=mesh.vertices, triangles=mesh.triangles, **extra)
+    return mesh, seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("config")
+    ap.add_argument("--cases", nargs="*")
+    ap.add_argument("--frequencies", nargs="*", type=float)
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--backend", default=None)
+    ap.add_argument("--meshes")
+    ap.add_argument("--write-meshes", action="store_true")
+    args = ap.parse_args()
+
+    raw = copy.deepcopy(load_config_files([args.config]))  # over the default config
+    names = args.cases or raw["run"]
+    for name in names:
+        for item in args.set:
+            key, value = item.split("=", 1)
+            _set(raw["cases"][name], key, yaml.safe_load(value))
+        if args.backend:
+            raw["cases"][name].setdefault("solver", {})["backend"] = args.backend
+        if args.frequencies:
+            raw["cases"][name]["frequencies_hz"] = list(args.frequencies)
+    config = prepare_config(raw)
+    medium = config["medium"]
+    print(f"{'case':28s} {'f Hz':>8s} {'dofs':>7s} {'its':>5s} {'mesh s':>7s} {'asm s':>7s} "
+          f"{'gmres s':>7s} {'TS dB':>8s} {'exact':>8s} {'max err':>8s}")
+    for name in names:
+        case = config["cases"][name]
+        series = case_series(case, medium, f"cases.{name}")
+        errors = []
+        for f in case["frequencies_hz"]:
+            mesh, mesh_s = _mesh(config, name, case, medium, f, args)
+            if args.write_meshes:
+                print(f"{name:28s} {f:8g} mesh {mesh.n_vertices} vertices, {mesh_s:.1f} s")
+                continue
+            res = solve_frequency(solve_case(config, name), medium, mesh, f)
+            k = 2 * math.pi * f / medium["sound_speed"]
+            if res.monostatic_far_field is not None:
+                bem = res.monostatic_far_field
+                exact = series.monostatic_far_field(k, res.incidence.directions)
+            else:
+                bem = res.far_field[:, 0]
+                exact = series.far_field(k, res.incidence.directions[0], res.receivers.vectors)
+            err = 20 * np.log10(np.abs(bem) / np.abs(exact))
+            errors.append(err)
+            t = res.timings
+            print(f"{name:28s} {f:8g} {res.dofs:7d} {int(res.iterations.max()):5d} "
+                  f"{mesh_s:7.1f} {t['assembly']:7.1f} {t['solve']:7.1f} "
+                  f"{20 * np.log10(abs(bem[0])):8.3f} {20 * np.log10(abs(exact[0])):8.3f} "
+                  f"{np.abs(err).max():8.4f}", flush=True)
+        if errors:
+            e = np.concatenate(errors)
+            print(f"{name}: RMS TS error {np.sqrt(np.mean(e**2)):.4f} dB, largest "
+                  f"{np.abs(e).max():.4f} dB over {len(e)} values", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -120,9 +120,10 @@ def solutions(wildcards):
 
 
 def geometry_file(wildcards):
-    """The geometry file of a `file` case: an input of its mesh, so editing it re-meshes."""
+    """The geometry file of a `file` or `krm` case: an input of its mesh, so editing it
+    re-meshes."""
     geometry = CASES[wildcards.case]["geometry"]
-    return geometry["path"] if geometry["kind"] == "file" else []
+    return geometry["path"] if geometry["kind"] in ("file", "krm") else []
 
 
 def reference_if_sphere(wildcards):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -332,7 +332,6 @@ def krm(geometry: dict, options: MeshOptions) -> SurfaceMesh:
     outline = read_shape(geometry)
     x0 = center(geometry)
     if options.geometry_refinement < 1:  # the mesher's second try at the volume
-        from dataclasses import replace
         options = replace(options, h=options.h * options.geometry_refinement)
     part = geometry.get("part", "body")
     source = f"krm {part} ({geometry['path']})"
@@ -340,6 +339,9 @@ def krm(geometry: dict, options: MeshOptions) -> SurfaceMesh:
         add_lofted_solid(gmsh, control_rows(outline), x0)
         gmsh.model.occ.synchronize()
         volume, _ = occ_volume_area(gmsh)
+        # As mesh_occ_model: elements larger than the body's thinnest extent can crash gmsh.
+        box = gmsh.model.getBoundingBox(-1, -1)
+        options = replace(options, h=min(options.h, min(b - a for a, b in zip(box[:3], box[3:])) / 2))
         # Frontal-Delaunay: MeshAdapt takes 20-40 times longer on the B-spline surface.
         generate_surface_mesh(gmsh, options, adapt_curved=False)
         mesh = surface_from_model(gmsh, source)

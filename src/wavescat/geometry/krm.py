@@ -35,7 +35,7 @@ from ..errors import ConfigError
 from ..surface import SurfaceMesh
 from .gmsh_model import generate_surface_mesh, gmsh_session, occ_volume_area, surface_from_model
 from .params import center, positive
-from .sizing import MeshOptions
+from .sizing import ELEMENTS_PER_TURN, MIN_SIZE_OF_THINNEST, MeshOptions
 
 PARTS = ("body", "swimbladder")
 # Column names of each part, (x, width, upper z, lower z); the body also as KRMr names it.
@@ -328,20 +328,64 @@ def add_lofted_solid(gmsh, rows, x0) -> int:
     return volume
 
 
+def curvature_features(geometry: dict) -> list[dict]:
+    """The point of smallest radius of curvature on the front and on the back half of the
+    lofted surface (near the rounded tips, as a rule), from OpenCASCADE's principal
+    curvatures on a grid of the surface's parameters: name, point, radius."""
+    outline = read_shape(geometry)
+    x0 = center(geometry)
+    around = np.linspace(0.0, 1.0, 24, endpoint=False)
+    along = np.concatenate([np.linspace(0.0, 0.06, 61), np.linspace(0.06, 0.94, 89)[1:-1],
+                            np.linspace(0.94, 1.0, 61)])
+    with gmsh_session() as gmsh:
+        add_lofted_solid(gmsh, control_rows(outline), x0)
+        gmsh.model.occ.synchronize()
+        tag = gmsh.model.getEntities(2)[0][1]
+        uv = np.array([(u, v) for v in along for u in around])
+        k1, k2, *_ = gmsh.model.getPrincipalCurvatures(tag, uv.ravel().tolist())
+        k = np.maximum(np.abs(k1), np.abs(k2))
+        out = []
+        for name, half in (("head end", uv[:, 1] <= 0.5), ("tail end", uv[:, 1] > 0.5)):
+            i = int(np.flatnonzero(half)[np.argmax(k[half])])
+            point = gmsh.model.getValue(2, tag, uv[i].tolist())
+            out.append({"name": name, "point": [float(p) for p in point],
+                        "radius": float(1 / max(k[i], 1e-300))})
+    return out
+
+
+def geometry_sizing(options: MeshOptions, outline: Outline, volume: float,
+                    area: float) -> MeshOptions:
+    """gmsh's curvature sizing (elements per turn of the local radius of curvature) set
+    so that the mesh keeps `options.volume_error` of the volume: the sag rule
+    h = sqrt(8 sag / H) at the body's typical radius R = 2 V / A (H = 1 / (2 R) on a
+    cylinder), but at least ELEMENTS_PER_TURN; the mesher's second try scales it by
+    1 / geometry_refinement. Elements never below MIN_SIZE_OF_THINNEST of the thickest
+    cross-section's smaller half-axis (the spheroid's floor)."""
+    if not options.volume_error or volume <= 0:
+        return options
+    radius = 2 * volume / area
+    h_sag = math.sqrt(16 * options.sag(volume, area) * radius)
+    turns = max(ELEMENTS_PER_TURN, 2 * math.pi * radius / h_sag, options.curvature_refinement)
+    turns /= options.geometry_refinement
+    floor = MIN_SIZE_OF_THINNEST * float(np.max(np.minimum(outline.a, outline.b)))
+    return replace(options, curvature_refinement=int(math.ceil(turns)),
+                   min_size_factor=min(floor / options.h, 1.0))
+
+
 def krm(geometry: dict, options: MeshOptions) -> SurfaceMesh:
     outline = read_shape(geometry)
     x0 = center(geometry)
-    if options.geometry_refinement < 1:  # the mesher's second try at the volume
-        options = replace(options, h=options.h * options.geometry_refinement)
     part = geometry.get("part", "body")
     source = f"krm {part} ({geometry['path']})"
     with gmsh_session(options.verbose) as gmsh:
         add_lofted_solid(gmsh, control_rows(outline), x0)
         gmsh.model.occ.synchronize()
-        volume, _ = occ_volume_area(gmsh)
+        volume, area = occ_volume_area(gmsh)
         # As mesh_occ_model: elements larger than the body's thinnest extent can crash gmsh.
         box = gmsh.model.getBoundingBox(-1, -1)
-        options = replace(options, h=min(options.h, min(b - a for a, b in zip(box[:3], box[3:])) / 2))
+        thinnest = min(b - a for a, b in zip(box[:3], box[3:]))
+        options = geometry_sizing(replace(options, h=min(options.h, thinnest / 2)), outline,
+                                  volume, area)
         # Frontal-Delaunay: MeshAdapt takes 20-40 times longer on the B-spline surface.
         generate_surface_mesh(gmsh, options, adapt_curved=False)
         mesh = surface_from_model(gmsh, source)

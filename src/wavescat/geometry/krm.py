@@ -46,6 +46,8 @@ MIN_STATIONS = 3
 # stations' own spacing); the end rows' half-axes are at least TIP_ROUNDING of the next row's.
 SPACING = 1.0 / 60.0
 TIP_ROUNDING = 0.5
+MAX_ASPECT = 5.0
+MIN_HALF_AXIS = 0.02
 # Ellipse points checked for containment of the swim bladder in the body.
 CONTAINMENT_POINTS = 72
 
@@ -286,7 +288,10 @@ def _window_mean(o: Outline, xs: np.ndarray, width: float) -> tuple[np.ndarray, 
 
 def control_rows(o: Outline) -> list[tuple[float, float, float, float]]:
     """(x, half-width, half-height, centre z) of each control row of the lofted surface:
-    a point at each end, a rounding row at the same x, smoothed stations between."""
+    a point at each end, a rounding row at the same x, smoothed stations between. No
+    section is flatter than MAX_ASPECT or thinner than MIN_HALF_AXIS of the part's largest
+    half-axis (a ribbon-thin tail, as some traced outlines have, would ask for elements of
+    micrometres at its edges)."""
     n_rows = max(4, min(int(round(1 / SPACING)), len(o.x) - 1))
     xs = np.linspace(o.x[0], o.x[-1], n_rows + 1)
     a, b, zc = _window_mean(o, xs, o.length / n_rows)
@@ -299,7 +304,14 @@ def control_rows(o: Outline) -> list[tuple[float, float, float, float]]:
         ra, rb = max(a[j], TIP_ROUNDING * a[k]), max(b[j], TIP_ROUNDING * b[k])
         rows.append([(xs[j], 0.0, 0.0, zc[j]), (xs[j], ra, rb, zc[j])])
     head, tail = rows
-    return head + list(zip(xs[1:-1], a[1:-1], b[1:-1], zc[1:-1])) + tail[::-1]
+    rows = head + list(zip(xs[1:-1], a[1:-1], b[1:-1], zc[1:-1])) + tail[::-1]
+    floor = MIN_HALF_AXIS * max(float(o.a.max()), float(o.b.max()))
+    out = []
+    for x, ra, rb, z in rows:
+        if ra > 0 or rb > 0:  # not the tip points
+            ra, rb = max(ra, rb / MAX_ASPECT, floor), max(rb, ra / MAX_ASPECT, floor)
+        out.append((float(x), float(ra), float(rb), float(z)))
+    return out
 
 
 # An ellipse as a rational quadratic B-spline: 9 control points on the bounding box (the
@@ -308,23 +320,77 @@ _RING = [(1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1), (
 _RING_WEIGHTS = [1.0, math.sqrt(0.5)] * 4 + [1.0]
 
 
-def add_lofted_solid(gmsh, rows, x0) -> int:
-    """The closed B-spline surface through `rows` (shifted by x0) as an OCC volume."""
-    occ = gmsh.model.occ
-    points, weights = [], []
-    for x, a, b, zc in rows:
-        for (cy, cz), wt in zip(_RING, _RING_WEIGHTS):
-            points.append(occ.addPoint(x + x0[0], a * cy + x0[1], zc + b * cz + x0[2]))
-            weights.append(wt)
-    n = len(rows)  # cubic along the fish, clamped at both ends
+DEGREE = 3  # along the fish
+# The surface is cut into three faces at the knots CAP_SPANS spans from either end: the two
+# rounded tips (their parameter plane collapses at the tip: meshed by MeshAdapt) and the
+# tube between (Frontal-Delaunay; on one face it fails near the tips on some shapes, and
+# gmsh's fallback, MeshAdapt on the whole fish, takes minutes).
+CAP_SPANS = 2
+TIP_ALGORITHM = 1  # gmsh's MeshAdapt
+
+
+def _insert_knot(points: np.ndarray, knots: np.ndarray, t: float):
+    """Boehm's knot insertion along axis 0 of `points` (a B-spline of DEGREE)."""
+    p = DEGREE
+    k = int(np.searchsorted(knots, t, side="right")) - 1
+    new = np.empty((len(points) + 1,) + points.shape[1:])
+    new[:k - p + 1] = points[:k - p + 1]
+    new[k + 1:] = points[k:]
+    for i in range(k - p + 1, k + 1):
+        alpha = (t - knots[i]) / (knots[i + p] - knots[i])
+        new[i] = (1 - alpha) * points[i - 1] + alpha * points[i]
+    return new, np.insert(knots, k + 1, t)
+
+
+def _split(points: np.ndarray, knots: np.ndarray, t: float):
+    """The B-spline cut at parameter t into two clamped pieces (points, knots) each."""
+    while np.count_nonzero(np.isclose(knots, t, rtol=0, atol=1e-12)) < DEGREE:
+        points, knots = _insert_knot(points, knots, t)
+    r = int(np.flatnonzero(np.isclose(knots, t, rtol=0, atol=1e-12))[0])
+    left = (points[:r], np.concatenate([knots[:r + DEGREE], [t]]))
+    right = (points[r - 1:], np.concatenate([[t], knots[r:]]))
+    return left, right
+
+
+def _add_face(occ, net: np.ndarray, knots: np.ndarray) -> int:
+    """One face from a control net (rows along the fish, ring points around)."""
+    values, counts = np.unique(np.round((knots - knots[0]) / (knots[-1] - knots[0]), 12),
+                               return_counts=True)
+    tags = [occ.addPoint(*p) for row in net for p in row]
     face = occ.addBSplineSurface(
-        points, len(_RING), degreeU=2, degreeV=3, weights=weights,
+        tags, len(_RING), degreeU=2, degreeV=DEGREE, weights=_RING_WEIGHTS * len(net),
         knotsU=[0, 0.25, 0.5, 0.75, 1], multiplicitiesU=[3, 2, 2, 2, 3],
-        knotsV=list(np.linspace(0.0, 1.0, n - 2)), multiplicitiesV=[4] + [1] * (n - 4) + [4])
-    loop = occ.addSurfaceLoop([face], sewing=True)
+        knotsV=values.tolist(), multiplicitiesV=counts.tolist())
+    occ.remove([(0, t) for t in tags])  # the control points only defined the surface
+    return face
+
+
+def add_lofted_solid(gmsh, rows, x0) -> int:
+    """The closed B-spline surface through `rows` (shifted by x0) as an OCC volume (its
+    tag), its faces the two tips and the tube between."""
+    occ = gmsh.model.occ
+    ring = np.array(_RING, float)
+    net = np.array([[(x + x0[0], a * cy + x0[1], zc + b * cz + x0[2]) for cy, cz in ring]
+                    for x, a, b, zc in rows])
+    n = len(rows)  # cubic along the fish, clamped at both ends, uniform knots
+    knots = np.concatenate([[0.0] * DEGREE, np.linspace(0.0, 1.0, n - DEGREE + 1),
+                            [1.0] * DEGREE])
+    spans = n - DEGREE
+    if spans >= 2 * CAP_SPANS + 1:
+        head, rest = _split(net, knots, CAP_SPANS / spans)
+        tube, tail = _split(*rest, 1 - CAP_SPANS / spans)
+        tips = [_add_face(occ, *head), _add_face(occ, *tail)]
+        tubes = [_add_face(occ, *tube)]
+    else:
+        tips, tubes = [_add_face(occ, net, knots)], []
+    loop = occ.addSurfaceLoop(tips + tubes, sewing=True)
     volume = occ.addVolume([loop])
-    # The control points were only needed to define the surface.
-    occ.remove([(0, p) for p in points])
+    # Sewing may build the volume from copies of the faces: drop the originals left over.
+    occ.synchronize()
+    used = {abs(t) for _, t in gmsh.model.getBoundary([(3, volume)], oriented=False)}
+    spare = [(2, t) for _, t in gmsh.model.getEntities(2) if t not in used]
+    if spare:
+        occ.remove(spare, recursive=True)
     return volume
 
 
@@ -381,6 +447,11 @@ def krm(geometry: dict, options: MeshOptions) -> SurfaceMesh:
         add_lofted_solid(gmsh, control_rows(outline), x0)
         gmsh.model.occ.synchronize()
         volume, area = occ_volume_area(gmsh)
+        # The tips (short faces at either end): MeshAdapt; the tube: Frontal-Delaunay.
+        for _, tag in gmsh.model.getEntities(2):
+            lo_x, *_, hi_x, _, _ = gmsh.model.getBoundingBox(2, tag)
+            if hi_x - lo_x < 0.5 * outline.length:
+                gmsh.model.mesh.setAlgorithm(2, tag, TIP_ALGORITHM)
         # As mesh_occ_model: elements larger than the body's thinnest extent can crash gmsh.
         box = gmsh.model.getBoundingBox(-1, -1)
         thinnest = min(b - a for a, b in zip(box[:3], box[3:]))

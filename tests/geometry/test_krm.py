@@ -229,6 +229,14 @@ def test_sardine_meshes_closed_outward_with_the_stations_volume(sardine, part):
         == pytest.approx(mesh.total_area, rel=0.1)
 
 
+def test_tightest_curvature_sits_near_head_and_tail():
+    from wavescat.geometry.resolution import curvature_features
+    head, tail = curvature_features({"kind": "krm", "path": str(SARDINE), "part": "body"})
+    assert (head["name"], tail["name"]) == ("head end", "tail end")
+    assert head["point"][0] < 0.02 and tail["point"][0] > 0.19
+    assert 0.0005 < head["radius"] < 0.01 and 0.0005 < tail["radius"] < 0.01
+
+
 def test_sardine_bladder_mesh_lies_inside_its_body_mesh(sardine):
     (body, _), (bladder, _) = sardine
     points = bladder.vertices[::8]  # every eighth vertex: a fast test

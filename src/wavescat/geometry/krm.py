@@ -406,25 +406,27 @@ def add_lofted_solid(gmsh, rows, x0) -> int:
 def curvature_features(geometry: dict) -> list[dict]:
     """The point of smallest radius of curvature on the front and on the back half of the
     lofted surface (near the rounded tips, as a rule), from OpenCASCADE's principal
-    curvatures on a grid of the surface's parameters: name, point, radius."""
+    curvatures on a grid of each face's parameters: name, point, radius."""
     outline = read_shape(geometry)
     x0 = center(geometry)
     around = np.linspace(0.0, 1.0, 24, endpoint=False)
-    along = np.concatenate([np.linspace(0.0, 0.06, 61), np.linspace(0.06, 0.94, 89)[1:-1],
-                            np.linspace(0.94, 1.0, 61)])
+    along = np.linspace(0.0, 1.0, 61)
+    uv = np.array([(u, v) for v in along for u in around]).ravel().tolist()
+    points, k = [], []
     with gmsh_session() as gmsh:
         add_lofted_solid(gmsh, control_rows(outline), x0)
         gmsh.model.occ.synchronize()
-        tag = gmsh.model.getEntities(2)[0][1]
-        uv = np.array([(u, v) for v in along for u in around])
-        k1, k2, *_ = gmsh.model.getPrincipalCurvatures(tag, uv.ravel().tolist())
-        k = np.maximum(np.abs(k1), np.abs(k2))
-        out = []
-        for name, half in (("head end", uv[:, 1] <= 0.5), ("tail end", uv[:, 1] > 0.5)):
-            i = int(np.flatnonzero(half)[np.argmax(k[half])])
-            point = gmsh.model.getValue(2, tag, uv[i].tolist())
-            out.append({"name": name, "point": [float(p) for p in point],
-                        "radius": float(1 / max(k[i], 1e-300))})
+        for _, tag in gmsh.model.getEntities(2):
+            k1, k2, *_ = gmsh.model.getPrincipalCurvatures(tag, uv)
+            k.append(np.maximum(np.abs(k1), np.abs(k2)))
+            points.append(np.reshape(gmsh.model.getValue(2, tag, uv), (-1, 3)))
+    points, k = np.concatenate(points), np.concatenate(k)
+    middle = x0[0] + (outline.x[0] + outline.x[-1]) / 2
+    out = []
+    for name, half in (("head end", points[:, 0] <= middle), ("tail end", points[:, 0] > middle)):
+        i = int(np.flatnonzero(half)[np.argmax(k[half])])
+        out.append({"name": name, "point": [float(p) for p in points[i]],
+                    "radius": float(1 / max(k[i], 1e-300))})
     return out
 
 

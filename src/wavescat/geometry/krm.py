@@ -210,10 +210,6 @@ def check_outline(o: Outline) -> None:
                               "inside the outline (only the end stations may be points)")
 
 
-def _interp(x, xp, fp):
-    return np.interp(x, xp, fp)
-
-
 def check_inside(inner: Outline, outer: Outline) -> None:
     """Each station's ellipse of `inner` lies within `outer`'s ellipse at the same x
     (`outer` interpolated linearly between its stations); an error names the first
@@ -226,7 +222,7 @@ def check_inside(inner: Outline, outer: Outline) -> None:
         if not lo <= x <= hi:
             raise ConfigError(f"{where} lies beyond the body's stations "
                               f"({lo:.6g} to {hi:.6g} m): the swim bladder is not inside the body")
-        a, b, zc = (_interp(x, outer.x, v) for v in (outer.a, outer.b, outer.zc))
+        a, b, zc = (np.interp(x, outer.x, v) for v in (outer.a, outer.b, outer.zc))
         y, z = inner.a[i] * ct, inner.zc[i] + inner.b[i] * st
         if a <= 0 or b <= 0:
             inside = (inner.a[i] == 0) & (inner.b[i] == 0) & (inner.zc[i] == zc)

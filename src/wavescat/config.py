@@ -32,11 +32,12 @@ GEOMETRY_KEYS = {
     "box": {"size"},
     "cylinder": {"radius", "length", "axis"},
     "file": {"path", "scale"},
+    "krm": {"path", "part", "shape", "scale"},
     "submarine": set(SUBMARINE_DEFAULTS),
 }
 REQUIRED_GEOMETRY_KEYS = {"sphere": {"radius"}, "spheroid": {"semi_axes"}, "box": {"size"},
                           "cylinder": {"radius", "length"}, "file": {"path"},
-                          "submarine": set()}
+                          "krm": {"path"}, "submarine": set()}
 MESH_SUFFIXES = {".step", ".stp", ".stl", ".msh", ".geo"}
 
 
@@ -130,6 +131,22 @@ def _unit(vec, where: str) -> list[float]:
     return [float(x) / n for x in vec]
 
 
+def _check_krm(where: str, geo: dict, base_dir: Path) -> None:
+    """A KRM shape file at `where` (a geometry block): there, readable, the part's stations
+    in order, the swim bladder inside the body (the checks the mesher runs, before any job
+    starts)."""
+    from .geometry.krm import read_shape
+    path = Path(geo["path"])
+    full = path if path.is_absolute() else base_dir / path
+    if not full.is_file():
+        raise ConfigError(f"{where}.path = {geo['path']!r}: file not found "
+                          f"(relative paths are taken from {base_dir})")
+    try:
+        read_shape({**geo, "path": str(full)})
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
 def _check_geometry(geo: dict, where: str, base_dir: Path) -> None:
     """The geometry block at `where` (e.g. cases.fish.inside[0].geometry): keys of its kind,
     the file it names; fills `center` and normalises a cylinder's axis."""
@@ -160,6 +177,8 @@ def _check_geometry(geo: dict, where: str, base_dir: Path) -> None:
                 check_geo_script(full)
             except MeshError as exc:
                 raise ConfigError(f"{where}.path = {geo['path']!r}: {exc}") from None
+    if kind == "krm":
+        _check_krm(where, geo, base_dir)
 
 
 def _check_bodies(where: str, case: dict, base_dir: Path, medium: dict) -> None:

@@ -39,6 +39,10 @@ def surface_area_estimate(geometry: dict) -> float | None:
         diameter = geometry.get("hull_diameter", SUBMARINE_DEFAULTS["hull_diameter"])
         # hull of revolution ~ 85% of the enclosing cylinder, plus sail and rudders (~15%)
         return 1.15 * 0.85 * math.pi * diameter * length
+    if kind == "krm":  # from the shape file's stations (None where it cannot be read)
+        from .geometry.krm import shape_estimates
+        estimates = shape_estimates(geometry)
+        return estimates[0] if estimates else None
     return None
 
 
@@ -60,6 +64,10 @@ def _volume_and_total_curvature(geometry: dict) -> tuple[float, float] | None:
         length = geometry.get("hull_length", SUBMARINE_DEFAULTS["hull_length"])
         r = geometry.get("hull_diameter", SUBMARINE_DEFAULTS["hull_diameter"]) / 2
         return 0.85 * math.pi * r**2 * length, 0.85 * math.pi * length
+    if kind == "krm":
+        from .geometry.krm import shape_estimates
+        estimates = shape_estimates(geometry)
+        return estimates[1:] if estimates else None
     return None
 
 

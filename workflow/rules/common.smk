@@ -142,10 +142,10 @@ def solutions(wildcards):
 
 
 def geometry_file(wildcards):
-    """The geometry files of a case's `file` bodies (the body's and those inside it): inputs
+    """The geometry files of a case's `file` and `krm` bodies (the body's and those inside it): inputs
     of its mesh, so editing one re-meshes."""
     return [body.geometry["path"] for body in body_tree(CASES[wildcards.case], CONFIG["medium"])
-            if body.geometry["kind"] == "file"]
+            if body.geometry["kind"] in ("file", "krm")]
 
 
 def reference_if_sphere(wildcards):

@@ -24,11 +24,12 @@ def _builders() -> dict:
     from .box import box
     from .cylinder import cylinder
     from .file import file
+    from .krm import krm
     from .sphere import sphere
     from .spheroid import spheroid
     from .submarine import submarine
     return {"sphere": sphere, "spheroid": spheroid, "box": box, "cylinder": cylinder,
-            "submarine": submarine, "file": file}
+            "submarine": submarine, "file": file, "krm": krm}
 
 
 def _volume_error(mesh: SurfaceMesh) -> float:

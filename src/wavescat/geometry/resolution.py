@@ -30,6 +30,9 @@ def curvature_features(geometry: dict) -> list[dict]:
     if kind == "submarine":
         from .submarine import curvature_features as submarine_features
         return submarine_features(geometry)
+    if kind == "krm":  # the lofted surface's tightest curvature near head and tail
+        from .krm import curvature_features as krm_features
+        return krm_features(geometry)
     return []
 
 

@@ -4,7 +4,7 @@ at every receiver (or aspect) against `reference.sphere.case_series`.
 
     python bench/bench_series_cases.py config/examples/shells.yaml [--cases a b]
         [--frequencies 12000 38000] [--set mesh.elements_per_wavelength=6 ...]
-        [--backend cpu|gpu] [--meshes DIR] [--write-meshes]
+        [--backend cpu|gpu] [--meshes DIR] [--write-meshes] [--ts-out ts.csv]
 
 Each case goes as the workflow sends it: `prepare_config` fills the schema's defaults (mesh
 sizing, quadrature, GMRES, `operator_format: auto`), `mesh_case` makes the mesh of the
@@ -13,7 +13,8 @@ the case as `wavescat solve` receives it (`solve_case`). `--set key=value` (dott
 YAML values) changes every selected case, e.g. `boundary.absorption_db_per_wavelength=1.364`
 or `mesh.resolve_interior=false`. On a machine without gmsh (the GPU machine) `--meshes DIR`
 reads DIR/<case>_f<hz>.npz, which `--write-meshes` makes where gmsh is installed.
-Prints one row per case and frequency and, per case, the RMS and largest TS error (dB).
+Prints one row per case and frequency and, per case, the RMS and largest TS error (dB);
+cases without a series (a spheroid, a fish) print their TS alone (`--ts-out` keeps all).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import yaml
 
 from wavescat.config import prepare_config, solve_case
 from wavescat.config_files import load_config_files
-from wavescat.reference.sphere import case_series
+from wavescat.reference.sphere import case_series, has_series
 from wavescat.solve.driver import solve_frequency
 from wavescat.surface import SurfaceMesh
 
@@ -68,6 +69,7 @@ def main() -> None:
     ap.add_argument("--backend", default=None)
     ap.add_argument("--meshes")
     ap.add_argument("--write-meshes", action="store_true")
+    ap.add_argument("--ts-out", help="append every TS (case,f,dofs,dx,dz,ts_db) to this CSV")
     args = ap.parse_args()
 
     raw = copy.deepcopy(load_config_files([args.config]))  # over the default config
@@ -86,7 +88,7 @@ def main() -> None:
           f"{'gmres s':>7s} {'TS dB':>8s} {'exact':>8s} {'max err':>8s}")
     for name in names:
         case = config["cases"][name]
-        series = case_series(case, medium, f"cases.{name}")
+        series = case_series(case, medium, f"cases.{name}") if has_series(case) else None
         errors = []
         for f in case["frequencies_hz"]:
             mesh, mesh_s = _mesh(config, name, case, medium, f, args)
@@ -95,19 +97,25 @@ def main() -> None:
                 continue
             res = solve_frequency(solve_case(config, name), medium, mesh, f)
             k = 2 * math.pi * f / medium["sound_speed"]
-            if res.monostatic_far_field is not None:
-                bem = res.monostatic_far_field
-                exact = series.monostatic_far_field(k, res.incidence.directions)
-            else:
-                bem = res.far_field[:, 0]
-                exact = series.far_field(k, res.incidence.directions[0], res.receivers.vectors)
+            mono = res.monostatic_far_field is not None
+            bem = res.monostatic_far_field if mono else res.far_field[:, 0]
+            exact = bem if series is None else (
+                series.monostatic_far_field(k, res.incidence.directions) if mono else
+                series.far_field(k, res.incidence.directions[0], res.receivers.vectors))
             err = 20 * np.log10(np.abs(bem) / np.abs(exact))
-            errors.append(err)
+            if series is not None:
+                errors.append(err)
             t = res.timings
             print(f"{name:28s} {f:8g} {res.dofs:7d} {int(res.iterations.max()):5d} "
                   f"{mesh_s:7.1f} {t['assembly']:7.1f} {t['solve']:7.1f} "
                   f"{20 * np.log10(abs(bem[0])):8.3f} {20 * np.log10(abs(exact[0])):8.3f} "
                   f"{np.abs(err).max():8.4f}", flush=True)
+            if args.ts_out:  # every TS of the case (aspect sweeps: one per direction)
+                with open(args.ts_out, "a") as out:
+                    for d, value in zip(res.incidence.directions if mono else
+                                        res.receivers.vectors, bem):
+                        out.write(f"{name},{f:g},{res.dofs},{d[0]:.6f},{d[2]:.6f},"
+                                  f"{20 * np.log10(abs(value)):.4f}\n")
         if errors:
             e = np.concatenate(errors)
             print(f"{name}: RMS TS error {np.sqrt(np.mean(e**2)):.4f} dB, largest "

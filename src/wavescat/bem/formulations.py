@@ -276,13 +276,19 @@ class FluidMuller(SoundHardBurtonMiller):
             (k, k / self.sound_speed_ratio)) for n in names}
 
     def system(self, space, k: float, operators: dict, solver: dict, xp=np):
-        """The Müller system (bem/transmission.py) for the operators of `operator_specs`;
-        `solver` is not read (no preconditioner)."""
+        """The Müller system (bem/transmission.py) for the operators of `operator_specs`,
+        right-preconditioned as `solver.fluid_preconditioner` says (auto: the
+        block-triangular preconditioner of bem/muller_preconditioner.py while its dense
+        factors fit, else none)."""
+        from .muller_preconditioner import chosen  # noqa: PLC0415
         from .osrc import mass_and_stiffness  # noqa: PLC0415
         from .transmission import MullerTransmission  # noqa: PLC0415
 
         mass, _ = mass_and_stiffness(space)
-        return MullerTransmission(operators, mass, k, self.density_ratio, xp=xp)
+        itemsize = 8 if solver.get("precision") == "single" else 16
+        name = chosen(solver.get("fluid_preconditioner", "auto"), space.n_dofs, itemsize)
+        return MullerTransmission(operators, mass, k, self.density_ratio, xp=xp,
+                                  preconditioner=name)
 
     def _traces(self, double, single, space, points, k, backend):
         """[DL, -k SL]: the potential (or far field) of (u, w)."""

@@ -240,7 +240,11 @@ class FluidMuller(SoundHardBurtonMiller):
     to the gas's weakly damped interior resonances), and GMRES needs up to a step for each
     mode the incident wave excites (276 on the 7 x 2 cm gas spheroid at 50 kHz of
     config/examples/boundaries.yaml) with its whole Krylov basis: restarted every 100 steps
-    it stagnates, which is why solver.gmres.restart defaults to maxiter.
+    it stagnates, which is why solver.gmres.restart defaults to maxiter. The block-triangular
+    preconditioner (bem/muller_preconditioner.py, `solver.fluid_preconditioner`, on by
+    default while its two dense n x n factors fit) inverts the interior (Dirichlet-row) and
+    exterior (Neumann-row) diagonal blocks exactly and leaves GMRES only the O(g) coupling:
+    2 to 4 iterations for gas bodies at every frequency measured.
     For the weak scatterer (g, h -> 1) the unknowns are the scattered traces and the data
     are written with operator differences, so both the data and the answer are
     proportional to the contrast: no cancellation between O(1) terms.

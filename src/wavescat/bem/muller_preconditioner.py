@@ -54,6 +54,18 @@ def _dense(op, xp):
     return xp.asarray(op)
 
 
+def _weak_block(xp, mass, a, first, b, second, dtype, rows=1024):
+    """M + a first + b second as a new dense array (mass a SciPy COO matrix), built in
+    slabs of `rows` rows so that no n x n temporary is made."""
+    n = first.shape[0]
+    out = xp.empty((n, n), dtype=dtype)
+    for r in range(0, n, rows):
+        out[r:r + rows] = a * first[r:r + rows]
+        out[r:r + rows] += b * second[r:r + rows]
+    out[xp.asarray(mass.row), xp.asarray(mass.col)] += xp.asarray(mass.data.astype(dtype))
+    return out
+
+
 def _lu_module(xp):
     if xp is np:
         import scipy.linalg as sla  # noqa: PLC0415
@@ -87,15 +99,17 @@ class BlockTriangular:
         ops, a, g = system.ops, system.scale, system.g
         k0, k1 = _dense(ops["K0"], xp), _dense(ops["K1"], xp)
         dtype = np.result_type(k0.dtype, np.complex64)
-        mass = xp.asarray(system.mass.toarray().astype(dtype))
+        mass = system.mass.tocoo()
+        mass.sum_duplicates()
         lu = _lu_module(xp)
-        dirichlet = mass + a * (k1 - g * k0)
-        neumann = (mass + a * (k0 - g * k1)).T
-        del k0, k1
-        self._dirichlet = lu.lu_factor(dirichlet, overwrite_a=True, check_finite=False)
-        self._neumann = lu.lu_factor(xp.ascontiguousarray(neumann), overwrite_a=True,
-                                     check_finite=False)
         self._lu, self.dtype = lu, dtype
+        # one block at a time: two operators and one block, never more n x n arrays
+        dirichlet = _weak_block(xp, mass, a, k1, -a * g, k0, dtype)
+        self._dirichlet = lu.lu_factor(dirichlet, overwrite_a=True, check_finite=False)
+        del dirichlet
+        neumann = _weak_block(xp, mass.T, a, k0.T, -a * g, k1.T, dtype)
+        del k0, k1
+        self._neumann = lu.lu_factor(neumann, overwrite_a=True, check_finite=False)
 
     def _solve(self, factors, y):
         y = self.xp.asarray(y)

@@ -93,7 +93,7 @@ def body_mesh(body, top_frequency, per_gas_wavelength, level):
     return mesh_case(case, {"density": RHO, "sound_speed": C})[0]
 
 
-def assemble(mesh, frequency, delta, fmt, backend):
+def assemble(mesh, frequency, delta, fmt, backend, precision="double"):
     """The space, k, the six operators at k and k1, and the seconds they took."""
     from wavescat.bem.spaces import p1
 
@@ -106,7 +106,7 @@ def assemble(mesh, frequency, delta, fmt, backend):
     for i, kk in enumerate((k, k1 if delta else k1.real)):
         for sym, name in (("V", "single_layer"), ("K", "double_layer"), ("W", "hypersingular")):
             ops[f"{sym}{i}"] = boundary_operator(name, space, kk, operator_format=fmt,
-                                                 backend=be, precision="double")
+                                                 backend=be, precision=precision)
     return space, k, ops, time.perf_counter() - t
 
 
@@ -151,13 +151,26 @@ def main(argv=None):
     p.add_argument("--maxiter", type=int, default=1000)
     p.add_argument("--angles", default="90",
                    help="incidence angles from the spheroid's axis (degrees; 90 broadside)")
+    p.add_argument("--precision", default="double", choices=("double", "single"))
+    p.add_argument("--save-mesh", help="write the mesh (npz: vertices, triangles) and stop")
+    p.add_argument("--mesh", help="read the mesh from such an npz file instead")
     p.add_argument("--only", choices=("none", "block_triangular"), default=None)
     args = p.parse_args(argv)
     if args.symbol:
         symbol_table()
         return
     freqs = [float(f) for f in args.frequencies.split(",")]
-    mesh = body_mesh(args.body, max(freqs), args.per_gas_wavelength, args.level)
+    if args.mesh:
+        from wavescat.surface import SurfaceMesh
+
+        with np.load(args.mesh) as f:
+            mesh = SurfaceMesh(f["vertices"], f["triangles"])
+    else:
+        mesh = body_mesh(args.body, max(freqs), args.per_gas_wavelength, args.level)
+    if args.save_mesh:
+        np.savez(args.save_mesh, vertices=mesh.vertices, triangles=mesh.triangles)
+        print(f"{args.save_mesh}: {mesh.n_vertices} vertices")
+        return
     edge = 1e3 * mesh.edge_lengths.mean()
     print(f"{args.body}: {mesh.n_vertices} vertices ({2 * mesh.n_vertices} unknowns), "
           f"mean edge {edge:.2f} mm, {args.format} on {args.backend}")
@@ -171,7 +184,8 @@ def main(argv=None):
     pcs = [args.only] if args.only else ["none", "block_triangular"]
     for f in freqs:
         for delta in (float(d) for d in args.delta.split(",")):
-            space, k, ops, asm = assemble(mesh, f, delta, args.format, args.backend)
+            space, k, ops, asm = assemble(mesh, f, delta, args.format, args.backend,
+                                          args.precision)
             for pc in pcs:
                 x, its, setup, solve = run(space, k, ops, pc, args.backend, args.maxiter,
                                            incident)

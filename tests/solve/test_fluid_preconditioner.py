@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from wavescat.bem.burton_miller import plane_wave_data
-from wavescat.bem.muller_preconditioner import AUTO_BYTES, chosen
+from wavescat.bem.muller_preconditioner import chosen
 from wavescat.bem.osrc import mass_and_stiffness
 from wavescat.bem.spaces import p1
 from wavescat.bem.transmission import MullerTransmission
@@ -110,8 +110,8 @@ def test_hmatrix_format_gives_the_same_iterations():
 def test_setting_choices():
     assert chosen("none", 10) == "none"
     assert chosen("block_triangular", 10**6) == "block_triangular"
-    assert chosen("auto", 1000) == "block_triangular"
-    too_many = int(math.sqrt(AUTO_BYTES / 32)) + 1
-    assert chosen("auto", too_many) == "none"
+    assert chosen("auto", 1000, 16, free_bytes=64e6) == "block_triangular"  # 32 MB
+    assert chosen("auto", 1001, 16, free_bytes=64e6) == "none"
+    assert chosen("auto", 1414, 8, free_bytes=64e6) == "block_triangular"  # single precision
     with pytest.raises(ConfigError, match="fluid_preconditioner"):
         chosen("osrc", 10)

@@ -283,14 +283,16 @@ class FluidMuller(SoundHardBurtonMiller):
         """The Müller system (bem/transmission.py) for the operators of `operator_specs`,
         right-preconditioned as `solver.fluid_preconditioner` says (auto: the
         block-triangular preconditioner of bem/muller_preconditioner.py while its dense
-        factors fit, else none)."""
-        from .muller_preconditioner import chosen  # noqa: PLC0415
+        factors take at most half the free memory, else none)."""
+        from .muller_preconditioner import chosen, free_bytes  # noqa: PLC0415
         from .osrc import mass_and_stiffness  # noqa: PLC0415
         from .transmission import MullerTransmission  # noqa: PLC0415
 
         mass, _ = mass_and_stiffness(space)
         itemsize = 8 if solver.get("precision") == "single" else 16
-        name = chosen(solver.get("fluid_preconditioner", "auto"), space.n_dofs, itemsize)
+        setting = solver.get("fluid_preconditioner", "auto")
+        name = chosen(setting, space.n_dofs, itemsize,
+                      free_bytes(xp) if setting == "auto" else np.inf)
         return MullerTransmission(operators, mass, k, self.density_ratio, xp=xp,
                                   preconditioner=name)
 

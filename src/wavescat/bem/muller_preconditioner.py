@@ -42,9 +42,10 @@ from ..errors import ConfigError
 
 PRECONDITIONERS = ("auto", "none", "block_triangular")
 
-# `auto` factorises the blocks while their 2 n^2 complex entries stay below this many bytes
-# (the dense format holds six n x n operators already).
-AUTO_BYTES = 8 * 2**30
+# `auto` factorises the blocks while their 2 n^2 entries take at most this share of the
+# memory free where they live (after the operators' assembly; an H-matrix system needs as
+# much again for the densified K0 and K1 while the blocks are built).
+AUTO_SHARE = 0.5
 
 
 def _dense(op, xp):
@@ -76,15 +77,23 @@ def _lu_module(xp):
     return cla
 
 
-def chosen(setting: str, n_dofs: int, itemsize: int = 16) -> str:
+def chosen(setting: str, n_dofs: int, itemsize: int = 16, free_bytes: float = np.inf) -> str:
     """The preconditioner that `solver.fluid_preconditioner = setting` gives for n_dofs
-    vertices: `auto` is block_triangular while its factors fit AUTO_BYTES, else none."""
+    vertices: `auto` is block_triangular while its factors (2 n^2 entries of `itemsize`
+    bytes) take at most AUTO_SHARE of `free_bytes`, else none."""
     if setting not in PRECONDITIONERS:
         raise ConfigError(f"solver.fluid_preconditioner = {setting!r}: must be one of "
                           f"{', '.join(PRECONDITIONERS)}")
     if setting != "auto":
         return setting
-    return "block_triangular" if 2 * n_dofs**2 * itemsize <= AUTO_BYTES else "none"
+    return "block_triangular" if 2 * n_dofs**2 * itemsize <= AUTO_SHARE * free_bytes else "none"
+
+
+def free_bytes(xp) -> int:
+    """Bytes free where the factors of backend `xp` live (host or GPU)."""
+    from ..resources import available_gpu_bytes, available_host_bytes  # noqa: PLC0415
+
+    return available_host_bytes() if xp is np else available_gpu_bytes(xp)
 
 
 class BlockTriangular:

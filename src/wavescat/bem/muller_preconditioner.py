@@ -97,28 +97,40 @@ def free_bytes(xp) -> int:
 
 
 class BlockTriangular:
-    """P^{-1} of the module docstring for a MullerTransmission `system` (its operators,
-    mass matrix, k, g and scale a), factorised on the system's backend."""
+    """P^{-1} of the module docstring for one surface's Müller block: `operators` holds K0,
+    K1 (dense or H-matrix; densified here) and W0, W1 of that surface, `mass` its P1 mass
+    matrix, k the outside wavenumber, g the density ratio inside over outside; `apply(op, x)`
+    returns op @ x on the host (a StrongForm's `_applied_on_host`). Factorised on the
+    backend `xp`. A nested body composes one per interface, each solving its own slice."""
 
     name = "block_triangular"
 
-    def __init__(self, system):
-        xp = system.xp
-        self.xp, self.system = xp, system
-        ops, a, g = system.ops, system.scale, system.g
-        k0, k1 = _dense(ops["K0"], xp), _dense(ops["K1"], xp)
+    def __init__(self, operators: dict, mass, k: float, density_ratio: float, apply, xp=np):
+        self.xp, self.k, self.g, self._apply = xp, float(k), float(density_ratio), apply
+        self.scale = a = 2.0 / (1.0 + self.g)
+        self.w0, self.w1 = operators["W0"], operators["W1"]
+        self.mass = mass.tocsr()
+        self.n_dofs = self.mass.shape[0]
+        k0, k1 = _dense(operators["K0"], xp), _dense(operators["K1"], xp)
         dtype = np.result_type(k0.dtype, np.complex64)
-        mass = system.mass.tocoo()
-        mass.sum_duplicates()
+        coo = self.mass.tocoo()
+        coo.sum_duplicates()
         lu = _lu_module(xp)
         self._lu, self.dtype = lu, dtype
         # one block at a time: two operators and one block, never more n x n arrays
-        dirichlet = _weak_block(xp, mass, a, k1, -a * g, k0, dtype)
+        g = self.g
+        dirichlet = _weak_block(xp, coo, a, k1, -a * g, k0, dtype)
         self._dirichlet = lu.lu_factor(dirichlet, overwrite_a=True, check_finite=False)
         del dirichlet
-        neumann = _weak_block(xp, mass.T, a, k0.T, -a * g, k1.T, dtype)
+        neumann = _weak_block(xp, coo.T, a, k0.T, -a * g, k1.T, dtype)
         del k0, k1
         self._neumann = lu.lu_factor(neumann, overwrite_a=True, check_finite=False)
+
+    @classmethod
+    def for_system(cls, system):
+        """The preconditioner of a MullerTransmission system (one surface)."""
+        return cls(system.ops, system.mass, system.k, system.g,
+                   system._applied_on_host, system.xp)  # noqa: SLF001
 
     def _solve(self, factors, y):
         y = self.xp.asarray(y)
@@ -126,11 +138,10 @@ class BlockTriangular:
 
     def solve(self, z):
         """P^{-1} z for z (2n, r) on the backend: (y_D, y_N) stacked."""
-        s = self.system
-        n = s.n_dofs
+        n = self.n_dofs
         zd, zn = to_host(z[:n]), to_host(z[n:])
-        yd = self._solve(self._dirichlet, s.mass @ zd)
-        wy = s._difference("W", yd)  # noqa: SLF001 - the system's own products
-        yn = self._solve(self._neumann, s.mass @ zn - (s.scale / s.k) * wy)
+        yd = self._solve(self._dirichlet, self.mass @ zd)
+        wy = self._apply(self.w0, yd) - self._apply(self.w1, yd)
+        yn = self._solve(self._neumann, self.mass @ zn - (self.scale / self.k) * wy)
         return self.xp.concatenate([self.xp.asarray(yd), self.xp.asarray(yn)]).astype(
             z.dtype, copy=False)

@@ -55,7 +55,7 @@ class MullerTransmission(StrongForm):
         if preconditioner == "block_triangular":
             from .muller_preconditioner import BlockTriangular  # noqa: PLC0415
 
-            self.preconditioner = BlockTriangular(self)
+            self.preconditioner = BlockTriangular.for_system(self)
         elif preconditioner != "none":
             raise ValueError(f"unknown Müller preconditioner {preconditioner!r}")
 

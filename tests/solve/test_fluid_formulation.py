@@ -167,7 +167,8 @@ def test_gas_spheroid_converges_with_the_default_solver_settings():
     m = matched_icosphere(2)
     mesh = SurfaceMesh(m.vertices * [3.5, 1.0, 1.0], m.triangles)  # still the exact volume
     case = _case(GAS, incident={"direction": [0.0, 0.0, 1.0]})
-    settings = solver_settings(case["solver"])
+    # the plain system (the block-triangular preconditioner leaves GMRES 2 to 4 steps)
+    settings = solver_settings({**case["solver"], "fluid_preconditioner": "none"})
     gm = settings["gmres"]
     assert gm["restart"] >= gm["maxiter"]  # the default never restarts
     form = formulation_for(GAS)

@@ -68,13 +68,14 @@ def _weak_block(xp, mass, a, first, b, second, dtype, rows=1024):
 
 
 def _lu_module(xp):
-    if xp is np:
-        import scipy.linalg as sla  # noqa: PLC0415
+    """CuPy's dense LU for CuPy arrays, else SciPy's (NumPy arrays, the CUDA emulation's)."""
+    if getattr(xp, "__name__", "") == "cupy":
+        import cupyx.scipy.linalg as cla  # noqa: PLC0415
 
-        return sla
-    import cupyx.scipy.linalg as cla  # noqa: PLC0415
+        return cla
+    import scipy.linalg as sla  # noqa: PLC0415
 
-    return cla
+    return sla
 
 
 def chosen(setting: str, n_dofs: int, itemsize: int = 16, free_bytes: float = np.inf) -> str:

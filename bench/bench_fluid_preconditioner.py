@@ -28,6 +28,7 @@ from wavescat.bem.burton_miller import plane_wave_data
 from wavescat.bem.osrc import mass_and_stiffness
 from wavescat.bem.transmission import MullerTransmission
 from wavescat.backend import get_backend
+from wavescat.errors import SolverError
 from wavescat.solve.driver import boundary_operator
 from wavescat.solve.gmres import gmres
 
@@ -187,8 +188,13 @@ def main(argv=None):
             space, k, ops, asm = assemble(mesh, f, delta, args.format, args.backend,
                                           args.precision)
             for pc in pcs:
-                x, its, setup, solve = run(space, k, ops, pc, args.backend, args.maxiter,
-                                           incident)
+                try:
+                    x, its, setup, solve = run(space, k, ops, pc, args.backend, args.maxiter,
+                                               incident)
+                except SolverError as exc:
+                    print(f"{f / 1e3:6.1f} {delta:6.3f} {2 * space.n_dofs:8d} | {pc}: {exc}",
+                          flush=True)
+                    continue
                 it = int(its.max())
                 err = (sphere_error(space, k, x, args.backend)
                        if args.body == "sphere" and delta == 0 else float("nan"))

@@ -12,8 +12,10 @@ of Q = 20 shrinks the circle only by exp(-2 Im(x1)) per crossing. The exterior b
 A_NN = 1 + 2 K0' has the same circle at k0 (fewer modes). Measured on the sphere's exact
 spectra (bench/bench_fluid_preconditioner.py --symbol): unpreconditioned, up to 29 of the
 modes lie farther than 0.3 from 1 (gas sphere of 1 cm, 120 kHz); with the exact inverse of
-the block triangle every eigenvalue lies within 0.06 of 1 at 12-120 kHz, undamped or with
-Q = 20; with the inverse of A_DD alone, 2-6 modes (those of A_NN) stay spread.
+the block triangle every eigenvalue lies within 0.06 of 1 at 12-120 kHz (0.16 at 200 kHz),
+undamped or with Q = 20; with the inverse of A_DD alone, 2-6 modes (those of A_NN) stay
+spread. On the 10 x 10 x 70 mm gas spheroid (6,110 unknowns, 12-50 kHz, three incidences,
+bench/README.md): 21-139 iterations plain, 2-4 preconditioned.
 
 The preconditioner P = [[A_DD, 0], [A_ND, A_NN]] (the system with its Dirichlet row's
 coupling to w dropped, the O(g) term g k (V0 - V1)), applied exactly: the diagonal blocks in
@@ -26,8 +28,9 @@ the unpreconditioned system) and A = P + [[0, A_DN], [0, 0]], a product is
     A P^{-1} z = z + [A_DN y_N, 0],   A_DN = a g k M^{-1} (V0 - V1),
 four boundary-operator products (W0, W1, V0, V1) and two dense triangular solve pairs in
 place of the system's eight products. The factors cost O(n^3) once and 2 n^2 entries (an
-H-matrix system densifies K0 and K1 for them): the winner while 2 n^2 entries fit, i.e. up
-to some 25,000 vertices on an 80 GB GPU (50,000 unknowns), a few thousand on a laptop.
+H-matrix system densifies K0 and K1 for them, on the host): the winner while 2 n^2 entries
+fit, i.e. up to some 25,000 vertices (50,000 unknowns, 20 GB of factors in double
+precision) on an 80 GB GPU with H-matrix operators, some 15,000 in 16 GB of host memory.
 
 Per surface: P is built from the diagonal (self-interaction) blocks of one interface only,
 so a nested body composes it block-diagonally over its interfaces (block Jacobi/Gauss-Seidel

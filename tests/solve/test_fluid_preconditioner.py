@@ -2,7 +2,9 @@
 the preconditioned product is A P^{-1}, the preconditioned gas sphere matches the exact
 series as the unpreconditioned one does, in far fewer GMRES iterations (counts are
 deterministic), on the dense and the H-matrix format, and the setting's choices."""
+import importlib.util
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,12 @@ from wavescat.geometry.volume import match_volume
 from wavescat.reference import fluid_sphere
 from wavescat.solve.driver import boundary_operator, solve_frequency
 from wavescat.solve.gmres import gmres
+
+_spec = importlib.util.spec_from_file_location(
+    "scattering_tests", Path(__file__).with_name("test_scattering.py"))
+_scattering = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_scattering)
+gpu_backend = _scattering.gpu_backend  # the GPU, or the CUDA emulation standing in for it
 
 C = 1500.0
 MEDIUM = {"sound_speed": C, "density": 1000.0}
@@ -110,9 +118,12 @@ def test_hmatrix_format_gives_the_same_iterations():
 def test_setting_choices():
     assert chosen("none", 10) == "none"
     assert chosen("block_triangular", 10**6) == "block_triangular"
-    assert chosen("auto", 1000, 16, free_bytes=64e6) == "block_triangular"  # 32 MB
-    assert chosen("auto", 1001, 16, free_bytes=64e6) == "none"
-    assert chosen("auto", 1414, 8, free_bytes=64e6) == "block_triangular"  # single precision
+    gas = 0.0012 * 0.22
+    assert chosen("auto", 1000, 16, 64e6, gas) == "block_triangular"  # 32 MB of factors
+    assert chosen("auto", 1001, 16, 64e6, gas) == "none"
+    assert chosen("auto", 1414, 8, 64e6, gas) == "block_triangular"  # single precision
+    assert chosen("auto", 1000, 16, 64e6, 1.04 * 1.03) == "none"  # fish flesh: few plain steps
+    assert chosen("auto", 1000, 16, 64e6, 8.0) == "block_triangular"  # a dense, stiff body
     with pytest.raises(ConfigError, match="fluid_preconditioner"):
         chosen("osrc", 10)
 
@@ -139,3 +150,21 @@ def test_gas_spheroid_iterations_drop_from_about_fifty_to_a_few():
     assert out["block_triangular", 1e-5][0] <= 4, out["block_triangular", 1e-5][0]
     np.testing.assert_allclose(out["block_triangular", 1e-10][1], out["none", 1e-10][1],
                                rtol=0, atol=1e-7 * np.abs(out["none", 1e-10][1]).max())
+
+
+def test_preconditioned_solve_on_the_gpu_matches_the_cpu(gpu_backend):
+    """The factors and solves on the device (CuPy's LU; SciPy's under the CUDA emulation):
+    the CPU's iterations and answer."""
+    mesh = icosphere(1)
+    out = {}
+    for backend in ("cpu", "gpu"):
+        case = {"boundary": {"kind": "fluid", "density_ratio": G, "sound_speed_ratio": H},
+                "incident": {"direction": D.tolist()}, "receivers": {"plane": "xz", "count": 7},
+                "solver": {"operator_format": "dense", "backend": backend,
+                           "fluid_preconditioner": "block_triangular"}}
+        out[backend] = solve_frequency(case, MEDIUM, mesh, 0.8 * C / (2 * math.pi))
+    assert out["gpu"].backend["backend"] == "gpu"
+    assert out["gpu"].iterations[0] <= 3
+    assert abs(int(out["gpu"].iterations[0]) - int(out["cpu"].iterations[0])) <= 1
+    np.testing.assert_allclose(out["gpu"].far_field, out["cpu"].far_field, rtol=0,
+                               atol=1e-5 * np.abs(out["cpu"].far_field).max())

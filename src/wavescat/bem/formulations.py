@@ -282,8 +282,9 @@ class FluidMuller(SoundHardBurtonMiller):
     def system(self, space, k: float, operators: dict, solver: dict, xp=np):
         """The Müller system (bem/transmission.py) for the operators of `operator_specs`,
         right-preconditioned as `solver.fluid_preconditioner` says (auto: the
-        block-triangular preconditioner of bem/muller_preconditioner.py while its dense
-        factors take at most half the free memory, else none)."""
+        block-triangular preconditioner of bem/muller_preconditioner.py for a body of high
+        impedance contrast, g h below 1/5 or above 5, while its dense factors take at most
+        half the free memory; else none)."""
         from .muller_preconditioner import chosen, free_bytes  # noqa: PLC0415
         from .osrc import mass_and_stiffness  # noqa: PLC0415
         from .transmission import MullerTransmission  # noqa: PLC0415
@@ -292,7 +293,8 @@ class FluidMuller(SoundHardBurtonMiller):
         itemsize = 8 if solver.get("precision") == "single" else 16
         setting = solver.get("fluid_preconditioner", "auto")
         name = chosen(setting, space.n_dofs, itemsize,
-                      free_bytes(xp) if setting == "auto" else np.inf)
+                      free_bytes(xp) if setting == "auto" else np.inf,
+                      self.density_ratio * self.sound_speed_ratio)
         return MullerTransmission(operators, mass, k, self.density_ratio, xp=xp,
                                   preconditioner=name)
 

@@ -60,7 +60,8 @@ class MullerTransmission(StrongForm):
             raise ValueError(f"unknown Müller preconditioner {preconditioner!r}")
 
     def solution(self, z):
-        """The traces (u, w) from GMRES's unknowns: P^{-1} z, or z without preconditioner."""
+        """The traces (u, w) from GMRES's unknowns: P^{-1} z, or z without preconditioner
+        (every caller of `gmres(system.matvec, ...)` maps its answer so)."""
         return z if self.preconditioner is None else self.preconditioner.solve(z)
 
     def _apply(self, name, x):

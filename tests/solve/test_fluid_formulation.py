@@ -124,7 +124,8 @@ def test_sphere_at_ten_elements_per_wavelength(ka5_sphere, boundary, max_iterati
     res = gmres(system.matvec, form.rhs(system, space, ka, d), tol=settings["gmres"]["tol"],
                 restart=settings["gmres"]["restart"], maxiter=settings["gmres"]["maxiter"])
     xhat = farfield.receiver_directions(case["receivers"]).vectors
-    err = farfield.far_field_errors(form.far_field(space, xhat, ka) @ res.x[:, 0],
+    x = system.solution(res.x)  # GMRES's answer of the (right-)preconditioned system
+    err = farfield.far_field_errors(form.far_field(space, xhat, ka) @ x[:, 0],
                                     _series(boundary, ka, d[0], xhat))
     assert err["rms_ts_error_db"] <= 0.05, err
     assert err["relative_l2_error"] <= 0.009, err
@@ -170,7 +171,8 @@ def test_gas_spheroid_converges_with_the_default_solver_settings():
     m = matched_icosphere(2)
     mesh = SurfaceMesh(m.vertices * [3.5, 1.0, 1.0], m.triangles)  # still the exact volume
     case = _case(GAS, incident={"direction": [0.0, 0.0, 1.0]})
-    settings = solver_settings(case["solver"])
+    # the plain system (the block-triangular preconditioner leaves GMRES 2 to 4 steps)
+    settings = solver_settings({**case["solver"], "fluid_preconditioner": "none"})
     gm = settings["gmres"]
     assert gm["restart"] >= gm["maxiter"]  # the default never restarts
     form = formulation_for(GAS)

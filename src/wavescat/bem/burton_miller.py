@@ -131,6 +131,11 @@ class StrongForm:
     def solve_mass(self, y):
         return solve_real_spd(self._mass_lu, y)
 
+    def solution(self, z):
+        """The formulation's unknown from GMRES's solution z of `matvec`: z itself here; a
+        right-preconditioned system (transmission.MullerTransmission) maps it back."""
+        return z
+
     def _back(self, x, host):
         return self.xp.asarray(host.astype(x.dtype, copy=False))
 

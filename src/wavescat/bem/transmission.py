@@ -34,9 +34,15 @@ def adjoint_of(double_layer):
 
 class MullerTransmission(StrongForm):
     """The system above for several right-hand sides at once; `operators` maps V0, K0, Kp0,
-    W0, V1, K1, Kp1, W1 to the assembled operators (dense or H-matrix)."""
+    W0, V1, K1, Kp1, W1 to the assembled operators (dense or H-matrix).
 
-    def __init__(self, operators: dict, mass, k: float, density_ratio: float, xp=np):
+    `preconditioner` (a name of muller_preconditioner.PRECONDITIONERS other than auto):
+    with block_triangular, `matvec` is the right-preconditioned product A P^{-1} z (four
+    operator products, bem/muller_preconditioner.py) and `solution(z) = P^{-1} z` turns
+    GMRES's answer into the traces (u, w); the residuals stay those of A x = f."""
+
+    def __init__(self, operators: dict, mass, k: float, density_ratio: float, xp=np,
+                 preconditioner: str = "none"):
         super().__init__(mass, xp)
         self.ops = dict(operators)
         for i in "01":
@@ -45,6 +51,18 @@ class MullerTransmission(StrongForm):
         self.k = float(k)
         self.g = float(density_ratio)
         self.scale = 2.0 / (1.0 + self.g)
+        self.preconditioner = None
+        if preconditioner == "block_triangular":
+            from .muller_preconditioner import BlockTriangular  # noqa: PLC0415
+
+            self.preconditioner = BlockTriangular.for_system(self)
+        elif preconditioner != "none":
+            raise ValueError(f"unknown Müller preconditioner {preconditioner!r}")
+
+    def solution(self, z):
+        """The traces (u, w) from GMRES's unknowns: P^{-1} z, or z without preconditioner
+        (every caller of `gmres(system.matvec, ...)` maps its answer so)."""
+        return z if self.preconditioner is None else self.preconditioner.solve(z)
 
     def _apply(self, name, x):
         return self._applied_on_host(self.ops[name], x)
@@ -53,7 +71,22 @@ class MullerTransmission(StrongForm):
         return self._apply(f"{name}0", x) - self._apply(f"{name}1", x)
 
     def matvec(self, x):
-        """A x for x of shape (2n, r) on the backend: rows u then w."""
+        """A x for x of shape (2n, r) on the backend: rows u then w (A P^{-1} x with a
+        preconditioner: x plus the Dirichlet rows' coupling A_DN applied to y_N)."""
+        if self.preconditioner is not None:
+            return self._preconditioned(x)
+        return self.unpreconditioned(x)
+
+    def _preconditioned(self, z):
+        n = self.n_dofs
+        coupling = (self.scale * self.g * self.k) * self.solve_mass(
+            self._difference("V", self.preconditioner.solve(z)[n:]))
+        out = z.copy()
+        out[:n] += self._back(z, coupling)
+        return out
+
+    def unpreconditioned(self, x):
+        """A x, whatever the preconditioner."""
         n, g, k = self.n_dofs, self.g, self.k
         u, w = x[:n], x[n:]
         k0u, k1u = self._apply("K0", u), self._apply("K1", u)

@@ -203,7 +203,8 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
         except SolverError as exc:
             raise SolverError(f"{exc} at {frequency_hz:g} Hz (incidence directions "
                               f"{start}..{cols.stop - 1})") from exc
-        pressure[:, cols] = be.asnumpy(res.x)
+        # a right-preconditioned system turns GMRES's unknowns into the formulation's
+        pressure[:, cols] = be.asnumpy(system.solution(res.x))
         iterations[cols], residuals[cols] = res.iterations, res.residuals
         history.extend(res.history)
     timings["solve"] = time.perf_counter() - t0

@@ -144,7 +144,7 @@ cases:
     receivers: {plane: xz, count: 5}
     mesh: {elements_per_wavelength: 3, max_volume_error: null}
   gas:
-    geometry: {kind: sphere, radius: 0.05}
+    geometry: {kind: sphere, radius: 0.01}
     boundary: {kind: fluid, density: 1.24, sound_speed: 345}
     frequencies_hz: [38000]
 """

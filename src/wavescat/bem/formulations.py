@@ -459,8 +459,43 @@ class NestedTransmission(FluidMuller):
             k_o = float((k * complex(self.regions[face.outer].wavenumber_factor)).real)
             cls = OsrcNtD if face.kind == "rigid" else OsrcDtN
             couplings[face.index] = cls(core, k_o, **_osrc_options(solver["osrc"]))
-        return MultiDomainTransmission(self.interfaces, self.regions, ops, dofs,
-                                       surface_of_dof, mass, k, couplings, core_dofs, xp=xp)
+        system = MultiDomainTransmission(self.interfaces, self.regions, ops, dofs,
+                                         surface_of_dof, mass, k, couplings, core_dofs, xp=xp)
+        system.preconditioners = self._interface_preconditioners(system, k, solver, xp)
+        system.__dict__.pop("_dense", None)  # the dense blocks were for the factors only
+        return system
+
+    def _interface_preconditioners(self, system, k, solver, xp) -> dict:
+        """{surface: (its dofs, BlockTriangular)} for the fluid interfaces that
+        `solver.fluid_preconditioner` picks (auto: high impedance contrast between the two
+        sides, factors within half the free memory), each from its own diagonal blocks: the
+        interface's rows are the single-body Müller system with g = g_i / g_o and k g_o
+        (bem/nested.py), so the single body's preconditioner serves it unchanged."""
+        from .muller_preconditioner import BlockTriangular, chosen, free_bytes  # noqa: PLC0415
+
+        setting = solver.get("fluid_preconditioner", "auto")
+        itemsize = 8 if solver.get("precision") == "single" else 16
+        out = {}
+        for face in self.interfaces:
+            if face.kind != "fluid":
+                continue
+            outer, inner = self.regions[face.outer], self.regions[face.inner]
+            idx = np.flatnonzero(system.surface_of_dof == face.index)
+            g = inner.density_ratio / outer.density_ratio
+            h = abs(outer.wavenumber_factor / inner.wavenumber_factor)
+            name = chosen(setting, len(idx), itemsize,
+                          free_bytes(xp) if setting == "auto" else np.inf, g * h)
+            if name != "block_triangular":
+                continue
+            blocks = {}
+            for sym, region in (("0", face.outer), ("1", face.inner)):
+                pos = np.searchsorted(system.dofs[region], idx)
+                for name_ in ("K", "W"):
+                    blocks[f"{name_}{sym}"] = system.dense_block(region, name_, pos)
+            out[face.index] = (idx, BlockTriangular(
+                blocks, system.mass[idx][:, idx], k * outer.density_ratio, g,
+                lambda op, x: op @ x, np))
+        return out
 
     @staticmethod
     def surface_of_dof(space) -> np.ndarray:

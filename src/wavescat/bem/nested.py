@@ -120,6 +120,9 @@ class MultiDomainTransmission(StrongForm):
         self.couplings = couplings or {}
         self.core_dofs = core_dofs or {}
         self.sigma = region_signs(interfaces, regions, surface_of_dof)
+        self.surface_of_dof = surface_of_dof
+        # {surface: (dofs, BlockTriangular)}: right preconditioners of fluid interfaces
+        self.preconditioners = {}
         n = self.n_dofs
         # per dof: the combination weights of the regions (Dirichlet rows), the row scale
         self.weight = np.zeros((len(regions), n))
@@ -165,7 +168,32 @@ class MultiDomainTransmission(StrongForm):
             nsum[rows] += nn[bounded]
         return dsum, nsum
 
+    def dense_block(self, region, name, positions) -> np.ndarray:
+        """Operator `name` of a region between the dofs at `positions` of its space, dense
+        on the host (an H-matrix expanded once per region and operator)."""
+        cache = self.__dict__.setdefault("_dense", {})
+        if (region, name) not in cache:
+            op = self.ops[region][name]
+            cache[(region, name)] = to_host(op.to_dense() if hasattr(op, "to_dense") else op)
+        return cache[(region, name)][np.ix_(positions, positions)]
+
+    def solution(self, z):
+        """The traces from GMRES's unknowns: P^-1 z on each preconditioned interface."""
+        if not self.preconditioners:
+            return z
+        n = self.n_dofs
+        out = to_host(z).reshape(2 * n, -1).copy()
+        for idx, pre in self.preconditioners.values():
+            rows = np.concatenate([idx, n + idx])
+            out[rows] = to_host(pre.solve(out[rows]))
+        return self._back(z, out.reshape(z.shape))
+
     def matvec(self, x):
+        """A P^-1 x (P the interface preconditioners, if any) for x (2n, r) on the backend."""
+        return self.unpreconditioned(self.solution(x)) if self.preconditioners else \
+            self.unpreconditioned(x)
+
+    def unpreconditioned(self, x):
         """A x for x of shape (2n, r) on the backend: rows u then w."""
         n = self.n_dofs
         host = to_host(x).reshape(2 * n, -1)

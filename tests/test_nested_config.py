@@ -129,3 +129,19 @@ def test_study_varies_a_nested_body():
     bad["studies"]["gas"]["vary"] = {"inside.2.boundary.sound_speed": [300.0]}
     with pytest.raises(ConfigError, match=r"'2' is not an index of a list of 2"):
         prepare_config(bad)
+
+
+def test_an_inner_sphere_larger_than_its_parent_is_refused_before_any_job():
+    """Bounding boxes from the parameters: a 12 mm sphere cannot be inside a 10 mm one."""
+    from wavescat.config import prepare_config
+    from wavescat.errors import ConfigError
+
+    config = {"run": ["f"], "cases": {"f": {
+        "geometry": {"kind": "sphere", "radius": 0.01},
+        "boundary": {"kind": "fluid", "density_ratio": 1.04, "sound_speed_ratio": 1.04},
+        "inside": [{"geometry": {"kind": "sphere", "radius": 0.012},
+                    "boundary": {"kind": "rigid"}}],
+        "frequencies_hz": [38000.0]}}}
+    with pytest.raises(ConfigError, match=r"cases.f.inside\[0\].geometry: its bounding box .* "
+                                          r"is not inside that of cases.f"):
+        prepare_config(config)

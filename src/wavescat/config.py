@@ -20,7 +20,7 @@ from .averages import TILT_DEFAULTS, AveragesError, band_weights, parse_averages
 from .bem.formulations import formulation_for
 from .defaults import RECEIVERS, SCHEMA_PATH, load_schema
 from .errors import ConfigError, MeshError
-from .geometry.bodies import body_tree
+from .geometry.bodies import body_tree, check_boxes
 from .geometry.geo_script import check_geo_script
 from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 from .studies import expand_studies, study_cases
@@ -183,9 +183,11 @@ def _check_geometry(geo: dict, where: str, base_dir: Path) -> None:
 
 def _check_bodies(where: str, case: dict, base_dir: Path, medium: dict) -> None:
     """The bodies nested in the case (`inside`): where they may be, their kinds and keys."""
-    for body in body_tree(case, medium, where)[1:]:
+    bodies = body_tree(case, medium, where)
+    for body in bodies[1:]:
         _check_geometry(body.geometry, f"{body.where}.geometry", base_dir)
         formulation_for(body.boundary, f"{body.where}.boundary", medium)  # kinds, their keys
+    check_boxes(bodies)
 
 
 def _check_case(name: str, case: dict, base_dir: Path, medium: dict | None = None) -> None:

@@ -148,3 +148,35 @@ def is_nested(case: dict) -> bool:
 def children(bodies: list[Body], index: int) -> list[Body]:
     """The bodies directly inside body `index`."""
     return [b for b in bodies if b.parent == index]
+
+
+def bounding_box(geometry: dict):
+    """(lower, upper) corners of a sphere's, spheroid's or box's axis-aligned bounding box
+    from its parameters; None for the other kinds (their extent needs the mesh or file)."""
+    kind = geometry.get("kind")
+    center = [float(c) for c in geometry.get("center", (0.0, 0.0, 0.0))]
+    if kind == "sphere":
+        half = [float(geometry["radius"])] * 3
+    elif kind == "spheroid":
+        half = [float(a) for a in geometry["semi_axes"]]
+    elif kind == "box":
+        half = [0.5 * float(s) for s in geometry["size"]]
+    else:
+        return None
+    return [c - h for c, h in zip(center, half)], [c + h for c, h in zip(center, half)]
+
+
+def check_boxes(bodies: list[Body]) -> None:
+    """ConfigError where a body's bounding box is not strictly inside its parent's (both
+    known from their parameters): it cannot be inside it. The mesher checks the surfaces
+    themselves; this catches the plain mistakes before any job starts."""
+    for body in bodies[1:]:
+        inner, outer = bounding_box(body.geometry), bounding_box(bodies[body.parent].geometry)
+        if inner is None or outer is None:
+            continue
+        if any(lo <= plo for lo, plo in zip(inner[0], outer[0])) or any(
+                hi >= phi for hi, phi in zip(inner[1], outer[1])):
+            raise ConfigError(f"{body.where}.geometry: its bounding box {inner[0]}..{inner[1]} "
+                              f"m is not inside that of {bodies[body.parent].where} "
+                              f"{outer[0]}..{outer[1]} m: a body inside another must lie "
+                              "strictly within it (check radius, semi_axes, size, center)")

@@ -44,7 +44,10 @@ def test_meshes_of_a_nested_case(tmp_path):
 
 
 def test_a_misplaced_body_stops_the_mesh_job_naming_both(tmp_path):
-    out = _run(tmp_path, STUDY.replace("radius: 0.008}", "radius: 0.008, center: [0.005, 0, 0]}"))
+    # its bounding box lies inside the parent's (the config check passes), its surface does
+    # not: 8.5 mm off centre with a radius of 3.5 mm in a sphere of 10 mm
+    out = _run(tmp_path, STUDY.replace("radius: 0.008}",
+                                       "radius: 0.0035, center: [0.006, 0.006, 0]}"))
     assert out.returncode != 0
     log = (tmp_path / "results" / "shell" / "logs" / "mesh.log").read_text()
     assert "cases.shell.inside[0] (surface 1) and cases.shell (surface 0) cross each other" in log

@@ -357,26 +357,18 @@ class FluidMuller(SoundHardBurtonMiller):
 
 
 def sub_space(space, surfaces):
-    """(P1 space of the given surfaces of a union mesh, the global dofs of its dofs): the
-    union's vertex values are its dofs, so a part's dofs are its vertices in order."""
+    """(P1 space of the given surfaces of a union mesh, in increasing order, and the global
+    dofs of its dofs): the union's vertex values are its dofs, each surface's contiguous."""
     from ..surface import SurfaceMesh  # noqa: PLC0415
     from . import spaces  # noqa: PLC0415
 
     mesh = space.mesh
-    ids = surface_ids_of(mesh)
-    if np.isin(ids, list(surfaces)).all():
+    surfaces = sorted(surfaces)
+    if len(surfaces) == mesh.n_surfaces:
         return space, np.arange(space.n_dofs)
-    tris = mesh.triangles[np.isin(ids, list(surfaces))]
-    used, local = np.unique(tris, return_inverse=True)
-    part = SurfaceMesh(mesh.vertices[used], local.reshape(-1, 3), {"source": "surfaces "
-                       + ",".join(map(str, surfaces))})
-    return spaces.p1(part), used
-
-
-def surface_ids_of(mesh) -> np.ndarray:
-    """Per-triangle surface ids of a (union) mesh; one surface: zeros."""
-    ids = getattr(mesh, "surface_ids", None)
-    return np.zeros(mesh.n_triangles, np.int64) if ids is None else np.asarray(ids)
+    part = SurfaceMesh.union([mesh.surface(i) for i in surfaces])
+    dofs = np.concatenate([np.arange(space.n_dofs)[mesh.surface_vertices(i)] for i in surfaces])
+    return spaces.p1(part), dofs
 
 
 class NestedTransmission(FluidMuller):
@@ -434,9 +426,8 @@ class NestedTransmission(FluidMuller):
 
     def check_mesh(self, mesh):
         """The mesh must hold one surface per body of the tree."""
-        ids = surface_ids_of(mesh)
-        if len(np.unique(ids)) != len(self.bodies) or ids.max() != len(self.bodies) - 1:
-            raise WavescatError(f"the mesh holds {len(np.unique(ids))} surface(s); the body "
+        if mesh.n_surfaces != len(self.bodies):
+            raise WavescatError(f"the mesh holds {mesh.n_surfaces} surface(s); the body "
                                 f"tree has {len(self.bodies)}")
 
     def system(self, space, k: float, operators: dict, solver: dict, xp=np):
@@ -501,14 +492,13 @@ class NestedTransmission(FluidMuller):
     def surface_of_dof(space) -> np.ndarray:
         """The surface id of every P1 dof (vertex) of the union mesh."""
         out = np.zeros(space.n_dofs, np.int64)
-        ids = surface_ids_of(space.mesh)
-        out[space.element_dofs.ravel()] = np.repeat(ids, space.element_dofs.shape[1])
+        for i in range(space.mesh.n_surfaces):
+            out[space.mesh.surface_vertices(i)] = i
         return out
 
     def _outer_only(self, matrix, space, xp):
         """Zero the columns of every surface but the outer one (the medium sees only it)."""
         inner = xp.asarray(self.surface_of_dof(space) != 0)
-        n = space.n_dofs
         mask = xp.concatenate([inner, inner])
         if mask.any():
             matrix = matrix.copy()

@@ -228,3 +228,24 @@ def test_only_gpu_solves_reach_the_gpu_partition(tmp_path):
     assert len(placed) == 7 and set(placed.values()) == {("compute", False)}
     for case in cases:
         assert (work / "results" / case / "farfield.csv").exists()
+
+
+@pytest.mark.skipif(_slurm_ready() is not None, reason=str(_slurm_ready()))
+def test_a_solve_on_two_ranks_through_the_slurm_profile(tmp_path):
+    """solver.ranks: 2 through profiles/slurm: the solve is one SLURM job of two tasks whose
+    step srun starts (the SLURM executor's MPI support), solving on two MPI ranks, and its far
+    field is the exact one."""
+    import h5py
+
+    solver = {"backend": "cpu", "ranks": 2, "hmatrix": {"leaf_size": 16}}
+    config = {"run": ["pebble"], "cases": {"pebble": {**SPHERE, "solver": solver}}}
+    work, jobs = slurm_run(tmp_path, config, "target_strength", "verify_bem")
+    solve = jobs["solve", "pebble_000"]
+    assert (solve["state"], solve["exit"]) == ("COMPLETED", "0:0") and "cpu=2" in solve["tres"]
+    steps = subprocess.run(["sacct", "-P", "-n", "-j", solve["id"], "--format=JobID,NTasks"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert f"{solve['id']}.0|2" in steps  # srun's step: two tasks
+    with h5py.File(work / "results" / "pebble" / "solutions" / "f000.h5") as f:
+        assert json.loads(f.attrs["parallel"])["ranks"] == 2
+    errors = json.loads((work / "results" / "pebble" / "bem_vs_exact.json").read_text())
+    assert errors["relative_l2_error"] < 0.05

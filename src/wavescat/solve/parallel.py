@@ -108,15 +108,19 @@ class Ranks:
             except Exception:  # noqa: BLE001 - CuPy built without NCCL
                 usable = False
             usable = bool(self.comm.allreduce(usable, op=self._mpi.LAND))
+            why = "CuPy has no NCCL on some rank (pip install nvidia-nccl-cu12)"
+            if usable:
+                uid = self.comm.bcast(nccl.get_unique_id() if self.is_root else None, root=0)
+                try:  # fails (on every rank) where two ranks share a GPU
+                    self._nccl = nccl.NcclCommunicator(self.size, uid, self.rank)
+                except Exception as exc:  # noqa: BLE001 - NCCL's own error, said below
+                    usable, why = False, f"NCCL refused: {exc}"
+                usable = bool(self.comm.allreduce(usable, op=self._mpi.LAND))
             if not usable:
                 if required:
-                    raise ConfigError("WAVESCAT_REDUCTION = 'nccl' but CuPy has no NCCL on "
-                                      "some rank (pip install nvidia-nccl-cu12)")
+                    raise ConfigError(f"WAVESCAT_REDUCTION = 'nccl' but {why}")
+                log.info("device reductions through MPI and the host: %s", why)
                 self._nccl = False
-            else:
-                uid = nccl.get_unique_id() if self.is_root else None
-                self._nccl = nccl.NcclCommunicator(self.size, self.comm.bcast(uid, root=0),
-                                                   self.rank)
         return self._nccl is not False
 
     def min(self, value):

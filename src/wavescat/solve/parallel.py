@@ -48,11 +48,6 @@ class Ranks:
         self.size = comm.Get_size() if comm is not None else 1
         self.local = local  # the ranks of this node
         self.local_rank = local.Get_rank() if local is not None else 0
-        method = os.environ.get("WAVESCAT_REDUCTION", "auto")
-        if method not in REDUCTIONS:
-            raise ConfigError(f"WAVESCAT_REDUCTION = {method!r}: must be one of "
-                              f"{', '.join(REDUCTIONS)}")
-        self.method = method
         self.reductions = {"calls": 0, "bytes": 0, "seconds": 0.0, "method": "none"}
         self._nccl = None
 
@@ -84,7 +79,8 @@ class Ranks:
         import cupy  # noqa: PLC0415 - a device array exists, so CuPy does
 
         y = cupy.ascontiguousarray(y)
-        if self.method != "mpi" and self._nccl_communicator(required=self.method == "nccl"):
+        method = reduction_method()
+        if method != "mpi" and self._nccl_communicator(required=method == "nccl"):
             from cupy.cuda import nccl  # noqa: PLC0415
 
             flat = y.view(y.real.dtype) if y.dtype.kind == "c" else y  # (re, im) as reals
@@ -168,6 +164,15 @@ class Ranks:
                 "per_rank": self.allgather(mine)}
 
 
+def reduction_method() -> str:
+    """WAVESCAT_REDUCTION: how device arrays are summed (auto: NCCL where CuPy has it)."""
+    method = os.environ.get("WAVESCAT_REDUCTION", "auto")
+    if method not in REDUCTIONS:
+        raise ConfigError(f"WAVESCAT_REDUCTION = {method!r}: must be one of "
+                          f"{', '.join(REDUCTIONS)}")
+    return method
+
+
 def operator_bytes(op) -> int:
     """Bytes this rank stores of an operator: its H-matrix blocks, or the dense array."""
     local = getattr(op, "local", op)
@@ -200,6 +205,7 @@ def start(requested: int) -> Ranks:
     if comm.Get_size() != requested:
         log.warning("solver.ranks = %d but %d ranks were started: solving on %d",
                     requested, comm.Get_size(), comm.Get_size())
+    reduction_method()  # a bad WAVESCAT_REDUCTION stops every rank before any work
     ranks = Ranks(comm, comm.Split_type(MPI.COMM_TYPE_SHARED))
     bind_gpu(ranks.local_rank)
     share_cores(ranks)

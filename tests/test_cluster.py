@@ -100,22 +100,23 @@ def test_generic_profile_requests_gpus_of_auto_solves_on_gpu_nodes(tmp_path):
     assert "ngpus={resources.gpu}" in text and "-gpu num={resources.gpu}" in text
 
 
-@pytest.mark.parametrize("profile, slurm_job, launcher", [
-    ("default", False, "mpiexec -n 2"), ("slurm", True, "srun --mpi=pmi2 -n 2")])
+@pytest.mark.parametrize("profile, slurm_job, cluster, launcher", [
+    ("default", False, {}, "mpiexec -n 2"), ("slurm", True, {}, "srun --mpi=pmi2 -n 2"),
+    ("slurm", True, {"mpi_launcher": "srun --mpi=pmix"}, "srun --mpi=pmix -n 2")])
 def test_a_solve_on_several_ranks_starts_through_the_mpi_resource(tmp_path, profile, slurm_job,
-                                                                  launcher):
+                                                                  cluster, launcher):
     """solver.ranks: 2 gives the solve Snakemake's `mpi` and `tasks` resources (the SLURM
     executor submits such a job with --ntasks) and a command started by `mpi -n tasks`:
-    mpiexec on a workstation, srun inside a SLURM job; a 1-rank solve has neither, and a GPU
-    solve on 2 ranks asks for a GPU per rank."""
+    mpiexec on a workstation, srun inside a SLURM job, or `cluster.mpi_launcher`; a 1-rank
+    solve has neither, and a GPU solve on 2 ranks asks for a GPU per rank."""
     cases = {"single": {**SPHERE, "solver": {"backend": "cpu"}},
              "shared": {**SPHERE, "solver": {"backend": "cpu", "ranks": 2}},
              "gpus": {**SPHERE, "solver": {"backend": "gpu", "ranks": 2}}}
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     if slurm_job:  # what the job step of a SLURM job sees
         env["SLURM_JOB_ID"] = "1"
-    jobs = dry_run_jobs(tmp_path, profile, {"run": list(cases), "cases": cases}, env=env,
-                        commands=True)
+    jobs = dry_run_jobs(tmp_path, profile, {"run": list(cases), "cases": cases,
+                                            "cluster": cluster}, env=env, commands=True)
     by_case = {w["case"]: (r, cmd) for rule, w, r, cmd in jobs if rule == "solve"}
     single, command = by_case["single"]
     assert not {"mpi", "tasks", "cpus_per_task"} & set(single)

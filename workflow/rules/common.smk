@@ -163,9 +163,9 @@ def solve_resource(key):
 
 # Snakemake's MPI support (the `mpi` and `tasks` resources of the solve rule): a case with
 # solver.ranks > 1 starts its solve as that many MPI ranks through `mpi`, a launcher taking
-# `-n tasks`. Inside a SLURM job (the SLURM executor submits it with --ntasks) that is srun,
-# with the PMI-2 interface MPICH's wheel speaks; elsewhere the mpiexec beside this Python
-# (pip install -e '.[mpi]'), else the PATH's. `--set-resources solve:mpi="..."` replaces it.
+# `-n tasks`: `cluster.mpi_launcher` where the config names one; else inside a SLURM job
+# (the SLURM executor submits it with --ntasks) srun, with the PMI-2 interface MPICH's wheel
+# speaks; elsewhere the mpiexec beside this Python (pip install -e '.[mpi]'), else the PATH's.
 MPIEXEC = shlex.quote(shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec")
 SRUN = "srun --mpi=pmi2"
 
@@ -178,6 +178,8 @@ def mpi_launcher(wildcards):
     """The `mpi` resource of a solve: None on one rank (an ordinary job)."""
     if solve_ranks(wildcards) == 1:
         return None
+    if CONFIG["cluster"].get("mpi_launcher"):
+        return CONFIG["cluster"]["mpi_launcher"]
     return SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC
 
 
@@ -189,7 +191,7 @@ def cpus_per_rank(wildcards, threads):
 
 def mpi_launch(wildcards, resources):
     """The start of a solve's command: `<mpi> -n <tasks> ` on several ranks, else nothing."""
-    return f"{resources.mpi} -n {resources.tasks} " if resources.get("mpi") else ""
+    return f"{resources.mpi} -n {resources.tasks} " if resources.get("tasks") else ""
 
 
 def gpu_resources(gpus):

@@ -92,3 +92,24 @@ def test_two_ranks_under_mpiexec_give_the_far_field_of_one(tmp_path, space):
     assert [r["rank"] for r in par2["per_rank"]] == [0, 1]
     assert all(r["operator_bytes"] < 0.6 * whole for r in par2["per_rank"])
     assert par2["reductions"]["calls"] > 0 and par2["reductions"]["method"] == "mpi"
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install -e '.[mpi]' brings MPICH's)")
+def test_an_error_on_one_rank_stops_every_rank(tmp_path):
+    """Rank 1 is given a mesh that does not exist: it says so and aborts the run, and rank 0,
+    which would otherwise wait in a collective for ever, is stopped with it."""
+    icosphere(2).write(tmp_path / "mesh.msh")
+    case = json.dumps({"solver": {"operator_format": "hmatrix", "backend": "cpu", "ranks": 2,
+                                  "hmatrix": HMATRIX}})
+
+    def rank(mesh):
+        return ["-n", "1", sys.executable, "-m", "wavescat", "solve", "--case", case,
+                "--medium", "{}", "--mesh", str(mesh), "--frequency", "300",
+                "--out", str(tmp_path / "out.h5")]
+
+    done = subprocess.run([MPIEXEC, *rank(tmp_path / "mesh.msh"), ":",
+                           *rank(tmp_path / "missing.msh")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    assert "(rank 1 of 2): error: MeshError: mesh file" in done.stderr + done.stdout
+    assert not (tmp_path / "out.h5").exists()

@@ -31,7 +31,7 @@ import traceback
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, WavescatError
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,8 @@ class Ranks:
                 raise
             print(f"wavescat {command} (rank {self.rank} of {self.size}): error: "
                   f"{type(exc).__name__}: {exc}", file=sys.stderr)
-            traceback.print_exc(file=sys.stderr)
+            if not isinstance(exc, WavescatError):  # a user's error needs no traceback
+                traceback.print_exc(file=sys.stderr)
             sys.stderr.flush()
             self.comm.Abort(2)
 

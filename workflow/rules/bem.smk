@@ -2,7 +2,8 @@ from wavescat.config import SOLVE_KEYS  # what `wavescat solve` gets; tests solv
 
 
 rule solve:
-    """OSRC Burton-Miller solve of one case at one frequency, all incidence directions."""
+    """OSRC Burton-Miller solve of one case at one frequency, all incidence directions; on
+    several MPI ranks where the case says `solver.ranks` (common.smk, mpi_launcher)."""
     input:
         mesh=solve_mesh,
     output:
@@ -11,16 +12,21 @@ rule solve:
         case=case_param(*SOLVE_KEYS),
         medium=MEDIUM,
         frequency=frequency,
+        launch=mpi_launch,
     threads: solve_resource("threads")
     resources:
         mem_mb=solve_resource("mem_mb"),
         runtime=solve_resource("runtime"),
+        mpi=mpi_launcher,
+        tasks=solve_resource("tasks"),
+        cpus_per_task=cpus_per_rank,
+        tasks_per_gpu=solve_resource("tasks_per_gpu"),
         **gpu_resources(solve_resource("gpu")),
     log:
         "results/{case}/logs/solve_f{index}.log",
     shell:
-        "{WAVESCAT} solve --case {params.case:q} --medium {params.medium:q} --mesh {input.mesh}"
-        " --frequency {params.frequency} --out {output} > {log} 2>&1"
+        "{params.launch}{WAVESCAT} solve --case {params.case:q} --medium {params.medium:q}"
+        " --mesh {input.mesh} --frequency {params.frequency} --out {output} > {log} 2>&1"
 
 
 rule far_field:

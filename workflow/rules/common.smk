@@ -2,6 +2,7 @@
 import json
 import os
 import shlex
+import shutil
 import sys
 
 from snakemake.utils import validate
@@ -158,6 +159,37 @@ def solve_resource(key):
     """Resource `key` of a solve job, estimated from the case (see wavescat.resources)."""
     return lambda wildcards: solve_resources(frequency_case(wildcards), CONFIG["medium"],
                                              workflow.cores, CONFIG["cluster"])[key]
+
+
+# Snakemake's MPI support (the `mpi` and `tasks` resources of the solve rule): a case with
+# solver.ranks > 1 starts its solve as that many MPI ranks through `mpi`, a launcher taking
+# `-n tasks`. Inside a SLURM job (the SLURM executor submits it with --ntasks) that is srun,
+# with the PMI-2 interface MPICH's wheel speaks; elsewhere the mpiexec beside this Python
+# (pip install -e '.[mpi]'), else the PATH's. `--set-resources solve:mpi="..."` replaces it.
+MPIEXEC = shlex.quote(shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec")
+SRUN = "srun --mpi=pmi2"
+
+
+def solve_ranks(wildcards):
+    return CASES[wildcards.case]["solver"]["ranks"]
+
+
+def mpi_launcher(wildcards):
+    """The `mpi` resource of a solve: None on one rank (an ordinary job)."""
+    if solve_ranks(wildcards) == 1:
+        return None
+    return SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC
+
+
+def cpus_per_rank(wildcards, threads):
+    """A solve's threads shared by its ranks (SLURM's --cpus-per-task of each task)."""
+    ranks = solve_ranks(wildcards)
+    return max(1, threads // ranks) if ranks > 1 else None
+
+
+def mpi_launch(wildcards, resources):
+    """The start of a solve's command: `<mpi> -n <tasks> ` on several ranks, else nothing."""
+    return f"{resources.mpi} -n {resources.tasks} " if resources.get("mpi") else ""
 
 
 def gpu_resources(gpus):

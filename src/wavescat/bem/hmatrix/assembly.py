@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -89,6 +90,31 @@ def _compressed_share(far: dict, symmetric: bool) -> np.ndarray:
     return every[far["c0"] > far["r0"]]
 
 
+@dataclass(frozen=True, eq=False)
+class BlockPlan:
+    """The cluster trees and block tree of a pair of clouds, and the admissible blocks ACA
+    compresses: all, or (`mirrored`) those above the diagonal of a symmetric operator on one
+    space, each block below being the transpose of its mirror."""
+
+    rows: object  # ClusterTree of the test cloud
+    cols: object  # ClusterTree of the trial cloud
+    blocks: object  # BlockTree
+    compressed: np.ndarray  # indices into blocks.far
+    mirrored: bool
+
+
+def block_plan(name, k, test_cloud, trial_cloud, eta=HMATRIX["eta"],
+               leaf_size=HMATRIX["leaf_size"], kd_max=HMATRIX["kd_max"]) -> BlockPlan:
+    """The trees of operator `name` at wavenumber k between two clouds (host arrays only)."""
+    rtree = build_cluster_tree(test_cloud.lo, test_cloud.hi, leaf_size)
+    ctree = rtree if trial_cloud is test_cloud else build_cluster_tree(trial_cloud.lo, trial_cloud.hi, leaf_size)
+    btree = build_block_tree(rtree, ctree, eta, k=float(np.real(k)), kd_max=kd_max)
+    # V and W of one space: ACA on the blocks above the diagonal, those below transposed
+    compressed = _compressed_share(btree.far, Operator.named(name) in SYMMETRIC_OPERATORS
+                                   and _one_space(test_cloud, trial_cloud))
+    return BlockPlan(rtree, ctree, btree, compressed, len(compressed) < len(btree.far["r0"]))
+
+
 def _share(blocks: dict, part: int, nparts: int) -> np.ndarray:
     """Every nparts-th block of each level: a balanced share of the work per device."""
     order = np.lexsort((np.arange(len(blocks["r0"])), blocks["level"]))
@@ -99,19 +125,21 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
                          backend="auto", precision="double", eps=HMATRIX["eps"],
                          eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
                          kd_max=HMATRIX["kd_max"], storage=HMATRIX["storage"], recompression=True,
-                         devices=None, work_bytes=None, label=None):
+                         devices=None, work_bytes=None, label=None, plan=None, share=None):
     """H-matrix of the regular-quadrature kernel matrix between two clouds plus
     `correction` = (rows, cols, values) in original numbering (touching pairs only).
     Entries, ACA and recompression run in `precision`; the blocks are stored in `storage`
-    (`stored_dtype`) and multiplied in `precision`."""
+    (`stored_dtype`) and multiplied in `precision`. `plan`: the clouds' BlockPlan, if made
+    already; `share`: the blocks this process assembles and keeps (a BlockShare of
+    distributed.py; None: all of them)."""
     check_parameters(eps, eta, leaf_size, kd_max, storage)
     be = _resolve(backend)
     t_all = time.perf_counter()
     times = {"trees": 0.0, "near_field": 0.0, "aca": 0.0, "transfers": 0.0, "correction": 0.0}
     t0 = time.perf_counter()
-    rtree = build_cluster_tree(test_cloud.lo, test_cloud.hi, leaf_size)
-    ctree = rtree if trial_cloud is test_cloud else build_cluster_tree(trial_cloud.lo, trial_cloud.hi, leaf_size)
-    btree = build_block_tree(rtree, ctree, eta, k=float(np.real(k)), kd_max=kd_max)
+    if plan is None:
+        plan = block_plan(name, k, test_cloud, trial_cloud, eta, leaf_size, kd_max)
+    rtree, ctree, btree = plan.rows, plan.cols, plan.blocks
     times["trees"] = time.perf_counter() - t0
 
     ndev = 1
@@ -140,9 +168,8 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     del corr
     device_ids = list(range(ndev))
     tcl, scl = test_cloud.permuted(rtree.perm), trial_cloud.permuted(ctree.perm)
-    # V and W of one space: ACA on the blocks above the diagonal, those below transposed
-    compressed = _compressed_share(btree.far, Operator.named(name) in SYMMETRIC_OPERATORS
-                                   and _one_space(test_cloud, trial_cloud))
+    compressed = plan.compressed if share is None else share.far
+    near_ids = np.arange(len(btree.near["r0"])) if share is None else share.near
 
     def build_part(d):
         xp = be.xp
@@ -152,7 +179,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             kern = PairKernel(name, k, tcl, scl, be, precision)
             sync(xp)
             st["transfers"] = time.perf_counter() - t0
-            pick = _share(btree.near, d, ndev)
+            pick = near_ids[_share({key: v[near_ids] for key, v in btree.near.items()}, d, ndev)]
             near = {key: v[pick] for key, v in btree.near.items()}
             upper = {key: v[compressed] for key, v in btree.far.items()}
             far = {key: v[_share(upper, d, ndev)] for key, v in upper.items()}
@@ -181,7 +208,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
                 budget = min(budget, max(free - need_near - guess, 256 << 20) // 2)
             t0 = time.perf_counter()
             ev0 = kern.evaluations
-            part = _part_correction(held["corr"], pick)
+            part = _part_correction(held["corr"], pick, len(btree.near["r0"]))
             if ndev == 1:
                 held["corr"] = None
             dense = assemble_near(kern, near, xp, part, store=store, budget_bytes=budget)
@@ -198,7 +225,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             low = compress_far(kern, far, eps, xp, recompression=recompression,
                                budget_bytes=budget, zero_tol=zero_tol, stats=st, store=store) \
                 if len(far["r0"]) else []
-            if len(compressed) < len(btree.far["r0"]):  # the blocks below the diagonal
+            if plan.mirrored:  # the blocks below the diagonal
                 low += [transposed(g, xp) for g in low]
             sync(xp)
             release_cached(xp)
@@ -243,12 +270,12 @@ def _largest_magnitude(D, xp, chunk=1 << 26) -> float:
                default=1.0)
 
 
-def _part_correction(corr, pick):
+def _part_correction(corr, pick, total):
     """The corrections (rows, cols, values, block) that fall in this device's share `pick`
-    of the dense blocks, with their blocks numbered within the share."""
+    of the `total` dense blocks, with their blocks numbered within the share."""
     if corr is None:
         return None
-    if np.array_equal(pick, np.arange(len(pick))):  # one device: every block, in order
+    if len(pick) == total and np.array_equal(pick, np.arange(total)):  # every block, in order
         return corr
     rows, cols, vals, block = corr
     local = np.full(int(pick.max(initial=-1)) + 2, -1, np.int64)

@@ -208,7 +208,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
                 budget = min(budget, max(free - need_near - guess, 256 << 20) // 2)
             t0 = time.perf_counter()
             ev0 = kern.evaluations
-            part = _part_correction(held["corr"], pick, len(btree.near["r0"]))
+            part = _part_correction(held["corr"], pick, len(btree.near["r0"]), xp)
             if ndev == 1:
                 held["corr"] = None
             dense = assemble_near(kern, near, xp, part, store=store, budget_bytes=budget)
@@ -270,16 +270,17 @@ def _largest_magnitude(D, xp, chunk=1 << 26) -> float:
                default=1.0)
 
 
-def _part_correction(corr, pick, total):
+def _part_correction(corr, pick, total, xp=np):
     """The corrections (rows, cols, values, block) that fall in this device's share `pick`
-    of the `total` dense blocks, with their blocks numbered within the share."""
+    (host indices) of the `total` dense blocks, with their blocks numbered within the share;
+    the corrections live on the backend `xp`."""
     if corr is None:
         return None
     if len(pick) == total and np.array_equal(pick, np.arange(total)):  # every block, in order
         return corr
     rows, cols, vals, block = corr
-    local = np.full(int(pick.max(initial=-1)) + 2, -1, np.int64)
-    local[pick] = np.arange(len(pick))
+    local = xp.full(int(pick.max(initial=-1)) + 2, -1, np.int64)
+    local[xp.asarray(pick)] = xp.arange(len(pick))
     block = local[np.minimum(block, len(local) - 1)]
     mine = block >= 0
     return rows[mine], cols[mine], vals[mine], block[mine]

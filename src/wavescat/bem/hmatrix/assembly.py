@@ -272,16 +272,19 @@ def _largest_magnitude(D, xp, chunk=1 << 26) -> float:
 
 def _part_correction(corr, pick, total, xp=np):
     """The corrections (rows, cols, values, block) that fall in this device's share `pick`
-    (host indices) of the `total` dense blocks, with their blocks numbered within the share;
-    the corrections live on the backend `xp`."""
+    (host indices) of the `total` dense blocks, with their blocks numbered within the share.
+    The corrections stay where they are: on the host (several devices share them) or on the
+    backend `xp`'s device (one device: a rank's share)."""
     if corr is None:
         return None
     if len(pick) == total and np.array_equal(pick, np.arange(total)):  # every block, in order
         return corr
     rows, cols, vals, block = corr
-    local = xp.full(int(pick.max(initial=-1)) + 2, -1, np.int64)
-    local[xp.asarray(pick)] = xp.arange(len(pick))
-    block = local[np.minimum(block, len(local) - 1)]
+    on = np if isinstance(block, np.ndarray) else xp
+    local = np.full(int(pick.max(initial=-1)) + 2, -1, np.int64)
+    local[pick] = np.arange(len(pick))
+    local = on.asarray(local)
+    block = local[on.minimum(block, len(local) - 1)]
     mine = block >= 0
     return rows[mine], cols[mine], vals[mine], block[mine]
 

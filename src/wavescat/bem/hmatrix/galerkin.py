@@ -99,16 +99,17 @@ def _correction_by_elements(ev, k, trial, test, rule, keep=None):
 
 def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double",
                      eps=HMATRIX["eps"], eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
-                     kd_max=HMATRIX["kd_max"], recompression=True, quadrature=None, devices=None,
-                     work_bytes=None, distribution=None):
+                     kd_max=HMATRIX["kd_max"], storage=HMATRIX["storage"], recompression=True,
+                     quadrature=None, devices=None, work_bytes=None, distribution=None):
     """H-matrix of A[i, j] = <test_i, Op trial_j> (Op = `name`, see docs/conventions.md).
 
     backend: "auto" | "cpu" | "gpu" | Backend; precision: "double" | "single"; eps: ACA+
     (and recompression) relative tolerance; eta: admissibility parameter; leaf_size:
     largest cluster that is not split; kd_max: bound on k max(diam) of admissible blocks
-    (None: none); their defaults are the workflow's (`solver.hmatrix`). distribution:
-    `(plan, test, trial) -> (share, keep)` where this process assembles only part of the
-    blocks (bem/hmatrix/distributed.py); None: all of them.
+    (None: none); storage: "auto" | "single" | "double", the stored blocks' precision
+    (assembly.stored_dtype); their defaults are the workflow's (`solver.hmatrix`).
+    distribution: `(plan, test, trial) -> (share, keep)` where this process assembles only
+    part of the blocks (bem/hmatrix/distributed.py); None: all of them.
     Returns an HMatrix (matvec, LinearOperator, report).
     """
     from .. import operators  # noqa: PLC0415
@@ -132,7 +133,7 @@ def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double"
     # once the near field has them
     H = assemble_from_clouds(name, k, *clouds,
                              correction=corr.pop(), backend=be, precision=precision, eps=eps,
-                             eta=eta, leaf_size=leaf_size, kd_max=kd_max,
+                             eta=eta, leaf_size=leaf_size, kd_max=kd_max, storage=storage,
                              recompression=recompression,
                              devices=devices, work_bytes=work_bytes, label=f"{test.kind}-{trial.kind}",
                              plan=plan, share=share)

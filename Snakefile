@@ -1,6 +1,12 @@
-# wavescat: target strength of rigid bodies (see README.md).
-# Thin on purpose: configuration and helpers live in workflow/rules/common.smk,
-# one rule file per stage, numerics in the `wavescat` package.
+# wavescat: target strength of bodies under water (see README.md). Each case is meshed per
+# frequency band (gmsh), solved per frequency with the BEM formulation of its boundary
+# (Burton-Miller for rigid, pressure-release and impedance surfaces, Müller's for fluid
+# bodies, a multi-domain system for nested ones), then gathered into far-field tables and TS
+# plots; `verify` checks the BEM against exact series and time-domain solvers.
+# Thin on purpose: configuration and helpers live in workflow/rules/common.smk, one rule
+# file per stage, numerics in the `wavescat` package. Every rule runs `python -m wavescat`
+# in the conda environment workflow/envs/wavescat.yaml under `--sdm conda`, in the container
+# of the Dockerfile under `--sdm apptainer`, else with the Python that runs Snakemake.
 import os
 import sys
 
@@ -21,6 +27,11 @@ except ConfigError as exc:
 
 
 configfile: DEFAULT_CONFIG
+
+
+# The image built from the Dockerfile (README.md, "Conda and containers"); used only with
+# --sdm apptainer.
+container: "wavescat.sif"
 
 
 report: "workflow/report/workflow.rst"
@@ -47,10 +58,14 @@ rule target_strength:
         expand("results/{case}/summary.json", case=RUN),
         expand("results/{case}/plots", case=RUN),
         expand("results/{study}/ts.csv", study=STUDIES),
-        expand("results/{case}/ts_averages.{ext}", case=[c for c in RUN if c in AVERAGE_CASES],
-               ext=["csv", "png"]),
-        expand("results/{study}/ts_averages.csv",
-               study=[s for s in STUDIES if s in AVERAGE_STUDIES]),
+        expand(
+            "results/{case}/ts_averages.{ext}",
+            case=[c for c in RUN if c in AVERAGE_CASES],
+            ext=["csv", "png"],
+        ),
+        expand(
+            "results/{study}/ts_averages.csv", study=[s for s in STUDIES if s in AVERAGE_STUDIES]
+        ),
 
 
 rule meshes:
@@ -61,7 +76,8 @@ rule meshes:
 
 
 rule verify_bem:
-    """Exact sphere far fields (series of each boundary condition) for the sphere cases, and the BEM compared with them."""
+    """Exact sphere far fields (series of each boundary condition) for the sphere cases, and
+    the BEM compared with them."""
     input:
         expand("results/{case}/reference_farfield.csv", case=SPHERE_CASES),
         expand("results/{case}/bem_vs_exact.json", case=SPHERE_CASES),

@@ -1,0 +1,21 @@
+# The container of every wavescat rule (`snakemake --sdm apptainer`): Debian's Python with
+# wavescat and its pinned dependencies (pyproject.toml) in /opt/wavescat, first on PATH, so
+# the rules' `python -m wavescat` finds them.
+#   docker build -t wavescat:0.1.0 .                       (or podman / buildah)
+#   apptainer build wavescat.sif docker-daemon://wavescat:0.1.0
+# The Snakefile's `container:` names wavescat.sif in the directory Snakemake runs in
+# (README.md, "Conda and containers"). --build-arg EXTRAS=gpu adds CuPy for CUDA 12 nodes.
+ARG BASE=debian:bookworm-slim
+FROM ${BASE}
+ARG EXTRAS=""
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3 python3-venv \
+    && rm -rf /var/lib/apt/lists/*
+RUN python3 -m venv /opt/wavescat
+ENV PATH=/opt/wavescat/bin:$PATH \
+    MPLBACKEND=Agg \
+    PYTHONDONTWRITEBYTECODE=1
+COPY pyproject.toml README.md /src/wavescat/
+COPY src /src/wavescat/src
+RUN pip install --no-cache-dir "/src/wavescat${EXTRAS:+[$EXTRAS]}" \
+    && python -m wavescat --version

@@ -1,8 +1,9 @@
 # wavescat: target strength of bodies under water (see README.md). Each case is meshed per
 # frequency band (gmsh), solved per frequency with the BEM formulation of its boundary
 # (Burton-Miller for rigid, pressure-release and impedance surfaces, Müller's for fluid
-# bodies, a multi-domain system for nested ones), then gathered into far-field tables and TS
-# plots; `verify` checks the BEM against exact series and time-domain solvers.
+# bodies, a multi-domain system for nested ones), then gathered into far-field tables, TS
+# plots and surface-pressure files (VTU), with near-field maps where a case asks for them;
+# `verify` checks the BEM against exact series and time-domain solvers.
 # Thin on purpose: configuration and helpers live in workflow/rules/common.smk, one rule
 # file per stage, numerics in the `wavescat` package. Every rule runs `python -m wavescat`
 # in the conda environment workflow/envs/wavescat.yaml under `--sdm conda`, in the container
@@ -63,6 +64,7 @@ rule target_strength:
             case=[c for c in RUN if c in AVERAGE_CASES],
             ext=["csv", "png"],
         ),
+        expand("results/{case}/near_field", case=[c for c in RUN if c in NEAR_FIELD_CASES]),
         expand(
             "results/{study}/ts_averages.csv", study=[s for s in STUDIES if s in AVERAGE_STUDIES]
         ),

@@ -527,6 +527,53 @@ def case_plots(solutions, folder, name: str = "", reference=None, description: s
     return out
 
 
+def near_field_map(path, field, title="", warning="") -> Path:
+    """A near-field map (wavescat.near_field.NearField) in two panels: the real part of the
+    total pressure (a snapshot of the wave at t = 0) and the level of the scattered pressure
+    in dB re the incident wave's amplitude; the body's inside in grey, the incident wave's
+    direction (its projection on the plane) as an arrow."""
+    plt = _pyplot()
+    g = field.grid
+    i, j = PLANE_AXES[g.plane]
+    extent = [g.u[0], g.u[-1], g.v[0], g.v[-1]]
+    width = 11.5 if np.ptp(g.u) >= np.ptp(g.v) else 9.0
+    height = 0.42 * width * np.ptp(g.v) / np.ptp(g.u) + 1.2
+    fig, axes = plt.subplots(1, 2, figsize=(width, height), layout="constrained")
+    real = field.total.real
+    top = np.nanpercentile(np.abs(real), 99.5) if np.isfinite(real).any() else 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level = 20 * np.log10(np.abs(field.scattered))
+    high = 5.0 * np.ceil(np.nanmax(level) / 5.0) if np.isfinite(level).any() else 0.0
+    panels = ((real, "RdBu_r", -top, top, "Re p_total (Pa), snapshot at t = 0"),
+              (level, "viridis", high - DYNAMIC_RANGE_DB[0] - 20.0, high,
+               "|p_scattered| (dB re incident amplitude)"))
+    for ax, (data, name, lo, hi, label) in zip(axes, panels):
+        cmap = plt.get_cmap(name).copy()
+        cmap.set_bad("0.55")
+        image = ax.imshow(np.ma.masked_invalid(data), origin="lower", extent=extent, cmap=cmap,
+                          vmin=lo, vmax=hi, interpolation="nearest")
+        fig.colorbar(image, ax=ax, label=label, shrink=0.85,
+                     extend="both" if name == "RdBu_r" else "min")
+        ax.set_xlabel(f"{AXIS_NAMES[i]} (m)")
+        ax.set_ylabel(f"{AXIS_NAMES[j]} (m)")
+        ax.set_aspect("equal")
+        d = np.asarray(field.direction, float)[[i, j]]
+        if np.hypot(*d) > 1e-6:  # the incident wave's direction of travel, in the plane
+            u = 0.06 * d / np.hypot(*d)
+            ax.annotate("", xy=(0.1 + u[0], 0.88 + u[1]), xytext=(0.1 - u[0], 0.88 - u[1]),
+                        xycoords="axes fraction",
+                        arrowprops=dict(arrowstyle="-|>", lw=2.0, color="crimson"))
+    where = f"{g.plane} plane at {AXIS_NAMES[3 - i - j]} = {g.offset:.4g} m"
+    fig.suptitle(_heading(title, f"near field at {_fmt_hz(field.frequency_hz)}, {where}"),
+                 fontsize=10)
+    _footnote(fig, f"Unit incident plane wave exp(ik d.x) along d = {_fmt_vector(field.direction)} "
+                   "(arrow: its direction in the plane), time dependence exp(\u2212i\u03c9t). "
+                   "Grey: inside the body, or within a tenth of an element of its surface (not "
+                   "computed).")
+    _warning_note(fig, warning)
+    return _save(fig, path)
+
+
 def convergence(path, series: dict, xlabel: str, ylabel: str, title: str) -> Path:
     """Log-log error against h, one panel per entry of `series` = {panel title: [(label,
     h, error, slope)]}: each curve solid with its expected slope dotted through its finest

@@ -45,6 +45,13 @@ rule far_field:
             category="Target strength",
             subcategory="{case}",
         ),
+        surface=report(
+            directory("results/{case}/surface"),
+            patterns=["{name}.vtu"],
+            caption="../report/surface_pressure.rst",
+            category="Surface pressure",
+            subcategory="{case}",
+        ),
     log:
         "results/{case}/logs/far_field.log",
     conda:
@@ -58,7 +65,36 @@ rule far_field:
         " --name {wildcards.case} --case {params.case:q} --inputs {input.solutions}"
         " {params.reference} --mesh-stats {input.mesh_stats}"
         " --farfield {output.farfield} --summary {output.summary}"
-        " --plots {output.plots} > {log} 2>&1"
+        " --plots {output.plots} --surface {output.surface} > {log} 2>&1"
+
+
+rule near_field:
+    """Scattered and total pressure on the plane of the case's `near_field`, per mapped
+    frequency: a table and a map."""
+    input:
+        near_field_solutions,
+    output:
+        report(
+            directory("results/{case}/near_field"),
+            patterns=["{name}.png"],
+            caption="../report/near_field.rst",
+            category="Near field",
+            subcategory="{case}",
+        ),
+    log:
+        "results/{case}/logs/near_field.log",
+    wildcard_constraints:
+        case=only(NEAR_FIELD_CASES),
+    conda:
+        "../envs/wavescat.yaml"
+    resources:
+        **gpu_resources(near_field_gpus),
+    params:
+        python=JOB_PYTHON,
+        case=case_param("near_field", "solver", "description"),
+    shell:
+        "{params.python:q} -m wavescat near-field --name {wildcards.case} --case {params.case:q}"
+        " --solutions {input} --out {output} > {log} 2>&1"
 
 
 rule reference_farfield:

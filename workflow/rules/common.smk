@@ -256,6 +256,23 @@ def study_averages_json(wildcards):
     )
 
 
+# --- near-field maps (wavescat.near_field): the cases that ask for one ---
+NEAR_FIELD_CASES = [c for c, v in CASES.items() if v.get("near_field")]
+
+
+def near_field_solutions(wildcards):
+    """The solutions a case's near-field maps are made of: its highest frequency's, or all."""
+    freqs = CASES[wildcards.case]["frequencies_hz"]
+    which = CASES[wildcards.case]["near_field"]["frequencies"]
+    indices = range(len(freqs)) if which == "all" else [freqs.index(max(freqs))]
+    return [f"results/{wildcards.case}/solutions/f{i:03d}.h5" for i in indices]
+
+
+def near_field_gpus(wildcards):
+    """The potentials run where the case's solves run: ask for a GPU as a solve does."""
+    return gpu_count(CASES[wildcards.case]["solver"]["backend"], CONFIG["cluster"])
+
+
 # --- time-domain verification (timedomain.smk) ---
 VERIFY = CONFIG["verification"]
 VERIFY_FLAGS = f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}" + (

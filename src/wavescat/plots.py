@@ -21,7 +21,10 @@ import numpy as np
 from .farfield import PLANE_AXES, target_strength
 
 AXIS_NAMES = "xyz"
-DYNAMIC_RANGE_DB = (20.0, 50.0)  # radial span of polar plots: at least, at most
+DYNAMIC_RANGE_DB = (20.0, 80.0)  # dB from the floor to the top of TS plots: at least, at most
+FLOOR_PERCENTILE = 1.0  # the floor lies below all values but this share (%): narrow nulls
+                        # do not stretch the range, broad low structure stays above it
+NEAR_FIELD_RANGE_DB = 40.0  # levels of a near-field map's scattered pressure
 LEGEND_MAX = 8  # more frequencies than this get a colour bar instead of legend entries
 EXACT_STYLE = dict(color="k", ls=(0, (3, 3)), lw=1.0)  # drawn over the computed curves
 
@@ -206,13 +209,16 @@ def _save(fig, path) -> Path:
 
 
 def db_limits(*arrays) -> tuple[float, float]:
-    """Radial limits of a polar TS plot: the top rounded up to a ring (5 or 10 dB) with at least
-    1 dB to spare, the floor 20-50 dB below it (the curves' own range in 10 dB steps)."""
+    """(floor, top) of a TS plot, from the data: the top rounded up to a ring (5 or 10 dB) with
+    at least 1 dB to spare, the floor a multiple of 10 dB below it under all values but the
+    lowest FLOOR_PERCENTILE per cent, DYNAMIC_RANGE_DB apart at least and at most."""
     values = np.concatenate([np.ravel(a) for a in arrays if a is not None])
     values = values[np.isfinite(values)]
-    span = np.clip(10.0 * np.ceil((values.max() + 1.0 - values.min()) / 10.0), *DYNAMIC_RANGE_DB)
+    high, low = values.max(), np.percentile(values, FLOOR_PERCENTILE)
+    span = np.clip(10.0 * np.ceil((10.0 * np.ceil((high + 1.0) / 10.0) - low) / 10.0),
+                   *DYNAMIC_RANGE_DB)
     step = radial_step(span)
-    top = step * np.ceil((values.max() + 1.0) / step)
+    top = step * np.ceil((high + 1.0) / step)
     return float(top - span) + 0.0, float(top) + 0.0
 
 
@@ -382,9 +388,9 @@ def ts_map(path, axis: AngleAxis, freqs, ts, title="", warning="") -> Path:
     freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
     angle = axis.values(ts.shape[1])
     fig, ax = plt.subplots(figsize=(8, 4.6), layout="constrained")
-    top = 5.0 * np.ceil(np.nanmax(ts) / 5.0)
-    mesh = ax.pcolormesh(angle, freqs, ts, shading="nearest", cmap="viridis",
-                         vmin=top - DYNAMIC_RANGE_DB[1], vmax=top)
+    floor, top = db_limits(ts)
+    mesh = ax.pcolormesh(angle, freqs, ts, shading="nearest", cmap="viridis", vmin=floor,
+                         vmax=top)
     fig.colorbar(mesh, ax=ax, label="TS (dB re 1 m)", extend="min")
     ax.set_ylabel("frequency (Hz)")
     if len(freqs) <= 12:  # one band per computed frequency: label each
@@ -433,7 +439,10 @@ def frequency_curves(axis: AngleAxis, ts, exact=None) -> tuple[dict, str]:
     angle = axis.values(ts.shape[1])
     picks = {}
     inc = axis.incident_angle()
-    if axis.monostatic and axis.polar:
+    if ts.shape[1] == 1:  # the one direction there is
+        what = "aspect" if axis.monostatic else "receiver"
+        picks[f"{what} {angle[0]:g}\u00b0" if axis.polar else f"{what} 0"] = 0
+    elif axis.monostatic and axis.polar:
         wanted = [a for a in (0.0, 45.0, 90.0, 180.0) if np.min(np.abs(angle - a)) <= 1.0]
         for a in wanted or [angle[0], angle[len(angle) // 2], angle[-1]]:
             picks[f"aspect {angle[_nearest(angle, a)]:g}\u00b0"] = _nearest(angle, a)
@@ -470,22 +479,25 @@ def _exact_rows(reference, solution, count: int):
 def ts_plots(axis: AngleAxis, freqs, ts, exact, title: str, path_of, warning="") -> list[Path]:
     """The plots of one TS table (rows: frequencies): polar where the angles lie in a plane,
     cartesian (per frequency with its error panel against `exact` where given), TS against
-    frequency and a frequency-angle map for sweeps. path_of(kind) names each file, kind one of
-    ts_polar, ts, ts_vs_exact_f<i>, ts_vs_frequency, ts_map."""
+    frequency and a frequency-angle map for sweeps; a sweep of one direction only against
+    frequency. path_of(kind) names each file, kind one of ts_polar, ts, ts_vs_exact_f<i>,
+    ts_vs_frequency, ts_map."""
     freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
+    several_angles, sweep = ts.shape[1] > 1, len(freqs) > 1
     out = []
-    if axis.polar and ts.shape[1] > 1:
+    if axis.polar and several_angles:
         out.append(polar_ts(path_of("ts_polar"), axis, freqs, ts, exact, title, warning))
-    if exact is not None:  # per frequency, each with its own error panel
+    if exact is not None and several_angles:  # per frequency, each with its own error panel
         for i, f in enumerate(freqs):
             out.append(ts_against_angle(path_of(f"ts_vs_exact_f{i}"), axis, [f], ts[i:i + 1],
                                         exact[i:i + 1], title, warning))
-    if exact is None or len(freqs) > 1:
+    if several_angles and (exact is None or sweep) or not (several_angles or sweep):
         out.append(ts_against_angle(path_of("ts"), axis, freqs, ts, exact, title, warning))
-    if len(freqs) > 1:
+    if sweep:
         curves, note = frequency_curves(axis, ts, exact)
         out.append(ts_against_frequency(path_of("ts_vs_frequency"), freqs, curves, title, note,
                                         warning))
+    if sweep and several_angles:
         out.append(ts_map(path_of("ts_map"), axis, freqs, ts, title, warning))
     return out
 
@@ -545,7 +557,7 @@ def near_field_map(path, field, title="", warning="") -> Path:
         level = 20 * np.log10(np.abs(field.scattered))
     high = 5.0 * np.ceil(np.nanmax(level) / 5.0) if np.isfinite(level).any() else 0.0
     panels = ((real, "RdBu_r", -top, top, "Re p_total (Pa), snapshot at t = 0"),
-              (level, "viridis", high - DYNAMIC_RANGE_DB[0] - 20.0, high,
+              (level, "viridis", high - NEAR_FIELD_RANGE_DB, high,
                "|p_scattered| (dB re incident amplitude)"))
     for ax, (data, name, lo, hi, label) in zip(axes, panels):
         cmap = plt.get_cmap(name).copy()

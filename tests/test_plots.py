@@ -340,3 +340,36 @@ def test_a_case_with_warnings_carries_them_on_every_plot(tmp_path, figures):
         assert "interior Q of 3546" in text
     make_plots(sols[:1], tmp_path / "clean", "ball")
     assert "WARNING" not in prose(figures["bistatic_ts_polar.png"])
+
+
+def test_study_plots_ts_against_the_parameter_it_varies(tmp_path, figures):
+    """A study over the radius of a rigid sphere at two frequencies: ts_vs_geometry.radius.png
+    has the backscatter and forward panels, a line per frequency through the cases' TS in the
+    order of the radius (the exact series here), and no plot for a varied list."""
+    f1, f2 = ka_hz(1.0), ka_hz(2.0)
+    cases, paths, back = {}, {}, {f1: [], f2: []}
+    for a in (2.0, 0.5, 1.0):  # not in order: the plot sorts by the value
+        name = f"r_ball_radius-{a}"
+        cases[name] = {**BISTATIC, "study": {"name": "r", "base": "ball",
+                                             "parameters": {"geometry.radius": a,
+                                                            "geometry.center": [0, 0, 0]}}}
+        sols = []
+        for f in (f1, f2):
+            k = 2 * math.pi * f / C
+            rec = receiver_directions(BISTATIC["receivers"])
+            F = rigid_sphere.far_field(k, a, [0, 0, 1], rec.vectors)
+            sols.append({"frequency_hz": f, "monostatic": False, "receivers": {
+                "theta_deg": rec.theta_deg, "phi_deg": rec.phi_deg}, "far_field": F[None]})
+            back[f].append((a, target_strength(F[270])))
+        paths[name] = write_farfield(tmp_path / f"{name}.csv", sols)
+    written = {p.name for p in plot_study(cases, paths, tmp_path)}
+    assert "ts_vs_geometry.radius.png" in written
+    assert not any("center" in w for w in written)
+    back_ax, forward_ax = figures["ts_vs_geometry.radius.png"].axes
+    assert back_ax.get_title() == "backscatter (270\u00b0)" and forward_ax.get_title() == "forward (90\u00b0)"
+    assert back_ax.get_xlabel() == "geometry.radius"
+    first, second = back_ax.get_lines()
+    for line, f in ((first, f1), (second, f2)):
+        x, y = zip(*sorted(back[f]))
+        assert np.allclose(line.get_xdata(), x) and np.allclose(line.get_ydata(), y)
+    assert legend_labels(forward_ax)[0].startswith(f"{f1:.6g} Hz")

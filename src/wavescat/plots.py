@@ -427,6 +427,30 @@ def ts_against_frequency(path, freqs, curves: dict, title="", note="", warning="
     return _save(fig, path)
 
 
+def ts_against_parameter(path, key: str, lines: dict, title="") -> Path:
+    """TS against a study's varied parameter `key`: {(direction, line label): [(value, ts)]},
+    one panel per direction (backscatter, forward, an aspect), one line per label."""
+    plt = _pyplot()
+    directions = list(dict.fromkeys(d for d, _ in lines))
+    labels = list(dict.fromkeys(label for _, label in lines))
+    fig, axes = plt.subplots(1, len(directions), figsize=(4.6 * len(directions) + 2.4, 4.2),
+                             layout="constrained", squeeze=False, sharey=True)
+    for ax, direction in zip(axes[0], directions):
+        for i, label in enumerate(labels):
+            points = sorted(lines.get((direction, label), []))
+            if points:
+                x, y = zip(*points)
+                ax.plot(x, y, "-", marker="os^Dv<>p"[i % 8], color=f"C{i % 10}", ms=5, lw=1.5,
+                        label=label)
+        ax.set_title(direction, fontsize=9)
+        ax.set_xlabel(key)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("TS (dB re 1 m)")
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    fig.suptitle(_heading(title, f"target strength against {key}"), fontsize=10)
+    return _save(fig, path)
+
+
 def _nearest(angles, target) -> int:
     return int(np.argmin(np.abs((np.asarray(angles) - target + 180.0) % 360.0 - 180.0)))
 

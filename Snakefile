@@ -101,3 +101,33 @@ rule verify:
         rules.verify_bem.input,
         rules.verify_hermite.input,
         rules.verify_dg.input,
+
+
+rule stale:
+    log:
+        "results/stale.log",
+    """List what the current config no longer builds in its cases' folders under results/:
+    band meshes and solutions beyond its bands and frequencies, their logs, near-field maps
+    and TS averages it no longer asks for. Deletes nothing."""
+    localrule: True
+    conda:
+        "workflow/envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
+        plan=stale_plan,
+    shell:
+        "{params.python:q} -m wavescat stale --plan {params.plan:q} 2>&1 | tee {log}"
+
+
+rule clean_stale:
+    log:
+        "results/clean_stale.log",
+    """Delete what `stale` lists (the folders of other configs' cases are never touched)."""
+    localrule: True
+    conda:
+        "workflow/envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
+        plan=stale_plan,
+    shell:
+        "{params.python:q} -m wavescat stale --plan {params.plan:q} --delete 2>&1 | tee {log}"

@@ -301,3 +301,17 @@ def dg_scatter_flags(wildcards):
         f" --backend {VERIFY['backend']} --precision {VERIFY['precision']}"
         + (" --full-on-cpu" if VERIFY["full_on_cpu"] else "")
     )
+
+
+def stale_plan(wildcards):
+    """What this config builds in each of its cases' folders (wavescat stale)."""
+    plan = {
+        case: {
+            "bands": len(mesh_bands(case)),
+            "frequencies": len(CASES[case]["frequencies_hz"]),
+            "near_field": case in NEAR_FIELD_CASES,
+            "averages": case in AVERAGE_CASES,
+        }
+        for case in CASES
+    }
+    return json.dumps(plan, sort_keys=True, separators=(",", ":"))

@@ -44,6 +44,12 @@ include: "workflow/rules/bem.smk"
 include: "workflow/rules/timedomain.smk"
 
 
+# The stale-file targets only look at files: never a cluster job.
+localrules:
+    stale,
+    clean_stale,
+
+
 onsuccess:
     report_warnings("ended")
 
@@ -104,12 +110,11 @@ rule verify:
 
 
 rule stale:
-    log:
-        "results/stale.log",
     """List what the current config no longer builds in its cases' folders under results/:
     band meshes and solutions beyond its bands and frequencies, their logs, near-field maps
     and TS averages it no longer asks for. Deletes nothing."""
-    localrule: True
+    log:
+        "results/stale.log",
     conda:
         "workflow/envs/wavescat.yaml"
     params:
@@ -120,10 +125,9 @@ rule stale:
 
 
 rule clean_stale:
+    """Delete what `stale` lists (the folders of other configs' cases are never touched)."""
     log:
         "results/clean_stale.log",
-    """Delete what `stale` lists (the folders of other configs' cases are never touched)."""
-    localrule: True
     conda:
         "workflow/envs/wavescat.yaml"
     params:

@@ -1,5 +1,7 @@
 rule solve:
-    """OSRC Burton-Miller solve of one case at one frequency, all incidence directions."""
+    """BEM solve of one case at one frequency, all incidence directions together: the
+    formulation of its boundary (OSRC Burton-Miller for rigid, pressure-release and impedance
+    surfaces, Müller's for a fluid body, the multi-domain system for nested bodies)."""
     input:
         mesh=solve_mesh,
     output:

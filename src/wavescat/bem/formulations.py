@@ -258,19 +258,19 @@ class FluidMuller(SoundHardBurtonMiller):
     multi-trace (PMCHWT) system needs, and it is uniquely solvable at every real frequency
     for positive g, h (no spurious resonances). Rows scaled by 2/(1 + g) keep the identity
     part 1 from the gas-bubble limit (g -> 0, where the system tends to the interior
-    Dirichlet equation at k1 coupled by g V) to the rigid one (g -> infinity). Measured on
-    spheres (tests/solve/test_fluid_formulation.py): iterations stay low for a gas bubble
-    (g = 0.0012, h = 0.22) through its Minnaert resonance, a weak scatterer and fish flesh.
-    A gas body many interior wavelengths across is the exception: every surface mode that
-    varies more slowly than the interior wave keeps an eigenvalue far from 1 (near 0 close
-    to the gas's weakly damped interior resonances), and GMRES needs up to a step for each
-    mode the incident wave excites (276 on the 7 x 2 cm gas spheroid at 50 kHz of
-    config/examples/boundaries.yaml) with its whole Krylov basis: restarted every 100 steps
-    it stagnates, which is why solver.gmres.restart defaults to maxiter. The block-triangular
-    preconditioner (bem/muller_preconditioner.py, `solver.fluid_preconditioner`, on by
-    default while its two dense n x n factors fit) inverts the interior (Dirichlet-row) and
-    exterior (Neumann-row) diagonal blocks exactly and leaves GMRES only the O(g) coupling:
-    2 to 4 iterations for gas bodies at every frequency measured.
+    Dirichlet equation at k1 coupled by g V) to the rigid one (g -> infinity): iterations
+    stay low for a gas bubble through its Minnaert resonance, a weak scatterer and fish
+    flesh (tests/solve/test_fluid_formulation.py). A gas body many interior wavelengths
+    across is the exception: every surface mode that varies more slowly than the interior
+    wave keeps an eigenvalue far from 1 (near 0 close to the gas's weakly damped interior
+    resonances), and GMRES needs up to a step for each mode the incident wave excites, with
+    its whole Krylov basis: restarted early it stagnates, which is why
+    solver.gmres.restart defaults to maxiter. The block-triangular preconditioner
+    (bem/muller_preconditioner.py, `solver.fluid_preconditioner`, on by default while its
+    two dense n x n factors fit) inverts the interior (Dirichlet-row) and exterior
+    (Neumann-row) diagonal blocks exactly and leaves GMRES only the O(g) coupling. The
+    iteration counts with and without it: bench/README.md, "Gas bodies with and without the
+    fluid preconditioner".
     For the weak scatterer (g, h -> 1) the unknowns are the scattered traces and the data
     are written with operator differences, so both the data and the answer are
     proportional to the contrast: no cancellation between O(1) terms.

@@ -84,7 +84,8 @@ def make_plots(solutions, folder: Path, name: str, reference=None, description="
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("solve", help="OSRC Burton-Miller solve of one case at one frequency")
+    p = subparsers.add_parser("solve", help="BEM solve of one case at one frequency (the "
+                              "formulation of its boundary)")
     p.add_argument("--case", required=True, help="case config as JSON (inline or a .json file)")
     p.add_argument("--medium", required=True, help="medium as JSON: {sound_speed, density}")
     p.add_argument("--mesh", required=True, help="surface mesh (.msh)")

@@ -5,7 +5,8 @@
 #   docker build -t wavescat:0.1.0 .                       (or podman / buildah)
 #   apptainer build wavescat.sif docker-daemon://wavescat:0.1.0
 # The Snakefile's `container:` names wavescat.sif in the directory Snakemake runs in
-# (README.md, "Conda and containers"). --build-arg EXTRAS=gpu adds CuPy for CUDA 12 nodes.
+# (README.md, "Conda and containers"). --build-arg EXTRAS=gpu adds CuPy for CUDA 12 nodes,
+# EXTRAS=mpi mpi4py and MPICH for solver.ranks > 1 (EXTRAS=gpu,mpi both).
 ARG BASE=debian:bookworm-slim
 FROM ${BASE}
 ARG EXTRAS=""

@@ -265,6 +265,8 @@ BOUND = [
      "cases.sphere_ka5.solver.hmatrix.leaf_size = 3: must be >= 4"),
     (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"dense_below": 0}),
      "cases.sphere_ka5.solver.hmatrix.dense_below = 0: must be >= 1"),
+    (_set(["cases", "sphere_ka5", "solver"], {"ranks": 0}),
+     "cases.sphere_ka5.solver.ranks = 0: must be >= 1"),
     *[(_set(["cases", "sphere_ka5", "solver", "quadrature"], {rule: bad}),
        f"cases.sphere_ka5.solver.quadrature.{rule} = {bad}: must be {what}")
       for rule in ("regular", "singular", "near") for bad, what in ((0, ">= 1"), (21, "<= 20"))],

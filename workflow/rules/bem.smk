@@ -1,7 +1,8 @@
 rule solve:
     """BEM solve of one case at one frequency, all incidence directions together: the
     formulation of its boundary (OSRC Burton-Miller for rigid, pressure-release and impedance
-    surfaces, Müller's for a fluid body, the multi-domain system for nested bodies)."""
+    surfaces, Müller's for a fluid body, the multi-domain system for nested bodies); on
+    several MPI ranks where the case says `solver.ranks` (common.smk, mpi_launcher)."""
     input:
         mesh=solve_mesh,
     output:
@@ -15,13 +16,18 @@ rule solve:
         **gpu_resources(solve_resource("gpu")),
         mem_mb=solve_resource("mem_mb"),
         runtime=solve_resource("runtime"),
+        mpi=mpi_launcher,
+        tasks=solve_resource("tasks"),
+        cpus_per_task=cpus_per_rank,
+        tasks_per_gpu=solve_resource("tasks_per_gpu"),
     params:
         python=JOB_PYTHON,
         case=case_param(*SOLVE_KEYS),
         medium=MEDIUM,
         frequency=frequency,
+        launch=mpi_launch,
     shell:
-        "{params.python:q} -m wavescat solve"
+        "{params.launch}{params.python:q} -m wavescat solve"
         " --case {params.case:q} --medium {params.medium:q} --mesh {input.mesh}"
         " --frequency {params.frequency} --out {output} > {log} 2>&1"
 

@@ -3,6 +3,8 @@ import json
 import math
 import os
 import re
+import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -51,12 +53,11 @@ validate(CONFIG, str(SCHEMA_PATH))  # the package's schema, the one prepare_conf
 # `--sdm conda` or `--sdm apptainer`, else the interpreter that runs Snakemake (no PATH set-up
 # needed). A Path, which Snakemake leaves out of its params rerun trigger: moving the venv or
 # changing the deployment method redoes no job.
-SOFTWARE_DEPLOYMENT = workflow.deployment_settings.deployment_method
-JOB_PYTHON = Path(
-    "python"
-    if {DeploymentMethod.CONDA, DeploymentMethod.APPTAINER} & set(SOFTWARE_DEPLOYMENT)
-    else sys.executable
+DEPLOYED = bool(
+    {DeploymentMethod.CONDA, DeploymentMethod.APPTAINER}
+    & set(workflow.deployment_settings.deployment_method)
 )
+JOB_PYTHON = Path("python" if DEPLOYED else sys.executable)
 
 RUN = run_cases(CONFIG)
 STUDIES = run_studies(CONFIG)
@@ -197,6 +198,42 @@ def solve_resource(key):
     return lambda wildcards: solve_resources(
         frequency_case(wildcards), CONFIG["medium"], workflow.cores, CONFIG["cluster"]
     )[key]
+
+
+# Snakemake's MPI support (the `mpi` and `tasks` resources of the solve rule): a case with
+# solver.ranks > 1 starts its solve as that many MPI ranks through `mpi`, a launcher taking
+# `-n tasks`. Inside a SLURM job (the SLURM executor submits it with --ntasks) that is srun,
+# with the PMI-2 interface MPICH's wheel speaks; elsewhere the mpiexec beside this Python
+# (pip install -e '.[mpi]'), else the PATH's. `--set-resources solve:mpi="..."` replaces it.
+# Under --sdm conda or apptainer, the mpiexec of the job's environment.
+MPIEXEC = (
+    "mpiexec"
+    if DEPLOYED
+    else shlex.quote(shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec")
+)
+SRUN = "srun --mpi=pmi2"
+
+
+def solve_ranks(wildcards):
+    return CASES[wildcards.case]["solver"]["ranks"]
+
+
+def mpi_launcher(wildcards):
+    """The `mpi` resource of a solve: None on one rank (an ordinary job)."""
+    if solve_ranks(wildcards) == 1:
+        return None
+    return SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC
+
+
+def cpus_per_rank(wildcards, threads):
+    """A solve's threads shared by its ranks (SLURM's --cpus-per-task of each task)."""
+    ranks = solve_ranks(wildcards)
+    return max(1, threads // ranks) if ranks > 1 else None
+
+
+def mpi_launch(wildcards, resources):
+    """The start of a solve's command: `<mpi> -n <tasks> ` on several ranks, else nothing."""
+    return f"{resources.mpi} -n {resources.tasks} " if resources.get("mpi") else ""
 
 
 def gpu_resources(gpus):

@@ -321,7 +321,7 @@ class FluidMuller(SoundHardBurtonMiller):
         block-triangular preconditioner of bem/muller_preconditioner.py for a body of high
         impedance contrast, g h below 1/5 or above 5, while its dense factors take at most
         half the free memory; else none)."""
-        from .muller_preconditioner import chosen, free_bytes  # noqa: PLC0415
+        from .muller_preconditioner import chosen  # noqa: PLC0415
         from .osrc import mass_and_stiffness  # noqa: PLC0415
         from .transmission import MullerTransmission  # noqa: PLC0415
 
@@ -329,7 +329,7 @@ class FluidMuller(SoundHardBurtonMiller):
         itemsize = 8 if solver.get("precision") == "single" else 16
         setting = solver.get("fluid_preconditioner", "auto")
         name = chosen(setting, space.n_dofs, itemsize,
-                      free_bytes(xp) if setting == "auto" else np.inf,
+                      _free_bytes(solver, xp) if setting == "auto" else np.inf,
                       self.density_ratio * self.sound_speed_ratio)
         return MullerTransmission(operators, mass, k, self.density_ratio, xp=xp,
                                   preconditioner=name)
@@ -370,6 +370,14 @@ class FluidMuller(SoundHardBurtonMiller):
         out["boundary"] = json.dumps(resolved, sort_keys=True)
         out["boundary_given"] = json.dumps(self.boundary, sort_keys=True)
         return out
+
+
+def _free_bytes(solver: dict, xp) -> float:
+    """The memory free for the fluid preconditioner's factors: the solve's figure where it
+    gives one (the least over the ranks of a solve on several, solve/parallel.py)."""
+    from .muller_preconditioner import free_bytes  # noqa: PLC0415
+
+    return solver.get("free_bytes") or free_bytes(xp)
 
 
 def sub_space(space, surfaces):
@@ -478,7 +486,7 @@ class NestedTransmission(FluidMuller):
         sides, factors within half the free memory), each from its own diagonal blocks: the
         interface's rows are the single-body Müller system with g = g_i / g_o and k g_o
         (bem/nested.py), so the single body's preconditioner serves it unchanged."""
-        from .muller_preconditioner import BlockTriangular, chosen, free_bytes  # noqa: PLC0415
+        from .muller_preconditioner import BlockTriangular, chosen  # noqa: PLC0415
 
         setting = solver.get("fluid_preconditioner", "auto")
         itemsize = 8 if solver.get("precision") == "single" else 16
@@ -491,7 +499,7 @@ class NestedTransmission(FluidMuller):
             g = inner.density_ratio / outer.density_ratio
             h = abs(outer.wavenumber_factor / inner.wavenumber_factor)
             name = chosen(setting, len(idx), itemsize,
-                          free_bytes(xp) if setting == "auto" else np.inf, g * h)
+                          _free_bytes(solver, xp) if setting == "auto" else np.inf, g * h)
             if name != "block_triangular":
                 continue
             blocks = {}

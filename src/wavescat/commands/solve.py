@@ -27,22 +27,28 @@ def _json_arg(text: str, name: str) -> dict:
 
 
 def run_solve(args) -> int:
-    from ..solve.driver import solve_frequency  # noqa: PLC0415
+    from ..solve.driver import solve_frequency, solver_settings  # noqa: PLC0415
+    from ..solve.parallel import start  # noqa: PLC0415
     from ..sensitivity import solve_preflight  # noqa: PLC0415
     from ..solve.records import write_solution  # noqa: PLC0415
     from ..surface import SurfaceMesh  # noqa: PLC0415
 
     case = _json_arg(args.case, "case")
     medium = _json_arg(args.medium, "medium")
-    mesh = SurfaceMesh.from_file(args.mesh)
-    # before any assembly: refuse a mesh far too coarse, warn of a hypersensitive case
-    cautions = solve_preflight(case, medium, mesh, float(args.frequency), args.name or "")
-    for w in cautions:
-        log.warning(w)
-    announce_compilation(log)
-    result = solve_frequency(case, medium, mesh, float(args.frequency))
-    result.warnings.extend(w for w in cautions if w not in result.warnings)
-    write_solution(args.out, result, mesh, case_name=args.name or "")
+    # the MPI ranks first (solver.ranks), before anything starts CuPy: one GPU per rank
+    ranks = start(solver_settings(case.get("solver"))["ranks"])
+    with ranks.stop_all_on_error("solve"):
+        mesh = SurfaceMesh.from_file(args.mesh)
+        # before any assembly: refuse a mesh far too coarse, warn of a hypersensitive case
+        cautions = solve_preflight(case, medium, mesh, float(args.frequency), args.name or "")
+        for w in cautions:
+            log.warning(w)
+        announce_compilation(log)
+        result = solve_frequency(case, medium, mesh, float(args.frequency), ranks=ranks)
+        if not ranks.is_root:  # rank 0 writes what every rank solved
+            return 0
+        result.warnings.extend(w for w in cautions if w not in result.warnings)
+        write_solution(args.out, result, mesh, case_name=args.name or "")
     t = result.timings
     log.info("wrote %s: %d DOFs, iterations %s, assembly %.2f s, preconditioner %.2f s, "
              "solve %.2f s, far field %.2f s", args.out, result.dofs, result.iterations.tolist(),

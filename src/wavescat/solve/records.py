@@ -8,7 +8,8 @@ HDF5 layout (all angles in degrees, complex data as complex128):
          bem/formulations.py), solver_settings
          (JSON), operator_format, mesh_fingerprint, dofs, elements, elements_per_wavelength,
          backend, device, precision, time_<stage>_s for assembly/preconditioner/solve/far_field,
-         warnings (JSON list), monostatic (bool), wavescat_version
+         warnings (JSON list), parallel (JSON: MPI ranks, reductions, each rank's stage times
+         and memory, solve/parallel.py), monostatic (bool), wavescat_version
   vertices (nv, 3), triangles (m, 3)                          the mesh the solution lives on
   surface_ids (m,) [nested bodies]     the surface of each triangle (surface.py)
   incident_directions (ni, 3), aspect_deg (ni,) [aspect sweeps]
@@ -66,6 +67,7 @@ def write_solution(path, result, mesh, case_name: str = "") -> None:
         for stage in STAGES:
             a[f"time_{stage}_s"] = result.timings[stage]
         a["warnings"] = json.dumps(result.warnings)
+        a["parallel"] = json.dumps(result.parallel)
         a["monostatic"] = bool(result.incidence.monostatic)
         a["wavescat_version"] = __version__
         f["vertices"], f["triangles"] = mesh.vertices, mesh.triangles
@@ -106,6 +108,7 @@ def read_solution(path) -> dict:
         out["receivers"].update(dict(f["receivers"].attrs))
     out["solver_settings"] = json.loads(out["solver_settings"])
     out["warnings"] = json.loads(out["warnings"])
+    out["parallel"] = json.loads(out.get("parallel", "{}"))
     out["path"] = str(path)
     return out
 
@@ -244,6 +247,8 @@ def summary(solutions, case_name: str = "", reference=None, mesh_warnings=()) ->
                  "max_residual": float(np.max(s["residuals"])),
                  "stage_times_s": {stage: float(s[f"time_{stage}_s"]) for stage in STAGES}}
         entry["total_time_s"] = sum(entry["stage_times_s"].values())
+        if s.get("parallel"):  # ranks, reductions, each rank's stage times and memory
+            entry["parallel"] = s["parallel"]
         if reference is not None:
             entry.update(_errors_against(s, reference))
         out["frequencies"].append(entry)

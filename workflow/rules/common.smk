@@ -8,6 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
@@ -193,10 +194,19 @@ def reference_if_sphere(wildcards):
     return []
 
 
+def total_cores():
+    """--cores; 1 where the command runs no job and sets none (--report builds the DAG, and
+    with it the solve's MPI resources, without it)."""
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return 1
+
+
 def solve_resource(key):
     """Resource `key` of a solve job, estimated from the case (see wavescat.resources)."""
     return lambda wildcards: solve_resources(
-        frequency_case(wildcards), CONFIG["medium"], workflow.cores, CONFIG["cluster"]
+        frequency_case(wildcards), CONFIG["medium"], total_cores(), CONFIG["cluster"]
     )[key]
 
 

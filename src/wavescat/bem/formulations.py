@@ -117,12 +117,17 @@ class SoundHardBurtonMiller:
 
         return double_layer_far_field(space, directions, k, backend=backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend="cpu", order=None):
         """(n_points, n_dofs) matrix P on the backend: scattered pressure p_s(x) = P @ p at
-        points off the surface."""
+        points off the surface (`order`: of the triangle rule, bem/potentials.py)."""
         from .potentials import double_layer  # noqa: PLC0415
 
-        return double_layer(space, points, k, backend=backend)
+        return double_layer(space, points, k, order=order, backend=backend)
+
+    def surface_fields(self, coefficients, incident) -> dict:
+        """{name: dof values} of the surface fields a viewer shows, from one solution vector
+        and the unit incident pressure p_inc at the dofs: here the total pressure."""
+        return {"p_total": coefficients}
 
     def record(self) -> dict:
         """What the solution records say about the formulation (HDF5 attributes)."""
@@ -168,10 +173,14 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
 
         return -single_layer_far_field(space, directions, k, backend=backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend="cpu", order=None):
         from .potentials import single_layer  # noqa: PLC0415
 
-        return -single_layer(space, points, k, backend=backend)
+        return -single_layer(space, points, k, order=order, backend=backend)
+
+    def surface_fields(self, coefficients, incident) -> dict:
+        """The total pressure is zero: its normal derivative, the unknown, instead."""
+        return {"dp_total_dn": coefficients}
 
 
 class ImpedanceBurtonMiller(SoundHardBurtonMiller):
@@ -215,12 +224,13 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
         return OsrcImpedanceBurtonMiller(*(ops[n] for n in self.operators), mass, coupling,
                                          k, self.admittance, xp=xp)
 
-    def _with_single_layer(self, double, single, space, points, k, backend):
+    def _with_single_layer(self, double, single, space, points, k, backend, order=None):
         """double(...) + ik beta single(...): the potential (or far field) of p from the
         representation p_s = DL p + ik beta SL p."""
-        out = double(space, points, k, backend=backend)
+        out = double(space, points, k, order=order, backend=backend)
         if self.admittance != 0:
-            out = out + (1j * k * self.admittance) * single(space, points, k, backend=backend)
+            out = out + (1j * k * self.admittance) * single(space, points, k, order=order,
+                                                             backend=backend)
         return out
 
     def far_field(self, space, directions, k: float, backend="cpu"):
@@ -229,10 +239,11 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
         return self._with_single_layer(double_layer_far_field, single_layer_far_field, space,
                                        directions, k, backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend="cpu", order=None):
         from .potentials import double_layer, single_layer  # noqa: PLC0415
 
-        return self._with_single_layer(double_layer, single_layer, space, points, k, backend)
+        return self._with_single_layer(double_layer, single_layer, space, points, k, backend,
+                                       order)
 
 
 class FluidMuller(SoundHardBurtonMiller):
@@ -247,19 +258,19 @@ class FluidMuller(SoundHardBurtonMiller):
     multi-trace (PMCHWT) system needs, and it is uniquely solvable at every real frequency
     for positive g, h (no spurious resonances). Rows scaled by 2/(1 + g) keep the identity
     part 1 from the gas-bubble limit (g -> 0, where the system tends to the interior
-    Dirichlet equation at k1 coupled by g V) to the rigid one (g -> infinity). Measured on
-    spheres (tests/solve/test_fluid_formulation.py): iterations stay low for a gas bubble
-    (g = 0.0012, h = 0.22) through its Minnaert resonance, a weak scatterer and fish flesh.
-    A gas body many interior wavelengths across is the exception: every surface mode that
-    varies more slowly than the interior wave keeps an eigenvalue far from 1 (near 0 close
-    to the gas's weakly damped interior resonances), and GMRES needs up to a step for each
-    mode the incident wave excites (276 on the 7 x 2 cm gas spheroid at 50 kHz of
-    config/examples/boundaries.yaml) with its whole Krylov basis: restarted every 100 steps
-    it stagnates, which is why solver.gmres.restart defaults to maxiter. The block-triangular
-    preconditioner (bem/muller_preconditioner.py, `solver.fluid_preconditioner`, on by
-    default while its two dense n x n factors fit) inverts the interior (Dirichlet-row) and
-    exterior (Neumann-row) diagonal blocks exactly and leaves GMRES only the O(g) coupling:
-    2 to 4 iterations for gas bodies at every frequency measured.
+    Dirichlet equation at k1 coupled by g V) to the rigid one (g -> infinity): iterations
+    stay low for a gas bubble through its Minnaert resonance, a weak scatterer and fish
+    flesh (tests/solve/test_fluid_formulation.py). A gas body many interior wavelengths
+    across is the exception: every surface mode that varies more slowly than the interior
+    wave keeps an eigenvalue far from 1 (near 0 close to the gas's weakly damped interior
+    resonances), and GMRES needs up to a step for each mode the incident wave excites, with
+    its whole Krylov basis: restarted early it stagnates, which is why
+    solver.gmres.restart defaults to maxiter. The block-triangular preconditioner
+    (bem/muller_preconditioner.py, `solver.fluid_preconditioner`, on by default while its
+    two dense n x n factors fit) inverts the interior (Dirichlet-row) and exterior
+    (Neumann-row) diagonal blocks exactly and leaves GMRES only the O(g) coupling. The
+    iteration counts with and without it: bench/README.md, "Gas bodies with and without the
+    fluid preconditioner".
     For the weak scatterer (g, h -> 1) the unknowns are the scattered traces and the data
     are written with operator differences, so both the data and the answer are
     proportional to the contrast: no cancellation between O(1) terms.
@@ -323,14 +334,14 @@ class FluidMuller(SoundHardBurtonMiller):
         return MullerTransmission(operators, mass, k, self.density_ratio, xp=xp,
                                   preconditioner=name)
 
-    def _traces(self, double, single, space, points, k, backend):
+    def _traces(self, double, single, space, points, k, backend, order=None):
         """[DL, -k SL]: the potential (or far field) of (u, w)."""
         from ..backend import Backend, get_backend  # noqa: PLC0415
         from .transmission import stacked  # noqa: PLC0415
 
         be = backend if isinstance(backend, Backend) else get_backend(backend)
-        return stacked(be.xp, double(space, points, k, backend=be),
-                       -k * single(space, points, k, backend=be))
+        return stacked(be.xp, double(space, points, k, order=order, backend=be),
+                       -k * single(space, points, k, order=order, backend=be))
 
     def far_field(self, space, directions, k: float, backend="cpu"):
         from .potentials import double_layer_far_field, single_layer_far_field  # noqa: PLC0415
@@ -338,10 +349,15 @@ class FluidMuller(SoundHardBurtonMiller):
         return self._traces(double_layer_far_field, single_layer_far_field, space, directions,
                             k, backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend="cpu", order=None):
         from .potentials import double_layer, single_layer  # noqa: PLC0415
 
-        return self._traces(double_layer, single_layer, space, points, k, backend)
+        return self._traces(double_layer, single_layer, space, points, k, backend, order)
+
+    def surface_fields(self, coefficients, incident) -> dict:
+        """The total pressure p_s + p_inc (on every surface of nested bodies, whose first
+        trace is p - p_inc on each)."""
+        return {"p_total": coefficients[:len(incident)] + incident}
 
     def record(self) -> dict:
         """The boundary block with the contrasts resolved (absolute values need the medium,
@@ -519,11 +535,11 @@ class NestedTransmission(FluidMuller):
         be = backend if isinstance(backend, Backend) else get_backend(backend)
         return self._outer_only(super().far_field(space, directions, k, be), space, be.xp)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend="cpu", order=None):
         from ..backend import Backend, get_backend  # noqa: PLC0415
 
         be = backend if isinstance(backend, Backend) else get_backend(backend)
-        return self._outer_only(super().potential(space, points, k, be), space, be.xp)
+        return self._outer_only(super().potential(space, points, k, be, order), space, be.xp)
 
     def record(self) -> dict:
         out = super().record()

@@ -1,5 +1,5 @@
 """`wavescat solve` (one case, one frequency -> HDF5) and `wavescat collect` (all
-frequencies of a case -> farfield.csv, summary.json, plots)."""
+frequencies of a case -> farfield.csv, summary.json, plots, surface fields in VTU)."""
 from __future__ import annotations
 
 import json
@@ -73,6 +73,11 @@ def run_collect(args) -> int:
     if args.plots:
         make_plots(solutions, Path(args.plots), args.name or "", reference,
                    _json_arg(args.case, "case").get("description", ""), summary["warnings"])
+    if args.surface:
+        folder = Path(args.surface)
+        folder.mkdir(parents=True, exist_ok=True)  # the rule's output directory
+        for s in solutions:  # named as the solution files, f<index>.vtu
+            records.write_surface_vtu(folder / f"{Path(s['path']).stem}.vtu", s)
     log.info("wrote %s and %s", args.farfield, args.summary)
     return 0
 
@@ -85,7 +90,8 @@ def make_plots(solutions, folder: Path, name: str, reference=None, description="
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("solve", help="OSRC Burton-Miller solve of one case at one frequency")
+    p = subparsers.add_parser("solve", help="BEM solve of one case at one frequency (the "
+                              "formulation of its boundary)")
     p.add_argument("--case", required=True, help="case config as JSON (inline or a .json file)")
     p.add_argument("--medium", required=True, help="medium as JSON: {sound_speed, density}")
     p.add_argument("--mesh", required=True, help="surface mesh (.msh)")
@@ -101,6 +107,8 @@ def register(subparsers) -> None:
     c.add_argument("--farfield", required=True, help="farfield.csv to write")
     c.add_argument("--summary", required=True, help="summary.json to write")
     c.add_argument("--plots", default="", help="folder for the PNG plots")
+    c.add_argument("--surface", default="",
+                   help="folder for each solution's surface fields (<solution>.vtu)")
     c.add_argument("--reference", default="", help="exact reference_farfield.csv (sphere cases)")
     c.add_argument("--mesh-stats", nargs="*", default=[],
                    help="mesh statistics (.json) of the case's meshes; their warnings go into "

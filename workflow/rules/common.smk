@@ -161,11 +161,14 @@ def solve_resource(key):
                                              workflow.cores, CONFIG["cluster"])[key]
 
 
-# Snakemake's MPI support (the `mpi` and `tasks` resources of the solve rule): a case with
-# solver.ranks > 1 starts its solve as that many MPI ranks through `mpi`, a launcher taking
-# `-n tasks`: `cluster.mpi_launcher` where the config names one; else inside a SLURM job
-# (the SLURM executor submits it with --ntasks) srun, with the PMI-2 interface MPICH's wheel
-# speaks; elsewhere the mpiexec beside this Python (pip install -e '.[mpi]'), else the PATH's.
+# Snakemake's MPI support: a case with solver.ranks > 1 starts its solve as that many MPI
+# ranks. The solve rule's `tasks` resource is the ranks (the SLURM executor submits the job
+# with --ntasks) and its `mpi` resource the start of the command, `<launcher> -n <ranks> `:
+# `cluster.mpi_launcher` where the config names one; else inside a SLURM job srun, with the
+# PMI-2 interface MPICH's wheel speaks; elsewhere the mpiexec beside this Python (pip install
+# -e '.[mpi]'), else the PATH's. Empty on one rank: the SLURM executor then submits an
+# ordinary job. (A resource, not a param: params are a rerun trigger, and the submitting
+# process and the job step it starts name different launchers.)
 MPIEXEC = shlex.quote(shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec")
 SRUN = "srun --mpi=pmi2"
 
@@ -174,24 +177,20 @@ def solve_ranks(wildcards):
     return CASES[wildcards.case]["solver"]["ranks"]
 
 
-def mpi_launcher(wildcards):
-    """The `mpi` resource of a solve: None on one rank (an ordinary job)."""
-    if solve_ranks(wildcards) == 1:
-        return None
-    if CONFIG["cluster"].get("mpi_launcher"):
-        return CONFIG["cluster"]["mpi_launcher"]
-    return SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC
+def mpi_launch(wildcards):
+    """The `mpi` resource of a solve: how its command starts."""
+    ranks = solve_ranks(wildcards)
+    if ranks == 1:
+        return ""
+    launcher = CONFIG["cluster"].get("mpi_launcher") or (
+        SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC)
+    return f"{launcher} -n {ranks} "
 
 
 def cpus_per_rank(wildcards, threads):
     """A solve's threads shared by its ranks (SLURM's --cpus-per-task of each task)."""
     ranks = solve_ranks(wildcards)
     return max(1, threads // ranks) if ranks > 1 else None
-
-
-def mpi_launch(wildcards, resources):
-    """The start of a solve's command: `<mpi> -n <tasks> ` on several ranks, else nothing."""
-    return f"{resources.mpi} -n {resources.tasks} " if resources.get("tasks") else ""
 
 
 def gpu_resources(gpus):

@@ -3,7 +3,7 @@ from wavescat.config import SOLVE_KEYS  # what `wavescat solve` gets; tests solv
 
 rule solve:
     """OSRC Burton-Miller solve of one case at one frequency, all incidence directions; on
-    several MPI ranks where the case says `solver.ranks` (common.smk, mpi_launch)."""
+    several MPI ranks where the case says `solver.ranks` (common.smk, mpi_launcher)."""
     input:
         mesh=solve_mesh,
     output:
@@ -16,7 +16,8 @@ rule solve:
     resources:
         mem_mb=solve_resource("mem_mb"),
         runtime=solve_resource("runtime"),
-        mpi=mpi_launch,
+        mpi=mpi_launcher,
+        launch=mpi_launch,
         tasks=solve_resource("tasks"),
         cpus_per_task=cpus_per_rank,
         tasks_per_gpu=solve_resource("tasks_per_gpu"),
@@ -24,7 +25,7 @@ rule solve:
     log:
         "results/{case}/logs/solve_f{index}.log",
     shell:
-        "{resources.mpi}{WAVESCAT} solve --case {params.case:q} --medium {params.medium:q}"
+        "{resources.launch}{WAVESCAT} solve --case {params.case:q} --medium {params.medium:q}"
         " --mesh {input.mesh} --frequency {params.frequency} --out {output} > {log} 2>&1"
 
 

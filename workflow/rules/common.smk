@@ -162,13 +162,14 @@ def solve_resource(key):
 
 
 # Snakemake's MPI support: a case with solver.ranks > 1 starts its solve as that many MPI
-# ranks. The solve rule's `tasks` resource is the ranks (the SLURM executor submits the job
-# with --ntasks) and its `mpi` resource the start of the command, `<launcher> -n <ranks> `:
+# ranks. The solve rule's `tasks` resource is the ranks and its `mpi` resource the launcher
+# (both unset on one rank), which the SLURM executor reads: such a job is submitted with
+# --ntasks and its step runs the command without srun of its own. The launcher is
 # `cluster.mpi_launcher` where the config names one; else inside a SLURM job srun, with the
 # PMI-2 interface MPICH's wheel speaks; elsewhere the mpiexec beside this Python (pip install
-# -e '.[mpi]'), else the PATH's. Empty on one rank: the SLURM executor then submits an
-# ordinary job. (A resource, not a param: params are a rerun trigger, and the submitting
-# process and the job step it starts name different launchers.)
+# -e '.[mpi]'), else the PATH's. The command starts with the `launch` resource, `<mpi> -n
+# <tasks> ` or nothing (a resource, not a param: params are a rerun trigger, and the
+# submitting process and the job step name different launchers).
 MPIEXEC = shlex.quote(shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec")
 SRUN = "srun --mpi=pmi2"
 
@@ -177,14 +178,18 @@ def solve_ranks(wildcards):
     return CASES[wildcards.case]["solver"]["ranks"]
 
 
-def mpi_launch(wildcards):
-    """The `mpi` resource of a solve: how its command starts."""
-    ranks = solve_ranks(wildcards)
-    if ranks == 1:
-        return ""
-    launcher = CONFIG["cluster"].get("mpi_launcher") or (
+def mpi_launcher(wildcards):
+    """The `mpi` resource of a solve: None on one rank (an ordinary job)."""
+    if solve_ranks(wildcards) == 1:
+        return None
+    return CONFIG["cluster"].get("mpi_launcher") or (
         SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC)
-    return f"{launcher} -n {ranks} "
+
+
+def mpi_launch(wildcards):
+    """The `launch` resource of a solve: how its command starts."""
+    launcher = mpi_launcher(wildcards)
+    return f"{launcher} -n {solve_ranks(wildcards)} " if launcher else ""
 
 
 def cpus_per_rank(wildcards, threads):

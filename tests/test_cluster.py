@@ -119,10 +119,11 @@ def test_a_solve_on_several_ranks_starts_through_the_mpi_resource(tmp_path, prof
                                             "cluster": cluster}, env=env, commands=True)
     by_case = {w["case"]: (r, cmd) for rule, w, r, cmd in jobs if rule == "solve"}
     single, command = by_case["single"]
-    assert not {"mpi", "tasks", "cpus_per_task"} & set(single)
+    assert not {"mpi", "tasks", "cpus_per_task"} & set(single) and single["launch"] == ""
     assert shlex.split(command)[0] == sys.executable
     shared, command = by_case["shared"]
     assert (shared["tasks"], shared["cpus_per_task"], shared["gpu"]) == ("2", "1", "0")
+    assert [Path(shared["mpi"].split()[0]).name] + shared["mpi"].split()[1:] == launcher.split()[:-2]
     launch = shlex.split(command[:command.index(" " + shlex.quote(sys.executable))])
     assert [Path(launch[0]).name] + launch[1:] == launcher.split()
     gpus, _ = by_case["gpus"]

@@ -17,6 +17,7 @@ rule solve:
         mem_mb=solve_resource("mem_mb"),
         runtime=solve_resource("runtime"),
         mpi=mpi_launcher,
+        launch=mpi_launch,
         tasks=solve_resource("tasks"),
         cpus_per_task=cpus_per_rank,
         tasks_per_gpu=solve_resource("tasks_per_gpu"),
@@ -25,9 +26,8 @@ rule solve:
         case=case_param(*SOLVE_KEYS),
         medium=MEDIUM,
         frequency=frequency,
-        launch=mpi_launch,
     shell:
-        "{params.launch}{params.python:q} -m wavescat solve"
+        "{resources.launch}{params.python:q} -m wavescat solve"
         " --case {params.case:q} --medium {params.medium:q} --mesh {input.mesh}"
         " --frequency {params.frequency} --out {output} > {log} 2>&1"
 

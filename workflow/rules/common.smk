@@ -210,11 +210,15 @@ def solve_resource(key):
     )[key]
 
 
-# Snakemake's MPI support (the `mpi` and `tasks` resources of the solve rule): a case with
-# solver.ranks > 1 starts its solve as that many MPI ranks through `mpi`, a launcher taking
-# `-n tasks`: `cluster.mpi_launcher` where the config names one; else inside a SLURM job
-# (the SLURM executor submits it with --ntasks) srun, with the PMI-2 interface MPICH's wheel
-# speaks; elsewhere the mpiexec beside this Python (pip install -e '.[mpi]'), else the PATH's.
+# Snakemake's MPI support: a case with solver.ranks > 1 starts its solve as that many MPI
+# ranks. The solve rule's `tasks` resource is the ranks and its `mpi` resource the launcher
+# (both unset on one rank), which the SLURM executor reads: such a job is submitted with
+# --ntasks and its step runs the command without srun of its own. The launcher is
+# `cluster.mpi_launcher` where the config names one; else inside a SLURM job srun, with the
+# PMI-2 interface MPICH's wheel speaks; elsewhere the mpiexec beside this Python (pip install
+# -e '.[mpi]'), else the PATH's. The command starts with the `launch` resource, `<mpi> -n
+# <tasks> ` or nothing (a resource, not a param: params are a rerun trigger, and the
+# submitting process and the job step name different launchers).
 # Under --sdm conda or apptainer, the mpiexec of the job's environment.
 MPIEXEC = (
     "mpiexec"
@@ -232,20 +236,21 @@ def mpi_launcher(wildcards):
     """The `mpi` resource of a solve: None on one rank (an ordinary job)."""
     if solve_ranks(wildcards) == 1:
         return None
-    if CONFIG["cluster"].get("mpi_launcher"):
-        return CONFIG["cluster"]["mpi_launcher"]
-    return SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC
+    return CONFIG["cluster"].get("mpi_launcher") or (
+        SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC
+    )
+
+
+def mpi_launch(wildcards):
+    """The `launch` resource of a solve: how its command starts."""
+    launcher = mpi_launcher(wildcards)
+    return f"{launcher} -n {solve_ranks(wildcards)} " if launcher else ""
 
 
 def cpus_per_rank(wildcards, threads):
     """A solve's threads shared by its ranks (SLURM's --cpus-per-task of each task)."""
     ranks = solve_ranks(wildcards)
     return max(1, threads // ranks) if ranks > 1 else None
-
-
-def mpi_launch(wildcards, resources):
-    """The start of a solve's command: `<mpi> -n <tasks> ` on several ranks, else nothing."""
-    return f"{resources.mpi} -n {resources.tasks} " if resources.get("tasks") else ""
 
 
 def gpu_resources(gpus):

@@ -38,9 +38,12 @@ def absorption_of(boundary: dict, where: str = "boundary") -> float:
     return float(value)
 
 
-def _osrc_options(osrc: dict) -> dict:
+def _osrc_options(solver: dict) -> dict:
+    """The OSRC maps' settings (`solver.osrc`) and the ranks that share their Padé terms
+    (`solver["group"]`, set by the driver on several ranks)."""
+    osrc = solver["osrc"]
     return {"pade_terms": osrc["pade_terms"], "branch_angle": osrc["branch_angle"],
-            "radius": osrc["radius"]}
+            "radius": osrc["radius"], "group": solver.get("group")}
 
 
 class SoundHardBurtonMiller:
@@ -82,11 +85,11 @@ class SoundHardBurtonMiller:
 
         return spaces.p1(mesh)
 
-    def preconditioner(self, space, k: float, osrc: dict, mass=None, stiffness=None):
+    def preconditioner(self, space, k: float, solver: dict, mass=None, stiffness=None):
         """The OSRC NtD map at wavenumber k (settings `solver.osrc`), factorised once."""
         from .osrc import OsrcNtD  # noqa: PLC0415
 
-        return OsrcNtD(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
+        return OsrcNtD(space, k, mass=mass, stiffness=stiffness, **_osrc_options(solver))
 
     def _system(self, space, k, operators, mass, coupling, xp):
         from .burton_miller import OsrcBurtonMiller  # noqa: PLC0415
@@ -101,7 +104,7 @@ class SoundHardBurtonMiller:
         from .osrc import mass_and_stiffness  # noqa: PLC0415
 
         mass, stiffness = mass_and_stiffness(space)
-        coupling = self.preconditioner(space, k, solver["osrc"], mass, stiffness)
+        coupling = self.preconditioner(space, k, solver, mass, stiffness)
         return self._system(space, k, operators, mass, coupling, xp)
 
     def rhs(self, system, space, k: float, directions):
@@ -156,11 +159,11 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
     unknown = "normal derivative of the total pressure"
     operators = ("single_layer", "adjoint_double_layer")  # V and K', in this order
 
-    def preconditioner(self, space, k: float, osrc: dict, mass=None, stiffness=None):
+    def preconditioner(self, space, k: float, solver: dict, mass=None, stiffness=None):
         """The OSRC DtN map at wavenumber k (settings `solver.osrc`), factorised once."""
         from .osrc import OsrcDtN  # noqa: PLC0415
 
-        return OsrcDtN(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
+        return OsrcDtN(space, k, mass=mass, stiffness=stiffness, **_osrc_options(solver))
 
     def _system(self, space, k, operators, mass, coupling, xp):
         from .burton_miller import OsrcDirichletBurtonMiller  # noqa: PLC0415
@@ -321,12 +324,12 @@ class FluidMuller(SoundHardBurtonMiller):
         block-triangular preconditioner of bem/muller_preconditioner.py for a body of high
         impedance contrast, g h below 1/5 or above 5, while its dense factors take at most
         half the free memory; else none)."""
-        from .muller_preconditioner import chosen  # noqa: PLC0415
+        from .muller_preconditioner import chosen, factor_dtype  # noqa: PLC0415
         from .osrc import mass_and_stiffness  # noqa: PLC0415
         from .transmission import MullerTransmission  # noqa: PLC0415
 
         mass, _ = mass_and_stiffness(space)
-        itemsize = 8 if solver.get("precision") == "single" else 16
+        itemsize = factor_dtype(operators["K0"]).itemsize
         setting = solver.get("fluid_preconditioner", "auto")
         name = chosen(setting, space.n_dofs, itemsize,
                       _free_bytes(solver, xp) if setting == "auto" else np.inf,
@@ -473,7 +476,7 @@ class NestedTransmission(FluidMuller):
             core, core_dofs[face.index] = sub_space(space, (face.index,))
             k_o = float((k * complex(self.regions[face.outer].wavenumber_factor)).real)
             cls = OsrcNtD if face.kind == "rigid" else OsrcDtN
-            couplings[face.index] = cls(core, k_o, **_osrc_options(solver["osrc"]))
+            couplings[face.index] = cls(core, k_o, **_osrc_options(solver))
         system = MultiDomainTransmission(self.interfaces, self.regions, ops, dofs,
                                          surface_of_dof, mass, k, couplings, core_dofs, xp=xp)
         system.preconditioners = self._interface_preconditioners(system, k, solver, xp)
@@ -486,10 +489,9 @@ class NestedTransmission(FluidMuller):
         sides, factors within half the free memory), each from its own diagonal blocks: the
         interface's rows are the single-body Müller system with g = g_i / g_o and k g_o
         (bem/nested.py), so the single body's preconditioner serves it unchanged."""
-        from .muller_preconditioner import BlockTriangular, chosen  # noqa: PLC0415
+        from .muller_preconditioner import BlockTriangular, chosen, factor_dtype  # noqa: PLC0415
 
         setting = solver.get("fluid_preconditioner", "auto")
-        itemsize = 8 if solver.get("precision") == "single" else 16
         out = {}
         for face in self.interfaces:
             if face.kind != "fluid":
@@ -498,7 +500,8 @@ class NestedTransmission(FluidMuller):
             idx = np.flatnonzero(system.surface_of_dof == face.index)
             g = inner.density_ratio / outer.density_ratio
             h = abs(outer.wavenumber_factor / inner.wavenumber_factor)
-            name = chosen(setting, len(idx), itemsize,
+            dtype = factor_dtype(system.ops[face.outer]["K"])
+            name = chosen(setting, len(idx), dtype.itemsize,
                           _free_bytes(solver, xp) if setting == "auto" else np.inf, g * h)
             if name != "block_triangular":
                 continue
@@ -509,7 +512,7 @@ class NestedTransmission(FluidMuller):
                     blocks[f"{name_}{sym}"] = system.dense_block(region, name_, pos)
             out[face.index] = (idx, BlockTriangular(
                 blocks, system.mass[idx][:, idx], k * outer.density_ratio, g,
-                lambda op, x: op @ x, np))
+                lambda op, x: op @ x, np, dtype))
         return out
 
     @staticmethod

@@ -198,7 +198,9 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float,
     t0 = time.perf_counter()
     # on several ranks the fluid preconditioner's choice from the least free memory of any
     # rank, so that every rank takes the same path
-    agreed = {} if ranks.size == 1 else {"free_bytes": ranks.min(available_memory(be))}
+    # and the ranks sharing the OSRC maps' Padé terms (bem/osrc.py)
+    agreed = {} if ranks.size == 1 else {"free_bytes": ranks.min(available_memory(be)),
+                                         "group": ranks}
     system = formulation.system(space, k, ops, {**settings, **agreed}, xp=be.xp)
     rhs = formulation.rhs(system, space, k, incidence.directions)
     timings["preconditioner"] = time.perf_counter() - t0

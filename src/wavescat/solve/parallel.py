@@ -29,6 +29,7 @@ import sys
 import time
 import traceback
 
+import numba
 import numpy as np
 
 from ..errors import ConfigError, WavescatError
@@ -156,7 +157,8 @@ class Ranks:
         device pool bytes}]} gathered from every rank (collective)."""
         from ..bem.hmatrix.report import host_peak_bytes  # noqa: PLC0415
 
-        mine = {"rank": self.rank, "timings_s": dict(timings),
+        mine = {"rank": self.rank, "timings_s": dict(timings), "threads": numba.get_num_threads(),
+                "cpus": len(os.sched_getaffinity(0)),
                 "operator_bytes": int(sum(operator_bytes(op) for op in operators.values())),
                 "host_peak_bytes": host_peak_bytes()}
         if backend.is_gpu:
@@ -252,7 +254,5 @@ def share_cores(ranks: Ranks) -> int:
     n = max(1, min(int(want) if want.isdigit() and int(want) > 0 else len(cpus),
                    len(cpus) // max(sharing, 1)))
     os.environ["OMP_NUM_THREADS"] = str(n)
-    import numba  # noqa: PLC0415
-
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     return n

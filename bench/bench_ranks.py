@@ -122,8 +122,8 @@ def report(res, first):
         device = f", device pool {r['device_pool_bytes'] / GIB:.2f} GiB" \
             if "device_pool_bytes" in r else ""
         say(f"  rank {r['rank']}: operators {r['operator_bytes'] / GIB:.3f} GiB, host peak "
-            f"{r['host_peak_bytes'] / GIB:.2f} GiB{device}, {r.get('threads', '?')} threads on "
-            f"{r.get('cpus', '?')} CPUs")
+            f"{r['host_peak_bytes'] / GIB:.2f} GiB{device}, {r.get('threads', '?')} threads ({r.get('blas_threads', '?')} "
+            f"BLAS) on {r.get('cpus', '?')} CPUs")
     for line in res.get("osrc", []):
         say(f"  rank 0: {line}")
     if first is not None and first is not res:

@@ -31,6 +31,7 @@ import traceback
 
 import numba
 import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from ..errors import ConfigError, WavescatError
 
@@ -159,6 +160,8 @@ class Ranks:
 
         mine = {"rank": self.rank, "timings_s": dict(timings), "threads": numba.get_num_threads(),
                 "cpus": len(os.sched_getaffinity(0)),
+                "blas_threads": max((i["num_threads"] for i in threadpool_info()
+                                     if i["user_api"] == "blas"), default=0),
                 "operator_bytes": int(sum(operator_bytes(op) for op in operators.values())),
                 "host_peak_bytes": host_peak_bytes()}
         if backend.is_gpu:
@@ -246,8 +249,11 @@ def bind_gpu(local_rank: int) -> str | None:
 
 def share_cores(ranks: Ranks) -> int:
     """Threads of this rank: its CPUs (affinity) over the ranks of the node whose CPUs
-    overlap its own, and no more than OMP_NUM_THREADS (the job's threads). mpiexec without
-    binding gives every rank every core; srun gives each its cpus_per_task."""
+    overlap its own, and no more than OMP_NUM_THREADS (the job's threads), for Numba and
+    for BLAS. mpiexec without binding gives every rank every core; srun gives each its
+    cpus_per_task. BLAS is limited through threadpoolctl because it started its threads
+    when NumPy was imported, one per core, and their idle threads spin: two ranks of them
+    slowed the OSRC set-up's sparse factorisations tenfold and more (bench/README.md)."""
     cpus = os.sched_getaffinity(0)
     sharing = sum(1 for other in ranks.local.allgather(sorted(cpus)) if cpus & set(other))
     want = os.environ.get("OMP_NUM_THREADS", "")
@@ -255,4 +261,5 @@ def share_cores(ranks: Ranks) -> int:
                    len(cpus) // max(sharing, 1)))
     os.environ["OMP_NUM_THREADS"] = str(n)
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    threadpool_limits(limits=n)
     return n

@@ -35,6 +35,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from threadpoolctl import ThreadpoolController
 
 from ..backend import array_module, sparse_module
 from ..defaults import OSRC
@@ -62,6 +63,20 @@ def mass_and_stiffness(space) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     return mass, stiff
 
 
+_BLAS = []  # the ThreadpoolController, made at the first sparse factorisation or solve
+
+
+def one_blas_thread():
+    """A context in which BLAS runs on one thread. SuperLU makes many small BLAS calls (one
+    per supernode), whose thread start-ups and spinning idle threads cost far more than the
+    calls themselves: one factorisation of 21,000 unknowns took 0.26 s on one BLAS thread and
+    14 s on two (bench/README.md, "Sparse factorisations and BLAS threads"). Entered by the
+    thread that starts the solves, before any runs beside it (threaded_map)."""
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
+
+
 class SparseLU:
     """A SuperLU factorisation whose `solve` takes (n,) or (n, r) right-hand sides, host or
     device arrays. SuperLU's own multi-right-hand-side solve slows down per column as r
@@ -81,7 +96,8 @@ class SparseLU:
         if not isinstance(b, np.ndarray):
             return self.triangular_solve(b)
         if b.ndim == 1 or b.shape[1] <= self.COLUMNS:
-            return self.lu.solve(np.ascontiguousarray(b))
+            with one_blas_thread():
+                return self.lu.solve(np.ascontiguousarray(b))
         return by_column_pairs(self.solve, b)
 
     def triangular_solve(self, b):
@@ -113,11 +129,12 @@ def threaded_map(fn, items) -> list:
     threaded_map itself (a pool waiting on its own workers can deadlock)."""
     items = list(items)
     n = min(solve_threads(), len(items))
-    if n <= 1:
-        return [fn(item) for item in items]
-    if n not in _POOLS:
-        _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="sparse-solve")
-    return list(_POOLS[n].map(fn, items))
+    with one_blas_thread():
+        if n <= 1:
+            return [fn(item) for item in items]
+        if n not in _POOLS:
+            _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="sparse-solve")
+        return list(_POOLS[n].map(fn, items))
 
 
 def by_column_pairs(fn, y):
@@ -138,8 +155,10 @@ def factorise(matrix) -> SparseLU:
     A^T + A and diagonal pivots, 10-100x faster than SuperLU's default (COLAMD with
     partial pivoting) on surface meshes, and stable here (M is SPD, the shifts complex)."""
     matrix = sp.csc_matrix(matrix)
-    return SparseLU(spla.splu(matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                              options={"SymmetricMode": True}), matrix.dtype)
+    with one_blas_thread():
+        lu = spla.splu(matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                       options={"SymmetricMode": True})
+    return SparseLU(lu, matrix.dtype)
 
 
 def pade_coefficients(n_terms: int, branch_angle: float):

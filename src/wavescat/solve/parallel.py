@@ -5,11 +5,11 @@ a workstation, `srun` on a SLURM cluster; workflow/rules/bem.smk). Every rank ru
 solve (solve/driver.py) with the same inputs, except for the operators: each rank assembles
 and keeps only its share of every H-matrix's blocks (bem/hmatrix/distributed.py), and a
 product with an operator is the sum over the ranks of their partial products (`Ranks.sum`,
-an allreduce). Everything else is replicated, identical on every rank, because it is cheap
-beside the operators (bench/README.md, "One solve over several ranks"): the OSRC
-preconditioner's sparse factors, GMRES and its Krylov basis (each rank's GMRES sees the same
-reduced products, so every rank takes the same steps and no vector is sent besides the
-products). The far field is computed and the result written by rank 0 alone.
+an allreduce). The OSRC preconditioner's Padé terms are shared out too (each rank factorises
+and solves its own, bem/osrc.py; an allreduce sums them). Everything else is replicated,
+identical on every rank, because it is cheap beside the operators: GMRES and its Krylov
+basis (each rank's GMRES sees the same reduced products, so every rank takes the same steps
+and no vector is sent besides the products). The far field is computed and the result written by rank 0 alone.
 
 Decisions taken from the memory a rank finds free (Krylov batch widths, the fluid
 preconditioner's `auto`) use the least over the ranks (`Ranks.min`), so that all ranks take

@@ -40,8 +40,9 @@ from wavescat.bem.formulations import formulation_for
 from wavescat.bem.quadrature import QuadratureOrders
 from wavescat.config import prepare_config, solve_case
 from wavescat.geometry.mesher import mesh_case
+from wavescat.memory import available_bytes
 from wavescat.solve import driver
-from wavescat.solve.gmres import gmres
+from wavescat.solve.gmres import gmres, krylov_batches
 
 C = 1500.0
 
@@ -133,8 +134,7 @@ def sweep(method, system, formulation, space, k, count, gm, be, receivers, clock
     t0 = time.perf_counter()
     tol = gm["tol"]
     if method == "batched":
-        width, basis_bytes = driver.krylov_batches(space.n_dofs, count, gm,
-                                                   driver.available_memory(be))
+        width, basis_bytes = krylov_batches(space.n_dofs, count, gm, available_bytes(be))
         x = xp.zeros_like(rhs)
         its = []
         for s in range(0, count, width):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from wavescat import resources
+from wavescat import backend, memory, preflight, resources
 from wavescat.cli import main
 from wavescat.config import prepare_config
 from wavescat.errors import ConfigError, ResourceError
@@ -45,7 +45,7 @@ def test_unknowns_follow_area_over_element_area(default):
 def test_megahertz_submarine_refused_naming_case_frequency_estimate_limit(default):
     cfg = prepare_config(_prepared(default, submarine__frequencies_hz=[1e6]), base_dir=ROOT)
     with pytest.raises(ConfigError) as err:
-        resources.check_limits(cfg, ["sphere_ka5", "submarine"])
+        preflight.check_limits(cfg, ["sphere_ka5", "submarine"])
     msg = str(err.value)
     assert "case 'submarine' at 1e+06 Hz" in msg and "7.52e+10 unknowns" in msg
     assert "meshing needs about 188 TB" in msg and "of host memory" in msg
@@ -53,30 +53,30 @@ def test_megahertz_submarine_refused_naming_case_frequency_estimate_limit(defaul
 
 
 def test_limits_override_the_machine(default, monkeypatch):
-    monkeypatch.setattr(resources, "host_memory_bytes", lambda: 64e9)
+    monkeypatch.setattr(preflight, "host_memory_bytes", lambda: 64e9)
     cfg = _prepared(default, sphere_ka5__solver={"operator_format": "dense"},
                     sphere_ka5__frequencies_hz=[6000.0])  # ~25,000 unknowns, dense: ~23 GB
     prepared = prepare_config(cfg, base_dir=ROOT)
-    resources.check_limits(prepared, ["sphere_ka5"])  # fits 64 GB
+    preflight.check_limits(prepared, ["sphere_ka5"])  # fits 64 GB
     cfg["limits"] = {"host_memory_gb": 8}
     with pytest.raises(ConfigError, match=r"case 'sphere_ka5' at 6000 Hz .* the dense solve needs "
                        r"about \d+\.\d GB, more than the 8 GB of host memory \(limits\.host_memory_gb"
                        r" = 8\) \(operator_format: hmatrix needs less\)"):
-        resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+        preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
     cfg["limits"] = {"max_unknowns": 10_000}
     with pytest.raises(ConfigError, match="more than limits.max_unknowns = 10000"):
-        resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+        preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
 
 
 def test_gpu_solve_checked_against_gpu_memory(default, monkeypatch):
-    monkeypatch.setattr(resources, "gpu_memory_bytes", lambda: 16e9)
+    monkeypatch.setattr(preflight, "gpu_memory_bytes", lambda: 16e9)
     cfg = _prepared(default, sphere_ka5__solver={"operator_format": "dense", "backend": "gpu"},
                     sphere_ka5__frequencies_hz=[6000.0])
     with pytest.raises(ConfigError, match=r"dense solve on the GPU needs about \d+\.\d GB, more "
                        r"than the 16 GB of GPU memory"):
-        resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+        preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
     cfg["limits"] = {"gpu_memory_gb": 80}
-    resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+    preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
 
 
 def test_workflow_refuses_megahertz_submarine_before_meshing(tmp_path):
@@ -98,7 +98,7 @@ def test_dense_operator_checked_before_allocation(monkeypatch):
     space = spaces.function_space(icosphere(2), "P1")
     n = space.n_dofs
     available = 32 * n * n - 1
-    monkeypatch.setattr(resources, "available_host_bytes", lambda: available)
+    monkeypatch.setattr(memory, "available_host_bytes", lambda: available)
     # the double layer needs its float64 (re, im) accumulator and the transposed twin: 32 n^2
     with pytest.raises(ResourceError) as err:
         operators.assemble("double_layer", space, space, 2.0)
@@ -158,8 +158,8 @@ def test_numba_threads_follow_the_jobs_threads():
     whether Numba is already imported or not."""
     import os
 
-    for code in ("import numba, wavescat.resources as r; r.follow_job_threads()",
-                 "import wavescat.resources as r; r.follow_job_threads(); import numba"):
+    for code in ("import numba, wavescat.backend as b; b.follow_job_threads()",
+                 "import wavescat.backend as b; b.follow_job_threads(); import numba"):
         out = subprocess.run([sys.executable, "-c", code + "; print(numba.get_num_threads())"],
                              capture_output=True, text=True, timeout=300,
                              env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -178,7 +178,7 @@ def test_gpu_out_of_memory_in_dense_assembly_names_operator_and_size(monkeypatch
     with pytest.raises(MemoryError) as err:
         operators.assemble("double_layer", space, space, 2.0)
     n = space.n_dofs
-    assert resources.out_of_memory_message(err.value, "solve").startswith(
+    assert memory.out_of_memory_message(err.value, "solve").startswith(
         f"out of GPU memory in 'dense assembly of double_layer ({n} x {n})': Out of memory "
         "allocating 335,923,200 bytes")
 

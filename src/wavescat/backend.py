@@ -8,10 +8,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
+import platform
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from .errors import BackendError
 
@@ -89,7 +93,6 @@ def sparse_module(a):
     """The sparse-matrix module of the backend that holds `a`: SciPy's for host arrays,
     cupyx's (cuSPARSE) for device arrays."""
     if isinstance(a, np.ndarray):
-        import scipy.sparse  # noqa: PLC0415
         return scipy.sparse
     import cupyx.scipy.sparse  # noqa: PLC0415 - a device array exists, so CuPy does
     return cupyx.scipy.sparse
@@ -117,10 +120,15 @@ def gpu_available() -> bool:
     return not isinstance(_probe_gpu(), str)
 
 
-def cpu_name() -> str:
-    import os
-    import platform
+def gpu_memory_bytes() -> int | None:
+    """Total memory of the GPU the jobs would use (None where CuPy sees none)."""
+    probe = _probe_gpu()
+    if isinstance(probe, str):
+        return None
+    return int(probe[0].cuda.Device(0).mem_info[1])
 
+
+def cpu_name() -> str:
     return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
 
 
@@ -152,3 +160,17 @@ def real_dtype(precision: str):
 
 def complex_dtype(precision: str):
     return np.complex64 if real_dtype(precision) == np.float32 else np.complex128
+
+
+def follow_job_threads() -> None:
+    """Numba's thread pool takes the job's thread count, which Snakemake passes to every
+    job as OMP_NUM_THREADS (a rule's `threads`); without this each job spins one thread per
+    core, and jobs running side by side stall on each other's parallel-loop barriers."""
+    n = os.environ.get("OMP_NUM_THREADS", "")
+    if not n.isdigit() or int(n) < 1 or "NUMBA_NUM_THREADS" in os.environ:
+        return
+    numba = sys.modules.get("numba")
+    if numba is not None:  # already loaded: its pool is sized, only the threads used change
+        numba.set_num_threads(min(int(n), numba.config.NUMBA_NUM_THREADS))
+    else:
+        os.environ["NUMBA_NUM_THREADS"] = n

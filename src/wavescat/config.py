@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+from jsonschema import Draft202012Validator, exceptions, validators
 
 from .averages import TILT_DEFAULTS, AveragesError, band_weights, parse_averages, tilt_weights
 from .bem.formulations import formulation_for
@@ -22,6 +23,7 @@ from .defaults import RECEIVERS, SCHEMA_PATH, load_schema
 from .errors import ConfigError, MeshError
 from .geometry.bodies import body_tree, check_boxes
 from .geometry.geo_script import check_geo_script
+from .geometry.krm import read_shape
 from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 from .studies import expand_studies, study_cases
 
@@ -102,8 +104,6 @@ def _best_error(errors):
 
 
 def _validator(schema: dict):
-    from jsonschema import Draft202012Validator, validators
-
     base = Draft202012Validator
     validate_properties = base.VALIDATORS["properties"]
 
@@ -135,7 +135,6 @@ def _check_krm(where: str, geo: dict, base_dir: Path) -> None:
     """A KRM shape file at `where` (a geometry block): there, readable, the part's stations
     in order, the swim bladder inside the body (the checks the mesher runs, before any job
     starts)."""
-    from .geometry.krm import read_shape
     path = Path(geo["path"])
     full = path if path.is_absolute() else base_dir / path
     if not full.is_file():
@@ -328,8 +327,6 @@ def _read_exponent_numbers(validator, cfg) -> None:
 
 
 def _raise_first(validator, cfg) -> None:
-    from jsonschema import exceptions
-
     errors = list(validator.iter_errors(cfg))
     if errors:
         best = exceptions.best_match(errors, key=exceptions.relevance)

@@ -46,6 +46,9 @@ import math
 from dataclasses import dataclass
 
 from . import defaults
+from .geometry.resolution import (check_mesh_resolution, interior_resolution_warnings,
+                                  mesh_extent)
+from .geometry.submarine import DEFAULTS
 from .reference.absorption import loss_factor
 
 # Q of a mode inside a fluid losing 1 dB per wavelength: 1 / (2 delta), delta = ln(10) / (40 pi)
@@ -128,7 +131,6 @@ def geometry_size(geometry: dict, extent=None) -> tuple[float | None, float | No
         d = 2.0 * float(geometry["radius"])
         sides = [d, d, float(geometry["length"])]
     elif kind == "submarine":
-        from .geometry.submarine import DEFAULTS  # noqa: PLC0415
         d = float(geometry.get("hull_diameter", DEFAULTS["hull_diameter"]))
         length = float(geometry.get("hull_length", DEFAULTS["hull_length"]))
         sides = [d, 2 * d, length]  # the sail about doubles the height
@@ -227,9 +229,6 @@ def solve_preflight(case: dict, medium: dict, mesh, frequency_hz: float,
     return the warnings of a mesh coarse against an interior wavelength (fewer than 5
     elements per wavelength) and the hypersensitivity warnings of the case at that frequency
     (for a file body, sized by the mesh's bounding box)."""
-    from .geometry.resolution import (check_mesh_resolution,  # noqa: PLC0415
-                                      interior_resolution_warnings, mesh_extent)
-
     where = f"cases.{name}" if name else ""
     check_mesh_resolution(mesh, case, medium, frequency_hz, where)
     one = {**case, "frequencies_hz": [float(frequency_hz)]}

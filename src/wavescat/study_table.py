@@ -15,6 +15,7 @@ from .averages import AVERAGES_HEADER
 from .errors import WavescatError
 from .farfield import incident_directions, receiver_directions
 from .files import atomic_path
+from .plots import AngleAxis, ts_plots
 from .solve.records import FARFIELD_HEADER, read_farfield_csv
 
 
@@ -58,8 +59,6 @@ def _gather_tables(cases: dict[str, dict], paths: dict[str, str | Path], out: st
 def plot_study(cases: dict[str, dict], farfield_paths: dict, plot_dir: str | Path) -> list[Path]:
     """Per case: TS against angle (polar where the angles lie in a plane, and cartesian), and for
     sweeps TS against frequency and a map over angle and frequency (plots.ts_plots)."""
-    from .plots import AngleAxis, ts_plots  # noqa: PLC0415
-
     plot_dir = Path(plot_dir)
     written = []
     for name, case in cases.items():

@@ -1,7 +1,7 @@
 """Meshes far coarser than their wavelengths are refused before they solve, with one line
 naming the file, its size, the mean edge, the wavelength and the way out
 (geometry.resolution.coarse_mesh_refusal), in the mesh job, the solve job and the config
-check (resources.check_resolution)."""
+check (preflight.check_resolution)."""
 import json
 import math
 
@@ -13,7 +13,7 @@ from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.resolution import (REFUSE_ELEMENTS_PER_WAVELENGTH, case_wavelengths,
                                           check_mesh_resolution, coarse_mesh_refusal,
                                           mesh_extent)
-from wavescat.resources import check_resolution
+from wavescat.preflight import check_resolution
 
 WATER = {"sound_speed": 1500.0, "density": 1000.0}
 STL = {"kind": "file", "path": "capsule.stl"}
@@ -120,7 +120,9 @@ def test_a_cad_file_is_sized_by_its_surfaces_and_a_refusal_names_the_unit(monkey
     from pathlib import Path
 
     from wavescat.config import prepare_config
-    from wavescat.resources import check_limits, file_facts, p1_dofs_estimate
+    from wavescat.geometry.file import file_facts
+    from wavescat.preflight import check_limits
+    from wavescat.resources import p1_dofs_estimate
 
     root = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(root)

@@ -11,6 +11,7 @@ from wavescat.bem.hmatrix.clouds import space_cloud
 from wavescat.config import prepare_config, solve_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.solve import driver
+from wavescat.solve import gmres as krylov
 from wavescat.solve.gmres import gmres
 
 C = 1500.0
@@ -95,15 +96,15 @@ def test_basis_respects_its_memory_cap(monkeypatch, vectors):
                                               (20_000, 37, 2**30), (20_000, 361, 2**20)])
 def test_batches_fit_the_memory_they_are_given(n, r, available):
     g = {"restart": 100, "maxiter": 500}
-    width, basis = driver.krylov_batches(n, r, g, available)
+    width, basis = krylov.krylov_batches(n, r, g, available)
     batches = math.ceil(r / width)
     assert 1 <= width <= r and (batches - 1) * width < r  # no empty batch
-    work = 16 * n * driver.WORK_VECTORS * width
+    work = 16 * n * krylov.WORK_VECTORS * width
     if width > 1:  # one direction alone always runs, with a basis of two vectors
-        assert basis + work <= driver.KRYLOV_MEMORY_SHARE * available
+        assert basis + work <= krylov.KRYLOV_MEMORY_SHARE * available
         assert basis >= 16 * n * width * 2
-    per_direction = 16 * n * (driver.KRYLOV_MIN_VECTORS + 1 + driver.WORK_VECTORS)
-    fits = r * per_direction <= driver.KRYLOV_MEMORY_SHARE * available
+    per_direction = 16 * n * (krylov.KRYLOV_MIN_VECTORS + 1 + krylov.WORK_VECTORS)
+    fits = r * per_direction <= krylov.KRYLOV_MEMORY_SHARE * available
     assert (width == r) == fits  # all directions in one batch where they fit
 
 
@@ -157,7 +158,7 @@ def test_sweep_in_memory_sized_batches_equals_one_at_a_time(monkeypatch):
     assert widths == [9]
     widths.clear()
     n = wide.dofs
-    monkeypatch.setattr(driver, "available_memory", lambda be: 16 * n * 40)  # one at a time
+    monkeypatch.setattr(driver, "available_bytes", lambda be: 16 * n * 40)  # one at a time
     one = driver.solve_frequency(case, medium, mesh, 300.0)
     assert widths == [1] * 9
     tol = case["solver"]["gmres"]["tol"]

@@ -15,8 +15,8 @@ from wavescat.errors import ConfigError
 from wavescat.geometry.bodies import body_tree
 from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
 from wavescat.notices import config_warning_lines, print_run_warnings
-from wavescat.resources import (check_limits, check_resolution, gpu_count, mesh_resources,
-                                partition, solve_resources)
+from wavescat.preflight import check_limits, check_resolution
+from wavescat.resources import gpu_count, mesh_resources, partition, solve_resources
 
 # Our own pass first: it names the key and value of the first problem and checks what a
 # schema cannot (geometry keys per kind, mesh files on disk, `run` entries). The error is

@@ -22,13 +22,12 @@ import numpy as np
 
 from ..backend import sparse_module, to_host
 from .osrc import factorise
+from .quadrature import triangle_rule
 
 
 def plane_wave_data(space, k: float, directions, order: int = 6):
     """Galerkin data of unit plane waves exp(ik d.x): g[i, s] = <φ_i, p_inc_s> and
     h[i, s] = <φ_i, dp_inc_s/dn> for each direction d_s (rows of `directions`)."""
-    from .quadrature import triangle_rule  # noqa: PLC0415
-
     ref, w = triangle_rule(order)
     ref, w = np.asarray(ref, float), np.asarray(w, float)
     mesh = space.mesh

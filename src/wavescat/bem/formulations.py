@@ -19,7 +19,22 @@ import json
 import numpy as np
 
 from .. import defaults
+from ..backend import Backend, get_backend
 from ..errors import ConfigError, WavescatError
+from ..geometry.bodies import body_tree
+from ..reference.absorption import loss_factor
+from ..reference.fluid_sphere import fluid_contrasts
+from ..reference.impedance_sphere import admittance_value
+from ..surface import SurfaceMesh
+from . import spaces
+from .burton_miller import (OsrcBurtonMiller, OsrcDirichletBurtonMiller,
+                            OsrcImpedanceBurtonMiller, plane_wave_data)
+from .muller_preconditioner import BlockTriangular, chosen, free_bytes
+from .nested import MultiDomainTransmission, interfaces_and_regions, region_surfaces
+from .osrc import OsrcDtN, OsrcNtD, mass_and_stiffness
+from .potentials import (double_layer, double_layer_far_field, single_layer,
+                         single_layer_far_field)
+from .transmission import MullerTransmission, adjoint_of, stacked
 
 BOUNDARY_KINDS = ("rigid", "pressure_release", "fluid", "impedance")  # the contract's kinds
 INNER_KINDS = ("fluid", "rigid", "pressure_release")  # kinds of a body inside another
@@ -27,7 +42,6 @@ INNER_KINDS = ("fluid", "rigid", "pressure_release")  # kinds of a body inside a
 
 def absorption_of(boundary: dict, where: str = "boundary") -> float:
     """`absorption_db_per_wavelength` of a fluid boundary block (default 0), checked."""
-    from ..reference.absorption import loss_factor  # noqa: PLC0415
 
     value = boundary.get("absorption_db_per_wavelength", 0.0)
     try:
@@ -78,19 +92,15 @@ class SoundHardBurtonMiller:
 
     def space(self, mesh):
         """The function space of the unknown on `mesh`."""
-        from . import spaces  # noqa: PLC0415
 
         return spaces.p1(mesh)
 
     def preconditioner(self, space, k: float, osrc: dict, mass=None, stiffness=None):
         """The OSRC NtD map at wavenumber k (settings `solver.osrc`), factorised once."""
-        from .osrc import OsrcNtD  # noqa: PLC0415
 
         return OsrcNtD(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
 
     def _system(self, space, k, operators, mass, coupling, xp):
-        from .burton_miller import OsrcBurtonMiller  # noqa: PLC0415
-
         return OsrcBurtonMiller(*(operators[n] for n in self.operators), mass, coupling, xp=xp)
 
     def system(self, space, k: float, operators: dict, solver: dict, xp=np):
@@ -98,7 +108,6 @@ class SoundHardBurtonMiller:
         for the assembled operators {name: op} (dense or H-matrix, on the backend `xp`);
         `solver`: the solver settings with defaults filled in (solve.driver.solver_settings),
         of which this formulation reads `osrc`."""
-        from .osrc import mass_and_stiffness  # noqa: PLC0415
 
         mass, stiffness = mass_and_stiffness(space)
         coupling = self.preconditioner(space, k, solver["osrc"], mass, stiffness)
@@ -107,20 +116,17 @@ class SoundHardBurtonMiller:
     def rhs(self, system, space, k: float, directions):
         """Right-hand sides (n_dofs, n_directions) for unit plane waves travelling along the
         rows of `directions`, on the system's backend."""
-        from .burton_miller import plane_wave_data  # noqa: PLC0415
 
         return system.rhs(*plane_wave_data(space, k, directions))
 
     def far_field(self, space, directions, k: float, backend="cpu"):
         """(n_directions, n_dofs) matrix P on the backend: F(xhat) = P @ p."""
-        from .potentials import double_layer_far_field  # noqa: PLC0415
 
         return double_layer_far_field(space, directions, k, backend=backend)
 
     def potential(self, space, points, k: float, backend="cpu"):
         """(n_points, n_dofs) matrix P on the backend: scattered pressure p_s(x) = P @ p at
         points off the surface."""
-        from .potentials import double_layer  # noqa: PLC0415
 
         return double_layer(space, points, k, backend=backend)
 
@@ -153,24 +159,17 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
 
     def preconditioner(self, space, k: float, osrc: dict, mass=None, stiffness=None):
         """The OSRC DtN map at wavenumber k (settings `solver.osrc`), factorised once."""
-        from .osrc import OsrcDtN  # noqa: PLC0415
 
         return OsrcDtN(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
 
     def _system(self, space, k, operators, mass, coupling, xp):
-        from .burton_miller import OsrcDirichletBurtonMiller  # noqa: PLC0415
-
         return OsrcDirichletBurtonMiller(*(operators[n] for n in self.operators), mass, coupling,
                                          xp=xp)
 
     def far_field(self, space, directions, k: float, backend="cpu"):
-        from .potentials import single_layer_far_field  # noqa: PLC0415
-
         return -single_layer_far_field(space, directions, k, backend=backend)
 
     def potential(self, space, points, k: float, backend="cpu"):
-        from .potentials import single_layer  # noqa: PLC0415
-
         return -single_layer(space, points, k, backend=backend)
 
 
@@ -193,7 +192,6 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
 
     def __init__(self, boundary: dict | None = None, where: str = "boundary",
                  medium: dict | None = None):
-        from ..reference.impedance_sphere import admittance_value  # noqa: PLC0415
 
         super().__init__(boundary, where, medium)
         if "admittance" not in self.boundary:
@@ -208,9 +206,6 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
         return {name: (name, k) for name in self.operators if name != "adjoint_double_layer"}
 
     def _system(self, space, k, operators, mass, coupling, xp):
-        from .burton_miller import OsrcImpedanceBurtonMiller  # noqa: PLC0415
-        from .transmission import adjoint_of  # noqa: PLC0415
-
         ops = {"adjoint_double_layer": adjoint_of(operators["double_layer"]), **operators}
         return OsrcImpedanceBurtonMiller(*(ops[n] for n in self.operators), mass, coupling,
                                          k, self.admittance, xp=xp)
@@ -224,14 +219,10 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
         return out
 
     def far_field(self, space, directions, k: float, backend="cpu"):
-        from .potentials import double_layer_far_field, single_layer_far_field  # noqa: PLC0415
-
         return self._with_single_layer(double_layer_far_field, single_layer_far_field, space,
                                        directions, k, backend)
 
     def potential(self, space, points, k: float, backend="cpu"):
-        from .potentials import double_layer, single_layer  # noqa: PLC0415
-
         return self._with_single_layer(double_layer, single_layer, space, points, k, backend)
 
 
@@ -284,7 +275,6 @@ class FluidMuller(SoundHardBurtonMiller):
 
     def __init__(self, boundary: dict | None = None, where: str = "boundary",
                  medium: dict | None = None):
-        from ..reference.fluid_sphere import fluid_contrasts  # noqa: PLC0415
 
         super().__init__(boundary, where, medium)
         self.density_ratio, self.sound_speed_ratio = fluid_contrasts(self.boundary, medium,
@@ -294,7 +284,6 @@ class FluidMuller(SoundHardBurtonMiller):
     @property
     def wavenumber_factor(self) -> complex:
         """k1 / k: 1 / h, times (1 + i delta) with absorption (reference/absorption.py)."""
-        from ..reference.absorption import loss_factor  # noqa: PLC0415
 
         return (1 + 1j * loss_factor(self.absorption)) / self.sound_speed_ratio
 
@@ -310,9 +299,6 @@ class FluidMuller(SoundHardBurtonMiller):
         block-triangular preconditioner of bem/muller_preconditioner.py for a body of high
         impedance contrast, g h below 1/5 or above 5, while its dense factors take at most
         half the free memory; else none)."""
-        from .muller_preconditioner import chosen, free_bytes  # noqa: PLC0415
-        from .osrc import mass_and_stiffness  # noqa: PLC0415
-        from .transmission import MullerTransmission  # noqa: PLC0415
 
         mass, _ = mass_and_stiffness(space)
         itemsize = 8 if solver.get("precision") == "single" else 16
@@ -325,22 +311,16 @@ class FluidMuller(SoundHardBurtonMiller):
 
     def _traces(self, double, single, space, points, k, backend):
         """[DL, -k SL]: the potential (or far field) of (u, w)."""
-        from ..backend import Backend, get_backend  # noqa: PLC0415
-        from .transmission import stacked  # noqa: PLC0415
 
         be = backend if isinstance(backend, Backend) else get_backend(backend)
         return stacked(be.xp, double(space, points, k, backend=be),
                        -k * single(space, points, k, backend=be))
 
     def far_field(self, space, directions, k: float, backend="cpu"):
-        from .potentials import double_layer_far_field, single_layer_far_field  # noqa: PLC0415
-
         return self._traces(double_layer_far_field, single_layer_far_field, space, directions,
                             k, backend)
 
     def potential(self, space, points, k: float, backend="cpu"):
-        from .potentials import double_layer, single_layer  # noqa: PLC0415
-
         return self._traces(double_layer, single_layer, space, points, k, backend)
 
     def record(self) -> dict:
@@ -359,8 +339,6 @@ class FluidMuller(SoundHardBurtonMiller):
 def sub_space(space, surfaces):
     """(P1 space of the given surfaces of a union mesh, in increasing order, and the global
     dofs of its dofs): the union's vertex values are its dofs, each surface's contiguous."""
-    from ..surface import SurfaceMesh  # noqa: PLC0415
-    from . import spaces  # noqa: PLC0415
 
     mesh = space.mesh
     surfaces = sorted(surfaces)
@@ -387,7 +365,6 @@ class NestedTransmission(FluidMuller):
     def __init__(self, bodies, medium: dict | None = None):
         """`bodies`: the body tree flat, in surface order, each {"parent": index or -1,
         "boundary": block, "where": config path} (geometry.bodies.body_tree's order)."""
-        from .nested import interfaces_and_regions  # noqa: PLC0415
 
         outer = bodies[0]
         super().__init__(outer["boundary"], f"{outer['where']}.boundary", medium)
@@ -414,7 +391,6 @@ class NestedTransmission(FluidMuller):
     def operator_specs(self, k: float, operator_format: str) -> dict:
         """{key: (operator, wavenumber, surfaces)}: V, K, W of every region on its
         surfaces (nested.region_surfaces)."""
-        from .nested import region_surfaces  # noqa: PLC0415
 
         out = {}
         for region, kk in zip(self.regions, self._region_wavenumbers(k)):
@@ -431,9 +407,6 @@ class NestedTransmission(FluidMuller):
                                 f"tree has {len(self.bodies)}")
 
     def system(self, space, k: float, operators: dict, solver: dict, xp=np):
-        from .nested import MultiDomainTransmission, region_surfaces  # noqa: PLC0415
-        from .osrc import OsrcDtN, OsrcNtD, mass_and_stiffness  # noqa: PLC0415
-
         self.check_mesh(space.mesh)
         mass, _ = mass_and_stiffness(space)
         surface_of_dof = self.surface_of_dof(space)
@@ -462,7 +435,6 @@ class NestedTransmission(FluidMuller):
         sides, factors within half the free memory), each from its own diagonal blocks: the
         interface's rows are the single-body Müller system with g = g_i / g_o and k g_o
         (bem/nested.py), so the single body's preconditioner serves it unchanged."""
-        from .muller_preconditioner import BlockTriangular, chosen, free_bytes  # noqa: PLC0415
 
         setting = solver.get("fluid_preconditioner", "auto")
         itemsize = 8 if solver.get("precision") == "single" else 16
@@ -506,14 +478,10 @@ class NestedTransmission(FluidMuller):
         return matrix
 
     def far_field(self, space, directions, k: float, backend="cpu"):
-        from ..backend import Backend, get_backend  # noqa: PLC0415
-
         be = backend if isinstance(backend, Backend) else get_backend(backend)
         return self._outer_only(super().far_field(space, directions, k, be), space, be.xp)
 
     def potential(self, space, points, k: float, backend="cpu"):
-        from ..backend import Backend, get_backend  # noqa: PLC0415
-
         be = backend if isinstance(backend, Backend) else get_backend(backend)
         return self._outer_only(super().potential(space, points, k, be), space, be.xp)
 
@@ -551,7 +519,6 @@ def formulation_for(boundary: dict | None = None, where: str = "boundary",
 def formulation_for_case(case: dict, medium: dict | None = None, where: str = "case"):
     """The formulation of a case: its boundary's, or the nested system where the case holds
     bodies `inside` (geometry/bodies.py checks the tree)."""
-    from ..geometry.bodies import body_tree  # noqa: PLC0415
 
     if not case.get("inside"):
         return formulation_for(case.get("boundary"), f"{where}.boundary", medium)

@@ -17,6 +17,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..errors import WavescatError
+
 
 class Operator(enum.IntEnum):
     """The boundary integral operators; the integer is the code the kernels branch on."""
@@ -32,8 +34,6 @@ class Operator(enum.IntEnum):
         try:
             return cls[name]
         except (KeyError, TypeError):
-            from ..errors import WavescatError  # noqa: PLC0415
-
             raise WavescatError(f"operator name = {name!r}: must be one of "
                                 f"{', '.join(op.name for op in cls)}") from None
 

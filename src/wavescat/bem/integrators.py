@@ -16,13 +16,13 @@ import numpy as np
 from ..progress import progress
 from . import kernels_cpu
 from .green import Operator
+from .kernels_gpu import GpuKernels
+from .pairs import near_pairs, touching_kinds, touching_pairs
 
 
 def integrator(ev):
     """The integrator of an EntryEvaluator on its backend."""
     if ev.backend.is_gpu:
-        from .kernels_gpu import GpuKernels  # noqa: PLC0415 - needs CuPy
-
         return GpuKernels(ev)
     return CpuKernels(ev)
 
@@ -88,8 +88,6 @@ class CpuKernels:
     def _special_pairs_symmetric(self):
         """Touching and near pairs with a <= b computed once, the pair (b, a) from the same
         kernel evaluations (V, W: transpose; K <-> K')."""
-        from .operators import near_pairs, touching_kinds, touching_pairs  # noqa: PLC0415
-
         ev = self.ev
         mesh = ev.test.mesh
         out = []

@@ -39,9 +39,11 @@ in the interface ordering), leaving the coupling between interfaces to GMRES.
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from ..backend import to_host
 from ..errors import ConfigError
+from ..memory import available_gpu_bytes, available_host_bytes
 
 PRECONDITIONERS = ("auto", "none", "block_triangular")
 
@@ -76,9 +78,7 @@ def _lu_module(xp):
         import cupyx.scipy.linalg as cla  # noqa: PLC0415
 
         return cla
-    import scipy.linalg as sla  # noqa: PLC0415
-
-    return sla
+    return scipy.linalg
 
 
 # `auto` preconditions bodies whose impedance g h differs from the medium's by at least this
@@ -107,8 +107,6 @@ def chosen(setting: str, n_dofs: int, itemsize: int = 16, free_bytes: float = np
 
 def free_bytes(xp) -> int:
     """Bytes free where the factors of backend `xp` live (host or GPU)."""
-    from ..resources import available_gpu_bytes, available_host_bytes  # noqa: PLC0415
-
     return available_host_bytes() if xp is np else available_gpu_bytes(xp)
 
 

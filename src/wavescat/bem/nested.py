@@ -44,7 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import to_host
-from .burton_miller import StrongForm
+from .burton_miller import StrongForm, solve_real_spd
+from .osrc import factorise
 
 
 @dataclass(frozen=True)
@@ -231,10 +232,8 @@ class MultiDomainTransmission(StrongForm):
         """M^-1 on a core surface's dofs (the union's mass matrix is block diagonal)."""
         lus = self.__dict__.setdefault("_core_lus", {})
         if surface not in lus:
-            from .osrc import factorise  # noqa: PLC0415
             idx = self.core_dofs[surface]
             lus[surface] = factorise(self.mass[idx][:, idx].tocsc())
-        from .burton_miller import solve_real_spd  # noqa: PLC0415
         return lambda y: solve_real_spd(lus[surface], y)
 
     def rhs(self, dirichlet_weak, neumann_weak):

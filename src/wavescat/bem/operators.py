@@ -14,19 +14,21 @@ blocks rows x cols of the global matrix, and the dense matrix.
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
-import numba as nb
 import numpy as np
 import scipy.sparse as sp
 
 from ..backend import Backend, get_backend, real_dtype
 from ..errors import WavescatError
+from ..memory import check_dense_allocation
 from ..progress import stage
 from . import kernels_cpu
+from . import quadrature as rules
 from .green import OPERATORS, Operator  # noqa: F401 - OPERATORS re-exported (name -> Operator)
+from .integrators import integrator
+from .pairs import near_pairs, touching_kinds, touching_pairs  # noqa: F401 - re-exported
 from .spaces import FunctionSpace, same_mesh
 
 SINGULAR_KINDS = ("coincident", "edge", "vertex")
@@ -88,12 +90,6 @@ def element_data(space: FunctionSpace, ref_points, ref_weights) -> ElementData:
                        mesh.edge_lengths.max(axis=1))
 
 
-def _quadrature():
-    from . import quadrature  # noqa: PLC0415 - written alongside, imported when used
-
-    return quadrature
-
-
 @dataclass(frozen=True)
 class SingularRules:
     """The Sauter-Schwab rules stacked: rule of kind code c (quadrature.VERTEX, EDGE,
@@ -109,82 +105,9 @@ class SingularRules:
 
 
 def singular_rules(order: int) -> SingularRules:
-    offsets, xa, xb, w = _quadrature().stacked_singular_rules(order)
+    offsets, xa, xb, w = rules.stacked_singular_rules(order)
     return SingularRules(np.asarray(offsets, np.int64), np.ascontiguousarray(np.asarray(xa, float).T),
                          np.ascontiguousarray(np.asarray(xb, float).T), 4.0 * np.asarray(w, float))
-
-
-# per mesh: its touching and near pairs and the touching pairs' kinds, which every operator
-# on the mesh needs (a solve assembles two to six of them)
-_PAIRS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _mesh_cached(mesh, key, make):
-    cache = _PAIRS.setdefault(mesh, {})
-    if key not in cache:
-        cache[key] = make()
-    return cache[key]
-
-
-def touching_pairs(mesh) -> tuple[np.ndarray, np.ndarray]:
-    """All element pairs (a, b) of the mesh that share at least one vertex."""
-    def make():
-        m = mesh.n_triangles
-        inc = sp.csr_matrix((np.ones(3 * m), (np.repeat(np.arange(m), 3), mesh.triangles.ravel())),
-                            shape=(m, mesh.n_vertices))
-        adj = (inc @ inc.T).tocoo()
-        return adj.row.astype(np.int64), adj.col.astype(np.int64)
-
-    return _mesh_cached(mesh, "touching", make)
-
-
-def touching_kinds(mesh):
-    """(rule kind, vertex permutation of a, of b) of every touching pair, in the order of
-    `touching_pairs` (quadrature.classify_pairs)."""
-    def make():
-        pa, pb = touching_pairs(mesh)
-        return _quadrature().classify_pairs(mesh.triangles[pa], mesh.triangles[pb])
-
-    return _mesh_cached(mesh, "touching_kinds", make)
-
-
-@nb.njit(parallel=True, cache=True)
-def _near_filter(a, b, cen, diam, tri, factor):
-    """Pairs (a, b) whose centroids are closer than factor * the larger diameter (the test
-    the dense kernels make) and that share no vertex."""
-    keep = np.zeros(len(a), np.bool_)
-    for p in nb.prange(len(a)):
-        i, j = a[p], b[p]
-        d2 = 0.0
-        for c in range(3):
-            d2 += (cen[i, c] - cen[j, c]) ** 2
-        r = factor * max(diam[i], diam[j])
-        touch = False
-        for x in range(3):
-            for y in range(3):
-                touch |= tri[i, x] == tri[j, y]
-        keep[p] = d2 < r * r and not touch
-    return keep
-
-
-def near_pairs(mesh, factor: float) -> tuple[np.ndarray, np.ndarray]:
-    """Element pairs that do not touch but whose centroids are closer than factor * the
-    larger diameter (they get the higher `near` quadrature order): the pairs (a, b) with
-    a < b, then the same pairs swapped."""
-    from scipy.spatial import cKDTree  # noqa: PLC0415
-
-    def make():
-        if factor <= 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        cen = mesh.centroids
-        diam = mesh.edge_lengths.max(axis=1)
-        pairs = cKDTree(cen).query_pairs(factor * diam.max(), output_type="ndarray").astype(np.int64)
-        a, b = np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
-        keep = _near_filter(a, b, cen, diam, mesh.triangles, float(factor))
-        a, b = a[keep], b[keep]
-        return np.concatenate([a, b]), np.concatenate([b, a])
-
-    return _mesh_cached(mesh, ("near", float(factor)), make)
 
 
 class EntryEvaluator:
@@ -206,19 +129,16 @@ class EntryEvaluator:
         self.real_dtype = real_dtype(precision)
         self.is_real = self.k == 0
         self.dtype = np.dtype(self.real_dtype) if self.is_real else np.result_type(self.real_dtype, 1j)
-        q = _quadrature()
-        self.orders = quadrature if quadrature is not None else q.QuadratureOrders()
+        self.orders = quadrature if quadrature is not None else rules.QuadratureOrders()
         self.near_factor = float(self.orders.near_factor)
-        pts, wts = q.triangle_rule(self.orders.regular)
+        pts, wts = rules.triangle_rule(self.orders.regular)
         self.rule_points = len(wts)
         self.data_a = element_data(test, pts, wts)
         self.data_b = self.data_a if trial is test else element_data(trial, pts, wts)
-        pts, wts = q.triangle_rule(self.orders.near)
+        pts, wts = rules.triangle_rule(self.orders.near)
         self.near_a = element_data(test, pts, wts)
         self.near_b = self.near_a if trial is test else element_data(trial, pts, wts)
         self.rules = singular_rules(self.orders.singular)
-        from .integrators import integrator  # noqa: PLC0415 - it builds on this module
-
         self.kernels = integrator(self)
 
     # --- shapes -----------------------------------------------------------------------
@@ -229,7 +149,7 @@ class EntryEvaluator:
     # --- element pairs ----------------------------------------------------------------
     def classify(self, pa, pb):
         """(rule kind, vertex permutation of a, of b) of touching pairs (quadrature.classify_pairs)."""
-        return _quadrature().classify_pairs(self.data_a.tri[pa], self.data_b.tri[pb])
+        return rules.classify_pairs(self.data_a.tri[pa], self.data_b.tri[pb])
 
     def _singular(self, pa, pb):
         return self.kernels.singular(pa, pb, *self.classify(pa, pb))
@@ -311,8 +231,6 @@ class EntryEvaluator:
 
     def dense(self):
         """The full matrix (n_test, n_trial) on the backend."""
-        from ..resources import check_dense_allocation  # noqa: PLC0415
-
         # refuse before allocating a matrix the device cannot hold (a clear error, not a
         # failure deep inside NumPy or CuPy)
         check_dense_allocation(*self.shape, self.kernels.dense_bytes(), self.backend, "operator")

@@ -92,7 +92,7 @@ class SparseLU:
 
 def solve_threads() -> int:
     """Threads for the sparse solves: the job's (Numba's count follows Snakemake's `threads`,
-    resources.follow_job_threads)."""
+    backend.follow_job_threads)."""
     return max(1, int(numba.get_num_threads()))
 
 

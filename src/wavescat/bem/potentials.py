@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from ..backend import Backend, get_backend
 from ..errors import WavescatError
+from . import quadrature
 from .green import green_array, radial_array
 from .spaces import FunctionSpace
 
@@ -26,8 +27,6 @@ _CHUNK_ENTRIES = 2**24  # kernel values per chunk of points
 
 def _quadrature_map(space: FunctionSpace, order):
     """Quadrature points (m*nq, 3), normals at them, and the sparse (m*nq, n_dofs) map."""
-    from . import quadrature  # noqa: PLC0415
-
     if order is None:
         order = quadrature.QuadratureOrders().regular
     ref, w = quadrature.triangle_rule(order)

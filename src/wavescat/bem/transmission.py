@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .burton_miller import StrongForm
+from .muller_preconditioner import BlockTriangular
 
 
 def adjoint_of(double_layer):
@@ -53,8 +54,6 @@ class MullerTransmission(StrongForm):
         self.scale = 2.0 / (1.0 + self.g)
         self.preconditioner = None
         if preconditioner == "block_triangular":
-            from .muller_preconditioner import BlockTriangular  # noqa: PLC0415
-
             self.preconditioner = BlockTriangular.for_system(self)
         elif preconditioner != "none":
             raise ValueError(f"unknown Müller preconditioner {preconditioner!r}")

@@ -1,21 +1,34 @@
 """Subcommands of the `wavescat` CLI, one module per workflow stage.
 
 Each module defines `register(subparsers)` that adds its subcommands with
-`set_defaults(func=...)`; cli.py discovers the modules, so a stage adds itself
-without touching shared code. Commands hold file handling only; numerics live
-in the subpackages they call.
+`set_defaults(func=...)`, and SUBCOMMANDS names the module of every subcommand: cli.py
+imports only the module of the subcommand it runs (a mesh job does not load the plotting
+or time-domain stacks). Commands hold file handling only; numerics live in the
+subpackages they call.
 """
+import json
+
+from ..config import prepare_config
+from ..errors import ConfigError
+
+# subcommand -> module of this package that registers it (tests/test_cli.py checks both ways)
+SUBCOMMANDS = {
+    "averages": "averages", "study-averages": "averages",
+    "check-config": "check_config",
+    "verify-dg": "dg", "dg-scatter": "dg", "dg-vs-bem": "dg",
+    "verify-hermite": "hermite",
+    "mesh": "mesh",
+    "bem-probes": "probes",
+    "reference": "reference", "compare-farfield": "reference",
+    "solve": "solve", "collect": "solve",
+    "study": "study",
+}
 
 
 def case_arguments(args) -> tuple[dict, dict]:
     """`--case` and `--medium` as JSON objects, normalised by `wavescat.config` as the workflow
     normalises them (defaults filled in, every check run), so a bare case typed by hand works
     like one from the rules, or fails naming the key."""
-    import json
-
-    from ..config import prepare_config
-    from ..errors import ConfigError
-
     given = {}
     for name in ("case", "medium"):
         text = getattr(args, name)

@@ -11,6 +11,9 @@ from ..averages import (AVERAGES_HEADER, averages_table, monostatic_grid, parse_
                         ts_of_sigma)
 from ..errors import ConfigError
 from ..files import atomic_path
+from ..plots import averages_plot
+from ..solve.records import read_farfield_csv
+from ..study_table import gather_averages
 
 log = logging.getLogger("wavescat.averages")
 
@@ -30,8 +33,6 @@ def write_averages_csv(path, rows) -> None:
 
 
 def run_averages(args) -> int:
-    from ..solve.records import read_farfield_csv  # noqa: PLC0415
-
     try:
         case = json.loads(args.case)
     except json.JSONDecodeError as exc:
@@ -44,7 +45,6 @@ def run_averages(args) -> int:
     rows = averages_table(sigma, freqs, aspects, bands, tilts)
     write_averages_csv(args.out, rows)
     if args.plot:
-        from ..plots import averages_plot  # noqa: PLC0415
 
         title = args.name + (f"\n{case['description']}" if case.get("description") else "")
         averages_plot(args.plot, rows, freqs, aspects, incident["aspect"]["plane"],
@@ -65,8 +65,6 @@ def run_averages(args) -> int:
 
 
 def run_study_averages(args) -> int:
-    from ..study_table import gather_averages  # noqa: PLC0415
-
     cases = json.loads(args.cases)
     if len(args.averages) != len(cases):
         raise ConfigError(f"--averages: {len(args.averages)} files for {len(cases)} cases")

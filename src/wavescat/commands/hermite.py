@@ -11,7 +11,11 @@ import logging
 import math
 from pathlib import Path
 
+from ..backend import get_backend
 from ..files import atomic_path
+from ..plots import convergence
+from ..timedomain.checks import order_shortfalls, require, round_off_floor
+from ..timedomain.hermite.convergence import GRIDS, HEADER, QUICK_GRIDS, convergence_study
 log = logging.getLogger(__name__)
 # observed order on the finest pair of grids: at least 2m + 1 - this
 ORDER_TOLERANCE = 0.5
@@ -33,8 +37,6 @@ def acoustics_path(csv_path: Path) -> Path:
 
 
 def write_table(path: Path, rows) -> None:
-    from wavescat.timedomain.hermite.convergence import HEADER
-
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(HEADER)
@@ -44,8 +46,6 @@ def write_table(path: Path, rows) -> None:
 
 
 def plot_study(path: Path, tables: dict, title: str) -> None:
-    from ..plots import convergence
-
     series = {}
     for name, rows in tables.items():
         series[name] = [(f"m = {m} (q = {rs[0]['q']})", [r["h"] for r in rs],
@@ -57,11 +57,6 @@ def plot_study(path: Path, tables: dict, title: str) -> None:
 
 
 def run(args) -> int:
-    from wavescat.backend import get_backend
-    from wavescat.timedomain.hermite.convergence import convergence_study
-
-    from wavescat.timedomain.checks import order_shortfalls, require, round_off_floor
-    from wavescat.timedomain.hermite.convergence import GRIDS, QUICK_GRIDS
 
     backend = get_backend(args.backend)
     log.info("verify-hermite on %s (%s): cells per axis %s, the %s grids%s", backend.name,

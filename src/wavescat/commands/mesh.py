@@ -9,6 +9,8 @@ import json
 
 from ..errors import ConfigError
 from ..files import atomic_path
+from ..geometry import mesh_case
+from ..geometry.resolution import check_mesh_resolution
 
 
 def _json_arg(name: str, text: str) -> dict:
@@ -22,9 +24,6 @@ def _json_arg(name: str, text: str) -> dict:
 
 
 def run(args) -> int:
-    from ..geometry import mesh_case
-    from ..geometry.resolution import check_mesh_resolution
-
     case = _json_arg("case", args.case)
     medium = _json_arg("medium", args.medium)
     mesh, stats = mesh_case(case, medium, verbose=args.gmsh_verbose, name=args.name)

@@ -6,9 +6,14 @@ import json
 import logging
 from pathlib import Path
 
-
 from ..errors import ConfigError
+from ..plots import case_plots
 from ..progress import announce_compilation
+from ..sensitivity import solve_preflight
+from ..solve import records
+from ..solve.driver import solve_frequency
+from ..solve.records import write_solution
+from ..surface import SurfaceMesh
 
 log = logging.getLogger("wavescat.solve")
 
@@ -27,11 +32,6 @@ def _json_arg(text: str, name: str) -> dict:
 
 
 def run_solve(args) -> int:
-    from ..solve.driver import solve_frequency  # noqa: PLC0415
-    from ..sensitivity import solve_preflight  # noqa: PLC0415
-    from ..solve.records import write_solution  # noqa: PLC0415
-    from ..surface import SurfaceMesh  # noqa: PLC0415
-
     case = _json_arg(args.case, "case")
     medium = _json_arg(args.medium, "medium")
     mesh = SurfaceMesh.from_file(args.mesh)
@@ -51,8 +51,6 @@ def run_solve(args) -> int:
 
 
 def run_collect(args) -> int:
-    from ..solve import records  # noqa: PLC0415
-
     solutions = sorted((records.read_solution(p) for p in args.inputs),
                        key=lambda s: s["frequency_hz"])
     prints = {s["mesh_fingerprint"] for s in solutions}
@@ -73,7 +71,6 @@ def run_collect(args) -> int:
 
 def make_plots(solutions, folder: Path, name: str, reference=None, description="",
                warnings=()) -> list[Path]:
-    from ..plots import case_plots  # noqa: PLC0415
 
     return case_plots(solutions, folder, name, reference, description, warnings)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..defaults import MEDIUM
 from ..errors import ConfigError
 
 INNER_BOUNDARY_KINDS = ("fluid", "rigid", "pressure_release")
@@ -75,7 +76,6 @@ def _material(boundary: dict, medium: dict, key: str, where: str) -> float | Non
         return v
     base = (medium or {}).get(key)
     if base is None:
-        from ..defaults import MEDIUM
         base = MEDIUM[key]
     return v * float(base)
 

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, MeshError
+from ..errors import ConfigError, MeshError, WavescatError
 from ..surface import SurfaceMesh
 from .geo_script import check_geo_script
 from .gmsh_model import generate_surface_mesh, gmsh_session, mesh_occ_model, surface_from_model
 from .params import center, positive
+from .resolution import mesh_extent
 from .sizing import MeshOptions
 
 log = logging.getLogger(__name__)
@@ -101,3 +102,67 @@ def file(geometry: dict, options: MeshOptions) -> SurfaceMesh:
     if scale != 1.0 or np.any(x0):
         mesh = SurfaceMesh(scale * mesh.vertices + x0, mesh.triangles, mesh.meta)
     return mesh
+
+
+# -- read before any job starts -------------------------------------------------------------
+# A stored mesh file (.stl, .msh) up to this size is read when the config is checked, so a
+# mesh far too coarse for its wavelengths (a file in millimetres read as metres) is refused
+# before any job starts; larger files and CAD files are checked by the mesh job.
+QUICK_MESH_FILE_BYTES = 32 * 2**20
+_FILE_MESHES: dict = {}
+
+
+def stored_file_mesh(geometry: dict):
+    """The SurfaceMesh of a `file` geometry's stored mesh (.stl or .msh no larger than
+    QUICK_MESH_FILE_BYTES), scaled and shifted as the mesh job would; None otherwise."""
+    if geometry.get("kind") != "file":
+        return None
+    path = Path(geometry["path"])
+    if path.suffix.lower() not in (".stl", ".msh") or not path.is_file() \
+            or path.stat().st_size > QUICK_MESH_FILE_BYTES:
+        return None
+    key = (str(path.resolve()), path.stat().st_mtime_ns)
+    if key not in _FILE_MESHES:
+        _FILE_MESHES[key] = read_triangle_file(path)
+    mesh = _FILE_MESHES[key]
+    scale = float(geometry.get("scale", 1.0))
+    return SurfaceMesh(scale * mesh.vertices + np.asarray(geometry.get("center", [0, 0, 0]), float),
+                       mesh.triangles, mesh.meta)
+
+
+def file_facts(geometry: dict) -> dict | None:
+    """What a `file` geometry is, read quickly and in metres (geometry.scale applied):
+    {"extent": bounding-box sides, "area": surface area, "vertices": vertex count of a stored
+    mesh (None for CAD, which is meshed at h)}. Stored meshes up to QUICK_MESH_FILE_BYTES and
+    STEP files (OpenCASCADE, no meshing) are read; None for others or a file that does not
+    read (the mesh job reports that)."""
+    if geometry.get("kind") != "file":
+        return None
+    try:
+        mesh = stored_file_mesh(geometry)
+    except WavescatError:
+        return None
+    if mesh is not None:
+        return {"extent": mesh_extent(mesh.vertices), "area": float(mesh.total_area),
+                "vertices": int(mesh.n_vertices)}
+    path = Path(geometry["path"])
+    if path.suffix.lower() not in (".step", ".stp") or not path.is_file() \
+            or path.stat().st_size > QUICK_MESH_FILE_BYTES:
+        return None
+    key = ("cad", str(path.resolve()), path.stat().st_mtime_ns)
+    if key not in _FILE_MESHES:
+        try:
+            with gmsh_session() as gmsh:
+                gmsh.model.occ.importShapes(str(path))
+                gmsh.model.occ.synchronize()
+                box = np.asarray(gmsh.model.getBoundingBox(-1, -1), float)
+                area = sum(gmsh.model.occ.getMass(2, tag)
+                           for _, tag in gmsh.model.getEntities(2))
+            _FILE_MESHES[key] = (box[3:] - box[:3], float(area))
+        except Exception:  # noqa: BLE001 - unreadable here: the mesh job names the problem
+            _FILE_MESHES[key] = None
+    if _FILE_MESHES[key] is None:
+        return None
+    extent, area = _FILE_MESHES[key]
+    scale = float(geometry.get("scale", 1.0))
+    return {"extent": scale * extent, "area": scale**2 * area, "vertices": None}

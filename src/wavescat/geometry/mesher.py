@@ -10,24 +10,24 @@ from dataclasses import replace
 from ..errors import ConfigError
 from ..surface import SurfaceMesh
 from .bodies import body_tree
+from .box import box
 from .checks import check_surface
+from .cylinder import cylinder
+from .file import file
+from .krm import krm
 from .nesting import check_nesting
 from .resolution import resolution_warnings
 from .sizing import MESH_DEFAULTS, mesh_options, surface_sound_speeds
+from .sphere import sphere
+from .spheroid import spheroid
 from .statistics import mesh_statistics, unique_edge_lengths
+from .submarine import submarine
 from .volume import match_volume
 
 log = logging.getLogger(__name__)
 
 
 def _builders() -> dict:
-    from .box import box
-    from .cylinder import cylinder
-    from .file import file
-    from .krm import krm
-    from .sphere import sphere
-    from .spheroid import spheroid
-    from .submarine import submarine
     return {"sphere": sphere, "spheroid": spheroid, "box": box, "cylinder": cylinder,
             "submarine": submarine, "file": file, "krm": krm}
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from ..errors import MeshError
 from ..surface import SurfaceMesh
@@ -71,8 +72,6 @@ class _Reach:
     centroid-to-corner distance)."""
 
     def __init__(self, mesh: SurfaceMesh):
-        from scipy.spatial import cKDTree
-
         self.mesh = mesh
         self.tree = cKDTree(mesh.centroids)
         self.radius = float(np.linalg.norm(mesh.corners - mesh.centroids[:, None], axis=2).max())

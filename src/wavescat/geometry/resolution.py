@@ -9,8 +9,12 @@ import math
 
 import numpy as np
 
+from ..defaults import MEDIUM
+from ..errors import MeshError
 from ..surface import SurfaceMesh
+from .krm import curvature_features as krm_features
 from .sizing import COARSE_ELEMENTS_PER_TURN
+from .submarine import curvature_features as submarine_features
 
 
 def curvature_features(geometry: dict) -> list[dict]:
@@ -28,10 +32,8 @@ def curvature_features(geometry: dict) -> list[dict]:
         return [{"name": f"{end} tip", "point": list(x0 + sign * tip),
                  "radius": float(s.min() ** 2 / s[i])} for sign, end in ((1, "+"), (-1, "-"))]
     if kind == "submarine":
-        from .submarine import curvature_features as submarine_features
         return submarine_features(geometry)
     if kind == "krm":  # the lofted surface's tightest curvature near head and tail
-        from .krm import curvature_features as krm_features
         return krm_features(geometry)
     return []
 
@@ -156,8 +158,6 @@ def surface_wavelengths(case: dict, medium: dict, frequency_hz: float,
     of CONTEXT.md): (config path, geometry block, {what: wavelength}) with every wavelength
     the surface separates at `frequency_hz`: the fluid outside it (the water, or the fluid
     body that holds it) and, for a fluid body, its interior."""
-    from ..defaults import MEDIUM  # noqa: PLC0415
-
     c = float({**MEDIUM, **(medium or {})}["sound_speed"])
     f = float(frequency_hz)
     out = []
@@ -189,8 +189,6 @@ def check_mesh_resolution(mesh: SurfaceMesh, case: dict, medium: dict, frequency
     the case at `frequency_hz`, unless the case sets mesh.allow_coarse. A mesh of several
     surfaces (`n_surfaces`, `surface(i)`: nested bodies) is checked surface by surface, each
     against the wavelengths it separates (surface_wavelengths)."""
-    from ..errors import MeshError  # noqa: PLC0415
-
     if (case.get("mesh") or {}).get("allow_coarse"):
         return
     count = int(getattr(mesh, "n_surfaces", 1) or 1)

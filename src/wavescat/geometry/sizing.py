@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ..defaults import MESH as MESH_DEFAULTS
 from ..errors import ConfigError
+from .bodies import body_tree, fluid_sound_speed
 from .params import positive_number
 
 # Share of the volume tolerance the geometry sizing aims at: the sag model overestimates
@@ -85,8 +86,6 @@ def surface_sound_speeds(case: dict, medium: dict) -> list[float]:
     """The sound speed each surface of the case is sized for, in surface-id order (the bodies
     of `bodies.body_tree`): the slower of the regions on its two sides where
     `mesh.resolve_interior` (default), else the medium's."""
-    from .bodies import body_tree, fluid_sound_speed
-
     c0 = positive_number("medium.sound_speed", medium.get("sound_speed"))
     resolve = _settings(case)["resolve_interior"]
     if not case.get("inside"):  # one body (the geometry need not be given here)

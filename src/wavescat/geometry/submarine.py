@@ -21,6 +21,7 @@ import math
 
 from ..errors import ConfigError
 from ..surface import SurfaceMesh
+from .gmsh_model import box_size_field, gmsh_session, mesh_occ_model, size_field
 from .params import center, positive
 from .sizing import MeshOptions, sag_size
 
@@ -275,8 +276,6 @@ def _size_fields(geometry: dict, options: MeshOptions):
     R = _params(geometry)["hull_diameter"] / 2
 
     def sizes(gmsh, volume, area):
-        from .gmsh_model import box_size_field, size_field
-
         refine = options.geometry_refinement
         h_hull = min(options.h, refine * sag_size(options.sag(volume, area), 1 / (2 * R)))
         tags = [size_field(gmsh, f"{h_hull:.12f}")]
@@ -290,9 +289,6 @@ def _size_fields(geometry: dict, options: MeshOptions):
 
 
 def submarine(geometry: dict, options: MeshOptions) -> SurfaceMesh:
-    # imported here: the config checks read DEFAULTS and need neither gmsh nor scipy
-    from .gmsh_model import gmsh_session, mesh_occ_model
-
     _params(geometry)  # validate before starting gmsh
     with gmsh_session(options.verbose) as gmsh:
         build_submarine(gmsh.model.occ, geometry)

@@ -77,6 +77,8 @@ from scipy.special import spherical_jn, spherical_yn
 from ..errors import ConfigError
 from . import _validate
 from . import rigid_sphere as _series
+from .absorption import complex_sound_speed_ratio
+from .fluid_sphere import fluid_contrasts
 
 CORE_KINDS = ("rigid", "pressure_release")
 
@@ -151,9 +153,6 @@ def layers_from_boundaries(boundaries, medium: dict | None = None,
     ratios or absolute values over `medium` (fluid_sphere.fluid_contrasts), always relative
     to the medium; `absorption_db_per_wavelength` makes h complex. `where`: the blocks'
     config paths for messages (default boundaries[i])."""
-    from .absorption import complex_sound_speed_ratio  # noqa: PLC0415
-    from .fluid_sphere import fluid_contrasts  # noqa: PLC0415
-
     boundaries = list(boundaries)
     if not boundaries:
         raise ConfigError("layers_from_boundaries: needs at least one boundary block")

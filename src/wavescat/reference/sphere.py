@@ -5,7 +5,8 @@ from functools import partial
 from types import SimpleNamespace
 
 from ..errors import ConfigError
-from . import absorption, fluid_sphere, impedance_sphere, pressure_release_sphere, rigid_sphere
+from . import (absorption, fluid_sphere, impedance_sphere, layered_sphere,
+               pressure_release_sphere, rigid_sphere)
 
 
 def series_for(boundary: dict | None = None, where: str = "boundary",
@@ -68,8 +69,6 @@ def has_series(case: dict) -> bool:
 def case_series(case: dict, medium: dict | None = None, where: str = "case") -> SimpleNamespace:
     """`far_field(k, d, xhat)` and `monostatic_far_field(k, ds)` of a sphere case or of
     concentric spheres (layered_sphere.py), with the case's radii and centre bound."""
-    from . import layered_sphere  # noqa: PLC0415
-
     chain = concentric_chain(case)
     if chain is None:
         raise ConfigError(f"{where}.geometry: the exact series needs a sphere, or concentric "

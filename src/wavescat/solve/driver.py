@@ -13,20 +13,17 @@ import numpy as np
 
 from .. import defaults, farfield
 from ..backend import get_backend
+from ..bem import operators
+from ..bem.formulations import formulation_for_case, sub_space
+from ..bem.hmatrix import assemble_hmatrix
+from ..bem.quadrature import QuadratureOrders
 from ..errors import ConfigError, SolverError
-from .gmres import gmres
+from ..memory import available_bytes
+from .gmres import gmres, krylov_batches
 
 log = logging.getLogger(__name__)
 
 MIN_ELEMENTS_PER_WAVELENGTH = 5.0
-# Batches of incidence directions: the Krylov bases take at most this share of the memory
-# available when the solve starts (the rest is the operator products' working space)...
-KRYLOV_MEMORY_SHARE = 0.5
-# ...and a batch is as wide as fits a basis of this many vectors per direction (OSRC
-# Burton-Miller converges in 15-20 iterations; more vectors are used where they fit, up to
-# the restart length), plus about this many vectors of working space per direction.
-KRYLOV_MIN_VECTORS = 32
-WORK_VECTORS = 12
 
 
 def solver_settings(solver: dict | None) -> dict:
@@ -52,9 +49,6 @@ def boundary_operator(name, space, k, *, operator_format, backend, precision, qu
                       hmatrix_options=None):
     """The seam between formats: an object with `shape`, `dtype` and `op @ X` for (n, r)
     arrays of the backend, for boundary operator `name` on `space` (trial = test)."""
-    from ..bem import operators  # noqa: PLC0415
-    from ..bem.hmatrix import assemble_hmatrix  # noqa: PLC0415
-
     if operator_format == "dense":
         return operators.assemble(name, space, space, k, backend=backend, precision=precision,
                                   quadrature=quadrature)
@@ -69,8 +63,6 @@ def assemble_operators(formulation, space, k, operator_format, **options) -> dic
     """{key: operator} of `formulation.operator_specs`: (name, wavenumber) on `space`, or
     (name, wavenumber, surfaces) on the P1 space of those surfaces of a union mesh (nested
     bodies), each part's space made once."""
-    from ..bem.formulations import sub_space  # noqa: PLC0415
-
     parts = {}
     out = {}
     for key, (name, kk, *surfaces) in formulation.operator_specs(k, operator_format).items():
@@ -81,30 +73,6 @@ def assemble_operators(formulation, space, k, operator_format, **options) -> dic
             on = parts[surfaces[0]]
         out[key] = boundary_operator(name, on, kk, operator_format=operator_format, **options)
     return out
-
-
-def krylov_batches(n_dofs: int, n_rhs: int, gmres: dict, available_bytes: int,
-                   itemsize: int = 16) -> tuple[int, int]:
-    """(directions per batch, Krylov basis bytes of a batch) for `n_rhs` right-hand sides of
-    `n_dofs` unknowns in `available_bytes` of memory: as few, equally wide batches as hold
-    a basis of KRYLOV_MIN_VECTORS vectors (fewer if the restart length is shorter) and the
-    working vectors of each direction in KRYLOV_MEMORY_SHARE of the memory. GMRES grows the
-    basis as it iterates and restarts early rather than exceed the bytes returned."""
-    vectors = min(gmres["restart"], gmres["maxiter"], KRYLOV_MIN_VECTORS) + 1
-    budget = KRYLOV_MEMORY_SHARE * available_bytes
-    per_rhs = itemsize * n_dofs * (vectors + WORK_VECTORS)
-    width = int(min(n_rhs, max(1, budget // per_rhs)))
-    width = -(-n_rhs // -(-n_rhs // width))  # the same width for every batch
-    basis = int(max(budget - itemsize * n_dofs * WORK_VECTORS * width,
-                    itemsize * n_dofs * 2 * width))  # at least two vectors: one step
-    return width, basis
-
-
-def available_memory(backend) -> int:
-    """Bytes free for the solve's arrays where the Krylov basis lives (GPU or host)."""
-    from ..resources import available_gpu_bytes, available_host_bytes  # noqa: PLC0415
-
-    return available_gpu_bytes(backend.xp) if backend.is_gpu else available_host_bytes()
 
 
 def elements_per_wavelength(mesh, k: float) -> float:
@@ -139,8 +107,6 @@ class FrequencyResult:
 
 def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> FrequencyResult:
     """Solve case `case` (validated config dict) on `mesh` at `frequency_hz`."""
-    from ..bem.formulations import formulation_for_case  # noqa: PLC0415
-
     formulation = formulation_for_case(case, medium)
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
         raise ConfigError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
@@ -153,7 +119,6 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     precision = settings["precision"]
     incidence = farfield.incident_directions(case.get("incident", defaults.INCIDENT))
     receivers = farfield.receiver_directions(case.get("receivers", defaults.RECEIVERS))
-    from ..bem.quadrature import QuadratureOrders  # noqa: PLC0415
     quadrature = QuadratureOrders(**settings["quadrature"])
 
     warnings = []
@@ -187,7 +152,7 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     gm = settings["gmres"]
     n_inc = len(incidence.directions)
     n_unknowns = formulation.n_unknowns(space)
-    batch, basis_bytes = krylov_batches(n_unknowns, n_inc, gm, available_memory(be),
+    batch, basis_bytes = krylov_batches(n_unknowns, n_inc, gm, available_bytes(be),
                                         np.dtype(rhs.dtype).itemsize)
     log.info("GMRES: %d incidence direction(s) in batches of %d (Krylov basis grown as "
              "needed, at most %.3g GiB)", n_inc, batch, basis_bytes / 2**30)

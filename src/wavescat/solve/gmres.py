@@ -21,6 +21,15 @@ from ..defaults import GMRES
 from ..errors import ConfigError, SolverError
 from ..progress import progress
 
+# Batches of incidence directions: the Krylov bases take at most this share of the memory
+# available when the solve starts (the rest is the operator products' working space)...
+KRYLOV_MEMORY_SHARE = 0.5
+# ...and a batch is as wide as fits a basis of this many vectors per direction (OSRC
+# Burton-Miller converges in 15-20 iterations; more vectors are used where they fit, up to
+# the restart length), plus about this many vectors of working space per direction.
+KRYLOV_MIN_VECTORS = 32
+WORK_VECTORS = 12
+
 
 @dataclass
 class GmresResult:
@@ -211,3 +220,20 @@ class KrylovBasis:
         """Σ_i y[q, i] v[q, i] for every column q: (r, n)."""
         s = y.shape[1]
         return self.xp.matmul(y[:, None, :], self.v[:, :s])[:, 0]
+
+
+def krylov_batches(n_dofs: int, n_rhs: int, gmres: dict, available_bytes: int,
+                   itemsize: int = 16) -> tuple[int, int]:
+    """(directions per batch, Krylov basis bytes of a batch) for `n_rhs` right-hand sides of
+    `n_dofs` unknowns in `available_bytes` of memory: as few, equally wide batches as hold
+    a basis of KRYLOV_MIN_VECTORS vectors (fewer if the restart length is shorter) and the
+    working vectors of each direction in KRYLOV_MEMORY_SHARE of the memory. GMRES grows the
+    basis as it iterates and restarts early rather than exceed the bytes returned."""
+    vectors = min(gmres["restart"], gmres["maxiter"], KRYLOV_MIN_VECTORS) + 1
+    budget = KRYLOV_MEMORY_SHARE * available_bytes
+    per_rhs = itemsize * n_dofs * (vectors + WORK_VECTORS)
+    width = int(min(n_rhs, max(1, budget // per_rhs)))
+    width = -(-n_rhs // -(-n_rhs // width))  # the same width for every batch
+    basis = int(max(budget - itemsize * n_dofs * WORK_VECTORS * width,
+                    itemsize * n_dofs * 2 * width))  # at least two vectors: one step
+    return width, basis

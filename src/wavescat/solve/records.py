@@ -28,6 +28,7 @@ import csv
 import json
 from pathlib import Path
 
+import h5py
 import numpy as np
 
 from .. import __version__, farfield
@@ -39,8 +40,6 @@ STAGES = ("assembly", "preconditioner", "solve", "far_field")
 
 
 def write_solution(path, result, mesh, case_name: str = "") -> None:
-    import h5py
-
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
         a = f.attrs
         a["case"] = case_name
@@ -83,8 +82,6 @@ def write_solution(path, result, mesh, case_name: str = "") -> None:
 
 def read_solution(path) -> dict:
     """Everything of one HDF5 solution file as plain NumPy arrays and Python values."""
-    import h5py
-
     path = Path(path)
     if not path.is_file():
         raise WavescatError(f"solution file {str(path)!r} does not exist")

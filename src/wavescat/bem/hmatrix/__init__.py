@@ -6,13 +6,8 @@ Entry points: `assemble_hmatrix(name, trial, test, k, ...)` for the operators of
 """
 from .assembly import assemble_from_clouds
 from .clouds import DofCloud, point_cloud, space_cloud
+from .galerkin import assemble_hmatrix
 from .hmatrix import HMatrix
 
 __all__ = ["assemble_from_clouds", "assemble_hmatrix", "HMatrix", "DofCloud", "point_cloud",
            "space_cloud"]
-
-
-def assemble_hmatrix(*args, **kwargs):
-    from .galerkin import assemble_hmatrix as _assemble  # noqa: PLC0415 - needs wavescat.bem
-
-    return _assemble(*args, **kwargs)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...backend import array_module, scatter_add, to_host
+from ...errors import WavescatError
 from ...progress import progress
 from .aca import aca_plus_batched, recompress
 
@@ -259,8 +260,6 @@ def _near_by_entries(kernel, near, xp, D, r0, m, c0, n, chunk_entries, bar):
 def near_block_of(near, rows, cols, strict=True):
     """Index of the dense block holding each (row, col) of the permuted matrix (-1 where
     none does and not `strict`), on the array module of rows and cols."""
-    from ...errors import WavescatError  # noqa: PLC0415
-
     xp = array_module(rows)
     # dense blocks pair leaf clusters; leaf starts are the distinct block starts
     rstarts, cstarts = np.unique(near["r0"]), np.unique(near["c0"])

@@ -16,6 +16,8 @@ import numpy as np
 
 from ...backend import Backend, get_backend
 from ...defaults import HMATRIX
+from .. import operators, pairs
+from .. import quadrature as q
 from .assembly import assemble_from_clouds
 from .clouds import element_rule, space_cloud
 from .elementwise import ElementSums
@@ -54,12 +56,10 @@ def _correction_by_entries(ev, name, k, trial, test, rule, backend, precision, c
     """(pa, pb, values) on the GPU, the values on the device: the exact local matrices of the
     touching pairs (singular rules) and of the near pairs (near rule) less their regular
     ones as entries of the element spaces' clouds (the H-matrix's pair kernel)."""
-    from .. import operators  # noqa: PLC0415
-
     mesh = test.mesh
-    ta, tb = operators.touching_pairs(mesh)
-    kinds = operators.touching_kinds(mesh)
-    na, nb = operators.near_pairs(mesh, float(ev.orders.near_factor))
+    ta, tb = pairs.touching_pairs(mesh)
+    kinds = pairs.touching_kinds(mesh)
+    na, nb = pairs.near_pairs(mesh, float(ev.orders.near_factor))
     ka, kb = test.element_dofs.shape[1], trial.element_dofs.shape[1]
     kern = PairKernel(name, k, space_cloud(element_space(test), rule=rule),
                       space_cloud(element_space(trial), rule=rule), backend, precision)
@@ -107,9 +107,6 @@ def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double"
     (None: none); their defaults are the workflow's (`solver.hmatrix`).
     Returns an HMatrix (matvec, LinearOperator, report).
     """
-    from .. import operators  # noqa: PLC0415
-    from .. import quadrature as q  # noqa: PLC0415
-
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     t0 = time.perf_counter()
     ev = operators.EntryEvaluator(name, trial, test, k, backend=be, precision=precision,

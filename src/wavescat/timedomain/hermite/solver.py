@@ -20,7 +20,7 @@ from ...errors import ConfigError
 from ...progress import progress
 from . import cpu, propagator
 from .equations import LinearSystem
-from .gpu import FORMS
+from .gpu import FORMS, make_kernels
 from .gpu_propagator import Tile, fit_tile
 from .interpolation import check_degree, hermite_matrix_1d
 
@@ -93,7 +93,6 @@ class HermiteSolver:
         self._gpu = None
         self._params = None  # (dt, what the kernels take for it)
         if self.backend.is_gpu:
-            from .gpu import make_kernels
             self._gpu = make_kernels(xp, self.m, self.q, system, self.dtype, self.kernel,
                                      cells_per_block=cells_per_block, tile=tile)
 

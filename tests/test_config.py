@@ -536,3 +536,12 @@ def test_config_readme_states_the_tilt_defaults():
     documented = _readme_defaults()
     for key, value in TILT_DEFAULTS.items():
         assert documented[f"averages.tilt.{key}"] == value, key
+
+
+def test_boundary_kinds_are_the_schemas():
+    """The schema lists the boundary kinds a user may name; each is one formulation class."""
+    from wavescat.bem.formulations import FORMULATIONS
+    from wavescat.defaults import load_schema
+
+    case = load_schema()["$defs"]["case"]["properties"]
+    assert list(FORMULATIONS) == case["boundary"]["properties"]["kind"]["enum"]

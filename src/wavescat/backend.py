@@ -1,7 +1,9 @@
 """The one place that decides between CuPy (GPU) and NumPy/Numba (CPU).
 
-Every other module asks `get_backend(...)` for an array module and never imports CuPy
-itself, so the rest of the code is written once against `backend.xp`.
+Every other module asks `resolve(backend)` for the Backend of a name or a Backend it was
+given, and never imports CuPy itself, so the rest of the code is written once against
+`backend.xp`. A library call that names no backend runs on DEFAULT; a case names its own
+(`solver.backend`, whose default is the schema's `auto`).
 """
 from __future__ import annotations
 
@@ -139,22 +141,34 @@ def get_backend(name: str = "auto") -> Backend:
     `gpu` without a GPU is an error, never a silent fallback.
     """
     if name not in ("auto", "cpu", "gpu"):
-        raise BackendError(f"solver.backend = {name!r}: must be one of auto, cpu, gpu")
+        raise BackendError(f"backend = {name!r}: must be one of auto, cpu, gpu")
     if name == "cpu":
         return Backend("cpu", np, cpu_name(), reason="requested cpu")
     probe = _probe_gpu()
     if isinstance(probe, str):
         if name == "gpu":
-            raise BackendError(f"solver.backend = 'gpu' but no GPU is usable: {probe}")
+            raise BackendError(f"backend 'gpu' asked for, but no GPU is usable: {probe}")
         log.info("backend auto: running on the CPU (%s)", probe)
         return Backend("cpu", np, cpu_name(), reason=f"auto: no GPU ({probe})")
     cupy, dev, count = probe
     return Backend("gpu", cupy, dev, count, reason=f"{name}: CuPy sees {count} GPU(s)")
 
 
+# What a library call that names no backend runs on: the host, whose arrays every caller can
+# read (a device array must be asked for).
+DEFAULT = "cpu"
+
+
+def resolve(backend: Backend | str | None = None) -> Backend:
+    """`backend` itself, the Backend of a name ("auto", "cpu", "gpu"), or DEFAULT's for None."""
+    if isinstance(backend, Backend):
+        return backend
+    return get_backend(DEFAULT if backend is None else backend)
+
+
 def real_dtype(precision: str):
     if precision not in ("single", "double"):
-        raise BackendError(f"solver.precision = {precision!r}: must be single or double")
+        raise BackendError(f"precision = {precision!r}: must be single or double")
     return np.float32 if precision == "single" else np.float64
 
 

@@ -216,7 +216,7 @@ def _check_case(name: str, case: dict, base_dir: Path, medium: dict | None = Non
         if kind != "sphere":
             raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check needs a "
                               f"sphere, not geometry kind {kind!r}")
-        boundary_kind = (case.get("boundary") or {}).get("kind", "rigid")
+        boundary_kind = case["boundary"]["kind"]
         if boundary_kind != "rigid":  # the time-domain solver models a rigid scatterer only
             raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check models a "
                               f"rigid sphere, not boundary kind {boundary_kind!r}")

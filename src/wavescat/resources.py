@@ -17,6 +17,7 @@ from .geometry.file import file_facts
 from .geometry.krm import shape_estimates
 from .geometry.sizing import MESH_DEFAULTS, element_sizes
 from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
+from .solve.driver import operator_format_for
 from .solve.gmres import KRYLOV_MIN_VECTORS, WORK_VECTORS
 
 # Mean triangle area of a mesh with edge length h is about sqrt(3)/4 h^2; vertices ~ triangles / 2.
@@ -194,9 +195,7 @@ def case_estimates(case: dict, medium: dict, gpu: bool) -> dict:
         n, unknowns, regions = _nested_estimate(case, medium)
     else:
         n, unknowns, regions = p1_dofs_estimate(case, medium), None, None
-    fmt = solver["operator_format"]
-    if fmt == "auto":
-        fmt = "hmatrix" if n >= solver["hmatrix"]["dense_below"] else "dense"
+    fmt = operator_format_for(solver["operator_format"], n, solver["hmatrix"]["dense_below"])
     gm = {**GMRES, **solver.get("gmres", {})}
     if regions is None:
         form = formulation_for(case.get("boundary"), medium=medium)

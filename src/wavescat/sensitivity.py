@@ -163,7 +163,7 @@ def case_regions(case: dict, medium: dict, where: str = "", sizes=None) -> list[
 
     def walk(body: dict, path: str, outer: tuple[float, float]) -> None:
         boundary = body.get("boundary") or {}
-        if boundary.get("kind", "rigid") != "fluid":
+        if boundary.get("kind") != "fluid":
             return
         fluid = _fluid(boundary, medium)
         if fluid is None:

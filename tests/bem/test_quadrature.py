@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from wavescat.bem.quadrature import MAX_SYMMETRIC_ORDER, QuadratureOrders, triangle_rule
-from wavescat.errors import ConfigError
+from wavescat.errors import InputError
 
 
 def monomial_integral(a, b):
@@ -79,14 +79,14 @@ def test_rule_is_cached_but_returned_arrays_are_private():
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "4", True, None])
 def test_bad_order_is_a_config_error(bad):
-    with pytest.raises(ConfigError, match="order"):
+    with pytest.raises(InputError, match="order"):
         triangle_rule(bad)
 
 
 def test_quadrature_orders_validates():
     q = QuadratureOrders()
     assert q.regular >= 1 and min(q.singular) >= 1 and q.near >= q.regular
-    with pytest.raises(ConfigError, match="singular"):
+    with pytest.raises(InputError, match="singular"):
         QuadratureOrders(singular=0)
-    with pytest.raises(ConfigError, match="near_factor"):
+    with pytest.raises(InputError, match="near_factor"):
         QuadratureOrders(near_factor=-1.0)

@@ -16,7 +16,7 @@ import pytest
 from wavescat.bem.quadrature import (COINCIDENT, EDGE, REGULAR, VERTEX, QuadratureOrders,
                                      canonical_to_element, classify_pairs, singular_rule,
                                      stacked_singular_rules)
-from wavescat.errors import ConfigError, MeshError
+from wavescat.errors import InputError, MeshError
 
 from .test_quadrature import monomial_integral
 
@@ -212,15 +212,15 @@ def test_stacked_rules_index_by_kind_code(order):
 
 @pytest.mark.parametrize("bad", [("edge", 0), ("face", 3), (0, 3), (4, 3), ("vertex", 2.0)])
 def test_bad_kind_or_order_is_a_config_error(bad):
-    with pytest.raises(ConfigError, match="kind|order"):
+    with pytest.raises(InputError, match="kind|order"):
         singular_rule(*bad)
 
 
 @pytest.mark.parametrize("bad", [(4, 4), (4, 0, 4), 0])
 def test_bad_per_kind_orders_are_config_errors(bad):
-    with pytest.raises(ConfigError, match="singular"):
+    with pytest.raises(InputError, match="singular"):
         stacked_singular_rules(bad)
-    with pytest.raises(ConfigError, match="singular"):
+    with pytest.raises(InputError, match="singular"):
         QuadratureOrders(singular=bad)
 
 

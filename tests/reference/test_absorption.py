@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError
+from wavescat.errors import ConfigError, InputError
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference.absorption import complex_sound_speed_ratio, loss_factor
 from wavescat.reference.sphere import series_for
@@ -35,18 +35,18 @@ def test_db_per_wavelength():
 
 @pytest.mark.parametrize("alpha", [-0.1, float("nan"), float("inf"), "x", None])
 def test_bad_absorption(alpha):
-    with pytest.raises(ConfigError, match=r"absorption_db_per_wavelength = .*: must be a real "
+    with pytest.raises(InputError, match=r"absorption_db_per_wavelength = .*: must be a real "
                                           r"number >= 0"):
         complex_sound_speed_ratio(1.0, alpha)
 
 
 def test_bad_sound_speed_ratios():
-    with pytest.raises(ConfigError, match=r"sound_speed_ratio = -1.0: must be a real number > 0"):
+    with pytest.raises(InputError, match=r"sound_speed_ratio = -1.0: must be a real number > 0"):
         complex_sound_speed_ratio(-1.0, 1.0)
-    with pytest.raises(ConfigError, match=r"sound_speed_ratio = \(1\+0.1j\): .* imaginary part "
+    with pytest.raises(InputError, match=r"sound_speed_ratio = \(1\+0.1j\): .* imaginary part "
                                           r"<= 0"):  # a gain, not a loss
         fluid.far_field(1.0, 1.0, [0, 0, 1.0], [[1.0, 0, 0]], sound_speed_ratio=1 + 0.1j)
-    with pytest.raises(ConfigError, match=r"sound_speed_ratio = \(-1\+0j\)"):
+    with pytest.raises(InputError, match=r"sound_speed_ratio = \(-1\+0j\)"):
         fluid.far_field(1.0, 1.0, [0, 0, 1.0], [[1.0, 0, 0]], sound_speed_ratio=-1 + 0j)
 
 

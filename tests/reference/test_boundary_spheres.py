@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError
+from wavescat.errors import ConfigError, InputError
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference import impedance_sphere as imp
 from wavescat.reference import pressure_release_sphere as soft
@@ -152,5 +152,5 @@ def test_series_for_each_boundary_and_errors():
         series_for({"kind": "foam"}, "case.boundary")
     with pytest.raises(ConfigError, match="case.boundary.density_ratio / case.boundary.density"):
         series_for({"kind": "fluid", "sound_speed_ratio": 1.1}, "case.boundary")
-    with pytest.raises(ConfigError, match="admittance = 'x'"):
+    with pytest.raises(InputError, match="admittance = 'x'"):
         imp.far_field(k, 1.0, d, x, admittance="x")

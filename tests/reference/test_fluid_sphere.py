@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError
+from wavescat.errors import ConfigError, InputError
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference import pressure_release_sphere as soft
 from wavescat.reference import rigid_sphere as rs
@@ -139,5 +139,5 @@ def test_contrasts_of_a_boundary_block():
 
 
 def test_interior_field_refuses_outside_points():
-    with pytest.raises(ConfigError, match=r"points\[1\] lies outside the sphere"):
+    with pytest.raises(InputError, match=r"points\[1\] lies outside the sphere"):
         fluid.interior_field(1.0, 1.0, [0, 0, 1.0], [[0, 0, 0.5], [0, 0, 2.0]], **FLESH)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import spherical_jn, spherical_yn
 
-from wavescat.errors import ConfigError
+from wavescat.errors import ConfigError, InputError
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference import layered_sphere as layered
 from wavescat.reference import pressure_release_sphere as soft
@@ -221,7 +221,7 @@ def test_monostatic_matches_bistatic():
     ((1.0,), [], (-1.0, 1.0), r"core density_ratio = -1.0"),
 ])
 def test_argument_errors(radii, layers, core, message):
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(InputError, match=message):
         layered.far_field(1.0, radii, layers, core, D, XHAT)
 
 

@@ -14,7 +14,7 @@ from wavescat.bem.muller_preconditioner import chosen
 from wavescat.bem.osrc import mass_and_stiffness
 from wavescat.bem.spaces import p1
 from wavescat.bem.transmission import MullerTransmission
-from wavescat.errors import ConfigError
+from wavescat.errors import InputError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
 from wavescat.reference import fluid_sphere
@@ -124,7 +124,7 @@ def test_setting_choices():
     assert chosen("auto", 1414, 8, 64e6, gas) == "block_triangular"  # single precision
     assert chosen("auto", 1000, 16, 64e6, 1.04 * 1.03) == "none"  # fish flesh: few plain steps
     assert chosen("auto", 1000, 16, 64e6, 8.0) == "block_triangular"  # a dense, stiff body
-    with pytest.raises(ConfigError, match="fluid_preconditioner"):
+    with pytest.raises(InputError, match="fluid preconditioner = .osrc."):
         chosen("osrc", 10)
 
 

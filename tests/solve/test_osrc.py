@@ -6,7 +6,7 @@ import scipy.special as ss
 from wavescat.bem import spaces
 from wavescat.bem.osrc import (OsrcNtD, characteristic_radius, mass_and_stiffness,
                                pade_coefficients, pade_sqrt)
-from wavescat.errors import ConfigError
+from wavescat.errors import InputError
 from wavescat.geometry.icosphere import icosphere
 
 
@@ -27,9 +27,9 @@ def test_pade_sqrt_matches_principal_branch_in_upper_half_plane():
 
 
 def test_pade_rejects_bad_parameters():
-    with pytest.raises(ConfigError, match="pade_terms"):
+    with pytest.raises(InputError, match="pade_terms"):
         pade_coefficients(0, 1.0)
-    with pytest.raises(ConfigError, match="branch_angle"):
+    with pytest.raises(InputError, match="branch_angle"):
         pade_coefficients(4, 4.0)
 
 

@@ -122,8 +122,8 @@ def band_case_json(wildcards):
     sound speed: `mesh.resolve_interior`) and the bodies inside."""
     band = mesh_bands(wildcards.case)[int(getattr(wildcards, "band", 0))]
     case = band_case(CASES[wildcards.case], band)
-    keep = {k: case[k] for k in ("geometry", "frequencies_hz", "mesh", "inside") if k in case}
-    keep["boundary"] = {"kind": "rigid", **(case.get("boundary") or {})}
+    keep = {k: case[k] for k in ("geometry", "frequencies_hz", "mesh", "inside", "boundary")
+            if k in case}
     return json.dumps(keep, sort_keys=True, separators=(",", ":"))
 
 

@@ -1,4 +1,4 @@
-import math
+from wavescat.case import Medium
 
 VERIFY = CONFIG["verification"]
 VERIFY_FLAGS = (f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}"
@@ -41,8 +41,8 @@ def dg_cross_check(wildcards):
 def dg_scatter_flags(wildcards):
     """Wavenumber, incidence and DG resolution of a case's time-domain run."""
     case, check = CASES[wildcards.case], dg_cross_check(wildcards)
-    c = CONFIG["medium"]["sound_speed"]
-    k = 2 * math.pi * case["frequencies_hz"][0] / c
+    medium = Medium.from_dict(CONFIG["medium"])
+    c, k = medium.sound_speed, medium.wavenumber(case["frequencies_hz"][0])
     order, ppw = check["order"], check["points_per_wavelength"]
     if VERIFY["quick"]:
         order, ppw = min(order, 2), min(ppw, 8.0)

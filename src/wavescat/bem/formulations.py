@@ -19,8 +19,8 @@ import json
 import numpy as np
 
 from .. import defaults
-from ..backend import Backend, get_backend
-from ..errors import ConfigError, WavescatError
+from ..backend import resolve
+from ..errors import ConfigError, InputError, WavescatError
 from ..geometry.bodies import body_tree
 from ..reference.absorption import loss_factor
 from ..reference.fluid_sphere import fluid_contrasts
@@ -36,17 +36,13 @@ from .potentials import (double_layer, double_layer_far_field, single_layer,
                          single_layer_far_field)
 from .transmission import MullerTransmission, adjoint_of, stacked
 
-BOUNDARY_KINDS = ("rigid", "pressure_release", "fluid", "impedance")  # the contract's kinds
-INNER_KINDS = ("fluid", "rigid", "pressure_release")  # kinds of a body inside another
-
-
 def absorption_of(boundary: dict, where: str = "boundary") -> float:
     """`absorption_db_per_wavelength` of a fluid boundary block (default 0), checked."""
 
     value = boundary.get("absorption_db_per_wavelength", 0.0)
     try:
         loss_factor(None if isinstance(value, bool) else value)
-    except ConfigError:
+    except InputError:
         raise ConfigError(f"{where}.absorption_db_per_wavelength = {value!r}: must be a "
                           "number >= 0 (dB of amplitude lost per wavelength)") from None
     return float(value)
@@ -119,12 +115,12 @@ class SoundHardBurtonMiller:
 
         return system.rhs(*plane_wave_data(space, k, directions))
 
-    def far_field(self, space, directions, k: float, backend="cpu"):
+    def far_field(self, space, directions, k: float, backend=None):
         """(n_directions, n_dofs) matrix P on the backend: F(xhat) = P @ p."""
 
         return double_layer_far_field(space, directions, k, backend=backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend=None):
         """(n_points, n_dofs) matrix P on the backend: scattered pressure p_s(x) = P @ p at
         points off the surface."""
 
@@ -166,10 +162,10 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
         return OsrcDirichletBurtonMiller(*(operators[n] for n in self.operators), mass, coupling,
                                          xp=xp)
 
-    def far_field(self, space, directions, k: float, backend="cpu"):
+    def far_field(self, space, directions, k: float, backend=None):
         return -single_layer_far_field(space, directions, k, backend=backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend=None):
         return -single_layer(space, points, k, backend=backend)
 
 
@@ -199,7 +195,7 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
                               "(the normalised admittance beta as [re, im])")
         try:
             self.admittance = admittance_value(self.boundary["admittance"])
-        except ConfigError as exc:
+        except InputError as exc:
             raise ConfigError(f"{where}.{exc}") from None
 
     def operator_specs(self, k: float, operator_format: str) -> dict:
@@ -218,11 +214,11 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
             out = out + (1j * k * self.admittance) * single(space, points, k, backend=backend)
         return out
 
-    def far_field(self, space, directions, k: float, backend="cpu"):
+    def far_field(self, space, directions, k: float, backend=None):
         return self._with_single_layer(double_layer_far_field, single_layer_far_field, space,
                                        directions, k, backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend=None):
         return self._with_single_layer(double_layer, single_layer, space, points, k, backend)
 
 
@@ -312,15 +308,15 @@ class FluidMuller(SoundHardBurtonMiller):
     def _traces(self, double, single, space, points, k, backend):
         """[DL, -k SL]: the potential (or far field) of (u, w)."""
 
-        be = backend if isinstance(backend, Backend) else get_backend(backend)
+        be = resolve(backend)
         return stacked(be.xp, double(space, points, k, backend=be),
                        -k * single(space, points, k, backend=be))
 
-    def far_field(self, space, directions, k: float, backend="cpu"):
+    def far_field(self, space, directions, k: float, backend=None):
         return self._traces(double_layer_far_field, single_layer_far_field, space, directions,
                             k, backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend=None):
         return self._traces(double_layer, single_layer, space, points, k, backend)
 
     def record(self) -> dict:
@@ -371,10 +367,7 @@ class NestedTransmission(FluidMuller):
         self.bodies = [{**outer, "boundary": self.boundary}]
         specs = [(-1, "fluid", self.density_ratio, self.wavenumber_factor)]
         for body in bodies[1:]:
-            boundary = {"kind": "rigid", **(body["boundary"] or {})}
-            if boundary["kind"] not in INNER_KINDS:
-                raise ConfigError(f"{body['where']}.boundary.kind = {boundary['kind']!r}: a "
-                                  f"body inside another must be one of {', '.join(INNER_KINDS)}")
+            boundary = body["boundary"]  # body_tree checked its kind
             form = formulation_for(boundary, f"{body['where']}.boundary", medium)
             self.bodies.append({**body, "boundary": form.boundary, "formulation": form})
             fluid = form.kind == "fluid"
@@ -477,12 +470,12 @@ class NestedTransmission(FluidMuller):
             matrix[:, mask] = 0
         return matrix
 
-    def far_field(self, space, directions, k: float, backend="cpu"):
-        be = backend if isinstance(backend, Backend) else get_backend(backend)
+    def far_field(self, space, directions, k: float, backend=None):
+        be = resolve(backend)
         return self._outer_only(super().far_field(space, directions, k, be), space, be.xp)
 
-    def potential(self, space, points, k: float, backend="cpu"):
-        be = backend if isinstance(backend, Backend) else get_backend(backend)
+    def potential(self, space, points, k: float, backend=None):
+        be = resolve(backend)
         return self._outer_only(super().potential(space, points, k, be), space, be.xp)
 
     def record(self) -> dict:
@@ -504,10 +497,10 @@ def formulation_for(boundary: dict | None = None, where: str = "boundary",
     """The formulation of a case's `boundary` block (None: rigid). `where` names the block
     in error messages (e.g. cases.ball.boundary); `medium` (density, sound_speed; else the
     defaults) turns a fluid body's absolute density and sound speed into contrasts."""
-    boundary = dict(boundary or {})
-    kind = boundary.get("kind", "rigid")
-    if kind not in BOUNDARY_KINDS:
-        raise ConfigError(f"{where}.kind = {kind!r}: must be one of {', '.join(BOUNDARY_KINDS)}")
+    boundary = {**defaults.BOUNDARY, **(boundary or {})}
+    kind = boundary["kind"]
+    if kind not in FORMULATIONS:
+        raise ConfigError(f"{where}.kind = {kind!r}: must be one of {', '.join(FORMULATIONS)}")
     cls = FORMULATIONS[kind]
     foreign = sorted(set(boundary) - {"kind"} - cls.keys)
     if foreign:

@@ -42,7 +42,7 @@ import numpy as np
 import scipy.linalg
 
 from ..backend import to_host
-from ..errors import ConfigError
+from ..errors import InputError
 from ..memory import available_gpu_bytes, available_host_bytes
 
 PRECONDITIONERS = ("auto", "none", "block_triangular")
@@ -96,7 +96,7 @@ def chosen(setting: str, n_dofs: int, itemsize: int = 16, free_bytes: float = np
     AUTO_IMPEDANCE_CONTRAST) while its factors (2 n^2 entries of `itemsize` bytes) take at
     most AUTO_SHARE of `free_bytes`, else none."""
     if setting not in PRECONDITIONERS:
-        raise ConfigError(f"solver.fluid_preconditioner = {setting!r}: must be one of "
+        raise InputError(f"fluid preconditioner = {setting!r}: must be one of "
                           f"{', '.join(PRECONDITIONERS)}")
     if setting != "auto":
         return setting

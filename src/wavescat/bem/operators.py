@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from ..backend import Backend, get_backend, real_dtype
+from ..backend import real_dtype, resolve
 from ..errors import WavescatError
 from ..memory import check_dense_allocation
 from ..progress import stage
@@ -32,10 +32,6 @@ from .pairs import near_pairs, touching_kinds, touching_pairs  # noqa: F401 - re
 from .spaces import FunctionSpace, same_mesh
 
 SINGULAR_KINDS = ("coincident", "edge", "vertex")
-
-
-def _resolve_backend(backend) -> Backend:
-    return backend if isinstance(backend, Backend) else get_backend(backend)
 
 
 def _check_spaces(name, trial, test):
@@ -118,13 +114,13 @@ class EntryEvaluator:
     quadrature.near_factor times the larger diameter: triangle rule of order `near`) and
     regular (triangle rule of order `regular`)."""
 
-    def __init__(self, name, trial, test, k, backend="cpu", precision="double", quadrature=None):
+    def __init__(self, name, trial, test, k, backend=None, precision="double", quadrature=None):
         _check_spaces(name, trial, test)
         self.name = name
         self.op = Operator.named(name)
         self.trial, self.test = trial, test
         self.k = _wavenumber(k)
-        self.backend = _resolve_backend(backend)
+        self.backend = resolve(backend)
         self.precision = precision
         self.real_dtype = real_dtype(precision)
         self.is_real = self.k == 0
@@ -241,7 +237,7 @@ class EntryEvaluator:
         return self.kernels.dense()
 
 
-def assemble(name, trial, test, k, backend="cpu", precision="double", quadrature=None):
+def assemble(name, trial, test, k, backend=None, precision="double", quadrature=None):
     """Dense Galerkin matrix A[i, j] = <test_i, Op trial_j> (see module docstring)."""
     return EntryEvaluator(name, trial, test, k, backend, precision, quadrature).dense()
 

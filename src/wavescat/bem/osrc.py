@@ -32,7 +32,7 @@ import scipy.sparse.linalg as spla
 
 from ..backend import array_module, sparse_module
 from ..defaults import OSRC
-from ..errors import ConfigError
+from ..errors import InputError
 from .triangular import SharedPatternLU
 
 
@@ -40,7 +40,7 @@ def mass_and_stiffness(space) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     """P1 surface mass M[i, j] = ∫ φ_i φ_j and Laplace-Beltrami stiffness
     S[i, j] = ∫ grad_Γ φ_i . grad_Γ φ_j, assembled over all triangles at once."""
     if space.kind != "P1":
-        raise ConfigError(f"OSRC needs a P1 space, got {space.kind}")
+        raise InputError(f"OSRC needs a P1 space, got {space.kind}")
     areas = space.mesh.areas
     grads = space.surface_gradients  # (m, 3, 3): local function c, component
     local_mass = areas[:, None, None] * (np.ones((3, 3)) + np.eye(3)) / 12.0
@@ -139,9 +139,9 @@ def pade_coefficients(n_terms: int, branch_angle: float):
     `branch_angle`: sqrt(1+z) = e^{iθ/2} sqrt(1 + ((1+z) e^{-iθ} - 1)) and the real
     Padé approximant R_N(z) = 1 + Σ α_j z / (1 + β_j z) applied to the inner argument."""
     if int(n_terms) != n_terms or n_terms < 1:
-        raise ConfigError(f"solver.osrc.pade_terms = {n_terms!r}: must be a positive integer")
+        raise InputError(f"pade_terms = {n_terms!r}: must be a positive integer")
     if not 0.0 <= branch_angle < np.pi:
-        raise ConfigError(f"solver.osrc.branch_angle = {branch_angle!r}: must lie in [0, pi)")
+        raise InputError(f"branch_angle = {branch_angle!r}: must lie in [0, pi)")
     n = int(n_terms)
     j = np.arange(1, n + 1)
     alpha = 2.0 / (2 * n + 1) * np.sin(j * np.pi / (2 * n + 1)) ** 2
@@ -168,7 +168,7 @@ def characteristic_radius(mesh) -> float:
 
 def damped_wavenumber(k: float, radius: float) -> complex:
     if radius <= 0:
-        raise ConfigError(f"solver.osrc.radius = {radius!r}: must be positive")
+        raise InputError(f"OSRC radius = {radius!r}: must be positive")
     return k + 0.4j * k ** (1.0 / 3.0) * radius ** (-2.0 / 3.0)
 
 
@@ -180,7 +180,7 @@ class OsrcSquareRoot:
                  branch_angle: float = OSRC["branch_angle"],
                  radius: float | None = None, mass=None, stiffness=None):
         if k <= 0:
-            raise ConfigError(f"wavenumber = {k!r}: OSRC needs k > 0")
+            raise InputError(f"wavenumber = {k!r}: OSRC needs k > 0")
         if mass is None or stiffness is None:
             mass, stiffness = mass_and_stiffness(space)
         self.k = float(k)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..backend import Backend, get_backend
+from ..backend import resolve
 from ..errors import WavescatError
 from . import quadrature
 from .green import green_array, radial_array
@@ -55,7 +55,7 @@ def _checked(space, points, name):
 
 
 def _apply(space, points, k, order, backend, kernel):
-    be = backend if isinstance(backend, Backend) else get_backend(backend)
+    be = resolve(backend)
     xp = be.xp
     y, ny, smap = _quadrature_map(space, order)
     if be.is_gpu:
@@ -77,13 +77,13 @@ def _green(xp, x, y, k):
     return (d, *green_array(xp, d, k))
 
 
-def single_layer(space, points, k, order=None, backend="cpu"):
+def single_layer(space, points, k, order=None, backend=None):
     """(npoints, n_dofs): SL u(x) = int G(x,y) u(y) ds_y at points off the surface."""
     points = _checked(space, points, "points")
     return _apply(space, points, k, order, backend, lambda xp, x, y, ny, kk: _green(xp, x, y, kk)[2])
 
 
-def double_layer(space, points, k, order=None, backend="cpu"):
+def double_layer(space, points, k, order=None, backend=None):
     """(npoints, n_dofs): DL u(x) = int dG/dn_y(x,y) u(y) ds_y at points off the surface."""
     points = _checked(space, points, "points")
 
@@ -98,13 +98,13 @@ def _far(xp, x, y, kk):
     return xp.exp(-1j * kk * (x @ y.T)) / (4 * np.pi)
 
 
-def single_layer_far_field(space, directions, k, order=None, backend="cpu"):
+def single_layer_far_field(space, directions, k, order=None, backend=None):
     """(ndirections, n_dofs): SL_inf u(xhat) = 1/(4 pi) int exp(-ik xhat.y) u(y) ds_y."""
     directions = _checked(space, directions, "directions")
     return _apply(space, directions, k, order, backend, lambda xp, x, y, ny, kk: _far(xp, x, y, kk))
 
 
-def double_layer_far_field(space, directions, k, order=None, backend="cpu"):
+def double_layer_far_field(space, directions, k, order=None, backend=None):
     """(ndirections, n_dofs): DL_inf u(xhat) = 1/(4 pi) int (-ik xhat.n_y) exp(-ik xhat.y) u ds_y."""
     directions = _checked(space, directions, "directions")
     return _apply(space, directions, k, order, backend,

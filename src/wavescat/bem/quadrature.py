@@ -30,7 +30,7 @@ import numpy as np
 from scipy.special import roots_jacobi
 
 from ..defaults import QUADRATURE
-from ..errors import ConfigError
+from ..errors import InputError
 from .singular_rules import (  # noqa: F401 - re-exported: one import for the operator code
     COINCIDENT,
     EDGE,
@@ -92,7 +92,7 @@ class QuadratureOrders:
             object.__setattr__(self, "singular", check_order(self.singular, "singular"))
         f = self.near_factor
         if not (isinstance(f, (int, float, np.floating, np.integer)) and np.isfinite(f) and f >= 0):
-            raise ConfigError("quadrature near_factor must be a finite number >= 0, "
+            raise InputError("quadrature near_factor must be a finite number >= 0, "
                               f"got near_factor={f!r}")
 
     def singular_order(self, kind) -> int:

@@ -44,7 +44,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import ConfigError, MeshError
+from ..errors import InputError, MeshError
 
 REGULAR, VERTEX, EDGE, COINCIDENT = 0, 1, 2, 3
 KIND_NAMES = ("regular", "vertex", "edge", "coincident")
@@ -95,14 +95,14 @@ def _kind_code(kind) -> int:
         return KIND_NAMES.index(kind)
     if isinstance(kind, (int, np.integer)) and not isinstance(kind, bool) and int(kind) in _REGIONS:
         return int(kind)
-    raise ConfigError(f"singular rule kind must be one of 'vertex'/1, 'edge'/2, "
+    raise InputError(f"singular rule kind must be one of 'vertex'/1, 'edge'/2, "
                       f"'coincident'/3, got kind={kind!r}")
 
 
 def check_order(order, name="order") -> int:
-    """A quadrature order as a plain int >= 1, else a ConfigError naming it."""
+    """A quadrature order as a plain int >= 1, else a InputError naming it."""
     if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)) or order < 1:
-        raise ConfigError(f"quadrature {name} must be an integer >= 1, got {name}={order!r}")
+        raise InputError(f"quadrature {name} must be an integer >= 1, got {name}={order!r}")
     return int(order)
 
 
@@ -151,7 +151,7 @@ def per_kind_orders(order) -> dict:
     """{VERTEX: n, EDGE: n, COINCIDENT: n} from one order or a (vertex, edge, coincident) triple."""
     if isinstance(order, (tuple, list, np.ndarray)):
         if len(order) != 3:
-            raise ConfigError("quadrature singular must be an integer or three integers "
+            raise InputError("quadrature singular must be an integer or three integers "
                               f"(vertex, edge, coincident), got singular={order!r}")
         kinds = (VERTEX, EDGE, COINCIDENT)
         return {kind: check_order(o, "singular") for kind, o in zip(kinds, order)}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 
 import numpy as np
 
+from ..case import Medium
 from ..errors import ConfigError
 from . import case_arguments
 from ..farfield import far_field_errors, incident_directions, receiver_directions
@@ -24,7 +24,7 @@ def exact_solution(case: dict, medium: dict, frequency_hz: float) -> dict:
     file (`solve.records`), so that the table rows come out exactly as in farfield.csv:
     an aspect sweep gives the backscatter F(-d) per aspect direction d, otherwise every
     incidence direction gives F at all receivers."""
-    k = 2.0 * math.pi * frequency_hz / medium["sound_speed"]
+    k = Medium.from_dict(medium).wavenumber(frequency_hz)
     series = case_series(case, medium)
     incidence = incident_directions(case["incident"])
     out = {"frequency_hz": frequency_hz, "incident_directions": incidence.directions}
@@ -46,7 +46,7 @@ def reference_farfield(args) -> None:
     for f in case["frequencies_hz"]:
         s = exact_solution(case, medium, float(f))
         F = s["monostatic_far_field"] if "monostatic_far_field" in s else s["far_field"]
-        ka = 2.0 * math.pi * f / medium["sound_speed"] * geometry["radius"]
+        ka = Medium.from_dict(medium).wavenumber(f) * geometry["radius"]
         log.info("f = %g Hz, ka = %.4g: max TS %.2f dB", f, ka, 20 * np.log10(np.abs(F).max()))
         solutions.append(s)
     write_farfield_csv(args.out, solutions)

@@ -22,10 +22,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..defaults import MEDIUM
+from ..defaults import BOUNDARY, MEDIUM
 from ..errors import ConfigError
 
-INNER_BOUNDARY_KINDS = ("fluid", "rigid", "pressure_release")
+INNER_BOUNDARY_KINDS = ("fluid", "rigid", "pressure_release")  # of a body inside another
 BODY_KEYS = {"description", "geometry", "boundary", "inside"}
 
 
@@ -84,7 +84,7 @@ def fluid_sound_speed(boundary: dict | None, medium: dict, where: str = "case") 
     """The phase speed (m/s) of the fluid inside a body with this boundary block (None
     unless it is a fluid body); absorption does not enter it."""
     boundary = boundary or {}
-    if boundary.get("kind", "rigid") != "fluid":
+    if boundary.get("kind") != "fluid":
         return None
     return _material(boundary, medium, "sound_speed", where)
 
@@ -113,7 +113,7 @@ def body_tree(case: dict, medium: dict, where: str = "case") -> list[Body]:
         given = node.get("boundary")
         if given is not None and not isinstance(given, dict):
             raise ConfigError(f"{path}.boundary = {given!r}: must be a mapping")
-        boundary = {"kind": "rigid", **(given or {})}
+        boundary = {**BOUNDARY, **(given or {})}
         kind = boundary["kind"]
         if depth and kind not in INNER_BOUNDARY_KINDS:
             raise ConfigError(f"{path}.boundary.kind = {kind!r}: a body inside another must be "

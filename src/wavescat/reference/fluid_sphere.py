@@ -27,7 +27,7 @@ from numpy.polynomial import legendre
 from scipy.special import spherical_jn, spherical_yn
 
 from .. import defaults
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from . import rigid_sphere as _series
 
 CONTRAST_KEYS = (("density_ratio", "density"), ("sound_speed_ratio", "sound_speed"))
@@ -46,9 +46,12 @@ def fluid_contrasts(boundary: dict, medium: dict | None = None,
             raise ConfigError(f"{where}.{ratio} / {where}.{absolute}: boundary kind 'fluid' "
                               f"needs exactly one of them ({what})")
         key = given[0]
-        value = _series._validate.positive(f"{where}.{key}", boundary[key])
-        if key == absolute:
-            value /= _series._validate.positive(f"medium.{absolute}", medium[absolute])
+        try:
+            value = _series._validate.positive(f"{where}.{key}", boundary[key])
+            if key == absolute:
+                value /= _series._validate.positive(f"medium.{absolute}", medium[absolute])
+        except InputError as error:  # the keys are named above
+            raise ConfigError(str(error)) from None
         out.append(value)
     return out[0], out[1]
 
@@ -134,7 +137,7 @@ def interior_field(k, radius, incident_direction, points, center=(0.0, 0.0, 0.0)
     r = np.linalg.norm(offset, axis=1)
     outside = np.flatnonzero(r > a * (1.0 + 1e-9))
     if outside.size:
-        raise ConfigError(f"points[{outside[0]}] lies outside the sphere (distance "
+        raise InputError(f"points[{outside[0]}] lies outside the sphere (distance "
                           f"{r[outside[0]]:.6g} > radius {a:.6g}); the interior series holds "
                           "for r <= a")
     ka = k * a

@@ -74,7 +74,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import spherical_jn, spherical_yn
 
-from ..errors import ConfigError
+from .. import defaults
+from ..errors import ConfigError, InputError
 from . import _validate
 from . import rigid_sphere as _series
 from .absorption import complex_sound_speed_ratio
@@ -113,32 +114,32 @@ def _structure(radii, layers, core):
     try:
         r = np.asarray(radii, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
-        raise ConfigError(f"radii = {radii!r}: must be a sequence of radii (m)") from None
+        raise InputError(f"radii = {radii!r}: must be a sequence of radii (m)") from None
     layers = list(layers or [])
     if len(r) != len(layers) + 1:
-        raise ConfigError(f"radii = {list(radii)!r}: needs len(layers) + 1 = {len(layers) + 1} "
+        raise InputError(f"radii = {list(radii)!r}: needs len(layers) + 1 = {len(layers) + 1} "
                           "values (the outer radius of each layer, then the core's radius)")
     if not np.all(np.isfinite(r)) or np.any(r <= 0) or np.any(np.diff(r) > 0):
-        raise ConfigError(f"radii = {r.tolist()!r}: must be finite, > 0 and non-increasing "
+        raise InputError(f"radii = {r.tolist()!r}: must be finite, > 0 and non-increasing "
                           "(outermost first)")
     checked = []
     for j, layer in enumerate(layers):
         try:
             g, h = layer
         except (TypeError, ValueError):
-            raise ConfigError(f"layers[{j}] = {layer!r}: must be a pair (density_ratio, "
+            raise InputError(f"layers[{j}] = {layer!r}: must be a pair (density_ratio, "
                               "sound_speed_ratio)") from None
         checked.append((_validate.positive(f"layers[{j}] density_ratio", g),
                         _validate.sound_speed_ratio(f"layers[{j}] sound_speed_ratio", h)))
     if isinstance(core, str):
         if core not in CORE_KINDS:
-            raise ConfigError(f"core = {core!r}: must be 'rigid', 'pressure_release' or a "
+            raise InputError(f"core = {core!r}: must be 'rigid', 'pressure_release' or a "
                               "fluid (density_ratio, sound_speed_ratio)")
     else:
         try:
             g, h = core
         except (TypeError, ValueError):
-            raise ConfigError(f"core = {core!r}: must be 'rigid', 'pressure_release' or a "
+            raise InputError(f"core = {core!r}: must be 'rigid', 'pressure_release' or a "
                               "fluid (density_ratio, sound_speed_ratio)") from None
         core = (_validate.positive("core density_ratio", g),
                 _validate.sound_speed_ratio("core sound_speed_ratio", h))
@@ -160,7 +161,7 @@ def layers_from_boundaries(boundaries, medium: dict | None = None,
                                                    for i in range(len(boundaries))]
     out = []
     for i, (block, name) in enumerate(zip(boundaries, names)):
-        kind = (block or {}).get("kind", "rigid")
+        kind = {**defaults.BOUNDARY, **(block or {})}["kind"]
         last = i == len(boundaries) - 1
         if kind in CORE_KINDS and last:
             out.append(kind)
@@ -174,7 +175,7 @@ def layers_from_boundaries(boundaries, medium: dict | None = None,
         if alpha:
             try:
                 h = complex_sound_speed_ratio(h, alpha)
-            except ConfigError as error:
+            except InputError as error:
                 raise ConfigError(f"{name}.{error}") from None
         out.append((g, h))
     return out[:-1], out[-1]
@@ -254,7 +255,7 @@ def _cross_ratio(x, z, col_x: int = 0, col_z: int = 1):
     if not good.all():
         first_bad = int(np.argmin(good))
         if first_bad == 0:  # not even l = 0 representable (|Im w| beyond ~575)
-            raise ConfigError("layered sphere series: spherical Bessel functions of order 0 "
+            raise InputError("layered sphere series: spherical Bessel functions of order 0 "
                               "overflow (a layer's absorption times size is too large)")
         with np.errstate(all="ignore"):
             factors = ((x["rj"][first_bad:, col_x] * z["ry"][first_bad:, col_z])

@@ -4,7 +4,8 @@ from __future__ import annotations
 from functools import partial
 from types import SimpleNamespace
 
-from ..errors import ConfigError
+from .. import defaults
+from ..errors import ConfigError, InputError
 from . import (absorption, fluid_sphere, impedance_sphere, layered_sphere,
                pressure_release_sphere, rigid_sphere)
 
@@ -15,8 +16,8 @@ def series_for(boundary: dict | None = None, where: str = "boundary",
     sphere with boundary condition `boundary` (None: rigid); `medium` (density, sound_speed)
     turns a fluid body's absolute density and sound speed into contrasts; a fluid's
     `absorption_db_per_wavelength` makes its sound-speed ratio complex (absorption.py)."""
-    boundary = dict(boundary or {})
-    kind = boundary.get("kind", "rigid")
+    boundary = {**defaults.BOUNDARY, **(boundary or {})}
+    kind = boundary["kind"]
     if kind == "rigid":
         module, params = rigid_sphere, {}
     elif kind == "pressure_release":
@@ -31,7 +32,7 @@ def series_for(boundary: dict | None = None, where: str = "boundary",
         if alpha:
             try:
                 h = absorption.complex_sound_speed_ratio(h, alpha)
-            except ConfigError as error:
+            except InputError as error:
                 raise ConfigError(f"{where}.{error}") from None
         module, params = fluid_sphere, {"density_ratio": g, "sound_speed_ratio": h}
     else:

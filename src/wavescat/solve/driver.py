@@ -17,7 +17,8 @@ from ..bem import operators
 from ..bem.formulations import formulation_for_case, sub_space
 from ..bem.hmatrix import assemble_hmatrix
 from ..bem.quadrature import QuadratureOrders
-from ..errors import ConfigError, SolverError
+from ..case import Medium
+from ..errors import ConfigError, InputError, SolverError
 from ..memory import available_bytes
 from .gmres import gmres, krylov_batches
 
@@ -56,7 +57,7 @@ def boundary_operator(name, space, k, *, operator_format, backend, precision, qu
         opts = {key: v for key, v in (hmatrix_options or {}).items() if key != "dense_below"}
         return assemble_hmatrix(name, space, space, k, backend=backend, precision=precision,
                                 quadrature=quadrature, **opts)
-    raise ConfigError(f"solver.operator_format = {operator_format!r}: must be dense or hmatrix")
+    raise InputError(f"operator format = {operator_format!r}: must be dense or hmatrix")
 
 
 def assemble_operators(formulation, space, k, operator_format, **options) -> dict:
@@ -109,11 +110,9 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     """Solve case `case` (validated config dict) on `mesh` at `frequency_hz`."""
     formulation = formulation_for_case(case, medium)
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
-        raise ConfigError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
-    c = float(medium.get("sound_speed", defaults.MEDIUM["sound_speed"]))
-    if not c > 0:
-        raise ConfigError(f"medium.sound_speed = {c!r}: must be positive")
-    k = 2 * math.pi * frequency_hz / c
+        raise InputError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
+    fluid = Medium.from_dict(medium)
+    c, k = fluid.sound_speed, fluid.wavenumber(frequency_hz)
     settings = solver_settings(case.get("solver"))
     be = get_backend(settings["backend"])
     precision = settings["precision"]

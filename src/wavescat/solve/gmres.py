@@ -18,7 +18,7 @@ import numpy as np
 
 from ..backend import to_host
 from ..defaults import GMRES
-from ..errors import ConfigError, SolverError
+from ..errors import InputError, SolverError
 from ..progress import progress
 
 # Batches of incidence directions: the Krylov bases take at most this share of the memory
@@ -41,11 +41,11 @@ class GmresResult:
 
 def _check(tol, restart, maxiter):
     if not 0 < tol < 1:
-        raise ConfigError(f"solver.gmres.tol = {tol!r}: must lie in (0, 1)")
+        raise InputError(f"GMRES tol = {tol!r}: must lie in (0, 1)")
     if int(restart) != restart or restart < 1:
-        raise ConfigError(f"solver.gmres.restart = {restart!r}: must be a positive integer")
+        raise InputError(f"GMRES restart = {restart!r}: must be a positive integer")
     if int(maxiter) != maxiter or maxiter < 1:
-        raise ConfigError(f"solver.gmres.maxiter = {maxiter!r}: must be a positive integer")
+        raise InputError(f"GMRES maxiter = {maxiter!r}: must be a positive integer")
 
 
 def _stop_if_not_finite(residual, columns, products, r):
@@ -103,8 +103,8 @@ def gmres(matvec, b, *, xp=np, tol: float = GMRES["tol"], restart: int = GMRES["
             bad = active[exhausted & ~done]
             worst = bad[np.argmax(residuals[bad])]
             raise SolverError(
-                f"GMRES did not converge within solver.gmres.maxiter = {maxiter} iterations: "
-                f"relative residual {residuals[worst]:.3e} > solver.gmres.tol = {tol:g} "
+                f"GMRES did not converge within GMRES maxiter = {maxiter} iterations: "
+                f"relative residual {residuals[worst]:.3e} > GMRES tol = {tol:g} "
                 f"(right-hand side {worst} of {r})")
         keep = ~done
         active, beta, res = active[keep], beta[keep], res[:, xp.asarray(np.flatnonzero(keep))]

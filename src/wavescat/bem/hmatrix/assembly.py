@@ -12,9 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ...backend import Backend, array_module, get_backend, to_host
+from ...backend import array_module, resolve, to_host
 from ...defaults import HMATRIX
-from ...errors import WavescatError
+from ...errors import InputError, WavescatError
 from .batched_aca import assemble_near, compress_far, near_block_of, release_cached, sync
 from .block_tree import build_block_tree
 from .cluster_tree import build_cluster_tree
@@ -29,17 +29,13 @@ log = logging.getLogger("wavescat.hmatrix")
 
 def check_parameters(eps, eta, leaf_size, kd_max=None):
     if not (isinstance(eps, (float, int)) and 0 < eps < 1):
-        raise WavescatError(f"hmatrix.eps = {eps!r}: must be a number in (0, 1)")
+        raise InputError(f"H-matrix eps = {eps!r}: must be a number in (0, 1)")
     if not (isinstance(eta, (float, int)) and eta > 0):
-        raise WavescatError(f"hmatrix.eta = {eta!r}: must be a positive number")
+        raise InputError(f"H-matrix eta = {eta!r}: must be a positive number")
     if not (isinstance(leaf_size, (int, np.integer)) and leaf_size >= 2):
-        raise WavescatError(f"hmatrix.leaf_size = {leaf_size!r}: must be an integer >= 2")
+        raise InputError(f"H-matrix leaf_size = {leaf_size!r}: must be an integer >= 2")
     if kd_max is not None and not (isinstance(kd_max, (float, int)) and kd_max > 0):
-        raise WavescatError(f"hmatrix.kd_max = {kd_max!r}: must be a positive number or null")
-
-
-def _resolve(backend) -> Backend:
-    return backend if isinstance(backend, Backend) else get_backend(backend)
+        raise InputError(f"H-matrix kd_max = {kd_max!r}: must be a positive number or null")
 
 
 def _device_free_bytes(backend, device_id) -> int:
@@ -76,14 +72,14 @@ def _share(blocks: dict, part: int, nparts: int) -> np.ndarray:
 
 
 def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
-                         backend="auto", precision="double", eps=HMATRIX["eps"],
+                         backend=None, precision="double", eps=HMATRIX["eps"],
                          eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
                          kd_max=HMATRIX["kd_max"], recompression=True, devices=None,
                          work_bytes=None, label=None):
     """H-matrix of the regular-quadrature kernel matrix between two clouds plus
     `correction` = (rows, cols, values) in original numbering (touching pairs only)."""
     check_parameters(eps, eta, leaf_size, kd_max)
-    be = _resolve(backend)
+    be = resolve(backend)
     t_all = time.perf_counter()
     times = {"trees": 0.0, "near_field": 0.0, "aca": 0.0, "transfers": 0.0, "correction": 0.0}
     t0 = time.perf_counter()

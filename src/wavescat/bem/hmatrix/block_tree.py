@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...defaults import HMATRIX
-from ...errors import WavescatError
+from ...errors import InputError
 from .cluster_tree import ClusterTree
 
 
@@ -78,9 +78,9 @@ def build_block_tree(rows: ClusterTree, cols: ClusterTree, eta: float = HMATRIX[
                      k: float = 0.0, kd_max: float | None = HMATRIX["kd_max"]) -> BlockTree:
     """Block tree for wavenumber `k` (0: no frequency condition); kd_max None: none."""
     if not (np.isfinite(eta) and eta > 0):
-        raise WavescatError(f"hmatrix.eta = {eta!r}: must be a positive number")
+        raise InputError(f"H-matrix eta = {eta!r}: must be a positive number")
     if kd_max is not None and not (np.isfinite(kd_max) and kd_max > 0):
-        raise WavescatError(f"hmatrix.kd_max = {kd_max!r}: must be a positive number or null")
+        raise InputError(f"H-matrix kd_max = {kd_max!r}: must be a positive number or null")
     far, near = [], []
     t = np.array([0])
     s = np.array([0])

@@ -15,7 +15,7 @@ import numba as nb
 import numpy as np
 
 from ...defaults import HMATRIX
-from ...errors import WavescatError
+from ...errors import InputError, WavescatError
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,7 +68,7 @@ def _sort_segments(perm, key, starts, sizes):
 def build_cluster_tree(lo: np.ndarray, hi: np.ndarray, leaf_size: int = HMATRIX["leaf_size"]) -> ClusterTree:
     """Tree over dofs whose supports have bounding boxes [lo, hi] (each (n, 3))."""
     if not isinstance(leaf_size, (int, np.integer)) or leaf_size < 2:
-        raise WavescatError(f"hmatrix.leaf_size = {leaf_size!r}: must be an integer >= 2")
+        raise InputError(f"H-matrix leaf_size = {leaf_size!r}: must be an integer >= 2")
     lo = np.asarray(lo, float)
     hi = np.asarray(hi, float)
     n = len(lo)

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ...backend import Backend, get_backend
+from ...backend import resolve
 from ...defaults import HMATRIX
 from .. import operators, pairs
 from .. import quadrature as q
@@ -95,19 +95,19 @@ def _correction_by_elements(ev, k, trial, test, rule):
     return np.concatenate(pa), np.concatenate(pb), np.concatenate(vals)
 
 
-def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double",
+def assemble_hmatrix(name, trial, test, k, *, backend=None, precision="double",
                      eps=HMATRIX["eps"], eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
                      kd_max=HMATRIX["kd_max"], recompression=True, quadrature=None, devices=None,
                      work_bytes=None):
     """H-matrix of A[i, j] = <test_i, Op trial_j> (Op = `name`, see docs/conventions.md).
 
-    backend: "auto" | "cpu" | "gpu" | Backend; precision: "double" | "single"; eps: ACA+
+    backend: "auto" | "cpu" | "gpu" | Backend (None: backend.DEFAULT); precision: "double" | "single"; eps: ACA+
     (and recompression) relative tolerance; eta: admissibility parameter; leaf_size:
     largest cluster that is not split; kd_max: bound on k max(diam) of admissible blocks
     (None: none); their defaults are the workflow's (`solver.hmatrix`).
     Returns an HMatrix (matvec, LinearOperator, report).
     """
-    be = backend if isinstance(backend, Backend) else get_backend(backend)
+    be = resolve(backend)
     t0 = time.perf_counter()
     ev = operators.EntryEvaluator(name, trial, test, k, backend=be, precision=precision,
                                   quadrature=quadrature)

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...backend import Backend, get_backend, real_dtype
-from ...errors import ConfigError
+from ...errors import InputError
 from ...progress import progress
 from .cpu_kernels import CpuKernels
 from .gpu_kernels import GpuKernels
@@ -64,7 +64,7 @@ class AcousticsDG:
                  boundary_velocity: Callable[[float], Any] | None = None, **gpu_tuning):
         for name, value in (("rho", rho), ("c", c)):
             if not (np.isfinite(value) and value > 0):
-                raise ConfigError(f"medium {name} = {value!r}: must be positive")
+                raise InputError(f"medium {name} = {value!r}: must be positive")
         self.space = space
         self.backend = backend if isinstance(backend, Backend) else get_backend(backend)
         self.dtype = real_dtype(precision)

@@ -82,6 +82,7 @@ def body_mesh(body, top_frequency, per_gas_wavelength, level):
 
         a = 0.01
         return match_volume(icosphere(level, a), 4 / 3 * math.pi * a**3)[0]
+    from wavescat.case import Case
     from wavescat.geometry import mesh_case
 
     size = C1 / top_frequency / per_gas_wavelength
@@ -91,7 +92,7 @@ def body_mesh(body, top_frequency, per_gas_wavelength, level):
             "mesh": {"elements_per_wavelength": 10, "max_element_size": size,
                      "curvature_refinement": 0, "max_volume_error": None,
                      "match_volume": "auto", "band_ratio": 1.5}}
-    return mesh_case(case, {"density": RHO, "sound_speed": C})[0]
+    return mesh_case(Case.from_dict(case, {"density": RHO, "sound_speed": C}))[0]
 
 
 def assemble(mesh, frequency, delta, fmt, backend, precision="double"):
@@ -127,11 +128,12 @@ def run(space, k, ops, preconditioner, backend, maxiter, incident):
 
 
 def sphere_error(space, k, x, backend):
-    from wavescat.bem.formulations import FluidMuller
+    from wavescat.bem.formulations import FluidMuller, boundary_from
     from wavescat.reference import fluid_sphere
 
     dirs = np.array([[math.sin(t), 0.0, math.cos(t)] for t in np.linspace(0, math.pi, 37)])
-    form = FluidMuller({"kind": "fluid", "density_ratio": G, "sound_speed_ratio": H})
+    form = FluidMuller(boundary_from({"kind": "fluid", "density_ratio": G,
+                                      "sound_speed_ratio": H}))
     far = np.asarray(get_backend(backend).asnumpy(form.far_field(space, dirs, k, backend)) @ x)
     exact = fluid_sphere.far_field(k, 0.01, DIRECTION, dirs, density_ratio=G,
                                    sound_speed_ratio=H)

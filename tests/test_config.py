@@ -172,12 +172,25 @@ def test_user_list_replaces_default_list(default, tmp_path):
 
 
 def test_schema_lists_exactly_the_submarine_keys_the_builder_knows():
-    from wavescat.config import GEOMETRY_KEYS, load_schema
+    from wavescat.config import load_schema
+    from wavescat.geometry.kinds import GEOMETRIES
     from wavescat.geometry.submarine import DEFAULTS
 
     props = set(load_schema()["$defs"]["geometry"]["properties"])
-    assert set(DEFAULTS) == GEOMETRY_KEYS["submarine"]
+    assert set(DEFAULTS) == GEOMETRIES["submarine"].keys()
     assert set(DEFAULTS) <= props
+
+
+def test_geometry_kinds_are_the_schemas():
+    """The schema lists the geometry kinds a user may name and their keys; each kind is one
+    class whose fields are its keys."""
+    from wavescat.config import load_schema
+    from wavescat.geometry.kinds import GEOMETRIES
+
+    geometry = load_schema()["$defs"]["geometry"]
+    assert list(GEOMETRIES) == geometry["properties"]["kind"]["enum"]
+    for cls in GEOMETRIES.values():
+        assert cls.keys() | {"kind", "center"} <= set(geometry["properties"]), cls.kind
 
 
 def test_submarine_key_of_other_kind_refused(default):
@@ -354,7 +367,7 @@ def _schema_bounds(node, schema, path):
         ref, node = node["$ref"], schema
         for part in ref.removeprefix("#/").split("/"):  # a JSON pointer into the schema
             node = node[part]
-    from wavescat.config import _WHAT
+    from wavescat.schema import _WHAT
 
     for rule in ("exclusiveMinimum", "minimum", "exclusiveMaximum", "maximum"):
         if rule in node:
@@ -471,9 +484,9 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
     from wavescat.bem.osrc import OsrcNtD, pade_sqrt
     from wavescat.bem.quadrature import QuadratureOrders
     from wavescat.cli import build_parser
+    from wavescat.case import Case, SolverSettings
     from wavescat.farfield import incident_directions, receiver_directions
     from wavescat.geometry.sizing import MeshOptions, mesh_options
-    from wavescat.solve.driver import solver_settings
     from wavescat.solve.gmres import gmres
 
     cfg = copy.deepcopy(default)
@@ -498,10 +511,10 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
     assert (kw(OsrcNtD, "pade_terms"), kw(OsrcNtD, "branch_angle")) == \
         (kw(pade_sqrt, "n_terms"), kw(pade_sqrt, "branch_angle")) == \
         (solver["osrc"]["pade_terms"], solver["osrc"]["branch_angle"])
-    assert solver_settings({}) == solver
+    assert SolverSettings.from_dict({}).as_dict() == solver
     assert kw(MeshOptions, "curvature_refinement") == case["mesh"]["curvature_refinement"]
-    assert mesh_options({"frequencies_hz": [100]}, cfg["medium"]) == \
-        mesh_options(case, cfg["medium"])
+    assert mesh_options(Case.from_dict({"frequencies_hz": [100]}, cfg["medium"])) == \
+        mesh_options(Case.from_config(prepared, "bare"))
     assert len(receiver_directions({"plane": "xy"}).vectors) == case["receivers"]["count"]
     assert np.array_equal(incident_directions({"aspect": {"plane": "xy", "count": 5}}).aspect_deg,
                           incident_directions(prepared["cases"]["sweep"]["incident"]).aspect_deg)

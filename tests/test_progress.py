@@ -41,11 +41,12 @@ def test_progress_can_be_silenced(monkeypatch, capsys):
 
 
 def test_verbose_meshing_prints_gmsh_progress(capfd):
+    from wavescat.case import Case
     from wavescat.geometry import mesh_case
 
     case = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [300.0],
             "mesh": {"elements_per_wavelength": 6}}
-    mesh_case(case, {"sound_speed": 1500.0}, verbose=True)
+    mesh_case(Case.from_dict(case, {"sound_speed": 1500.0}), verbose=True)
     out = capfd.readouterr().out
     assert "Meshing 2D" in out and "Done meshing 2D" in out
 

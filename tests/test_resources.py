@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import yaml
 
-from wavescat import backend, memory, preflight, resources
+from wavescat import memory, preflight, resources
 from wavescat.cli import main
+from wavescat.case import Case
 from wavescat.config import prepare_config
 from wavescat.errors import ConfigError, ResourceError
 from wavescat.progress import progress
@@ -35,7 +36,7 @@ def _prepared(default, **changes):
 def test_unknowns_follow_area_over_element_area(default):
     """7.5e10 unknowns for the 62 m submarine at 1 MHz: 1.1 (area / (sqrt(3)/4 h^2)) / 2, h = c/(10 f)."""
     cfg = prepare_config(_prepared(default, submarine__frequencies_hz=[1e6]), base_dir=ROOT)
-    est = resources.case_estimates(cfg["cases"]["submarine"], cfg["medium"], gpu=False)
+    est = resources.case_estimates(Case.from_config(cfg, "submarine"), gpu=False)
     h = 1500.0 / (1e6 * 10)
     area = 1.15 * 0.85 * np.pi * 7.0 * 62.0
     assert est["unknowns"] == pytest.approx(1.1 * area / (np.sqrt(3) / 4 * h * h) / 2, rel=1e-6)
@@ -195,10 +196,9 @@ def test_unknowns_estimate_follows_the_geometry_sizing(geometry, frequency, low)
     from wavescat.geometry import mesh_case
 
     cfg = {"run": ["b"], "cases": {"b": {"geometry": geometry, "frequencies_hz": [frequency]}}}
-    case = prepare_config(cfg, base_dir=".")["cases"]["b"]
-    medium = {"sound_speed": 1500.0, "density": 1000.0}
-    _, stats = mesh_case(case, medium)
-    estimate = resources.p1_dofs_estimate(case, medium)
+    case = Case.from_config(prepare_config(cfg, base_dir="."), "b")
+    _, stats = mesh_case(case)
+    estimate = resources.p1_dofs_estimate(case)
     assert low * stats["vertices"] <= estimate <= 1.2 * stats["vertices"], (estimate, stats["vertices"])
 
 
@@ -213,19 +213,20 @@ def test_estimates_count_every_surface_at_its_own_size():
             "mesh": {"max_volume_error": None}}
     one = {**base, "boundary": gas}
     water = {**one, "mesh": {"max_volume_error": None, "resolve_interior": False}}
-    ratio = resources.p1_dofs_estimate(one, medium) / resources.p1_dofs_estimate(water, medium)
+    ratio = (resources.p1_dofs_estimate(Case.from_dict(one, medium))
+             / resources.p1_dofs_estimate(Case.from_dict(water, medium)))
     assert ratio == pytest.approx(1 / 0.22**2, rel=0.01)
     nested = {**base, "boundary": flesh,
               "inside": [{"geometry": {"kind": "sphere", "radius": 0.03}, "boundary": gas,
                           "inside": [{"geometry": {"kind": "sphere", "radius": 0.01},
                                       "boundary": {"kind": "rigid"}}]}]}
-    n = resources.surface_vertex_estimates(nested, medium)
+    n = resources.surface_vertex_estimates(Case.from_dict(nested, medium))
     assert len(n) == 3 and n[1] == pytest.approx(n[0] * (0.03 / 0.05) ** 2 / 0.22**2, rel=0.02)
     cfg = prepare_config({"medium": medium, "run": ["b"], "cases": {"b": nested}})
-    est = resources.case_estimates(cfg["cases"]["b"], cfg["medium"], gpu=False)
+    est = resources.case_estimates(Case.from_config(cfg, "b"), gpu=False)
     assert est["unknowns"] == sum(n)
     assert est["system_unknowns"] == 2 * n[0] + 2 * n[1] + n[2]
-    outer = resources.case_estimates(
+    outer = resources.case_estimates(Case.from_config(
         prepare_config({"medium": medium, "run": ["b"], "cases": {"b": {
-            **base, "boundary": flesh}}})["cases"]["b"], medium, gpu=False)
+            **base, "boundary": flesh}}}), "b"), gpu=False)
     assert est["solve_host_bytes"] > outer["solve_host_bytes"]

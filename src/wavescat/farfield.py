@@ -60,14 +60,14 @@ def receiver_directions(receivers: dict) -> Directions:
     if "directions_deg" in receivers:
         td = np.asarray(receivers["directions_deg"], float).reshape(-1, 2)
         if not np.all(np.isfinite(td)):
-            raise InputError(f"receivers.directions_deg = {receivers['directions_deg']!r}: "
+            raise InputError(f"directions_deg = {receivers['directions_deg']!r}: "
                               "must be finite [theta, phi] pairs")
         return Directions(td[:, 0].copy(), td[:, 1].copy(), angles_to_directions(td[:, 0], td[:, 1]))
     if "plane" not in receivers:
         raise InputError(f"receivers = {receivers!r}: give plane (with count) or directions_deg")
     count = int(receivers.get("count", RECEIVERS["count"]))
     if count < 1:
-        raise InputError(f"receivers.count = {count}: must be >= 1")
+        raise InputError(f"count = {count}: must be >= 1")
     a = np.linspace(0.0, 360.0, count)
     v = plane_directions(receivers["plane"], a)
     theta, phi = directions_to_angles(v)
@@ -98,13 +98,13 @@ def incident_directions(incident: dict) -> Incidence:
     if len(modes) != 1:
         raise InputError(f"incident = {incident!r}: give exactly one of direction, directions, aspect")
     if "direction" in incident:
-        return Incidence(_unit(incident["direction"], "incident.direction"))
+        return Incidence(_unit(incident["direction"], "direction"))
     if "directions" in incident:
-        return Incidence(_unit(incident["directions"], "incident.directions"))
+        return Incidence(_unit(incident["directions"], "directions"))
     sweep = incident["aspect"]
     count = int(sweep.get("count", 0))
     if count < 1:
-        raise InputError(f"incident.aspect.count = {sweep.get('count')!r}: must be >= 1")
+        raise InputError(f"aspect.count = {sweep.get('count')!r}: must be >= 1")
     a = np.linspace(float(sweep.get("start_deg", ASPECT["start_deg"])),
                     float(sweep.get("stop_deg", ASPECT["stop_deg"])), count)
     xhat = plane_directions(sweep.get("plane"), a)

@@ -6,9 +6,10 @@ hypersensitivity warnings of every case (wavescat.sensitivity).
 from __future__ import annotations
 
 from .backend import gpu_memory_bytes
+from .case import Case
 from .errors import ConfigError, MeshError
-from .geometry.file import file_facts, stored_file_mesh
-from .geometry.resolution import check_mesh_resolution, mesh_extent
+from .geometry.file import FileGeometry
+from .geometry.resolution import check_mesh_resolution
 from .memory import host_memory_bytes
 from .resources import case_estimates
 from .sensitivity import sensitivity_warnings
@@ -22,8 +23,8 @@ def _limit(limits: dict, key: str, machine) -> tuple[float | None, str]:
     return value, f"this machine's, set limits.{key} to change it"
 
 
-def _gpu_runs(solver: dict, gpu_here: bool) -> bool:
-    return solver["backend"] == "gpu" or (solver["backend"] == "auto" and gpu_here)
+def _gpu_runs(solver, gpu_here: bool) -> bool:
+    return solver.backend == "gpu" or (solver.backend == "auto" and gpu_here)
 
 
 def _size(nbytes: float) -> str:
@@ -37,20 +38,19 @@ def check_limits(config: dict, cases) -> None:
     unknowns and memory (at the case's highest frequency) against `limits` (the machine's
     host and GPU memory by default). The message names case, frequency, estimate and limit."""
     limits = config.get("limits") or {}
-    medium = config["medium"]
     host, host_from = _limit(limits, "host_memory_gb", host_memory_bytes)
     gpu_here = None
     for name in cases:
-        case = config["cases"][name]
-        f = max(case["frequencies_hz"])
-        solver = case["solver"]
-        if gpu_here is None and solver["backend"] != "cpu":
+        case = Case.from_config(config, name)
+        f = max(case.frequencies_hz)
+        solver = case.solver
+        if gpu_here is None and solver.backend != "cpu":
             gpu_here = gpu_memory_bytes()
         gpu = _gpu_runs(solver, bool(gpu_here))
-        est = case_estimates(case, medium, gpu)
+        est = case_estimates(case, gpu)
         where = f"case {name!r} at {f:g} Hz (about {est['unknowns']:.3g} unknowns)"
         max_n = limits.get("max_unknowns")
-        unit = unit_hint(case["geometry"], f"cases.{name}")
+        unit = unit_hint(case.geometry, case.where)
         if max_n is not None and est["unknowns"] > max_n:
             raise ConfigError(f"{where}: more than limits.max_unknowns = {max_n}; lower the "
                               "frequency or elements_per_wavelength, or raise the limit" + unit)
@@ -71,12 +71,12 @@ def check_limits(config: dict, cases) -> None:
                     f"of {kind} ({limit_from}){hint}{unit}")
 
 
-def unit_hint(geometry: dict, where: str) -> str:
+def unit_hint(geometry, where: str) -> str:
     """'; if the file is in millimetres, set <where>.geometry.scale: 0.001 (...)' for an
     unscaled file geometry a metre or more long, '' otherwise."""
-    if geometry.get("kind") != "file" or float(geometry.get("scale", 1.0)) != 1.0:
+    if not isinstance(geometry, FileGeometry) or geometry.scale != 1.0:
         return ""
-    facts = file_facts(geometry)
+    facts = geometry.facts()
     if not facts:
         return ""
     longest = float(max(facts["extent"]))
@@ -90,25 +90,19 @@ def check_resolution(config: dict, cases) -> list[str]:
     """Before any job starts: refuse (ConfigError, one line) a case whose stored mesh file
     is far too coarse for its highest frequency (geometry.resolution.coarse_mesh_refusal),
     and return the hypersensitivity warnings of every case (wavescat.sensitivity)."""
-    medium = config["medium"]
     out = []
     for name in cases:
-        case = config["cases"][name]
+        case = Case.from_config(config, name)
         try:
-            mesh = stored_file_mesh(case["geometry"])
+            mesh = case.geometry.stored_mesh()
         except MeshError as exc:
-            raise ConfigError(f"cases.{name}.geometry.path: {exc}") from None
-        sizes = None
+            raise ConfigError(f"{case.where}.geometry.path: {exc}") from None
         if mesh is not None:
             try:
-                check_mesh_resolution(mesh, case, medium, max(case["frequencies_hz"]),
-                                      f"cases.{name}")
+                check_mesh_resolution(mesh, case, max(case.frequencies_hz))
             except MeshError as exc:  # point at the file's key (config_error finds its line)
-                text = str(exc).replace(f"cases.{name}: ", f"cases.{name}.geometry.path: ", 1)
+                text = str(exc).replace(f"{case.where}: ", f"{case.where}.geometry.path: ", 1)
                 raise ConfigError(text) from None
-            sizes = {f"cases.{name}": mesh_extent(mesh.vertices)}
-        elif case["geometry"].get("kind") == "file":
-            facts = file_facts(case["geometry"])  # a STEP file's bounding box
-            sizes = {f"cases.{name}": facts["extent"]} if facts else None
-        out += [w for w in sensitivity_warnings(case, medium, name, sizes) if w not in out]
+        # a file's size is its stored mesh's or its CAD bounding box (Geometry.box_sides)
+        out += [w for w in sensitivity_warnings(case) if w not in out]
     return out

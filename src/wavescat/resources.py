@@ -11,85 +11,29 @@ from __future__ import annotations
 import math
 
 from .bem.formulations import formulation_for
-from .defaults import GMRES
-from .geometry.bodies import body_tree
-from .geometry.file import file_facts
-from .geometry.krm import shape_estimates
-from .geometry.sizing import MESH_DEFAULTS, element_sizes
-from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
-from .solve.driver import operator_format_for
+from .geometry.sizing import element_sizes
 from .solve.gmres import KRYLOV_MIN_VECTORS, WORK_VECTORS
 
 # Mean triangle area of a mesh with edge length h is about sqrt(3)/4 h^2; vertices ~ triangles / 2.
 _TRIANGLE_AREA_FACTOR = math.sqrt(3.0) / 4.0
 
 
-def surface_area_estimate(geometry: dict) -> float | None:
-    """Surface area of the body from its parameters (None for a file: unknown before reading)."""
-    kind = geometry["kind"]
-    if kind == "sphere":
-        return 4.0 * math.pi * geometry["radius"] ** 2
-    if kind == "spheroid":  # Knud Thomsen's approximation, within ~1%
-        a, b, c = geometry["semi_axes"]
-        p = 1.6075
-        return 4.0 * math.pi * (((a * b) ** p + (a * c) ** p + (b * c) ** p) / 3.0) ** (1.0 / p)
-    if kind == "box":
-        x, y, z = geometry["size"]
-        return 2.0 * (x * y + y * z + x * z)
-    if kind == "cylinder":
-        r = geometry["radius"]
-        return 2.0 * math.pi * r * (r + geometry["length"])
-    if kind == "submarine":
-        length = geometry.get("hull_length", SUBMARINE_DEFAULTS["hull_length"])
-        diameter = geometry.get("hull_diameter", SUBMARINE_DEFAULTS["hull_diameter"])
-        # hull of revolution ~ 85% of the enclosing cylinder, plus sail and rudders (~15%)
-        return 1.15 * 0.85 * math.pi * diameter * length
-    if kind == "krm":  # from the shape file's stations (None where it cannot be read)
-        estimates = shape_estimates(geometry)
-        return estimates[0] if estimates else None
-    return None
-
-
-def _volume_and_total_curvature(geometry: dict) -> tuple[float, float] | None:
-    """(volume, integral of the mean curvature over the surface) of a curved built-in body,
-    from its parameters; None for flat (box) or unknown (file) bodies. Convex bodies have
-    int H dA = 2 pi x mean width; the spheroid takes its mean semi-axis, the submarine its hull."""
-    kind = geometry["kind"]
-    if kind == "sphere":
-        r = geometry["radius"]
-        return 4.0 / 3.0 * math.pi * r**3, 4.0 * math.pi * r
-    if kind == "spheroid":
-        a, b, c = geometry["semi_axes"]
-        return 4.0 / 3.0 * math.pi * a * b * c, 4.0 * math.pi * (a + b + c) / 3.0
-    if kind == "cylinder":
-        r, length = geometry["radius"], geometry["length"]
-        return math.pi * r**2 * length, math.pi * length
-    if kind == "submarine":
-        length = geometry.get("hull_length", SUBMARINE_DEFAULTS["hull_length"])
-        r = geometry.get("hull_diameter", SUBMARINE_DEFAULTS["hull_diameter"]) / 2
-        return 0.85 * math.pi * r**2 * length, 0.85 * math.pi * length
-    if kind == "krm":
-        estimates = shape_estimates(geometry)
-        return estimates[1:] if estimates else None
-    return None
-
-
-def _vertices_estimate(geometry: dict, h: float, error) -> int:
-    area = surface_area_estimate(geometry)
+def _vertices_estimate(geometry, h: float, error) -> int:
+    """Vertices of a body's mesh at element size h and volume tolerance `error`, from its
+    parameters (Geometry: area, volume and total curvature, or a stored mesh's count)."""
+    stored = geometry.vertex_count()
+    if stored:  # a stored mesh is used as it is
+        return stored
+    area = geometry.area()
     if area is None:
-        facts = file_facts(geometry)
-        if facts and facts.get("vertices"):  # a stored mesh is used as it is
-            return int(facts["vertices"])
-        if not facts or not facts.get("area"):
-            return 20_000  # a file geometry not read: assume a mid-size problem
-        area = facts["area"]  # a CAD file, meshed at h
+        return 20_000  # a file geometry not read: assume a mid-size problem
     # gmsh's edges come out a few percent shorter than the target h: 2-12% more vertices
     # than area / (sqrt(3)/4 h^2) / 2 on spheres of 2k-400k unknowns, hence the 1.1
     triangles = area / (_TRIANGLE_AREA_FACTOR * h ** 2)
     # Geometry sizing (wavescat.geometry.sizing): h^2 = 8 e (V / A) / H keeps the meshed volume
     # within e, so it needs A / (sqrt(3)/4 8 e V) x int H dA triangles, more than the
     # frequency's at low frequency (the submarine at 100 Hz: about 3x).
-    curved = _volume_and_total_curvature(geometry)
+    curved = geometry.volume_and_curvature()
     if error and curved:
         volume, total_curvature = curved
         triangles = max(triangles, area * total_curvature
@@ -97,26 +41,26 @@ def _vertices_estimate(geometry: dict, h: float, error) -> int:
     return max(12, int(1.1 * triangles / 2))
 
 
-def surface_vertex_estimates(case: dict, medium: dict) -> list[int]:
-    """Vertices of each surface of the case (surface-id order: the body, then the bodies
-    `inside` it, depth-first), each at its own element size (sizing.element_sizes)."""
-    error = (case.get("mesh") or {}).get("max_volume_error", MESH_DEFAULTS["max_volume_error"])
+def surface_vertex_estimates(case) -> list[int]:
+    """Vertices of each surface of the case (case.Case; surface-id order: the body, then the
+    bodies inside it, depth-first), each at its own element size (sizing.element_sizes)."""
+    error = case.mesh.max_volume_error
     return [_vertices_estimate(body.geometry, h, error)
-            for body, h in zip(body_tree(case, medium), element_sizes(case, medium))]
+            for body, h in zip(case.bodies, element_sizes(case))]
 
 
-def p1_dofs_estimate(case: dict, medium: dict) -> int:
+def p1_dofs_estimate(case) -> int:
     """P1 degrees of freedom (vertices) of the case's mesh, all its surfaces together."""
-    return sum(surface_vertex_estimates(case, medium))
+    return sum(surface_vertex_estimates(case))
 
 
-def _nested_estimate(case: dict, medium: dict) -> tuple[int, int, list[int]]:
+def _nested_estimate(case) -> tuple[int, int, list[int]]:
     """(vertices, unknowns, vertices on the boundary of each region) of a case with bodies
     inside: two traces on each fluid interface, one on a rigid or pressure-release core;
     a region is the water outside or a fluid body's interior, bounded by the body and the
     bodies directly inside it (each region assembles its own operators among them)."""
-    bodies = body_tree(case, medium)
-    vertices = surface_vertex_estimates(case, medium)
+    bodies = case.bodies
+    vertices = surface_vertex_estimates(case)
     unknowns = sum((2 if b.is_fluid else 1) * n for b, n in zip(bodies, vertices))
     regions = [vertices[0]]
     for b in bodies:
@@ -139,10 +83,10 @@ def partition(gpus: int, cluster: dict) -> str | None:
     return partitions["gpu" if gpus else "cpu"] if partitions else None
 
 
-def solve_resources(case: dict, medium: dict, cores: int, cluster: dict | None = None) -> dict:
+def solve_resources(case, cores: int, cluster: dict | None = None) -> dict:
     """threads, mem_mb, runtime (minutes) and gpu count of one (case, frequency) solve."""
-    gpu = gpu_count(case["solver"]["backend"], cluster or {})
-    est = case_estimates(case, medium, bool(gpu))
+    gpu = gpu_count(case.solver.backend, cluster or {})
+    est = case_estimates(case, bool(gpu))
     n = est["unknowns"]
     # CPU assembly ~1e6 entries/s per core and ~4 operators' worth of entries, plus GMRES
     entries = 4.0 * n * n if est["format"] == "dense" else 200.0 * n * math.log2(max(n, 2))
@@ -151,8 +95,8 @@ def solve_resources(case: dict, medium: dict, cores: int, cluster: dict | None =
             "runtime": int(math.ceil(minutes * 2)), "gpu": gpu, "dofs_estimate": n}
 
 
-def mesh_resources(case: dict, medium: dict) -> dict:
-    est = case_estimates(case, medium, False)
+def mesh_resources(case) -> dict:
+    est = case_estimates(case, False)
     return {"threads": 1, "mem_mb": int(1.5 * est["mesh_bytes"] / 1e6),
             "runtime": 10 + est["unknowns"] // 20_000}
 
@@ -185,35 +129,35 @@ def dense_assembly_bytes(n: int, precision: str = "double", gpu: bool = False,
     return operators * n * n * 16 + (n * n * 8 if precision == "single" else 0)
 
 
-def case_estimates(case: dict, medium: dict, gpu: bool) -> dict:
+def case_estimates(case, gpu: bool) -> dict:
     """Unknowns (P1 DOFs: the vertices of all its surfaces; `system_unknowns`: the solved
     traces, two per vertex of a fluid interface, one of a rigid or pressure-release surface)
-    and peak bytes of the mesh and solve jobs of a case at its highest frequency."""
-    solver = case["solver"]
-    if case.get("inside"):
+    and peak bytes of the mesh and solve jobs of a case (case.Case) at its highest
+    frequency."""
+    solver = case.solver
+    if case.nested:
         # nested: three operators (V, K, W; K' = K^T) per region over its surfaces' vertices
-        n, unknowns, regions = _nested_estimate(case, medium)
+        n, unknowns, regions = _nested_estimate(case)
     else:
-        n, unknowns, regions = p1_dofs_estimate(case, medium), None, None
-    fmt = operator_format_for(solver["operator_format"], n, solver["hmatrix"]["dense_below"])
-    gm = {**GMRES, **solver.get("gmres", {})}
+        n, unknowns, regions = p1_dofs_estimate(case), None, None
+    fmt = solver.format_for(n)
     if regions is None:
-        form = formulation_for(case.get("boundary"), medium=medium)
+        form = formulation_for(case.boundary)
         count = len(form.operator_specs(1.0, fmt))  # operators the formulation assembles
         unknowns = form.traces * n
     # the least the solve needs: one direction's basis (the driver widens batches to the
     # memory it finds free)
-    krylov = 16 * unknowns * (min(gm["restart"], gm["maxiter"], KRYLOV_MIN_VECTORS) + 1
-                              + WORK_VECTORS)
+    krylov = 16 * unknowns * (min(solver.gmres.restart, solver.gmres.maxiter,
+                                  KRYLOV_MIN_VECTORS) + 1 + WORK_VECTORS)
     if regions is not None:
         if fmt == "dense":
-            operators = sum(dense_assembly_bytes(m, solver["precision"], gpu, 3)
+            operators = sum(dense_assembly_bytes(m, solver.precision, gpu, 3)
                             for m in regions)
         else:
             operators = sum(1.5 * _HMATRIX_BYTES_PER_NLOGN * m * math.log2(max(m, 2))
                             for m in regions)
     elif fmt == "dense":
-        operators = dense_assembly_bytes(n, solver["precision"], gpu, count)
+        operators = dense_assembly_bytes(n, solver.precision, gpu, count)
     else:
         operators = count / 2 * _HMATRIX_BYTES_PER_NLOGN * n * math.log2(max(n, 2))
     host = _SOLVE_BASE_BYTES + _SOLVE_BYTES_PER_UNKNOWN * n

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError, InputError
+from wavescat.bem.formulations import Boundary, boundary_from
+from wavescat.errors import InputError
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference import impedance_sphere as imp
 from wavescat.reference import pressure_release_sphere as soft
@@ -143,14 +144,14 @@ def test_monostatic_matches_bistatic():
 
 def test_series_for_each_boundary_and_errors():
     k, d, x = 2.0, [0.0, 0.0, 1.0], [[1.0, 0.0, 0.0]]
-    assert series_for(None).far_field(k, 1.0, d, x) == rs.far_field(k, 1.0, d, x)
-    assert (series_for({"kind": "pressure_release"}).far_field(k, 1.0, d, x)
+    assert series_for(boundary_from(None)).far_field(k, 1.0, d, x) == rs.far_field(k, 1.0, d, x)
+    assert (series_for(boundary_from({"kind": "pressure_release"})).far_field(k, 1.0, d, x)
             == soft.far_field(k, 1.0, d, x))
-    beta = series_for({"kind": "impedance", "admittance": [1.0, 0.5]})
+    beta = series_for(boundary_from({"kind": "impedance", "admittance": [1.0, 0.5]}))
     assert beta.far_field(k, 1.0, d, x) == imp.far_field(k, 1.0, d, x, admittance=1 + 0.5j)
-    with pytest.raises(ConfigError, match="case.boundary.kind = 'foam': no exact sphere series"):
-        series_for({"kind": "foam"}, "case.boundary")
-    with pytest.raises(ConfigError, match="case.boundary.density_ratio / case.boundary.density"):
-        series_for({"kind": "fluid", "sound_speed_ratio": 1.1}, "case.boundary")
+    with pytest.raises(InputError, match="boundary kind 'foam': no exact sphere series"):
+        series_for(Boundary("foam"))
+    with pytest.raises(InputError, match="^density_ratio / density"):
+        boundary_from({"kind": "fluid", "sound_speed_ratio": 1.1})
     with pytest.raises(InputError, match="admittance = 'x'"):
         imp.far_field(k, 1.0, d, x, admittance="x")

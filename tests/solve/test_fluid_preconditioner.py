@@ -14,6 +14,7 @@ from wavescat.bem.muller_preconditioner import chosen
 from wavescat.bem.osrc import mass_and_stiffness
 from wavescat.bem.spaces import p1
 from wavescat.bem.transmission import MullerTransmission
+from wavescat.case import Case
 from wavescat.errors import InputError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
@@ -54,10 +55,11 @@ def _system(space, ops, preconditioner):
 
 
 def _far_field_error(space, x):
-    from wavescat.bem.formulations import FluidMuller
+    from wavescat.bem.formulations import FluidMuller, boundary_from
 
     dirs = np.array([[math.sin(t), 0.0, math.cos(t)] for t in np.linspace(0, math.pi, 19)])
-    form = FluidMuller({"kind": "fluid", "density_ratio": G, "sound_speed_ratio": H})
+    form = FluidMuller(boundary_from({"kind": "fluid", "density_ratio": G,
+                                      "sound_speed_ratio": H}))
     far = np.asarray(form.far_field(space, dirs, KA)) @ x
     exact = fluid_sphere.far_field(KA, 1.0, D, dirs, density_ratio=G, sound_speed_ratio=H)
     return np.linalg.norm(far[:, 0] - exact) / np.linalg.norm(exact)
@@ -107,7 +109,7 @@ def test_hmatrix_format_gives_the_same_iterations():
             case["solver"] = {"operator_format": fmt, "backend": "cpu",
                               "fluid_preconditioner": name,
                               "hmatrix": {"leaf_size": 16, "eps": 1e-6}}
-            res = solve_frequency(case, MEDIUM, mesh, KA * C / (2 * math.pi))
+            res = solve_frequency(Case.from_dict(case, MEDIUM), mesh, KA * C / (2 * math.pi))
             its[fmt, name] = (int(res.iterations[0]), res.far_field[:, 0])
     assert its["hmatrix", "block_triangular"][0] <= 4, its
     assert its["hmatrix", "none"][0] > 2 * its["hmatrix", "block_triangular"][0], its
@@ -144,7 +146,7 @@ def test_gas_spheroid_iterations_drop_from_about_fifty_to_a_few():
         for tol in (1e-5, 1e-10):  # the default, then tight enough to compare the answers
             case["solver"] = {"operator_format": "dense", "backend": "cpu",
                               "fluid_preconditioner": name, "gmres": {"tol": tol}}
-            res = solve_frequency(case, MEDIUM, mesh, ka * C / (2 * math.pi))
+            res = solve_frequency(Case.from_dict(case, MEDIUM), mesh, ka * C / (2 * math.pi))
             out[name, tol] = (int(res.iterations[0]), res.far_field[:, 0])
     assert out["none", 1e-5][0] >= 40, out["none", 1e-5][0]
     assert out["block_triangular", 1e-5][0] <= 4, out["block_triangular", 1e-5][0]
@@ -162,7 +164,7 @@ def test_preconditioned_solve_on_the_gpu_matches_the_cpu(gpu_backend):
                 "incident": {"direction": D.tolist()}, "receivers": {"plane": "xz", "count": 7},
                 "solver": {"operator_format": "dense", "backend": backend,
                            "fluid_preconditioner": "block_triangular"}}
-        out[backend] = solve_frequency(case, MEDIUM, mesh, 0.8 * C / (2 * math.pi))
+        out[backend] = solve_frequency(Case.from_dict(case, MEDIUM), mesh, 0.8 * C / (2 * math.pi))
     assert out["gpu"].backend["backend"] == "gpu"
     assert out["gpu"].iterations[0] <= 3
     assert abs(int(out["gpu"].iterations[0]) - int(out["cpu"].iterations[0])) <= 1

@@ -1,5 +1,6 @@
 """Aspect sweeps: many incidence directions share one system; a wide batch of right-hand sides
 gives what solving them one at a time gives, and the batches fit the memory they are given."""
+import dataclasses
 import math
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 from wavescat.bem.hmatrix import hmatrix as hm
 from wavescat.bem.hmatrix.assembly import assemble_from_clouds
 from wavescat.bem.hmatrix.clouds import space_cloud
+from wavescat.case import SolverSettings
 from wavescat.config import prepare_config, solve_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.solve import driver
@@ -95,8 +97,7 @@ def test_basis_respects_its_memory_cap(monkeypatch, vectors):
 @pytest.mark.parametrize("n, r, available", [(75_650, 361, 100 * 2**30), (75_650, 361, 4 * 2**30),
                                               (20_000, 37, 2**30), (20_000, 361, 2**20)])
 def test_batches_fit_the_memory_they_are_given(n, r, available):
-    g = {"restart": 100, "maxiter": 500}
-    width, basis = krylov.krylov_batches(n, r, g, available)
+    width, basis = krylov.krylov_batches(n, r, min(100, 500), available)
     batches = math.ceil(r / width)
     assert 1 <= width <= r and (batches - 1) * width < r  # no empty batch
     work = 16 * n * krylov.WORK_VECTORS * width
@@ -136,15 +137,14 @@ def _sweep_case(count, boundary=None):
         "incident": {"aspect": {"plane": "xz", "start_deg": 0, "stop_deg": 180, "count": count}},
         "receivers": {"plane": "xz", "count": 19},
         "solver": {"operator_format": "dense", "backend": "cpu"}}}}
-    cfg = prepare_config(cfg)
-    return solve_case(cfg, "c"), cfg["medium"]
+    return solve_case(prepare_config(cfg), "c")
 
 
 def test_sweep_in_memory_sized_batches_equals_one_at_a_time(monkeypatch):
     """The driver's batches follow the memory available: one batch of all directions where
     it fits, one direction per batch where little memory is left; the answers agree to the
     GMRES tolerance."""
-    case, medium = _sweep_case(9)
+    case = _sweep_case(9)
     mesh = icosphere(2)
     widths = []
     real = driver.gmres
@@ -154,14 +154,14 @@ def test_sweep_in_memory_sized_batches_equals_one_at_a_time(monkeypatch):
         return real(matvec, b, **kw)
 
     monkeypatch.setattr(driver, "gmres", spy)
-    wide = driver.solve_frequency(case, medium, mesh, 300.0)
+    wide = driver.solve_frequency(case, mesh, 300.0)
     assert widths == [9]
     widths.clear()
     n = wide.dofs
     monkeypatch.setattr(driver, "available_bytes", lambda be: 16 * n * 40)  # one at a time
-    one = driver.solve_frequency(case, medium, mesh, 300.0)
+    one = driver.solve_frequency(case, mesh, 300.0)
     assert widths == [1] * 9
-    tol = case["solver"]["gmres"]["tol"]
+    tol = case.solver.gmres.tol
     for q in range(9):
         scale = np.linalg.norm(wide.surface_pressure[:, q])
         assert np.linalg.norm(wide.surface_pressure[:, q] - one.surface_pressure[:, q]) \
@@ -220,13 +220,14 @@ def test_wide_sweep_on_the_gpu_matches_the_cpu(boundary):
     """37 aspects in one batch on the GPU (H-matrix products reading the vectors in place,
     the sparse solves by level sets on the device) give the CPU's answers to the GMRES
     tolerance, for the rigid, the pressure-release and the impedance body."""
-    case, medium = _sweep_case(37, boundary)
+    case = _sweep_case(37, boundary)
     mesh = icosphere(3)
     results = {}
     for backend in ("cpu", "gpu"):
-        solver = {**case["solver"], "backend": backend, "operator_format": "hmatrix"}
-        results[backend] = driver.solve_frequency({**case, "solver": solver}, medium, mesh, 300.0)
-    tol = case["solver"]["gmres"]["tol"]
+        solver = {**case.solver.as_dict(), "backend": backend, "operator_format": "hmatrix"}
+        results[backend] = driver.solve_frequency(
+            dataclasses.replace(case, solver=SolverSettings.from_dict(solver)), mesh, 300.0)
+    tol = case.solver.gmres.tol
     cpu, gpu = results["cpu"], results["gpu"]
     assert gpu.backend["backend"] == "gpu"
     scale = np.abs(cpu.monostatic_far_field).max()

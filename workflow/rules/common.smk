@@ -6,14 +6,15 @@ import sys
 
 from snakemake.utils import validate
 
-from wavescat.config import case_json, medium_json, prepare_config, run_cases, run_studies
+from wavescat.case import Case
+from wavescat.config import (band_case, case_json, medium_json, prepare_config, run_cases,
+                             run_studies)
 from wavescat.config_files import config_error
 from wavescat.defaults import SCHEMA_PATH
 from wavescat.studies import study_cases
 from wavescat.reference.sphere import has_series
 from wavescat.errors import ConfigError
-from wavescat.geometry.bodies import body_tree
-from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
+from wavescat.geometry.sizing import frequency_bands, sizing_frequencies
 from wavescat.notices import config_warning_lines, print_run_warnings
 from wavescat.preflight import check_limits, check_resolution
 from wavescat.resources import gpu_count, mesh_resources, partition, solve_resources
@@ -36,7 +37,8 @@ WAVESCAT = f"{shlex.quote(sys.executable)} -m wavescat"
 RUN = run_cases(CONFIG)
 STUDIES = run_studies(CONFIG)
 CASES = CONFIG["cases"]
-SPHERE_CASES = [c for c in RUN if has_series(CASES[c])]  # spheres, concentric spheres
+TYPED = {name: Case.from_config(CONFIG, name) for name in CASES}  # what the helpers read
+SPHERE_CASES = [c for c in RUN if has_series(TYPED[c])]  # spheres, concentric spheres
 DG_CASES = [c for c, v in CASES.items()
             if v.get("dg_cross_check", {}).get("enabled", False)
             and v["geometry"]["kind"] == "sphere"]
@@ -91,8 +93,7 @@ def frequency_indices(case):
 
 def mesh_bands(case):
     """Frequency indices of each mesh band of `case`, finest (highest frequencies) first."""
-    c = CASES[case]
-    return frequency_bands(sizing_frequencies(c, CONFIG["medium"]), c["mesh"]["band_ratio"])
+    return frequency_bands(sizing_frequencies(TYPED[case]), TYPED[case].mesh.band_ratio)
 
 
 def band_mesh(case, band, stats=False):
@@ -129,7 +130,7 @@ def band_case_json(wildcards):
 
 def frequency_case(wildcards):
     """The case at one frequency (what a solve job's size follows)."""
-    return band_case(CASES[wildcards.case], [int(wildcards.index)])
+    return TYPED[wildcards.case].with_frequencies([frequency(wildcards)])
 
 
 def frequency(wildcards):
@@ -144,20 +145,19 @@ def solutions(wildcards):
 def geometry_file(wildcards):
     """The geometry files of a case's `file` and `krm` bodies (the body's and those inside it): inputs
     of its mesh, so editing one re-meshes."""
-    return [body.geometry["path"] for body in body_tree(CASES[wildcards.case], CONFIG["medium"])
-            if body.geometry["kind"] in ("file", "krm")]
+    return [path for body in TYPED[wildcards.case].bodies for path in body.geometry.files()]
 
 
 def reference_if_sphere(wildcards):
-    if has_series(CASES[wildcards.case]):
+    if has_series(TYPED[wildcards.case]):
         return f"results/{wildcards.case}/reference_farfield.csv"
     return []
 
 
 def solve_resource(key):
     """Resource `key` of a solve job, estimated from the case (see wavescat.resources)."""
-    return lambda wildcards: solve_resources(frequency_case(wildcards), CONFIG["medium"],
-                                             workflow.cores, CONFIG["cluster"])[key]
+    return lambda wildcards: solve_resources(frequency_case(wildcards), workflow.cores,
+                                             CONFIG["cluster"])[key]
 
 
 def gpu_resources(gpus):
@@ -175,7 +175,8 @@ def gpu_resources(gpus):
 def mesh_resource(key):
     def resource(wildcards):
         band = mesh_bands(wildcards.case)[int(getattr(wildcards, "band", 0))]
-        return mesh_resources(band_case(CASES[wildcards.case], band), CONFIG["medium"])[key]
+        freqs = TYPED[wildcards.case].frequencies_hz
+        return mesh_resources(TYPED[wildcards.case].with_frequencies([freqs[i] for i in band]))[key]
 
     return resource
 

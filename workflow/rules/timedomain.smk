@@ -1,4 +1,4 @@
-from wavescat.case import Medium
+from wavescat.medium import Medium
 
 VERIFY = CONFIG["verification"]
 VERIFY_FLAGS = (f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}"

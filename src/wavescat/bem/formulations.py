@@ -1,13 +1,15 @@
 """Boundary-integral formulations, one class per boundary condition of the scatterer.
 
-A case names its boundary condition with `boundary.kind` (docs/conventions.md; default
-`rigid`); `formulation_for(boundary)` returns the formulation that solves it. A formulation
-says which unknown it solves for, on which function space, with which boundary operators,
-and how to turn the assembled operators and the incident field into a preconditioned
-system (`matvec`, `rhs`), the far field and the near-field potential of the unknown, and
-what the solution records carry. The driver (solve/driver.py) and the probes
-(commands/probes.py) hold no physics of their own: a new boundary condition is a new class
-registered in FORMULATIONS.
+A case names its boundary condition with `boundary.kind` (docs/conventions.md; the
+schema's default `rigid`); `boundary_from(block)` reads the block into a Boundary (the
+kind and its parameters) and `formulation_for(boundary)` returns the formulation that
+solves it. A formulation says which keys its block takes, which unknown it solves for, on
+which function space, with which boundary operators, and how to turn the assembled
+operators and the incident field into a preconditioned system (`matvec`, `rhs`), the far
+field and the near-field potential of the unknown, and what the solution records carry.
+The driver (solve/driver.py) and the probes (commands/probes.py) hold no physics of their
+own: a new boundary condition is a new class registered in FORMULATIONS (and its keys in
+the config schema).
 
 Conventions (docs/conventions.md): time dependence exp(-i w t), incident plane waves
 exp(ik d.x) of unit amplitude, outward normal n, G(x, y) = exp(ik|x-y|)/(4 pi |x-y|).
@@ -15,15 +17,17 @@ exp(ik d.x) of unit amplitude, outward normal n, G(x, y) = exp(ik|x-y|)/(4 pi |x
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 
 from .. import defaults
 from ..backend import resolve
-from ..errors import ConfigError, InputError, WavescatError
-from ..geometry.bodies import body_tree
+from ..errors import InputError, WavescatError
+from ..geometry.bodies import Body
+from ..medium import Medium
+from ..reference._validate import positive
 from ..reference.absorption import loss_factor
-from ..reference.fluid_sphere import fluid_contrasts
 from ..reference.impedance_sphere import admittance_value
 from ..surface import SurfaceMesh
 from . import spaces
@@ -36,21 +40,27 @@ from .potentials import (double_layer, double_layer_far_field, single_layer,
                          single_layer_far_field)
 from .transmission import MullerTransmission, adjoint_of, stacked
 
-def absorption_of(boundary: dict, where: str = "boundary") -> float:
-    """`absorption_db_per_wavelength` of a fluid boundary block (default 0), checked."""
 
-    value = boundary.get("absorption_db_per_wavelength", 0.0)
-    try:
-        loss_factor(None if isinstance(value, bool) else value)
-    except InputError:
-        raise ConfigError(f"{where}.absorption_db_per_wavelength = {value!r}: must be a "
-                          "number >= 0 (dB of amplitude lost per wavelength)") from None
-    return float(value)
+@dataclass(frozen=True)
+class Boundary:
+    """A surface's boundary condition: its kind (a formulation of FORMULATIONS) and that
+    kind's parameters; a fluid's contrasts are relative to the medium around the case."""
+
+    kind: str
+    density_ratio: float | None = None  # fluid: g = rho1 / rho
+    sound_speed_ratio: float | None = None  # fluid: h = c1 / c (phase speed)
+    absorption_db_per_wavelength: float = 0.0  # fluid: loss of the interior plane wave
+    admittance: complex | None = None  # impedance: beta
+    given: str = ""  # the block as given, with its kind, as JSON (what the records keep)
+
+    @property
+    def is_fluid(self) -> bool:
+        return self.kind == "fluid"
 
 
-def _osrc_options(osrc: dict) -> dict:
-    return {"pade_terms": osrc["pade_terms"], "branch_angle": osrc["branch_angle"],
-            "radius": osrc["radius"]}
+def _osrc_options(osrc) -> dict:
+    return {"pade_terms": osrc.pade_terms, "branch_angle": osrc.branch_angle,
+            "radius": osrc.radius}
 
 
 class SoundHardBurtonMiller:
@@ -71,11 +81,17 @@ class SoundHardBurtonMiller:
     space_kind = "P1"
     operators = ("double_layer", "hypersingular")  # K and W, in this order
     keys = frozenset()  # boundary keys besides `kind`: a rigid body has no parameters
+    inner = True  # may be a body inside another (a core of a fluid body)
     traces = 1  # surface traces solved for, each on `space`
 
-    def __init__(self, boundary: dict | None = None, where: str = "boundary",
-                 medium: dict | None = None):
-        self.boundary = {"kind": self.kind, **(boundary or {})}
+    def __init__(self, boundary: Boundary):
+        self.boundary = boundary
+
+    @classmethod
+    def parameters(cls, block: dict, medium: Medium) -> dict:
+        """The Boundary fields of a block of this kind (its keys checked), InputError naming
+        the key of a wrong value."""
+        return {}
 
     def operator_specs(self, k: float, operator_format: str) -> dict:
         """{key: (operator name, wavenumber)} of the boundary operators the driver assembles
@@ -88,12 +104,10 @@ class SoundHardBurtonMiller:
 
     def space(self, mesh):
         """The function space of the unknown on `mesh`."""
-
         return spaces.p1(mesh)
 
-    def preconditioner(self, space, k: float, osrc: dict, mass=None, stiffness=None):
-        """The OSRC NtD map at wavenumber k (settings `solver.osrc`), factorised once."""
-
+    def preconditioner(self, space, k: float, osrc, mass=None, stiffness=None):
+        """The OSRC NtD map at wavenumber k (OsrcSettings), factorised once."""
         return OsrcNtD(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
 
     def _system(self, space, k, operators, mass, coupling, xp):
@@ -102,34 +116,29 @@ class SoundHardBurtonMiller:
     def system(self, space, k: float, operators: dict, solver: dict, xp=np):
         """The preconditioned system with `matvec(x)` and `rhs(g, h)` (bem/burton_miller.py)
         for the assembled operators {name: op} (dense or H-matrix, on the backend `xp`);
-        `solver`: the solver settings with defaults filled in (solve.driver.solver_settings),
-        of which this formulation reads `osrc`."""
-
+        `solver`: the case's SolverSettings, of which this formulation reads `osrc`."""
         mass, stiffness = mass_and_stiffness(space)
-        coupling = self.preconditioner(space, k, solver["osrc"], mass, stiffness)
+        coupling = self.preconditioner(space, k, solver.osrc, mass, stiffness)
         return self._system(space, k, operators, mass, coupling, xp)
 
     def rhs(self, system, space, k: float, directions):
         """Right-hand sides (n_dofs, n_directions) for unit plane waves travelling along the
         rows of `directions`, on the system's backend."""
-
         return system.rhs(*plane_wave_data(space, k, directions))
 
     def far_field(self, space, directions, k: float, backend=None):
         """(n_directions, n_dofs) matrix P on the backend: F(xhat) = P @ p."""
-
         return double_layer_far_field(space, directions, k, backend=backend)
 
     def potential(self, space, points, k: float, backend=None):
         """(n_points, n_dofs) matrix P on the backend: scattered pressure p_s(x) = P @ p at
         points off the surface."""
-
         return double_layer(space, points, k, backend=backend)
 
     def record(self) -> dict:
         """What the solution records say about the formulation (HDF5 attributes)."""
         return {"formulation": self.name, "space": self.space_kind, "unknown": self.unknown,
-                "boundary": json.dumps(self.boundary, sort_keys=True)}
+                "boundary": self.boundary.given}
 
 
 class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
@@ -153,9 +162,8 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
     unknown = "normal derivative of the total pressure"
     operators = ("single_layer", "adjoint_double_layer")  # V and K', in this order
 
-    def preconditioner(self, space, k: float, osrc: dict, mass=None, stiffness=None):
-        """The OSRC DtN map at wavenumber k (settings `solver.osrc`), factorised once."""
-
+    def preconditioner(self, space, k: float, osrc, mass=None, stiffness=None):
+        """The OSRC DtN map at wavenumber k (OsrcSettings), factorised once."""
         return OsrcDtN(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
 
     def _system(self, space, k, operators, mass, coupling, xp):
@@ -186,17 +194,18 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
     operators = ("double_layer", "hypersingular", "single_layer", "adjoint_double_layer")
     keys = frozenset({"admittance"})
 
-    def __init__(self, boundary: dict | None = None, where: str = "boundary",
-                 medium: dict | None = None):
+    inner = False  # not a body inside another
 
-        super().__init__(boundary, where, medium)
-        if "admittance" not in self.boundary:
-            raise ConfigError(f"{where}.admittance: required for boundary kind 'impedance' "
-                              "(the normalised admittance beta as [re, im])")
-        try:
-            self.admittance = admittance_value(self.boundary["admittance"])
-        except InputError as exc:
-            raise ConfigError(f"{where}.{exc}") from None
+    def __init__(self, boundary: Boundary):
+        super().__init__(boundary)
+        self.admittance = boundary.admittance
+
+    @classmethod
+    def parameters(cls, block: dict, medium: Medium) -> dict:
+        if "admittance" not in block:
+            raise InputError("admittance: required for boundary kind 'impedance' (the "
+                             "normalised admittance beta as [re, im])")
+        return {"admittance": admittance_value(block["admittance"])}
 
     def operator_specs(self, k: float, operator_format: str) -> dict:
         return {name: (name, k) for name in self.operators if name != "adjoint_double_layer"}
@@ -269,18 +278,39 @@ class FluidMuller(SoundHardBurtonMiller):
     _symbols = {"single_layer": "V", "double_layer": "K", "adjoint_double_layer": "Kp",
                 "hypersingular": "W"}
 
-    def __init__(self, boundary: dict | None = None, where: str = "boundary",
-                 medium: dict | None = None):
+    # (ratio, absolute) keys of the two contrasts: exactly one of each pair
+    CONTRASTS = (("density_ratio", "density"), ("sound_speed_ratio", "sound_speed"))
 
-        super().__init__(boundary, where, medium)
-        self.density_ratio, self.sound_speed_ratio = fluid_contrasts(self.boundary, medium,
-                                                                     where)
-        self.absorption = absorption_of(self.boundary, where)
+    def __init__(self, boundary: Boundary):
+        super().__init__(boundary)
+        self.density_ratio = boundary.density_ratio
+        self.sound_speed_ratio = boundary.sound_speed_ratio
+        self.absorption = boundary.absorption_db_per_wavelength
+
+    @classmethod
+    def parameters(cls, block: dict, medium: Medium) -> dict:
+        """g and h, each given as a ratio or as the body's absolute value (divided by the
+        medium's), and the absorption (default 0)."""
+        out = {}
+        for ratio, absolute in cls.CONTRASTS:
+            given = [key for key in (ratio, absolute) if block.get(key) is not None]
+            if len(given) != 1:
+                what = "both are given" if given else "neither is given"
+                raise InputError(f"{ratio} / {absolute}: boundary kind 'fluid' needs exactly "
+                                 f"one of them ({what})")
+            value = positive(given[0], block[given[0]])
+            out[ratio] = value / getattr(medium, absolute) if given[0] == absolute else value
+        value = block.get("absorption_db_per_wavelength", 0.0)
+        try:
+            loss_factor(None if isinstance(value, bool) else value)
+        except InputError:
+            raise InputError(f"absorption_db_per_wavelength = {value!r}: must be a number >= 0 "
+                             "(dB of amplitude lost per wavelength)") from None
+        return {**out, "absorption_db_per_wavelength": float(value)}
 
     @property
     def wavenumber_factor(self) -> complex:
         """k1 / k: 1 / h, times (1 + i delta) with absorption (reference/absorption.py)."""
-
         return (1 + 1j * loss_factor(self.absorption)) / self.sound_speed_ratio
 
     def operator_specs(self, k: float, operator_format: str) -> dict:
@@ -295,10 +325,9 @@ class FluidMuller(SoundHardBurtonMiller):
         block-triangular preconditioner of bem/muller_preconditioner.py for a body of high
         impedance contrast, g h below 1/5 or above 5, while its dense factors take at most
         half the free memory; else none)."""
-
         mass, _ = mass_and_stiffness(space)
-        itemsize = 8 if solver.get("precision") == "single" else 16
-        setting = solver.get("fluid_preconditioner", "auto")
+        itemsize = 8 if solver.precision == "single" else 16
+        setting = solver.fluid_preconditioner
         name = chosen(setting, space.n_dofs, itemsize,
                       free_bytes(xp) if setting == "auto" else np.inf,
                       self.density_ratio * self.sound_speed_ratio)
@@ -307,7 +336,6 @@ class FluidMuller(SoundHardBurtonMiller):
 
     def _traces(self, double, single, space, points, k, backend):
         """[DL, -k SL]: the potential (or far field) of (u, w)."""
-
         be = resolve(backend)
         return stacked(be.xp, double(space, points, k, backend=be),
                        -k * single(space, points, k, backend=be))
@@ -328,7 +356,7 @@ class FluidMuller(SoundHardBurtonMiller):
         if self.absorption:
             resolved["absorption_db_per_wavelength"] = self.absorption
         out["boundary"] = json.dumps(resolved, sort_keys=True)
-        out["boundary_given"] = json.dumps(self.boundary, sort_keys=True)
+        out["boundary_given"] = self.boundary.given
         return out
 
 
@@ -358,20 +386,15 @@ class NestedTransmission(FluidMuller):
     unknown = "p - p_inc then ((1/g) dp/dn - dp_inc/dn) / k on every surface"
     operators = ("single_layer", "double_layer", "hypersingular")
 
-    def __init__(self, bodies, medium: dict | None = None):
-        """`bodies`: the body tree flat, in surface order, each {"parent": index or -1,
-        "boundary": block, "where": config path} (geometry.bodies.body_tree's order)."""
-
-        outer = bodies[0]
-        super().__init__(outer["boundary"], f"{outer['where']}.boundary", medium)
-        self.bodies = [{**outer, "boundary": self.boundary}]
+    def __init__(self, bodies):
+        """`bodies`: the case's Body objects in surface order (Case.bodies: the outer body,
+        a fluid, then the bodies inside it depth first, each of an `inner` kind)."""
+        super().__init__(bodies[0].boundary)
+        self.bodies = [(body, formulation_for(body.boundary)) for body in bodies]
         specs = [(-1, "fluid", self.density_ratio, self.wavenumber_factor)]
-        for body in bodies[1:]:
-            boundary = body["boundary"]  # body_tree checked its kind
-            form = formulation_for(boundary, f"{body['where']}.boundary", medium)
-            self.bodies.append({**body, "boundary": form.boundary, "formulation": form})
+        for body, form in self.bodies[1:]:
             fluid = form.kind == "fluid"
-            specs.append((body["parent"], form.kind, form.density_ratio if fluid else None,
+            specs.append((body.parent, form.kind, form.density_ratio if fluid else None,
                           form.wavenumber_factor if fluid else None))
         self.interfaces, self.regions = interfaces_and_regions(specs)
 
@@ -384,7 +407,6 @@ class NestedTransmission(FluidMuller):
     def operator_specs(self, k: float, operator_format: str) -> dict:
         """{key: (operator, wavenumber, surfaces)}: V, K, W of every region on its
         surfaces (nested.region_surfaces)."""
-
         out = {}
         for region, kk in zip(self.regions, self._region_wavenumbers(k)):
             surfaces = tuple(region_surfaces(self.interfaces, region.index))
@@ -415,7 +437,7 @@ class NestedTransmission(FluidMuller):
             core, core_dofs[face.index] = sub_space(space, (face.index,))
             k_o = float((k * complex(self.regions[face.outer].wavenumber_factor)).real)
             cls = OsrcNtD if face.kind == "rigid" else OsrcDtN
-            couplings[face.index] = cls(core, k_o, **_osrc_options(solver["osrc"]))
+            couplings[face.index] = cls(core, k_o, **_osrc_options(solver.osrc))
         system = MultiDomainTransmission(self.interfaces, self.regions, ops, dofs,
                                          surface_of_dof, mass, k, couplings, core_dofs, xp=xp)
         system.preconditioners = self._interface_preconditioners(system, k, solver, xp)
@@ -429,8 +451,8 @@ class NestedTransmission(FluidMuller):
         interface's rows are the single-body Müller system with g = g_i / g_o and k g_o
         (bem/nested.py), so the single body's preconditioner serves it unchanged."""
 
-        setting = solver.get("fluid_preconditioner", "auto")
-        itemsize = 8 if solver.get("precision") == "single" else 16
+        setting = solver.fluid_preconditioner
+        itemsize = 8 if solver.precision == "single" else 16
         out = {}
         for face in self.interfaces:
             if face.kind != "fluid":
@@ -482,9 +504,9 @@ class NestedTransmission(FluidMuller):
         out = super().record()
         out["formulation"] = self.name
         resolved = [json.loads(out["boundary"])] + [
-            json.loads(b["formulation"].record()["boundary"]) for b in self.bodies[1:]]
-        out["bodies"] = json.dumps([{"parent": b["parent"], "boundary": r, "where": b["where"]}
-                                    for b, r in zip(self.bodies, resolved)], sort_keys=True)
+            json.loads(form.record()["boundary"]) for _, form in self.bodies[1:]]
+        out["bodies"] = json.dumps([{"parent": b.parent, "boundary": r, "where": b.where}
+                                    for (b, _), r in zip(self.bodies, resolved)], sort_keys=True)
         return out
 
 
@@ -492,43 +514,54 @@ FORMULATIONS = {cls.kind: cls for cls in (SoundHardBurtonMiller, PressureRelease
                                            FluidMuller, ImpedanceBurtonMiller)}
 
 
-def formulation_for(boundary: dict | None = None, where: str = "boundary",
-                    medium: dict | None = None):
-    """The formulation of a case's `boundary` block (None: rigid). `where` names the block
-    in error messages (e.g. cases.ball.boundary); `medium` (density, sound_speed; else the
-    defaults) turns a fluid body's absolute density and sound speed into contrasts."""
-    boundary = {**defaults.BOUNDARY, **(boundary or {})}
-    kind = boundary["kind"]
+def boundary_from(block: dict | None = None, medium: Medium | None = None) -> Boundary:
+    """The Boundary of a `boundary` block (None or {}: the schema's default kind); `medium`
+    (default: the schema's) turns a fluid's absolute density and sound speed into
+    contrasts. InputError naming the key of what is wrong (the config layer adds where)."""
+    block = {**defaults.BOUNDARY, **(block or {})}
+    kind = block["kind"]
     if kind not in FORMULATIONS:
-        raise ConfigError(f"{where}.kind = {kind!r}: must be one of {', '.join(FORMULATIONS)}")
+        raise InputError(f"kind = {kind!r}: must be one of {', '.join(FORMULATIONS)}")
     cls = FORMULATIONS[kind]
-    foreign = sorted(set(boundary) - {"kind"} - cls.keys)
+    foreign = sorted(set(block) - {"kind"} - cls.keys)
     if foreign:
-        raise ConfigError(f"{where}.{foreign[0]} = {boundary[foreign[0]]!r}: not a key of "
-                          f"boundary kind {kind!r}")
-    return cls(boundary, where, medium)
+        raise InputError(f"{foreign[0]} = {block[foreign[0]]!r}: not a key of boundary kind "
+                         f"{kind!r}")
+    return Boundary(kind, **cls.parameters(block, medium or Medium()),
+                    given=json.dumps(block, sort_keys=True))
 
 
-def formulation_for_case(case: dict, medium: dict | None = None, where: str = "case"):
-    """The formulation of a case: its boundary's, or the nested system where the case holds
-    bodies `inside` (geometry/bodies.py checks the tree)."""
+INNER_KINDS = tuple(kind for kind, cls in FORMULATIONS.items() if cls.inner)
 
-    if not case.get("inside"):
-        return formulation_for(case.get("boundary"), f"{where}.boundary", medium)
-    bodies = body_tree(case, {**defaults.MEDIUM, **(medium or {})}, where)
-    return NestedTransmission([{"parent": b.parent, "boundary": b.boundary, "where": b.where}
-                               for b in bodies], medium)
+
+def formulation_for(boundary: Boundary):
+    """The formulation of a surface's boundary condition."""
+    return FORMULATIONS[boundary.kind](boundary)
+
+
+def formulation_for_case(case):
+    """The formulation of a case (case.Case): its body's, or the nested system where it
+    holds bodies inside."""
+    if len(case.bodies) > 1:
+        return NestedTransmission(case.bodies)
+    return formulation_for(case.boundary)
 
 
 def formulation_of_record(solution: dict):
     """The formulation that wrote a solution (records.read_solution); files without a
-    `boundary` attribute are rigid-body solutions."""
-    boundary = json.loads(solution.get("boundary", '{"kind": "rigid"}'))
-    if solution.get("bodies"):  # nested: the tree as the records hold it
-        return NestedTransmission(json.loads(solution["bodies"]))
-    form = formulation_for(boundary, f"{solution.get('path', 'solution')}: boundary")
+    `boundary` attribute are rigid-body solutions (they predate the other kinds)."""
+    where = solution.get("path", "solution")
+    try:
+        if solution.get("bodies"):  # nested: the tree as the records hold it
+            bodies = json.loads(solution["bodies"])
+            return NestedTransmission([
+                Body(i, b["parent"], 0, None, boundary_from(b["boundary"]), b["where"])
+                for i, b in enumerate(bodies)])
+        form = formulation_for(boundary_from(json.loads(solution.get("boundary",
+                                                                     '{"kind": "rigid"}'))))
+    except InputError as exc:
+        raise WavescatError(f"{where}: boundary {exc}") from None
     if solution.get("formulation", form.name) != form.name:
-        raise WavescatError(f"{solution.get('path', 'solution')}: formulation "
-                          f"{solution['formulation']!r} does not match boundary kind "
-                          f"{form.kind!r} ({form.name})")
+        raise WavescatError(f"{where}: formulation {solution['formulation']!r} does not match "
+                            f"boundary kind {form.kind!r} ({form.name})")
     return form

@@ -2,11 +2,9 @@
 frequencies of a case -> farfield.csv, summary.json, plots)."""
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
-from ..errors import ConfigError
 from ..plots import case_plots
 from ..progress import announce_compilation
 from ..sensitivity import solve_preflight
@@ -14,33 +12,20 @@ from ..solve import records
 from ..solve.driver import solve_frequency
 from ..solve.records import write_solution
 from ..surface import SurfaceMesh
+from . import case_arguments
 
 log = logging.getLogger("wavescat.solve")
 
 
-def _json_arg(text: str, name: str) -> dict:
-    """A JSON object given inline or as a path to a .json file."""
-    try:
-        if not text.lstrip().startswith("{") and Path(text).is_file():
-            text = Path(text).read_text()
-        value = json.loads(text)
-    except (json.JSONDecodeError, OSError) as exc:
-        raise ConfigError(f"--{name} = {text[:80]!r}: not a JSON object ({exc})") from exc
-    if not isinstance(value, dict):
-        raise ConfigError(f"--{name} = {text[:80]!r}: not a JSON object")
-    return value
-
-
 def run_solve(args) -> int:
-    case = _json_arg(args.case, "case")
-    medium = _json_arg(args.medium, "medium")
+    case = case_arguments(args)
     mesh = SurfaceMesh.from_file(args.mesh)
     # before any assembly: refuse a mesh far too coarse, warn of a hypersensitive case
-    cautions = solve_preflight(case, medium, mesh, float(args.frequency), args.name or "")
+    cautions = solve_preflight(case, mesh, float(args.frequency))
     for w in cautions:
         log.warning(w)
     announce_compilation(log)
-    result = solve_frequency(case, medium, mesh, float(args.frequency))
+    result = solve_frequency(case, mesh, float(args.frequency))
     result.warnings.extend(w for w in cautions if w not in result.warnings)
     write_solution(args.out, result, mesh, case_name=args.name or "")
     t = result.timings
@@ -64,7 +49,7 @@ def run_collect(args) -> int:
         log.warning(w)
     if args.plots:
         make_plots(solutions, Path(args.plots), args.name or "", reference,
-                   _json_arg(args.case, "case").get("description", ""), summary["warnings"])
+                   case_arguments(args).description, summary["warnings"])
     log.info("wrote %s and %s", args.farfield, args.summary)
     return 0
 

@@ -74,12 +74,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import spherical_jn, spherical_yn
 
-from .. import defaults
-from ..errors import ConfigError, InputError
+from ..errors import InputError
 from . import _validate
 from . import rigid_sphere as _series
 from .absorption import complex_sound_speed_ratio
-from .fluid_sphere import fluid_contrasts
 
 CORE_KINDS = ("rigid", "pressure_release")
 
@@ -146,38 +144,32 @@ def _structure(radii, layers, core):
     return r, checked, core
 
 
-def layers_from_boundaries(boundaries, medium: dict | None = None,
-                           where=None) -> tuple[list, object]:
-    """(layers, core) of a chain of nested `boundary:` blocks, outermost first (a case's
-    boundary, then its `inside` body's, ...): every block but the last must be `fluid` (a
-    layer); the last is the core (`fluid`, `rigid` or `pressure_release`). Contrasts are
-    ratios or absolute values over `medium` (fluid_sphere.fluid_contrasts), always relative
-    to the medium; `absorption_db_per_wavelength` makes h complex. `where`: the blocks'
-    config paths for messages (default boundaries[i])."""
+def layers_from_boundaries(boundaries, where=None) -> tuple[list, object]:
+    """(layers, core) of the boundary conditions (bem.formulations.Boundary) of concentric
+    spheres, outermost first (a case's body, then the body inside it, ...): every one but
+    the last must be `fluid` (a layer); the last is the core (`fluid`, `rigid` or
+    `pressure_release`). Contrasts are relative to the medium; an absorption makes h
+    complex. `where`: the bodies' names for messages (default boundaries[i])."""
     boundaries = list(boundaries)
     if not boundaries:
-        raise ConfigError("layers_from_boundaries: needs at least one boundary block")
+        raise InputError("layers_from_boundaries: needs at least one boundary")
     names = list(where) if where is not None else [f"boundaries[{i}]"
                                                    for i in range(len(boundaries))]
     out = []
-    for i, (block, name) in enumerate(zip(boundaries, names)):
-        kind = {**defaults.BOUNDARY, **(block or {})}["kind"]
+    for i, (boundary, name) in enumerate(zip(boundaries, names)):
+        kind = boundary.kind
         last = i == len(boundaries) - 1
         if kind in CORE_KINDS and last:
             out.append(kind)
             continue
         if kind != "fluid":
             allowed = "fluid, rigid or pressure_release" if last else "fluid (it has bodies inside)"
-            raise ConfigError(f"{name}.kind = {kind!r}: no concentric-sphere series for it; "
-                              f"must be {allowed}")
-        g, h = fluid_contrasts(block, medium, name)
-        alpha = block.get("absorption_db_per_wavelength") or 0.0
-        if alpha:
-            try:
-                h = complex_sound_speed_ratio(h, alpha)
-            except InputError as error:
-                raise ConfigError(f"{name}.{error}") from None
-        out.append((g, h))
+            raise InputError(f"{name}.kind = {kind!r}: no concentric-sphere series for it; "
+                             f"must be {allowed}")
+        h = boundary.sound_speed_ratio
+        if boundary.absorption_db_per_wavelength:
+            h = complex_sound_speed_ratio(h, boundary.absorption_db_per_wavelength)
+        out.append((boundary.density_ratio, h))
     return out[:-1], out[-1]
 
 

@@ -11,14 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import defaults, farfield
+from .. import farfield
 from ..backend import get_backend
 from ..bem import operators
 from ..bem.formulations import formulation_for_case, sub_space
 from ..bem.hmatrix import assemble_hmatrix
-from ..bem.quadrature import QuadratureOrders
-from ..case import Medium
-from ..errors import ConfigError, InputError, SolverError
+from ..errors import InputError, SolverError
 from ..memory import available_bytes
 from .gmres import gmres, krylov_batches
 
@@ -27,36 +25,17 @@ log = logging.getLogger(__name__)
 MIN_ELEMENTS_PER_WAVELENGTH = 5.0
 
 
-def solver_settings(solver: dict | None) -> dict:
-    """The solver block of a case with every default filled in (what the records store):
-    the schema's defaults, so a partial block solves as the workflow would solve it."""
-    out = defaults.case_defaults()["solver"]
-    for key, value in (solver or {}).items():
-        out[key] = {**out[key], **(value or {})} if isinstance(out.get(key), dict) else value
-    if out["operator_format"] not in ("auto", "dense", "hmatrix"):
-        raise ConfigError(f"solver.operator_format = {out['operator_format']!r}: "
-                          "must be one of auto, dense, hmatrix")
-    return out
-
-
-def operator_format_for(requested: str, n_dofs: int, dense_below: int) -> str:
-    """The format `auto` resolves to: dense below `dense_below` DOFs, else H-matrices."""
-    if requested != "auto":
-        return requested
-    return "hmatrix" if n_dofs >= dense_below else "dense"
-
-
 def boundary_operator(name, space, k, *, operator_format, backend, precision, quadrature=None,
                       hmatrix_options=None):
     """The seam between formats: an object with `shape`, `dtype` and `op @ X` for (n, r)
-    arrays of the backend, for boundary operator `name` on `space` (trial = test)."""
+    arrays of the backend, for boundary operator `name` on `space` (trial = test);
+    `hmatrix_options`: the keywords of assemble_hmatrix (HmatrixSettings.options)."""
     if operator_format == "dense":
         return operators.assemble(name, space, space, k, backend=backend, precision=precision,
                                   quadrature=quadrature)
     if operator_format == "hmatrix":
-        opts = {key: v for key, v in (hmatrix_options or {}).items() if key != "dense_below"}
         return assemble_hmatrix(name, space, space, k, backend=backend, precision=precision,
-                                quadrature=quadrature, **opts)
+                                quadrature=quadrature, **(hmatrix_options or {}))
     raise InputError(f"operator format = {operator_format!r}: must be dense or hmatrix")
 
 
@@ -94,7 +73,7 @@ class FrequencyResult:
     iterations: np.ndarray
     residuals: np.ndarray
     timings: dict
-    settings: dict
+    settings: object  # the case's SolverSettings
     operator_format: str
     backend: dict
     formulation: object  # bem.formulations class instance: what the records say about it
@@ -106,19 +85,17 @@ class FrequencyResult:
     residual_history: list = field(default_factory=list)
 
 
-def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> FrequencyResult:
-    """Solve case `case` (validated config dict) on `mesh` at `frequency_hz`."""
-    formulation = formulation_for_case(case, medium)
+def solve_frequency(case, mesh, frequency_hz: float) -> FrequencyResult:
+    """Solve `case` (case.Case) on `mesh` at `frequency_hz`."""
+    formulation = formulation_for_case(case)
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
         raise InputError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
-    fluid = Medium.from_dict(medium)
-    c, k = fluid.sound_speed, fluid.wavenumber(frequency_hz)
-    settings = solver_settings(case.get("solver"))
-    be = get_backend(settings["backend"])
-    precision = settings["precision"]
-    incidence = farfield.incident_directions(case.get("incident", defaults.INCIDENT))
-    receivers = farfield.receiver_directions(case.get("receivers", defaults.RECEIVERS))
-    quadrature = QuadratureOrders(**settings["quadrature"])
+    c, k = case.medium.sound_speed, case.medium.wavenumber(frequency_hz)
+    settings = case.solver
+    be = get_backend(settings.backend)
+    precision = settings.precision
+    incidence, receivers = case.incidence, case.receivers
+    quadrature = settings.quadrature
 
     warnings = []
     epw = elements_per_wavelength(mesh, k)
@@ -131,14 +108,13 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
 
     timings = {}
     space = formulation.space(mesh)
-    fmt = operator_format_for(settings["operator_format"], space.n_dofs,
-                              settings["hmatrix"]["dense_below"])
+    fmt = settings.format_for(space.n_dofs)
     log.info("%d DOFs, %d elements, k = %.6g, %.2f elements per wavelength, %s on %s (%s)",
              space.n_dofs, mesh.n_triangles, k, epw, fmt, be.name, be.device_name)
 
     t0 = time.perf_counter()
     ops = assemble_operators(formulation, space, k, fmt, backend=be, precision=precision,
-                             quadrature=quadrature, hmatrix_options=settings["hmatrix"])
+                             quadrature=quadrature, hmatrix_options=settings.hmatrix.options())
     be.synchronize()
     timings["assembly"] = time.perf_counter() - t0
 
@@ -148,10 +124,11 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     timings["preconditioner"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    gm = settings["gmres"]
+    gm = settings.gmres
     n_inc = len(incidence.directions)
     n_unknowns = formulation.n_unknowns(space)
-    batch, basis_bytes = krylov_batches(n_unknowns, n_inc, gm, available_bytes(be),
+    batch, basis_bytes = krylov_batches(n_unknowns, n_inc, min(gm.restart, gm.maxiter),
+                                        available_bytes(be),
                                         np.dtype(rhs.dtype).itemsize)
     log.info("GMRES: %d incidence direction(s) in batches of %d (Krylov basis grown as "
              "needed, at most %.3g GiB)", n_inc, batch, basis_bytes / 2**30)
@@ -162,8 +139,8 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     for start in range(0, n_inc, batch):
         cols = slice(start, min(start + batch, n_inc))
         try:
-            res = gmres(system.matvec, rhs[:, cols], xp=be.xp, tol=gm["tol"],
-                        restart=gm["restart"], maxiter=gm["maxiter"], basis_bytes=basis_bytes)
+            res = gmres(system.matvec, rhs[:, cols], xp=be.xp, tol=gm.tol,
+                        restart=gm.restart, maxiter=gm.maxiter, basis_bytes=basis_bytes)
         except SolverError as exc:
             raise SolverError(f"{exc} at {frequency_hz:g} Hz (incidence directions "
                               f"{start}..{cols.stop - 1})") from exc

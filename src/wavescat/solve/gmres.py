@@ -222,14 +222,15 @@ class KrylovBasis:
         return self.xp.matmul(y[:, None, :], self.v[:, :s])[:, 0]
 
 
-def krylov_batches(n_dofs: int, n_rhs: int, gmres: dict, available_bytes: int,
+def krylov_batches(n_dofs: int, n_rhs: int, cycle: int, available_bytes: int,
                    itemsize: int = 16) -> tuple[int, int]:
     """(directions per batch, Krylov basis bytes of a batch) for `n_rhs` right-hand sides of
     `n_dofs` unknowns in `available_bytes` of memory: as few, equally wide batches as hold
-    a basis of KRYLOV_MIN_VECTORS vectors (fewer if the restart length is shorter) and the
-    working vectors of each direction in KRYLOV_MEMORY_SHARE of the memory. GMRES grows the
-    basis as it iterates and restarts early rather than exceed the bytes returned."""
-    vectors = min(gmres["restart"], gmres["maxiter"], KRYLOV_MIN_VECTORS) + 1
+    a basis of KRYLOV_MIN_VECTORS vectors (fewer if a cycle, min(restart, maxiter), is
+    shorter) and the working vectors of each direction in KRYLOV_MEMORY_SHARE of the memory.
+    GMRES grows the basis as it iterates and restarts early rather than exceed the bytes
+    returned."""
+    vectors = min(cycle, KRYLOV_MIN_VECTORS) + 1
     budget = KRYLOV_MEMORY_SHARE * available_bytes
     per_rhs = itemsize * n_dofs * (vectors + WORK_VECTORS)
     width = int(min(n_rhs, max(1, budget // per_rhs)))

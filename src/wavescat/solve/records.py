@@ -48,7 +48,7 @@ def write_solution(path, result, mesh, case_name: str = "") -> None:
         a["sound_speed"] = result.sound_speed
         for key, value in result.formulation.record().items():  # formulation, space, boundary
             a[key] = value
-        a["solver_settings"] = json.dumps(result.settings, sort_keys=True)
+        a["solver_settings"] = json.dumps(result.settings.as_dict(), sort_keys=True)
         a["operator_format"] = result.operator_format
         a["mesh_fingerprint"] = result.mesh_fingerprint
         a["dofs"], a["elements"] = result.dofs, result.elements
@@ -56,7 +56,7 @@ def write_solution(path, result, mesh, case_name: str = "") -> None:
         a["backend"] = result.backend["backend"]
         a["device"] = result.backend["device"]
         a["backend_reason"] = result.backend.get("reason", "")
-        a["precision"] = result.settings["precision"]
+        a["precision"] = result.settings.precision
         for stage in STAGES:
             a[f"time_{stage}_s"] = result.timings[stage]
         a["warnings"] = json.dumps(result.warnings)

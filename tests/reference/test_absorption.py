@@ -7,11 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wavescat.bem.formulations import boundary_from
+from wavescat.bem.formulations import boundary_from, formulation_for
 from wavescat.errors import InputError
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference.absorption import complex_sound_speed_ratio, loss_factor
-from wavescat.reference.sphere import series_for
 
 _spec = importlib.util.spec_from_file_location(
     "rigid_sphere_tests", Path(__file__).with_name("test_rigid_sphere.py"))
@@ -87,14 +86,15 @@ def test_lossy_fluid_sphere(g, h0):
 
 
 def test_boundary_block_absorption():
-    """`absorption_db_per_wavelength` in a fluid boundary block makes series_for's sphere
-    absorb; a bad value names the key."""
+    """`absorption_db_per_wavelength` in a fluid boundary block makes its formulation's
+    sphere series absorb; a bad value names the key."""
     boundary = {"kind": "fluid", "density_ratio": 1.5, "sound_speed_ratio": 1.2,
                 "absorption_db_per_wavelength": 2.0}
     k, d, x = 2.0, [0.0, 0.0, 1.0], [[1.0, 0.0, 0.0]]
     expected = fluid.far_field(k, 1.0, d, x, density_ratio=1.5,
                                sound_speed_ratio=complex_sound_speed_ratio(1.2, 2.0))
-    assert series_for(boundary_from(boundary)).far_field(k, 1.0, d, x) == expected
+    series = formulation_for(boundary_from(boundary)).sphere_series()
+    assert series.far_field(k, 1.0, d, x) == expected
     lossless = fluid.far_field(k, 1.0, d, x, density_ratio=1.5, sound_speed_ratio=1.2)
     assert abs(expected - lossless) > 1e-3 * abs(lossless)
     with pytest.raises(InputError, match=r"^absorption_db_per_wavelength = -1"):

@@ -28,7 +28,6 @@ from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
 from wavescat.reference import fluid_sphere
-from wavescat.reference.sphere import series_for
 from wavescat.solve import driver, records
 from wavescat.medium import Medium
 from wavescat.solve.driver import solve_frequency
@@ -76,7 +75,8 @@ def _boundary(block):
 
 
 def _series(boundary, ka, d, xhat):
-    return series_for(_boundary(boundary)).far_field(ka, 1.0, d, xhat)
+    return formulation_for(_boundary(boundary)).sphere_series().far_field(ka, 1.0, d,
+                                                                            xhat)
 
 
 def _case(boundary, **kw):
@@ -235,7 +235,8 @@ def test_monostatic_sweep_against_the_series():
     case = _case(FLESH, incident={"aspect": {"plane": "xz", "start_deg": 0.0,
                                              "stop_deg": 180.0, "count": 5}})
     res = solve_frequency(case, mesh, _freq(ka))
-    exact = series_for(_boundary(FLESH)).monostatic_far_field(ka, 1.0, res.incidence.directions, c)
+    series = formulation_for(_boundary(FLESH)).sphere_series()
+    exact = series.monostatic_far_field(ka, 1.0, res.incidence.directions, c)
     assert np.linalg.norm(res.monostatic_far_field - exact) < 0.03 * np.linalg.norm(exact)
 
 

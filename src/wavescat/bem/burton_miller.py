@@ -22,22 +22,19 @@ import numpy as np
 
 from ..backend import sparse_module, to_host
 from .osrc import factorise
-from .quadrature import triangle_rule
+from .quadrature import mapped_rule, triangle_rule
 
 
 def plane_wave_data(space, k: float, directions, order: int = 6):
     """Galerkin data of unit plane waves exp(ik d.x): g[i, s] = <φ_i, p_inc_s> and
     h[i, s] = <φ_i, dp_inc_s/dn> for each direction d_s (rows of `directions`)."""
     ref, w = triangle_rule(order)
-    ref, w = np.asarray(ref, float), np.asarray(w, float)
     mesh = space.mesh
-    c = mesh.corners
-    pts = (c[:, None, 0] + ref[None, :, 0, None] * (c[:, None, 1] - c[:, None, 0])
-           + ref[None, :, 1, None] * (c[:, None, 2] - c[:, None, 0]))  # (m, nq, 3)
+    pts, wts = mapped_rule(mesh, ref, w)  # (m, nq, 3), (m, nq)
     d = np.ascontiguousarray(np.asarray(directions, float).reshape(-1, 3))
     # weight * basis value of each local function at each point: (m, nloc, nq)
     weighted = np.ascontiguousarray(np.einsum(
-        "mq,qc->mcq", mesh.areas[:, None] * (w / w.sum())[None, :], space.basis_values(ref)))
+        "mq,qc->mcq", wts, space.basis_values(np.asarray(ref, float))))
     g = np.zeros((len(d), space.n_dofs), dtype=complex)
     h = np.zeros_like(g)
     _plane_wave_moments(np.ascontiguousarray(pts), weighted,

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -26,8 +28,9 @@ from ..backend import resolve
 from ..errors import InputError, WavescatError
 from ..geometry.bodies import Body
 from ..medium import Medium
+from ..reference import fluid_sphere, impedance_sphere, pressure_release_sphere, rigid_sphere
 from ..reference._validate import positive
-from ..reference.absorption import loss_factor
+from ..reference.absorption import complex_sound_speed_ratio, loss_factor
 from ..reference.impedance_sphere import admittance_value
 from ..surface import SurfaceMesh
 from . import spaces
@@ -56,6 +59,13 @@ class Boundary:
     @property
     def is_fluid(self) -> bool:
         return self.kind == "fluid"
+
+
+def _series(module, **params) -> SimpleNamespace:
+    """`far_field(k, a, d, xhat, center)` and `monostatic_far_field(k, a, ds, center)` of a
+    sphere series module of reference/ with this boundary condition's parameters bound."""
+    return SimpleNamespace(far_field=partial(module.far_field, **params),
+                           monostatic_far_field=partial(module.monostatic_far_field, **params))
 
 
 def _osrc_options(osrc) -> dict:
@@ -140,6 +150,11 @@ class SoundHardBurtonMiller:
         return {"formulation": self.name, "space": self.space_kind, "unknown": self.unknown,
                 "boundary": self.boundary.given}
 
+    def sphere_series(self) -> SimpleNamespace:
+        """The exact far field of a sphere with this boundary condition (reference/):
+        `far_field(k, a, d, xhat, center)` and `monostatic_far_field(k, a, ds, center)`."""
+        return _series(rigid_sphere)
+
 
 class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
     """Pressure-release (sound-soft) body, p_tot = 0: OSRC-preconditioned Burton-Miller for
@@ -172,6 +187,9 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
 
     def far_field(self, space, directions, k: float, backend=None):
         return -single_layer_far_field(space, directions, k, backend=backend)
+
+    def sphere_series(self) -> SimpleNamespace:
+        return _series(pressure_release_sphere)
 
     def potential(self, space, points, k: float, backend=None):
         return -single_layer(space, points, k, backend=backend)
@@ -229,6 +247,9 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
 
     def potential(self, space, points, k: float, backend=None):
         return self._with_single_layer(double_layer, single_layer, space, points, k, backend)
+
+    def sphere_series(self) -> SimpleNamespace:
+        return _series(impedance_sphere, admittance=self.admittance)
 
 
 class FluidMuller(SoundHardBurtonMiller):
@@ -358,6 +379,13 @@ class FluidMuller(SoundHardBurtonMiller):
         out["boundary"] = json.dumps(resolved, sort_keys=True)
         out["boundary_given"] = self.boundary.given
         return out
+
+    def sphere_series(self) -> SimpleNamespace:
+        """The fluid sphere's series; an absorption makes h complex (reference/absorption.py)."""
+        h = self.sound_speed_ratio
+        if self.absorption:
+            h = complex_sound_speed_ratio(h, self.absorption)
+        return _series(fluid_sphere, density_ratio=self.density_ratio, sound_speed_ratio=h)
 
 
 def sub_space(space, surfaces):
@@ -499,6 +527,10 @@ class NestedTransmission(FluidMuller):
     def potential(self, space, points, k: float, backend=None):
         be = resolve(backend)
         return self._outer_only(super().potential(space, points, k, be), space, be.xp)
+
+    def sphere_series(self) -> SimpleNamespace:
+        raise InputError("nested bodies: their exact answer is the concentric spheres' "
+                         "(reference/layered_sphere.py, reference.sphere.case_series)")
 
     def record(self) -> dict:
         out = super().record()

@@ -74,15 +74,11 @@ class ElementData:
 
 def element_data(space: FunctionSpace, ref_points, ref_weights) -> ElementData:
     mesh = space.mesh
-    ref_points = np.asarray(ref_points, dtype=np.float64)
-    w = np.asarray(ref_weights, dtype=np.float64)
-    c = mesh.corners
-    pts = (c[:, None, 0] + ref_points[None, :, 0, None] * (c[:, None, 1] - c[:, None, 0])
-           + ref_points[None, :, 1, None] * (c[:, None, 2] - c[:, None, 0]))
-    wts = mesh.areas[:, None] * (w / w.sum())[None, :]
+    pts, wts = rules.mapped_rule(mesh, ref_points, ref_weights)
     return ElementData(np.ascontiguousarray(pts), np.ascontiguousarray(wts), mesh.normals,
-                       space.basis_values(ref_points), np.ascontiguousarray(space.surface_curls),
-                       c, mesh.areas, mesh.triangles, space.element_dofs, mesh.centroids,
+                       space.basis_values(np.asarray(ref_points, dtype=np.float64)),
+                       np.ascontiguousarray(space.surface_curls), mesh.corners, mesh.areas,
+                       mesh.triangles, space.element_dofs, mesh.centroids,
                        mesh.edge_lengths.max(axis=1))
 
 

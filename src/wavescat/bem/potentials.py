@@ -30,13 +30,9 @@ def _quadrature_map(space: FunctionSpace, order):
     if order is None:
         order = quadrature.QuadratureOrders().regular
     ref, w = quadrature.triangle_rule(order)
-    ref, w = np.asarray(ref, float), np.asarray(w, float)
-    c = space.mesh.corners
-    pts = (c[:, None, 0] + ref[None, :, 0, None] * (c[:, None, 1] - c[:, None, 0])
-           + ref[None, :, 1, None] * (c[:, None, 2] - c[:, None, 0]))
+    pts, wts = quadrature.mapped_rule(space.mesh, ref, w)
     m, nq = pts.shape[:2]
-    wts = space.mesh.areas[:, None] * (w / w.sum())[None, :]
-    phi = space.basis_values(ref)  # (nq, nloc)
+    phi = space.basis_values(np.asarray(ref, float))  # (nq, nloc)
     vals = wts[:, :, None] * phi[None]  # (m, nq, nloc)
     rows = np.broadcast_to(np.arange(m * nq).reshape(m, nq, 1), vals.shape)
     cols = np.broadcast_to(space.element_dofs[:, None, :], vals.shape)

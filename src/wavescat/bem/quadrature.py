@@ -100,6 +100,20 @@ class QuadratureOrders:
         return per_kind_orders(self.singular)[kind]
 
 
+def mapped_rule(mesh, points, weights) -> tuple[np.ndarray, np.ndarray]:
+    """A rule on the reference triangle (points (nq, 2) as (s, t), weights) on every element
+    of `mesh`: points (m, nq, 3) = c0 + s (c1 - c0) + t (c2 - c0) of the element's corners,
+    weights (m, nq) = the element's area times the rule's weights normalised to sum to 1.
+    The one mapping every integral over the elements uses (operators, potentials, H-matrix
+    clouds, the plane waves' data), so their points agree to the bit."""
+    ref = np.asarray(points, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    c = mesh.corners
+    pts = (c[:, None, 0] + ref[None, :, 0, None] * (c[:, None, 1] - c[:, None, 0])
+           + ref[None, :, 1, None] * (c[:, None, 2] - c[:, None, 0]))
+    return pts, mesh.areas[:, None] * (w / w.sum())[None, :]
+
+
 def triangle_rule(order) -> tuple[np.ndarray, np.ndarray]:
     """(points (n, 2), weights (n,)) on T_ref, exact for u^a v^b with a + b <= order.
 

@@ -1,35 +1,13 @@
-"""The exact sphere series of a case's boundary condition (`boundary:` block, docs/conventions.md)."""
+"""The exact far field of a case whose bodies are a sphere or concentric spheres: one
+sphere's series is its boundary condition's (each formulation of bem/formulations.py carries
+its own, `sphere_series`); concentric spheres are layered_sphere.py's."""
 from __future__ import annotations
 
-from functools import partial
 from types import SimpleNamespace
 
+from ..bem.formulations import formulation_for
 from ..errors import InputError
-from . import (absorption, fluid_sphere, impedance_sphere, layered_sphere,
-               pressure_release_sphere, rigid_sphere)
-
-
-def series_for(boundary) -> SimpleNamespace:
-    """`far_field(k, a, d, xhat, center)` and `monostatic_far_field(k, a, ds, center)` of the
-    sphere with boundary condition `boundary` (bem.formulations.Boundary); a fluid's
-    absorption makes its sound-speed ratio complex (absorption.py)."""
-    kind = boundary.kind
-    if kind == "rigid":
-        module, params = rigid_sphere, {}
-    elif kind == "pressure_release":
-        module, params = pressure_release_sphere, {}
-    elif kind == "impedance":
-        module, params = impedance_sphere, {"admittance": boundary.admittance}
-    elif kind == "fluid":
-        h = boundary.sound_speed_ratio
-        if boundary.absorption_db_per_wavelength:
-            h = absorption.complex_sound_speed_ratio(h, boundary.absorption_db_per_wavelength)
-        module, params = fluid_sphere, {"density_ratio": boundary.density_ratio,
-                                        "sound_speed_ratio": h}
-    else:
-        raise InputError(f"boundary kind {kind!r}: no exact sphere series for it yet")
-    return SimpleNamespace(far_field=partial(module.far_field, **params),
-                           monostatic_far_field=partial(module.monostatic_far_field, **params))
+from . import layered_sphere
 
 
 def concentric_chain(case) -> list | None:
@@ -61,7 +39,7 @@ def case_series(case) -> SimpleNamespace:
                          "concentric spheres each holding at most one other")
     center = chain[0].geometry.center
     if len(chain) == 1:
-        s = series_for(case.boundary)
+        s = formulation_for(case.boundary).sphere_series()
         a = chain[0].geometry.radius
         return SimpleNamespace(
             far_field=lambda k, d, xhat: s.far_field(k, a, d, xhat, center),

@@ -1,5 +1,6 @@
 """One case at one frequency: assemble the operators of the case's formulation
-(bem/formulations.py) -> GMRES for every incidence direction -> far field at the receivers.
+(bem/formulations.py) and its system (`assemble_system`, which the benchmarks build theirs
+with too) -> GMRES for every incidence direction -> far field at the receivers.
 Holds numerics only; files are in solve/records.py.
 """
 from __future__ import annotations
@@ -39,10 +40,11 @@ def boundary_operator(name, space, k, *, operator_format, backend, precision, qu
     raise InputError(f"operator format = {operator_format!r}: must be dense or hmatrix")
 
 
-def assemble_operators(formulation, space, k, operator_format, **options) -> dict:
+def assemble_operators(formulation, space, k, operator_format, each=None, **options) -> dict:
     """{key: operator} of `formulation.operator_specs`: (name, wavenumber) on `space`, or
     (name, wavenumber, surfaces) on the P1 space of those surfaces of a union mesh (nested
-    bodies), each part's space made once."""
+    bodies), each part's space made once. `each(key, operator, seconds)`, where given, is
+    called as each operator is done (the benchmarks' per-operator lines)."""
     parts = {}
     out = {}
     for key, (name, kk, *surfaces) in formulation.operator_specs(k, operator_format).items():
@@ -51,8 +53,52 @@ def assemble_operators(formulation, space, k, operator_format, **options) -> dic
             if surfaces[0] not in parts:
                 parts[surfaces[0]] = sub_space(space, surfaces[0])[0]
             on = parts[surfaces[0]]
+        t0 = time.perf_counter()
         out[key] = boundary_operator(name, on, kk, operator_format=operator_format, **options)
+        if each is not None:
+            options["backend"].synchronize()
+            each(key, out[key], time.perf_counter() - t0)
     return out
+
+
+@dataclass
+class Assembled:
+    """A case's preconditioned system at one wavenumber (`assemble_system`)."""
+
+    formulation: object  # bem.formulations class instance
+    space: object  # the unknown's function space
+    operator_format: str  # dense or hmatrix (`auto` resolved)
+    operators: dict  # {key: operator} of formulation.operator_specs
+    system: object  # matvec, rhs, solution (bem/burton_miller.py, transmission.py, nested.py)
+    backend: object  # backend.Backend
+    timings: dict  # seconds: assembly, preconditioner
+
+
+def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None) -> Assembled:
+    """The operators of the case's formulation on `mesh` at wavenumber k, in the case's
+    format, backend, precision and quadrature, and its preconditioned system: what
+    solve_frequency solves, and what the benchmarks time their sweeps on. `each`: see
+    assemble_operators; `hmatrix_options`: keywords of assemble_hmatrix over the case's
+    (a benchmark's working memory)."""
+    settings = case.solver
+    be = get_backend(settings.backend)
+    formulation = formulation_for_case(case)
+    space = formulation.space(mesh)
+    fmt = settings.format_for(space.n_dofs)
+    log.info("%d DOFs, %d elements, k = %.6g, %s on %s (%s)", space.n_dofs, mesh.n_triangles,
+             k, fmt, be.name, be.device_name)
+    timings = {}
+    t0 = time.perf_counter()
+    ops = assemble_operators(formulation, space, k, fmt, each=each, backend=be,
+                             precision=settings.precision, quadrature=settings.quadrature,
+                             hmatrix_options={**settings.hmatrix.options(),
+                                              **(hmatrix_options or {})})
+    be.synchronize()
+    timings["assembly"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    system = formulation.system(space, k, ops, settings, xp=be.xp)
+    timings["preconditioner"] = time.perf_counter() - t0
+    return Assembled(formulation, space, fmt, ops, system, be, timings)
 
 
 def elements_per_wavelength(mesh, k: float) -> float:
@@ -87,15 +133,11 @@ class FrequencyResult:
 
 def solve_frequency(case, mesh, frequency_hz: float) -> FrequencyResult:
     """Solve `case` (case.Case) on `mesh` at `frequency_hz`."""
-    formulation = formulation_for_case(case)
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
         raise InputError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
     c, k = case.medium.sound_speed, case.medium.wavenumber(frequency_hz)
     settings = case.solver
-    be = get_backend(settings.backend)
-    precision = settings.precision
     incidence, receivers = case.incidence, case.receivers
-    quadrature = settings.quadrature
 
     warnings = []
     epw = elements_per_wavelength(mesh, k)
@@ -106,22 +148,14 @@ def solve_frequency(case, mesh, frequency_hz: float) -> FrequencyResult:
         log.warning(msg)
         warnings.append(msg)
 
-    timings = {}
-    space = formulation.space(mesh)
-    fmt = settings.format_for(space.n_dofs)
-    log.info("%d DOFs, %d elements, k = %.6g, %.2f elements per wavelength, %s on %s (%s)",
-             space.n_dofs, mesh.n_triangles, k, epw, fmt, be.name, be.device_name)
-
+    log.info("%.2f elements per wavelength", epw)
+    assembled = assemble_system(case, mesh, k)
+    formulation, space, system, be = (assembled.formulation, assembled.space,
+                                      assembled.system, assembled.backend)
+    fmt, timings = assembled.operator_format, dict(assembled.timings)
     t0 = time.perf_counter()
-    ops = assemble_operators(formulation, space, k, fmt, backend=be, precision=precision,
-                             quadrature=quadrature, hmatrix_options=settings.hmatrix.options())
-    be.synchronize()
-    timings["assembly"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    system = formulation.system(space, k, ops, settings, xp=be.xp)
     rhs = formulation.rhs(system, space, k, incidence.directions)
-    timings["preconditioner"] = time.perf_counter() - t0
+    timings["preconditioner"] += time.perf_counter() - t0  # the data are its work too
 
     t0 = time.perf_counter()
     gm = settings.gmres

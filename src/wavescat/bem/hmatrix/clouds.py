@@ -23,6 +23,7 @@ import numba as nb
 import numpy as np
 
 from ...errors import WavescatError
+from ..quadrature import mapped_rule
 
 # Symmetric triangle rules in barycentric coordinates, weights summing to 1.
 _A6, _B6 = 0.445948490915965, 0.091576213509771
@@ -127,17 +128,11 @@ def space_cloud(space, points_per_triangle: int | None = None, rule=None) -> Dof
 def element_rule(space, rule) -> ElementRule:
     """The ElementRule of a P0/P1 space for `rule` = (reference points (nq, 2), weights)."""
     ref = np.asarray(rule[0], float).reshape(-1, 2)
-    wref = np.asarray(rule[1], float)
-    wref = wref / wref.sum()
     mesh = space.mesh
-    c = mesh.corners
     phi, curl = _basis_and_curls(mesh, space.kind, ref)
-    # the points by _fill_cloud's arithmetic
-    pts = (c[:, None, 0] + ref[None, :, 0, None] * (c[:, None, 1] - c[:, None, 0])
-           + ref[None, :, 1, None] * (c[:, None, 2] - c[:, None, 0]))
+    pts, wts = mapped_rule(mesh, ref, rule[1])  # the arithmetic of _fill_cloud too
     return ElementRule(np.ascontiguousarray(space.element_dofs, dtype=np.int64),
-                       np.ascontiguousarray(pts),
-                       np.ascontiguousarray(mesh.areas[:, None] * wref[None, :]),
+                       np.ascontiguousarray(pts), np.ascontiguousarray(wts),
                        np.ascontiguousarray(mesh.normals, dtype=float),
                        np.ascontiguousarray(phi), np.ascontiguousarray(curl))
 

@@ -1,5 +1,5 @@
 """GMRES iterations of the Müller transmission system of a gas body with and without the
-block-triangular preconditioner (bem/muller_preconditioner.py), against frequency.
+block-triangular preconditioner (bem/formulations/muller_preconditioner.py), against frequency.
 
     # the sphere's exact spectra per degree l (no mesh): modes farther than 0.3 from 1
     PYTHONPATH=src python bench/bench_fluid_preconditioner.py --symbol
@@ -24,13 +24,13 @@ import time
 
 import numpy as np
 
-from wavescat.bem.burton_miller import plane_wave_data
-from wavescat.bem.osrc import mass_and_stiffness
-from wavescat.bem.transmission import MullerTransmission
 from wavescat.backend import get_backend
+from wavescat.bem.formulations.burton_miller import plane_wave_data
+from wavescat.bem.formulations.osrc import mass_and_stiffness
+from wavescat.bem.formulations.transmission import MullerTransmission
+from wavescat.bem.linalg.gmres import gmres
 from wavescat.errors import SolverError
 from wavescat.solve.driver import boundary_operator
-from wavescat.solve.gmres import gmres
 
 RHO, C = 1026.8, 1477.3
 RHO1, C1 = 1.24, 345.0
@@ -97,7 +97,7 @@ def body_mesh(body, top_frequency, per_gas_wavelength, level):
 
 def assemble(mesh, frequency, delta, fmt, backend, precision="double"):
     """The space, k, the six operators at k and k1, and the seconds they took."""
-    from wavescat.bem.spaces import p1
+    from wavescat.bem.discretisation.spaces import p1
 
     be = get_backend(backend)
     space = p1(mesh)

@@ -18,7 +18,7 @@ import time
 
 from wavescat import defaults
 from wavescat.backend import get_backend
-from wavescat.bem import spaces
+from wavescat.bem.discretisation import spaces
 from wavescat.bem.formulations import FORMULATIONS
 from wavescat.case import Case, SolverSettings
 from wavescat.geometry.icosphere import icosphere

@@ -47,15 +47,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from wavescat.backend import get_backend  # noqa: E402
+from wavescat.bem.assembly.hmatrix.block_tree import build_block_tree  # noqa: E402
+from wavescat.bem.assembly.hmatrix.clouds import space_cloud  # noqa: E402
+from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree  # noqa: E402
+from wavescat.bem.assembly.hmatrix.report import host_peak_bytes  # noqa: E402
 from wavescat.bem.formulations import formulation_for_case  # noqa: E402
-from wavescat.bem.hmatrix.block_tree import build_block_tree  # noqa: E402
-from wavescat.bem.hmatrix.clouds import space_cloud  # noqa: E402
-from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree  # noqa: E402
-from wavescat.bem.hmatrix.report import host_peak_bytes  # noqa: E402
+from wavescat.bem.linalg.gmres import gmres  # noqa: E402
 from wavescat.case import Case  # noqa: E402
 from wavescat.config import prepare_config, solve_case  # noqa: E402
 from wavescat.solve.driver import assemble_system  # noqa: E402
-from wavescat.solve.gmres import gmres  # noqa: E402
 
 
 def say(text=""):

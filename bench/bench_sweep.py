@@ -38,13 +38,13 @@ import numpy as np
 
 from wavescat import farfield
 from wavescat.backend import to_host
-from wavescat.bem import burton_miller
+from wavescat.bem.formulations import burton_miller
+from wavescat.bem.linalg.gmres import gmres, krylov_batches
 from wavescat.case import Case
 from wavescat.config import prepare_config, solve_case
 from wavescat.geometry.mesher import mesh_case
 from wavescat.memory import available_bytes
 from wavescat.solve import driver
-from wavescat.solve.gmres import gmres, krylov_batches
 
 C = 1500.0
 
@@ -181,7 +181,7 @@ def sweep(method, system, formulation, space, k, count, gm, be, receivers, clock
 def compare_products(ops, widths, be):
     """Seconds of one product of each H-matrix with blocks of `widths` columns, vectors
     gathered per block (batched GEMM) against read in place (block_products.py)."""
-    from wavescat.bem.hmatrix import hmatrix as hm  # noqa: PLC0415
+    from wavescat.bem.assembly.hmatrix import hmatrix as hm  # noqa: PLC0415
 
     xp = be.xp
     rng = np.random.default_rng(0)

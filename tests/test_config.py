@@ -477,17 +477,17 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
     """What a direct library call uses when a key is left out is what the workflow fills in."""
     import inspect
 
-    from wavescat.bem.hmatrix import assemble_from_clouds
-    from wavescat.bem.hmatrix.galerkin import assemble_hmatrix
-    from wavescat.bem.hmatrix.block_tree import build_block_tree
-    from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
-    from wavescat.bem.osrc import OsrcNtD, pade_sqrt
-    from wavescat.bem.quadrature import QuadratureOrders
+    from wavescat.bem.assembly.hmatrix import assemble_from_clouds
+    from wavescat.bem.assembly.hmatrix.galerkin import assemble_hmatrix
+    from wavescat.bem.assembly.hmatrix.block_tree import build_block_tree
+    from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree
+    from wavescat.bem.formulations.osrc import OsrcNtD, pade_sqrt
+    from wavescat.bem.discretisation.quadrature import QuadratureOrders
     from wavescat.cli import build_parser
     from wavescat.case import Case, SolverSettings
     from wavescat.farfield import incident_directions, receiver_directions
     from wavescat.geometry.sizing import MeshOptions, mesh_options
-    from wavescat.solve.gmres import gmres
+    from wavescat.bem.linalg.gmres import gmres
 
     cfg = copy.deepcopy(default)
     cfg["cases"]["bare"] = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [100],

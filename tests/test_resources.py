@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from wavescat import memory, preflight, resources
-from wavescat.cli import main
 from wavescat.case import Case
+from wavescat.cli import main
 from wavescat.config import prepare_config
 from wavescat.errors import ConfigError, ResourceError
 from wavescat.progress import progress
@@ -93,7 +93,8 @@ def test_workflow_refuses_megahertz_submarine_before_meshing(tmp_path):
 
 
 def test_dense_operator_checked_before_allocation(monkeypatch):
-    from wavescat.bem import operators, spaces
+    from wavescat.bem.assembly import operators
+    from wavescat.bem.discretisation import spaces
     from wavescat.geometry.icosphere import icosphere
 
     space = spaces.function_space(icosphere(2), "P1")
@@ -168,7 +169,8 @@ def test_numba_threads_follow_the_jobs_threads():
 
 
 def test_gpu_out_of_memory_in_dense_assembly_names_operator_and_size(monkeypatch):
-    from wavescat.bem import operators, spaces
+    from wavescat.bem.assembly import operators
+    from wavescat.bem.discretisation import spaces
     from wavescat.geometry.icosphere import icosphere
 
     def fail(self):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from .bem.formulations import formulation_for
+from .bem.linalg.gmres import KRYLOV_MIN_VECTORS, WORK_VECTORS
 from .geometry.sizing import element_sizes
-from .solve.gmres import KRYLOV_MIN_VECTORS, WORK_VECTORS
 
 # Mean triangle area of a mesh with edge length h is about sqrt(3)/4 h^2; vertices ~ triangles / 2.
 _TRIANGLE_AREA_FACTOR = math.sqrt(3.0) / 4.0

@@ -4,7 +4,8 @@ from math import factorial
 import numpy as np
 import pytest
 
-from wavescat.bem.quadrature import MAX_SYMMETRIC_ORDER, QuadratureOrders, triangle_rule
+from wavescat.bem.discretisation.quadrature import (MAX_SYMMETRIC_ORDER, QuadratureOrders,
+                                                    triangle_rule)
 from wavescat.errors import InputError
 
 
@@ -96,7 +97,7 @@ def test_mapped_rule_integrates_on_every_element():
     """The one mapping of a reference rule onto the elements (operators, potentials, the
     H-matrix clouds and the plane waves' data all use it): exact for x^2 on flat triangles,
     A/6 (x1^2 + x2^2 + x3^2 + x1 x2 + x1 x3 + x2 x3)."""
-    from wavescat.bem.quadrature import mapped_rule
+    from wavescat.bem.discretisation.quadrature import mapped_rule
     from wavescat.geometry.icosphere import icosphere
 
     mesh = icosphere(1, radius=2.0, center=(0.3, -0.2, 0.1))

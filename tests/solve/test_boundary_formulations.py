@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from wavescat import farfield
-from wavescat.bem import operators
+from wavescat.bem.assembly import operators
 from wavescat.bem.formulations import (ImpedanceBurtonMiller, PressureReleaseBurtonMiller,
                                        boundary_from, formulation_for, formulation_of_record)
+from wavescat.bem.linalg.gmres import gmres
 from wavescat.case import Case, SolverSettings
 from wavescat.config import prepare_config
 from wavescat.geometry import mesh_case
@@ -18,7 +19,6 @@ from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import impedance_sphere, pressure_release_sphere
 from wavescat.solve import records
 from wavescat.solve.driver import solve_frequency
-from wavescat.solve.gmres import gmres
 from wavescat.surface import SurfaceMesh
 
 C = 1500.0

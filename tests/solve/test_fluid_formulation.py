@@ -20,6 +20,7 @@ import pytest
 from wavescat import farfield
 from wavescat.bem.formulations import (FluidMuller, boundary_from, formulation_for,
                                        formulation_of_record)
+from wavescat.bem.linalg.gmres import gmres
 from wavescat.case import Case, SolverSettings
 from wavescat.commands.probes import scattered_pressure
 from wavescat.config import prepare_config
@@ -27,11 +28,10 @@ from wavescat.errors import ConfigError, SolverError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
+from wavescat.medium import Medium
 from wavescat.reference import fluid_sphere
 from wavescat.solve import driver, records
-from wavescat.medium import Medium
 from wavescat.solve.driver import solve_frequency
-from wavescat.solve.gmres import gmres
 from wavescat.surface import SurfaceMesh
 
 _spec = importlib.util.spec_from_file_location(

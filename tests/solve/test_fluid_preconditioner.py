@@ -1,5 +1,5 @@
-"""The block-triangular preconditioner of the Müller system (bem/muller_preconditioner.py):
-the preconditioned product is A P^{-1}, the preconditioned gas sphere matches the exact
+"""The block-triangular preconditioner of the Müller system
+(bem/formulations/muller_preconditioner.py): the preconditioned product is A P^{-1}, the preconditioned gas sphere matches the exact
 series as the unpreconditioned one does, in far fewer GMRES iterations (counts are
 deterministic), on the dense and the H-matrix format, and the setting's choices."""
 import importlib.util
@@ -9,18 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wavescat.bem.burton_miller import plane_wave_data
-from wavescat.bem.muller_preconditioner import chosen
-from wavescat.bem.osrc import mass_and_stiffness
-from wavescat.bem.spaces import p1
-from wavescat.bem.transmission import MullerTransmission
+from wavescat.bem.discretisation.spaces import p1
+from wavescat.bem.formulations.burton_miller import plane_wave_data
+from wavescat.bem.formulations.muller_preconditioner import chosen
+from wavescat.bem.formulations.osrc import mass_and_stiffness
+from wavescat.bem.formulations.transmission import MullerTransmission
+from wavescat.bem.linalg.gmres import gmres
 from wavescat.case import Case
 from wavescat.errors import InputError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
 from wavescat.reference import fluid_sphere
 from wavescat.solve.driver import boundary_operator, solve_frequency
-from wavescat.solve.gmres import gmres
 
 _spec = importlib.util.spec_from_file_location(
     "scattering_tests", Path(__file__).with_name("test_scattering.py"))

@@ -7,9 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from wavescat.bem import formulations, operators
+from wavescat.bem import formulations
+from wavescat.bem.assembly import operators
 from wavescat.bem.formulations import (SoundHardBurtonMiller, boundary_from, formulation_for,
                                        formulation_of_record)
+from wavescat.bem.linalg.gmres import gmres
 from wavescat.case import Case, SolverSettings
 from wavescat.config import prepare_config
 from wavescat.errors import ConfigError, InputError, WavescatError
@@ -17,7 +19,6 @@ from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere
 from wavescat.solve import records
 from wavescat.solve.driver import solve_frequency
-from wavescat.solve.gmres import gmres
 
 C = 1500.0
 CONFIG = {"run": ["ball"],

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
+from wavescat.bem.linalg.gmres import gmres
 from wavescat.errors import InputError, SolverError
-from wavescat.solve.gmres import gmres
 
 
 def _system(n=80, r=5, seed=0):

@@ -10,13 +10,13 @@ import pytest
 
 from wavescat.bem.formulations import (FluidMuller, NestedTransmission, boundary_from,
                                        formulation_for_case, formulation_of_record)
+from wavescat.bem.linalg.gmres import gmres
 from wavescat.case import Case, SolverSettings
 from wavescat.errors import ConfigError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
 from wavescat.reference import fluid_sphere, pressure_release_sphere, rigid_sphere
 from wavescat.solve.driver import assemble_operators
-from wavescat.solve.gmres import gmres
 from wavescat.surface import SurfaceMesh
 
 K = 2.0

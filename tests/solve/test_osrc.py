@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 import scipy.special as ss
 
-from wavescat.bem import spaces
-from wavescat.bem.osrc import (OsrcNtD, characteristic_radius, mass_and_stiffness,
-                               pade_coefficients, pade_sqrt)
+from wavescat.bem.discretisation import spaces
+from wavescat.bem.formulations.osrc import (OsrcNtD, characteristic_radius, mass_and_stiffness,
+                                            pade_coefficients, pade_sqrt)
 from wavescat.errors import InputError
 from wavescat.geometry.icosphere import icosphere
 

@@ -103,7 +103,8 @@ def test_reciprocity_on_off_centre_spheroid(spheroid):
 
 
 def test_far_field_is_limit_of_potential(spheroid):
-    from wavescat.bem import potentials, spaces
+    from wavescat.bem.assembly import potentials
+    from wavescat.bem.discretisation import spaces
 
     mesh, res = spheroid
     k = res.wavenumber
@@ -179,7 +180,7 @@ def test_solve_on_the_gpu_matches_the_cpu(spheres, gpu_backend):
 def test_workflow_settings_reach_the_operators(monkeypatch):
     """The driver assembles with the normalised case's quadrature and H-matrix parameters,
     and those are the rules the operator and quadrature accuracy tests measure."""
-    from wavescat.bem.quadrature import QuadratureOrders
+    from wavescat.bem.discretisation.quadrature import QuadratureOrders
     from wavescat.solve import driver
 
     seen = []

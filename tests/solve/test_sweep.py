@@ -6,15 +6,15 @@ import math
 import numpy as np
 import pytest
 
-from wavescat.bem.hmatrix import hmatrix as hm
-from wavescat.bem.hmatrix.assembly import assemble_from_clouds
-from wavescat.bem.hmatrix.clouds import space_cloud
+from wavescat.bem.assembly.hmatrix import hmatrix as hm
+from wavescat.bem.assembly.hmatrix.assembly import assemble_from_clouds
+from wavescat.bem.assembly.hmatrix.clouds import space_cloud
+from wavescat.bem.linalg import gmres as krylov
+from wavescat.bem.linalg.gmres import gmres
 from wavescat.case import SolverSettings
 from wavescat.config import prepare_config, solve_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.solve import driver
-from wavescat.solve import gmres as krylov
-from wavescat.solve.gmres import gmres
 
 C = 1500.0
 
@@ -112,7 +112,7 @@ def test_batches_fit_the_memory_they_are_given(n, r, available):
 def test_hmatrix_product_of_a_block_in_chunks(monkeypatch):
     """A block of vectors through the H-matrix, in chunks of blocks small enough to split
     every stack, equals the product column by column and the dense product."""
-    from wavescat.bem import spaces
+    from wavescat.bem.discretisation import spaces
 
     cloud = space_cloud(spaces.p1(icosphere(3)), 1)
     H = assemble_from_clouds("double_layer", 2.0, cloud, cloud, backend="cpu", eps=1e-4,
@@ -175,8 +175,8 @@ def test_sparse_lu_solves_wide_blocks():
     columns) as they solve each column."""
     import scipy.sparse as sp
 
-    from wavescat.bem.osrc import factorise, mass_and_stiffness
-    from wavescat.bem import spaces
+    from wavescat.bem.formulations.osrc import factorise, mass_and_stiffness
+    from wavescat.bem.discretisation import spaces
 
     mass, stiff = mass_and_stiffness(spaces.p1(icosphere(2)))
     rng = np.random.default_rng(2)
@@ -194,8 +194,9 @@ def test_sparse_lu_solves_wide_blocks():
 def test_threaded_sparse_solves_equal_the_serial_ones(monkeypatch):
     """The OSRC NtD map and the mass solve give bit for bit the same block whether its column
     pairs (wide blocks) or Padé terms (narrow ones) are solved on one thread or on four."""
-    from wavescat.bem import osrc, spaces
-    from wavescat.bem.burton_miller import solve_real_spd
+    from wavescat.bem.formulations import osrc
+    from wavescat.bem.discretisation import spaces
+    from wavescat.bem.formulations.burton_miller import solve_real_spd
 
     space = spaces.p1(icosphere(2))
     ntd = osrc.OsrcNtD(space, 3.0)

@@ -1,5 +1,5 @@
 """The exact far field of a case whose bodies are a sphere or concentric spheres: one
-sphere's series is its boundary condition's (each formulation of bem/formulations.py carries
+sphere's series is its boundary condition's (each formulation of bem/formulations/ carries
 its own, `sphere_series`); concentric spheres are layered_sphere.py's."""
 from __future__ import annotations
 

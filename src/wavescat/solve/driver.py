@@ -1,5 +1,5 @@
 """One case at one frequency: assemble the operators of the case's formulation
-(bem/formulations.py) and its system (`assemble_system`, which the benchmarks build theirs
+(bem/formulations/) and its system (`assemble_system`, which the benchmarks build theirs
 with too) -> GMRES for every incidence direction -> far field at the receivers.
 Holds numerics only; files are in solve/records.py.
 """
@@ -14,12 +14,12 @@ import numpy as np
 
 from .. import farfield
 from ..backend import get_backend
-from ..bem import operators
+from ..bem.assembly import operators
+from ..bem.assembly.hmatrix import assemble_hmatrix
 from ..bem.formulations import formulation_for_case, sub_space
-from ..bem.hmatrix import assemble_hmatrix
+from ..bem.linalg.gmres import gmres, krylov_batches
 from ..errors import InputError, SolverError
 from ..memory import available_bytes
-from .gmres import gmres, krylov_batches
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class Assembled:
     space: object  # the unknown's function space
     operator_format: str  # dense or hmatrix (`auto` resolved)
     operators: dict  # {key: operator} of formulation.operator_specs
-    system: object  # matvec, rhs, solution (bem/burton_miller.py, transmission.py, nested.py)
+    system: object  # matvec, rhs, solution (bem/formulations/: burton_miller, transmission, nested)
     backend: object  # backend.Backend
     timings: dict  # seconds: assembly, preconditioner
 

@@ -5,7 +5,7 @@ reference_farfield.csv, in the same format) and summary.json.
 HDF5 layout (all angles in degrees, complex data as complex128):
   attrs: frequency_hz, wavenumber, sound_speed, formulation, space ("P1"), unknown (what
          surface_pressure holds), boundary (JSON: the case's boundary block,
-         bem/formulations.py), solver_settings
+         bem/formulations/), solver_settings
          (JSON), operator_format, mesh_fingerprint, dofs, elements, elements_per_wavelength,
          backend, device, precision, time_<stage>_s for assembly/preconditioner/solve/far_field,
          warnings (JSON list), monostatic (bool), wavescat_version

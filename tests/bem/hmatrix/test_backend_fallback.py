@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from wavescat import backend
-from wavescat.bem.hmatrix import assemble_from_clouds
+from wavescat.bem.assembly.hmatrix import assemble_from_clouds
 from wavescat.errors import BackendError
 
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..backend import resolve
-from ..errors import WavescatError
-from . import quadrature
-from .green import green_array, radial_array
-from .spaces import FunctionSpace
+from ...backend import resolve
+from ...errors import WavescatError
+from ..discretisation import quadrature
+from ..discretisation.spaces import FunctionSpace
+from ..kernels.green import green_array, radial_array
 
 _CHUNK_ENTRIES = 2**24  # kernel values per chunk of points
 
@@ -43,7 +43,9 @@ def _quadrature_map(space: FunctionSpace, order):
 
 def _checked(space, points, name):
     if not isinstance(space, FunctionSpace):
-        raise WavescatError(f"space = {type(space).__name__}: a wavescat.bem.spaces space is needed")
+        raise WavescatError(
+            f"space = {type(space).__name__}: a wavescat.bem.discretisation.spaces space is needed"
+        )
     points = np.asarray(points, dtype=np.float64)
     if points.ndim != 2 or points.shape[1] != 3:
         raise WavescatError(f"{name} must have shape (n, 3), got {points.shape}")

@@ -1,4 +1,4 @@
-"""Block-triangular preconditioner of the Müller transmission system (bem/transmission.py).
+"""Block-triangular preconditioner of the Müller transmission system (transmission.py).
 
 Why not a local (OSRC) preconditioner: a gas body (g -> 0) many interior wavelengths across
 is a weakly damped cavity. On a sphere, per spherical-harmonic degree l, the Müller system
@@ -41,9 +41,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from ..backend import to_host
-from ..errors import InputError
-from ..memory import available_gpu_bytes, available_host_bytes
+from ...backend import to_host
+from ...errors import InputError
+from ...memory import available_gpu_bytes, available_host_bytes
 
 PRECONDITIONERS = ("auto", "none", "block_triangular")
 

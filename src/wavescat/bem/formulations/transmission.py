@@ -39,7 +39,7 @@ class MullerTransmission(StrongForm):
 
     `preconditioner` (a name of muller_preconditioner.PRECONDITIONERS other than auto):
     with block_triangular, `matvec` is the right-preconditioned product A P^{-1} z (four
-    operator products, bem/muller_preconditioner.py) and `solution(z) = P^{-1} z` turns
+    operator products, bem/formulations/muller_preconditioner.py) and `solution(z) = P^{-1} z` turns
     GMRES's answer into the traces (u, w); the residuals stay those of A x = f."""
 
     def __init__(self, operators: dict, mass, k: float, density_ratio: float, xp=np,

@@ -23,9 +23,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ...errors import WavescatError
-from ..green import Operator
-from ..kernels_cpu import _hypersingular_finish, _kernel_values
+from ....errors import WavescatError
+from ...kernels.cpu import _hypersingular_finish, _kernel_values
+from ...kernels.green import Operator
 from .clouds import _incidence
 
 _W = int(Operator.hypersingular)

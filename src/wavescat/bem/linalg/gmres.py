@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backend import to_host
-from ..defaults import GMRES
-from ..errors import InputError, SolverError
-from ..progress import progress
+from ...backend import to_host
+from ...defaults import GMRES
+from ...errors import InputError, SolverError
+from ...progress import progress
 
 # Batches of incidence directions: the Krylov bases take at most this share of the memory
 # available when the solve starts (the rest is the operator products' working space)...

@@ -12,13 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ...backend import array_module, resolve, to_host
-from ...defaults import HMATRIX
-from ...errors import InputError, WavescatError
+from ....backend import array_module, resolve, to_host
+from ....defaults import HMATRIX
+from ....errors import InputError, WavescatError
+from ...kernels.green import Operator
 from .batched_aca import assemble_near, compress_far, near_block_of, release_cached, sync
 from .block_tree import build_block_tree
 from .cluster_tree import build_cluster_tree
-from ..green import Operator
 from .elementwise import mirror_blocks
 from .hmatrix import DevicePart, HMatrix, transposed
 from .kernels import PairKernel

@@ -14,8 +14,8 @@ from functools import cached_property
 import numba as nb
 import numpy as np
 
-from ...defaults import HMATRIX
-from ...errors import InputError, WavescatError
+from ....defaults import HMATRIX
+from ....errors import InputError, WavescatError
 
 
 @dataclass(frozen=True, eq=False)

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import to_host
+from ...backend import to_host
 from .burton_miller import StrongForm, solve_real_spd
 from .osrc import factorise
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 import numba as nb
 import numpy as np
 
-from ...errors import WavescatError
-from ..quadrature import mapped_rule
+from ....errors import WavescatError
+from ...discretisation.quadrature import mapped_rule
 
 # Symmetric triangle rules in barycentric coordinates, weights summing to 1.
 _A6, _B6 = 0.445948490915965, 0.091576213509771

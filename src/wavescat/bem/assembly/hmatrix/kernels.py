@@ -17,8 +17,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ...backend import real_dtype
-from ..green import CUDA_GREEN, OPERATORS, Operator, cuda_defines, kernel  # noqa: F401 - OPERATORS re-exported
+from ....backend import real_dtype
+from ...kernels.green import OPERATORS  # noqa: F401 - re-exported
+from ...kernels.green import CUDA_GREEN, Operator, cuda_defines, kernel
 from .elementwise import ElementSums
 
 _W = int(Operator.hypersingular)

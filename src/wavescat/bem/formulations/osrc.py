@@ -30,10 +30,10 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..backend import array_module, sparse_module
-from ..defaults import OSRC
-from ..errors import InputError
-from .triangular import SharedPatternLU
+from ...backend import array_module, sparse_module
+from ...defaults import OSRC
+from ...errors import InputError
+from ..linalg.triangular import SharedPatternLU
 
 
 def mass_and_stiffness(space) -> tuple[sp.csr_matrix, sp.csr_matrix]:

@@ -20,16 +20,16 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from ..backend import real_dtype, resolve
-from ..errors import WavescatError
-from ..memory import check_dense_allocation
-from ..progress import stage
-from . import kernels_cpu
-from . import quadrature as rules
-from .green import OPERATORS, Operator  # noqa: F401 - OPERATORS re-exported (name -> Operator)
+from ...backend import real_dtype, resolve
+from ...errors import WavescatError
+from ...memory import check_dense_allocation
+from ...progress import stage
+from ..discretisation import quadrature as rules
+from ..discretisation.pairs import near_pairs, touching_kinds, touching_pairs  # noqa: F401
+from ..discretisation.spaces import FunctionSpace, same_mesh
+from ..kernels import cpu as kernels_cpu
+from ..kernels.green import OPERATORS, Operator  # noqa: F401 - OPERATORS re-exported
 from .integrators import integrator
-from .pairs import near_pairs, touching_kinds, touching_pairs  # noqa: F401 - re-exported
-from .spaces import FunctionSpace, same_mesh
 
 SINGULAR_KINDS = ("coincident", "edge", "vertex")
 
@@ -38,7 +38,9 @@ def _check_spaces(name, trial, test):
     Operator.named(name)
     for label, s in (("trial", trial), ("test", test)):
         if not isinstance(s, FunctionSpace):
-            raise WavescatError(f"{label} = {type(s).__name__}: a wavescat.bem.spaces space is needed")
+            raise WavescatError(
+                f"{label} = {type(s).__name__}: a wavescat.bem.discretisation.spaces space is needed"
+            )
     if not same_mesh(trial, test):
         raise WavescatError("trial and test spaces live on different meshes "
                             f"({trial.mesh.n_triangles} and {test.mesh.n_triangles} triangles)")

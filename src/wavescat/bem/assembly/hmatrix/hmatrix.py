@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ...backend import to_host
+from ....backend import to_host
 from .batched_aca import BlockGroup
 from .block_products import BlockProducts
 

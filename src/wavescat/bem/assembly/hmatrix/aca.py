@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...backend import to_host
+from ....backend import to_host
 
 
 @dataclass

@@ -23,24 +23,24 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import defaults
-from ..backend import resolve
-from ..errors import InputError, WavescatError
-from ..geometry.bodies import Body
-from ..medium import Medium
-from ..reference import fluid_sphere, impedance_sphere, pressure_release_sphere, rigid_sphere
-from ..reference._validate import positive
-from ..reference.absorption import complex_sound_speed_ratio, loss_factor
-from ..reference.impedance_sphere import admittance_value
-from ..surface import SurfaceMesh
-from . import spaces
-from .burton_miller import (OsrcBurtonMiller, OsrcDirichletBurtonMiller,
-                            OsrcImpedanceBurtonMiller, plane_wave_data)
+from ... import defaults
+from ...backend import resolve
+from ...errors import InputError, WavescatError
+from ...geometry.bodies import Body
+from ...medium import Medium
+from ...reference import fluid_sphere, impedance_sphere, pressure_release_sphere, rigid_sphere
+from ...reference._validate import positive
+from ...reference.absorption import complex_sound_speed_ratio, loss_factor
+from ...reference.impedance_sphere import admittance_value
+from ...surface import SurfaceMesh
+from ..assembly.potentials import (double_layer, double_layer_far_field, single_layer,
+                                   single_layer_far_field)
+from ..discretisation import spaces
+from .burton_miller import (OsrcBurtonMiller, OsrcDirichletBurtonMiller, OsrcImpedanceBurtonMiller,
+                            plane_wave_data)
 from .muller_preconditioner import BlockTriangular, chosen, free_bytes
 from .nested import MultiDomainTransmission, interfaces_and_regions, region_surfaces
 from .osrc import OsrcDtN, OsrcNtD, mass_and_stiffness
-from .potentials import (double_layer, double_layer_far_field, single_layer,
-                         single_layer_far_field)
 from .transmission import MullerTransmission, adjoint_of, stacked
 
 
@@ -80,9 +80,9 @@ class SoundHardBurtonMiller:
     outside, the exterior Dirichlet and Neumann traces give (1/2 - K) p = p_inc and
     W p = dp_inc/dn; the combination with the OSRC NtD map N as coupling operator,
         (1/2 - K - N W) p = p_inc - N dp_inc/dn,
-    has no spurious resonances (bem/burton_miller.py has the Galerkin strong form,
-    bem/osrc.py the NtD map). The scattered field is the double-layer potential of p,
-    p_s = DL p, and its far-field amplitude F = DL_inf p (bem/potentials.py).
+    has no spurious resonances (burton_miller.py has the Galerkin strong form,
+    osrc.py the NtD map). The scattered field is the double-layer potential of p,
+    p_s = DL p, and its far-field amplitude F = DL_inf p (bem/assembly/potentials.py).
     """
 
     kind = "rigid"
@@ -124,7 +124,7 @@ class SoundHardBurtonMiller:
         return OsrcBurtonMiller(*(operators[n] for n in self.operators), mass, coupling, xp=xp)
 
     def system(self, space, k: float, operators: dict, solver: dict, xp=np):
-        """The preconditioned system with `matvec(x)` and `rhs(g, h)` (bem/burton_miller.py)
+        """The preconditioned system with `matvec(x)` and `rhs(g, h)` (burton_miller.py)
         for the assembled operators {name: op} (dense or H-matrix, on the backend `xp`);
         `solver`: the case's SolverSettings, of which this formulation reads `osrc`."""
         mass, stiffness = mass_and_stiffness(space)
@@ -167,8 +167,8 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
     half the DOFs of P0 on the same mesh. From p_tot = p_inc - SL λ outside, the traces
     give V λ = p_inc and (1/2 + K') λ = dp_inc/dn, combined with the OSRC DtN map Λ:
         (1/2 + K' - Λ V) λ = dp_inc/dn - Λ p_inc
-    (bem/burton_miller.py, OsrcDirichletBurtonMiller; the DtN map is the Padé square root
-    of bem/osrc.py, the inverse counterpart of the rigid body's NtD map). The scattered field
+    (burton_miller.py, OsrcDirichletBurtonMiller; the DtN map is the Padé square root
+    of osrc.py, the inverse counterpart of the rigid body's NtD map). The scattered field
     is p_s = -SL λ and F = -SL_inf λ.
     """
 
@@ -202,7 +202,7 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
     Unknown: the total surface pressure p in P1, as for the rigid body. The Robin condition
     in the representation p = p_inc + DL p - SL dp/dn gives p_s = DL p + ik beta SL p and
         (1/2 - K - ik beta V) p - N (W - ik beta (1/2 + K')) p = p_inc - N dp_inc/dn
-    with the rigid body's OSRC NtD map N as coupling (bem/burton_miller.py,
+    with the rigid body's OSRC NtD map N as coupling (burton_miller.py,
     OsrcImpedanceBurtonMiller says why it needs no other preconditioner); beta = 0 is the
     rigid system. F = DL_inf p + ik beta SL_inf p.
     """
@@ -255,7 +255,7 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
 class FluidMuller(SoundHardBurtonMiller):
     """Homogeneous fluid body (density ratio g, sound-speed ratio h; inside k1 = k / h):
     p and (1/rho) dp/dn continuous across the surface. Müller's second-kind transmission
-    formulation (Müller 1969; Kleinman & Martin 1988), bem/transmission.py.
+    formulation (Müller 1969; Kleinman & Martin 1988), transmission.py.
 
     Why Müller: the g-weighted sum of the exterior and interior Calderón equations leaves
     identity + compact operators (the single layers and hypersingular operators enter only
@@ -273,7 +273,7 @@ class FluidMuller(SoundHardBurtonMiller):
     mode the incident wave excites (276 on the 7 x 2 cm gas spheroid at 50 kHz of
     config/examples/boundaries.yaml) with its whole Krylov basis: restarted every 100 steps
     it stagnates, which is why solver.gmres.restart defaults to maxiter. The block-triangular
-    preconditioner (bem/muller_preconditioner.py, `solver.fluid_preconditioner`, on by
+    preconditioner (muller_preconditioner.py, `solver.fluid_preconditioner`, on by
     default while its two dense n x n factors fit) inverts the interior (Dirichlet-row) and
     exterior (Neumann-row) diagonal blocks exactly and leaves GMRES only the O(g) coupling:
     2 to 4 iterations for gas bodies at every frequency measured.
@@ -341,9 +341,9 @@ class FluidMuller(SoundHardBurtonMiller):
             (k, k1 if k1.imag else k1.real)) for n in names}
 
     def system(self, space, k: float, operators: dict, solver: dict, xp=np):
-        """The Müller system (bem/transmission.py) for the operators of `operator_specs`,
+        """The Müller system (transmission.py) for the operators of `operator_specs`,
         right-preconditioned as `solver.fluid_preconditioner` says (auto: the
-        block-triangular preconditioner of bem/muller_preconditioner.py for a body of high
+        block-triangular preconditioner of muller_preconditioner.py for a body of high
         impedance contrast, g h below 1/5 or above 5, while its dense factors take at most
         half the free memory; else none)."""
         mass, _ = mass_and_stiffness(space)
@@ -403,7 +403,7 @@ def sub_space(space, surfaces):
 
 class NestedTransmission(FluidMuller):
     """Nested bodies (config `inside`): the multi-domain transmission system of
-    bem/nested.py, one pair of traces per interface, on the union mesh of every body's
+    nested.py, one pair of traces per interface, on the union mesh of every body's
     surface in the body tree's order. The outer body is a fluid; the bodies inside are
     fluids, or rigid or pressure-release cores. P1 on every surface; the operators V, K, W
     of each region at its own wavenumber on the surfaces that bound it (the medium's on
@@ -477,7 +477,7 @@ class NestedTransmission(FluidMuller):
         `solver.fluid_preconditioner` picks (auto: high impedance contrast between the two
         sides, factors within half the free memory), each from its own diagonal blocks: the
         interface's rows are the single-body Müller system with g = g_i / g_o and k g_o
-        (bem/nested.py), so the single body's preconditioner serves it unchanged."""
+        (nested.py), so the single body's preconditioner serves it unchanged."""
 
         setting = solver.fluid_preconditioner
         itemsize = 8 if solver.precision == "single" else 16

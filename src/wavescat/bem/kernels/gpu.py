@@ -17,7 +17,7 @@ import numpy as np
 
 from .green import CUDA_GREEN, cuda_defines
 
-_SOURCE = CUDA_GREEN + Path(__file__).with_name("kernels_gpu.cu").read_text()
+_SOURCE = CUDA_GREEN + Path(__file__).with_name("gpu.cu").read_text()
 
 _THREADS = 128
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..progress import progress
-from . import kernels_cpu
-from .green import Operator
-from .kernels_gpu import GpuKernels
-from .pairs import near_pairs, touching_kinds, touching_pairs
+from ...progress import progress
+from ..discretisation.pairs import near_pairs, touching_kinds, touching_pairs
+from ..kernels import cpu as kernels_cpu
+from ..kernels.gpu import GpuKernels
+from ..kernels.green import Operator
 
 
 def integrator(ev):

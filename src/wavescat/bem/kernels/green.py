@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from ..errors import WavescatError
+from ...errors import WavescatError
 
 
 class Operator(enum.IntEnum):

@@ -19,8 +19,8 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import MeshError, WavescatError
-from ..surface import SurfaceMesh
+from ...errors import MeshError, WavescatError
+from ...surface import SurfaceMesh
 
 _KINDS = ("P0", "P1")
 

@@ -15,9 +15,9 @@ exactness on every monomial. Higher orders fall back to a collapsed (Duffy) Gaus
 rule (not symmetric, ((order + 2) // 2)^2 points).
 
 Touching pairs (coincident, common edge, common vertex) use the Sauter-Schwab rules of
-`wavescat.bem.singular_rules` (re-exported here: `singular_rule`, `stacked_singular_rules`,
-`classify_pairs`, `canonical_to_element`, the kind codes); their conventions are documented
-there. `QuadratureOrders` bundles the orders an operator uses.
+`wavescat.bem.discretisation.singular_rules` (re-exported here: `singular_rule`,
+`stacked_singular_rules`, `classify_pairs`, `canonical_to_element`, the kind codes); their
+conventions are documented there. `QuadratureOrders` bundles the orders an operator uses.
 """
 from __future__ import annotations
 
@@ -29,21 +29,11 @@ from pathlib import Path
 import numpy as np
 from scipy.special import roots_jacobi
 
-from ..defaults import QUADRATURE
-from ..errors import InputError
-from .singular_rules import (  # noqa: F401 - re-exported: one import for the operator code
-    COINCIDENT,
-    EDGE,
-    KIND_NAMES,
-    REGULAR,
-    VERTEX,
-    canonical_to_element,
-    check_order,
-    classify_pairs,
-    per_kind_orders,
-    singular_rule,
-    stacked_singular_rules,
-)
+from ...defaults import QUADRATURE
+from ...errors import InputError
+from .singular_rules import (COINCIDENT, EDGE, KIND_NAMES, REGULAR, VERTEX, canonical_to_element,
+                             check_order, classify_pairs, per_kind_orders, singular_rule,
+                             stacked_singular_rules)
 
 __all__ = [
     "QuadratureOrders", "triangle_rule", "MAX_SYMMETRIC_ORDER",

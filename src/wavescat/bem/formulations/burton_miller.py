@@ -20,9 +20,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..backend import sparse_module, to_host
+from ...backend import sparse_module, to_host
+from ..discretisation.quadrature import mapped_rule, triangle_rule
 from .osrc import factorise
-from .quadrature import mapped_rule, triangle_rule
 
 
 def plane_wave_data(space, k: float, directions, order: int = 6):

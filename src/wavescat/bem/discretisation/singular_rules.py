@@ -44,7 +44,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import InputError, MeshError
+from ...errors import InputError, MeshError
 
 REGULAR, VERTEX, EDGE, COINCIDENT = 0, 1, 2, 3
 KIND_NAMES = ("regular", "vertex", "edge", "coincident")

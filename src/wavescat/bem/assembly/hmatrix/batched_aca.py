@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...backend import array_module, scatter_add, to_host
-from ...errors import WavescatError
-from ...progress import progress
+from ....backend import array_module, scatter_add, to_host
+from ....errors import WavescatError
+from ....progress import progress
 from .aca import aca_plus_batched, recompress
 
 _RANK_EDGES = (0, 1, 2, 4, 6, 8, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...defaults import HMATRIX
-from ...errors import InputError
+from ....defaults import HMATRIX
+from ....errors import InputError
 from .cluster_tree import ClusterTree
 
 

@@ -14,10 +14,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ...backend import resolve
-from ...defaults import HMATRIX
-from .. import operators, pairs
-from .. import quadrature as q
+from .. import operators
+from ....backend import resolve
+from ....defaults import HMATRIX
+from ...discretisation import pairs
+from ...discretisation import quadrature as q
 from .assembly import assemble_from_clouds
 from .clouds import element_rule, space_cloud
 from .elementwise import ElementSums

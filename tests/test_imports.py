@@ -1,8 +1,9 @@
-"""The import graph of src/wavescat (DESIGN.md, "Habits"): no cycles, and imports at the top of
+"""The import graph of src/wavescat: no cycles, and imports at the top of
 modules except the heavy optional ones deferred on purpose (CuPy, and gmsh and meshio, which
 the GPU device lacks). The graph is read from the sources with `ast`: an import inside a
 function counts as an edge too, so a cycle cannot hide behind one."""
 import ast
+import importlib
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "wavescat"
@@ -94,6 +95,38 @@ def test_no_import_cycles():
     assert cycles(edges) == []
 
 
+def test_every_module_imports():
+    """Each module loads (the graph above drops an import it cannot resolve, such as a relative
+    import with a dot too few)."""
+    for name in sorted(modules()):
+        if not name.endswith("__main__"):
+            importlib.import_module(name)
+
+
 def test_imports_at_module_top():
     _, deferred = import_graph()
     assert [d for d in deferred if d[2].split(".")[0] not in DEFERRED] == []
+
+
+BEM_LAYERS = ["discretisation", "kernels", "assembly", "formulations"]
+
+
+def test_bem_layers():
+    """bem/ in layers (bem/__init__.py): a layer imports only the layers before it, and linalg
+    none of them."""
+    edges, _ = import_graph()
+
+    def layer(module):
+        parts = module.split(".")
+        return parts[2] if parts[:2] == ["wavescat", "bem"] and len(parts) > 2 else None
+
+    wrong = []
+    for module, targets in edges.items():
+        here = layer(module)
+        for target in targets:
+            there = layer(target)
+            if here is None or there is None or there == here or there == "linalg":
+                continue
+            if here == "linalg" or BEM_LAYERS.index(there) > BEM_LAYERS.index(here):
+                wrong.append((module, target))
+    assert wrong == []

@@ -119,6 +119,10 @@ BAD = [
     (_set(["cases", "sphere_ka5", "mesh", "elements_per_wavelength"], -1),
      "cases.sphere_ka5.mesh.elements_per_wavelength = -1: must be > 0"),
 ]
+# the ranks of one solve share H-matrix blocks: a dense solve cannot be split among them
+BAD.append((_set(["cases", "sphere_ka5", "solver"], {"operator_format": "dense", "ranks": 2}),
+            "cases.sphere_ka5.solver.operator_format = 'dense' with 2 ranks: a solve over "
+            "several ranks shares H-matrix blocks"))
 # YAML's .nan and .inf are numbers to the schema; each must be refused at its key.
 NAN, INF = float("nan"), float("inf")
 BAD += [
@@ -211,6 +215,17 @@ def _set_geometry(case, geometry):
 # A value just outside every numeric bound of the schema, at a place the default config has
 # (test_every_schema_bound_is_tested checks that the list covers them all).
 BOUND = [
+    (_set(["cases", "sphere_ka5", "near_field"], {"plane": "xz", "incidence": -1}),
+     "cases.sphere_ka5.near_field.incidence = -1: must be >= 0"),
+    (_set(["cases", "sphere_ka5", "near_field"], {"plane": "xz", "size": [2.0, 0.0]}),
+     "cases.sphere_ka5.near_field.size[1] = 0.0: must be > 0"),
+    (_set(["cases", "sphere_ka5", "near_field"], {"plane": "xz", "points": 1}),
+     "cases.sphere_ka5.near_field.points = 1: must be >= 2"),
+    (_set(["cases", "sphere_ka5", "near_field"], {"plane": "xz", "points": 5000}),
+     "cases.sphere_ka5.near_field.points = 5000: must be <= 2001"),
+    (_set(["cases", "sphere_ka5", "near_field"], {"plane": "xz", "incidence": 1}),
+     "cases.sphere_ka5.near_field.incidence = 1: the case has 1 incidence direction(s), "
+     "numbered from 0"),
     (_set(["medium", "density"], 0), "medium.density = 0: must be > 0"),
     (_set(["medium", "density"], -1000.0), "medium.density = -1000.0: must be > 0"),
     (_set(["medium", "sound_speed"], -1), "medium.sound_speed = -1: must be > 0"),
@@ -267,6 +282,8 @@ BOUND = [
      "cases.sphere_ka5.solver.hmatrix.leaf_size = 3: must be >= 4"),
     (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"dense_below": 0}),
      "cases.sphere_ka5.solver.hmatrix.dense_below = 0: must be >= 1"),
+    (_set(["cases", "sphere_ka5", "solver"], {"ranks": 0}),
+     "cases.sphere_ka5.solver.ranks = 0: must be >= 1"),
     *[(_set(["cases", "sphere_ka5", "solver", "quadrature"], {rule: bad}),
        f"cases.sphere_ka5.solver.quadrature.{rule} = {bad}: must be {what}")
       for rule in ("regular", "singular", "near") for bad, what in ((0, ">= 1"), (21, "<= 20"))],
@@ -503,8 +520,8 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
 
     assert QuadratureOrders() == QuadratureOrders(**solver["quadrature"])
     for fn in (assemble_hmatrix, assemble_from_clouds):
-        assert {k: kw(fn, k) for k in ("eps", "eta", "leaf_size")} == \
-            {k: solver["hmatrix"][k] for k in ("eps", "eta", "leaf_size")}
+        assert {k: kw(fn, k) for k in ("eps", "eta", "leaf_size", "storage")} == \
+            {k: solver["hmatrix"][k] for k in ("eps", "eta", "leaf_size", "storage")}
     assert kw(build_block_tree, "eta") == solver["hmatrix"]["eta"]
     assert kw(build_cluster_tree, "leaf_size") == solver["hmatrix"]["leaf_size"]
     assert {k: kw(gmres, k) for k in solver["gmres"]} == solver["gmres"]

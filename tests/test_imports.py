@@ -1,13 +1,14 @@
 """The import graph of src/wavescat: no cycles, and imports at the top of
-modules except the heavy optional ones deferred on purpose (CuPy, and gmsh and meshio, which
-the GPU device lacks). The graph is read from the sources with `ast`: an import inside a
-function counts as an edge too, so a cycle cannot hide behind one."""
+modules except the heavy optional ones deferred on purpose (CuPy; gmsh and meshio, which
+the GPU device lacks; mpi4py, only a solve on several ranks needs it). The graph is read
+from the sources with `ast`: an import inside a function counts as an edge too, so a cycle
+cannot hide behind one."""
 import ast
 import importlib
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "wavescat"
-DEFERRED = {"cupy", "cupyx", "gmsh", "meshio"}
+DEFERRED = {"cupy", "cupyx", "gmsh", "meshio", "mpi4py"}
 
 
 def modules() -> dict[str, Path]:

@@ -63,12 +63,13 @@ class HmatrixSettings:
     eta: float
     kd_max: float | None
     leaf_size: int
+    storage: str  # auto | single | double: the stored blocks' precision
     dense_below: int
 
     def options(self) -> dict:
-        """The keywords of bem.hmatrix.assemble_hmatrix."""
+        """The keywords of bem.assembly.hmatrix.assemble_hmatrix."""
         return {"eps": self.eps, "eta": self.eta, "kd_max": self.kd_max,
-                "leaf_size": self.leaf_size}
+                "leaf_size": self.leaf_size, "storage": self.storage}
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class SolverSettings:
     operator_format: str
     backend: str
     precision: str
+    ranks: int  # MPI ranks of one solve (solve/parallel.py)
     fluid_preconditioner: str
     gmres: GmresSettings
     osrc: OsrcSettings
@@ -92,19 +94,21 @@ class SolverSettings:
         for key, value in (block or {}).items():
             out[key] = {**out[key], **(value or {})} if isinstance(out.get(key), dict) else value
         try:
-            return cls(out["operator_format"], out["backend"], out["precision"],
+            return cls(out["operator_format"], out["backend"], out["precision"], out["ranks"],
                        out["fluid_preconditioner"], GmresSettings(**out["gmres"]),
                        OsrcSettings(**out["osrc"]), HmatrixSettings(**out["hmatrix"]),
                        QuadratureOrders(**out["quadrature"]), json.dumps(out, sort_keys=True))
         except (TypeError, InputError) as exc:
             raise ConfigError(f"solver: {exc}") from None
 
-    def format_for(self, n_dofs: int) -> str:
+    def format_for(self, n_dofs: int, ranks: int | None = None) -> str:
         """The operator format: `auto` is dense below `hmatrix.dense_below` DOFs, else
-        H-matrices."""
+        H-matrices; on several ranks (`ranks`, default `self.ranks`: those of the solve)
+        H-matrices, whose blocks are what the ranks share."""
         if self.operator_format != "auto":
             return self.operator_format
-        return "hmatrix" if n_dofs >= self.hmatrix.dense_below else "dense"
+        several = (self.ranks if ranks is None else ranks) > 1
+        return "hmatrix" if n_dofs >= self.hmatrix.dense_below or several else "dense"
 
     def as_dict(self) -> dict:
         return json.loads(self.block)
@@ -140,6 +144,18 @@ class DgCrossCheck:
     probes: tuple[tuple[float, float, float], ...]
 
 
+@dataclass(frozen=True)
+class NearFieldSettings:
+    """`near_field`: a map of the pressure on a plane through the body (wavescat.near_field)."""
+
+    plane: str  # xy | xz | yz
+    center: tuple[float, float, float] | None  # None: the body's bounding-box centre
+    size: tuple[float, float] | None  # [width, height] in metres; None: from the body
+    points: int  # along the longer side
+    frequencies: str  # highest | all
+    incidence: int  # which incidence direction, in config order
+
+
 # -- the case ------------------------------------------------------------------------------
 
 @dataclass(frozen=True, eq=False)
@@ -156,6 +172,7 @@ class Case:
     solver: SolverSettings = field(default_factory=SolverSettings.from_dict)
     description: str = ""
     dg_cross_check: DgCrossCheck | None = None
+    near_field: NearFieldSettings | None = None
     bands: tuple[Band, ...] = ()  # averages.band
     tilts: tuple[Tilt, ...] = ()  # averages.tilt
     study: dict | None = None  # set by study expansion: name, base, parameters
@@ -421,6 +438,16 @@ def normalise(case: dict, where: str, base_dir: Path, medium: Medium) -> None:
             raise ConfigError(f"{where}.receivers.count = {rec['count']}: only used with plane")
     if "averages" in case:
         _normalise_averages(where, case)
+    solver = case.get("solver") or {}
+    ranks = solver.get("ranks", 1)
+    if ranks > 1 and solver.get("operator_format") == "dense":
+        raise ConfigError(f"{where}.solver.operator_format = 'dense' with {ranks} ranks: a solve "
+                          "over several ranks shares H-matrix blocks (use hmatrix or auto)")
+    if "near_field" in case and inc is not None:
+        count = len(incident_directions(inc).directions)
+        if case["near_field"]["incidence"] >= count:
+            raise ConfigError(f"{where}.near_field.incidence = {case['near_field']['incidence']}:"
+                              f" the case has {count} incidence direction(s), numbered from 0")
 
 
 def _normalise_dg(case: dict, where: str) -> None:
@@ -503,6 +530,12 @@ def build(case: dict, medium: Medium, name: str = "", where: str | None = None) 
             float(check.get("points_per_wavelength",
                             defaults.DG_CROSS_CHECK["points_per_wavelength"])),
             tuple(tuple(float(c) for c in p) for p in check["probes"]))
+    near = case.get("near_field")
+    if near:
+        out["near_field"] = NearFieldSettings(
+            near["plane"], None if near["center"] is None else tuple(map(float, near["center"])),
+            None if near["size"] is None else tuple(map(float, near["size"])), near["points"],
+            near["frequencies"], near["incidence"])
     if case.get("averages"):
         try:
             bands, tilts = parse_averages(case["averages"])

@@ -12,7 +12,7 @@ from wavescat.case import Case
 from wavescat.errors import MeshError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere
-from wavescat.geometry.nesting import _Reach, check_nesting, crossing_points, winding_numbers
+from wavescat.geometry.nesting import Reach, check_nesting, crossing_points, winding_numbers
 from wavescat.geometry.sizing import (element_size, element_sizes, sizing_frequencies,
                                       surface_sound_speeds)
 from wavescat.surface import SurfaceMesh
@@ -184,7 +184,7 @@ def test_winding_numbers_and_crossings_on_icospheres():
     small = icosphere(2)
     inside = SurfaceMesh(0.5 * small.vertices + [0.2, 0, 0], small.triangles)
     poking = SurfaceMesh(0.5 * small.vertices + [0.7, 0, 0], small.triangles)
-    reach = _Reach(m)
+    reach = Reach(m)
     assert len(crossing_points(inside, m, reach)) == 0
     hits = crossing_points(poking, m, reach)
     assert len(hits) > 0 and np.allclose(np.linalg.norm(hits, axis=1), 1.0, atol=0.02)

@@ -1,58 +1,44 @@
-from wavescat.medium import Medium
-
-VERIFY = CONFIG["verification"]
-VERIFY_FLAGS = (f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}"
-                + (" --quick" if VERIFY["quick"] else ""))
-
-
 rule hermite_convergence:
     """Hermite-Taylor convergence study (m = 1, 2, 3) against exact solutions."""
     output:
         csv="results/verification/hermite_convergence.csv",
         acoustics="results/verification/hermite_convergence_acoustics.csv",
-        plot=report("results/verification/hermite_convergence.png",
-                    caption="../report/hermite.rst", category="Verification"),
-    params:
-        flags=VERIFY_FLAGS,
+        plot=report(
+            "results/verification/hermite_convergence.png",
+            caption="../report/hermite.rst",
+            category="Verification",
+        ),
     log:
         "results/verification/logs/hermite.log",
+    conda:
+        "../envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
+        flags=VERIFY_FLAGS,
     shell:
-        "{WAVESCAT} verify-hermite --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
+        "{params.python:q} -m wavescat verify-hermite"
+        " --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
 
 
 rule dg_convergence:
     """Nodal DG convergence study (cavity mode in a rigid box, N = 1..5)."""
     output:
         csv="results/verification/dg_convergence.csv",
-        plot=report("results/verification/dg_convergence.png", caption="../report/dg.rst",
-                    category="Verification"),
-    params:
-        flags=VERIFY_FLAGS,
+        plot=report(
+            "results/verification/dg_convergence.png",
+            caption="../report/dg.rst",
+            category="Verification",
+        ),
     log:
         "results/verification/logs/dg.log",
+    conda:
+        "../envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
+        flags=VERIFY_FLAGS,
     shell:
-        "{WAVESCAT} verify-dg --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
-
-
-def dg_cross_check(wildcards):
-    return CASES[wildcards.case]["dg_cross_check"]
-
-
-def dg_scatter_flags(wildcards):
-    """Wavenumber, incidence and DG resolution of a case's time-domain run."""
-    case, check = CASES[wildcards.case], dg_cross_check(wildcards)
-    medium = Medium.from_dict(CONFIG["medium"])
-    c, k = medium.sound_speed, medium.wavenumber(case["frequencies_hz"][0])
-    order, ppw = check["order"], check["points_per_wavelength"]
-    if VERIFY["quick"]:
-        order, ppw = min(order, 2), min(ppw, 8.0)
-    d = case["incident"].get("direction") or case["incident"]["directions"][0]
-    geo = case["geometry"]
-    return (f"--radius {geo['radius']} --center {' '.join(map(str, geo['center']))}"
-            f" --k {k!r} --sound-speed {c!r} --density {CONFIG['medium']['density']!r}"
-            f" --direction {' '.join(map(str, d))} --order {order} --points-per-wavelength {ppw}"
-            f" --backend {VERIFY['backend']} --precision {VERIFY['precision']}"
-            + (" --full-on-cpu" if VERIFY["full_on_cpu"] else ""))
+        "{params.python:q} -m wavescat verify-dg"
+        " --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
 
 
 rule bem_probes:
@@ -61,12 +47,16 @@ rule bem_probes:
         "results/{case}/solutions/f000.h5",
     output:
         "results/{case}/dg/bem_probes.csv",
-    params:
-        points=lambda wc: json.dumps(dg_cross_check(wc)["probes"]),
     log:
         "results/{case}/logs/bem_probes.log",
+    conda:
+        "../envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
+        points=lambda wc: json.dumps(dg_cross_check(wc)["probes"]),
     shell:
-        "{WAVESCAT} bem-probes --solution {input} --points {params.points:q} --out {output}"
+        "{params.python:q} -m wavescat bem-probes"
+        " --solution {input} --points {params.points:q} --out {output}"
         " > {log} 2>&1"
 
 
@@ -78,15 +68,18 @@ rule dg_scatter:
     output:
         amplitudes="results/{case}/dg/dg_probes.csv",
         summary="results/{case}/dg/dg_summary.json",
-    params:
-        flags=dg_scatter_flags,
+    log:
+        "results/{case}/logs/dg_scatter.log",
+    conda:
+        "../envs/wavescat.yaml"
     resources:
         **gpu_resources(gpu_count(VERIFY["backend"], CONFIG["cluster"])),
         runtime=120,
-    log:
-        "results/{case}/logs/dg_scatter.log",
+    params:
+        python=JOB_PYTHON,
+        flags=dg_scatter_flags,
     shell:
-        "{WAVESCAT} dg-scatter --probes {input.probes} --out {output.amplitudes}"
+        "{params.python:q} -m wavescat dg-scatter --probes {input.probes} --out {output.amplitudes}"
         " --summary {output.summary} {params.flags} > {log} 2>&1"
 
 
@@ -99,10 +92,19 @@ rule dg_vs_bem:
         summary="results/{case}/dg/dg_summary.json",
     output:
         csv="results/{case}/dg_vs_bem.csv",
-        plot=report("results/{case}/dg_vs_bem.png", caption="../report/dg_vs_bem.rst",
-                    category="Verification", subcategory="{case}"),
+        plot=report(
+            "results/{case}/dg_vs_bem.png",
+            caption="../report/dg_vs_bem.rst",
+            category="Verification",
+            subcategory="{case}",
+        ),
     log:
         "results/{case}/logs/dg_vs_bem.log",
+    conda:
+        "../envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
     shell:
-        "{WAVESCAT} dg-vs-bem --dg {input.dg} --bem {input.bem} --out {output.csv}"
+        "{params.python:q} -m wavescat dg-vs-bem"
+        " --dg {input.dg} --bem {input.bem} --out {output.csv}"
         " --plot {output.plot} --summary {input.summary} > {log} 2>&1"

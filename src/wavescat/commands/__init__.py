@@ -19,9 +19,11 @@ SUBCOMMANDS = {
     "verify-dg": "dg", "dg-scatter": "dg", "dg-vs-bem": "dg",
     "verify-hermite": "hermite",
     "mesh": "mesh",
+    "near-field": "near_field",
     "bem-probes": "probes",
     "reference": "reference", "compare-farfield": "reference",
     "solve": "solve", "collect": "solve",
+    "stale": "stale",
     "study": "study",
 }
 
@@ -58,12 +60,18 @@ def case_arguments(args, required=()) -> Case:
         raise ConfigError(message) from None
 
 
+def json_object(text: str, name: str) -> dict:
+    """An argument `--<name>` given as a JSON object inline or in a .json file, read."""
+    try:
+        value = json.loads(json_text(text, name))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--{name}: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"--{name} = {text[:80]!r}: must be a JSON object")
+    return value
+
+
 def study_cases(text: str) -> dict[str, Case]:
     """`--cases`: JSON {case name: case block} (in the order given) read into Cases."""
-    try:
-        blocks = json.loads(json_text(text, "cases"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--cases: not valid JSON ({exc})") from None
-    if not isinstance(blocks, dict):
-        raise ConfigError(f"--cases = {text[:80]!r}: must be a JSON object")
+    blocks = json_object(text, "cases")
     return {name: Case.from_dict(block, name=name) for name, block in blocks.items()}

@@ -1,5 +1,5 @@
 """`wavescat solve` (one case, one frequency -> HDF5) and `wavescat collect` (all
-frequencies of a case -> farfield.csv, summary.json, plots)."""
+frequencies of a case -> farfield.csv, summary.json, plots, surface fields in VTU)."""
 from __future__ import annotations
 
 import logging
@@ -10,6 +10,7 @@ from ..progress import announce_compilation
 from ..sensitivity import solve_preflight
 from ..solve import records
 from ..solve.driver import solve_frequency
+from ..solve.parallel import start
 from ..solve.records import write_solution
 from ..surface import SurfaceMesh
 from . import case_arguments
@@ -19,15 +20,20 @@ log = logging.getLogger("wavescat.solve")
 
 def run_solve(args) -> int:
     case = case_arguments(args)
-    mesh = SurfaceMesh.from_file(args.mesh)
-    # before any assembly: refuse a mesh far too coarse, warn of a hypersensitive case
-    cautions = solve_preflight(case, mesh, float(args.frequency))
-    for w in cautions:
-        log.warning(w)
-    announce_compilation(log)
-    result = solve_frequency(case, mesh, float(args.frequency))
-    result.warnings.extend(w for w in cautions if w not in result.warnings)
-    write_solution(args.out, result, mesh, case_name=args.name or "")
+    # the MPI ranks first (solver.ranks), before anything starts CuPy: one GPU per rank
+    ranks = start(case.solver.ranks)
+    with ranks.stop_all_on_error("solve"):
+        mesh = SurfaceMesh.from_file(args.mesh)
+        # before any assembly: refuse a mesh far too coarse, warn of a hypersensitive case
+        cautions = solve_preflight(case, mesh, float(args.frequency))
+        for w in cautions:
+            log.warning(w)
+        announce_compilation(log)
+        result = solve_frequency(case, mesh, float(args.frequency), ranks=ranks)
+        if not ranks.is_root:  # rank 0 writes what every rank solved
+            return 0
+        result.warnings.extend(w for w in cautions if w not in result.warnings)
+        write_solution(args.out, result, mesh, case_name=args.name or "")
     t = result.timings
     log.info("wrote %s: %d DOFs, iterations %s, assembly %.2f s, preconditioner %.2f s, "
              "solve %.2f s, far field %.2f s", args.out, result.dofs, result.iterations.tolist(),
@@ -50,6 +56,11 @@ def run_collect(args) -> int:
     if args.plots:
         make_plots(solutions, Path(args.plots), args.name or "", reference,
                    case_arguments(args).description, summary["warnings"])
+    if args.surface:
+        folder = Path(args.surface)
+        folder.mkdir(parents=True, exist_ok=True)  # the rule's output directory
+        for s in solutions:  # named as the solution files, f<index>.vtu
+            records.write_surface_vtu(folder / f"{Path(s['path']).stem}.vtu", s)
     log.info("wrote %s and %s", args.farfield, args.summary)
     return 0
 
@@ -61,7 +72,8 @@ def make_plots(solutions, folder: Path, name: str, reference=None, description="
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("solve", help="OSRC Burton-Miller solve of one case at one frequency")
+    p = subparsers.add_parser("solve", help="BEM solve of one case at one frequency (the "
+                              "formulation of its boundary)")
     p.add_argument("--case", required=True, help="case config as JSON (inline or a .json file)")
     p.add_argument("--medium", required=True, help="medium as JSON: {sound_speed, density}")
     p.add_argument("--mesh", required=True, help="surface mesh (.msh)")
@@ -77,6 +89,8 @@ def register(subparsers) -> None:
     c.add_argument("--farfield", required=True, help="farfield.csv to write")
     c.add_argument("--summary", required=True, help="summary.json to write")
     c.add_argument("--plots", default="", help="folder for the PNG plots")
+    c.add_argument("--surface", default="",
+                   help="folder for each solution's surface fields (<solution>.vtu)")
     c.add_argument("--reference", default="", help="exact reference_farfield.csv (sphere cases)")
     c.add_argument("--mesh-stats", nargs="*", default=[],
                    help="mesh statistics (.json) of the case's meshes; their warnings go into "

@@ -66,7 +66,7 @@ def _point_triangle_distance(p: np.ndarray, tri: np.ndarray) -> np.ndarray:
     return np.where(inside, np.abs(h), best)
 
 
-class _Reach:
+class Reach:
     """Distances from points to one surface, through a k-d tree of its centroids: a
     triangle with centroid c is no nearer to p than |p - c| - radius (its largest
     centroid-to-corner distance)."""
@@ -80,6 +80,21 @@ class _Reach:
         """(a lower bound of each point's distance to the surface, its nearest centroid)."""
         d, i = self.tree.query(points)
         return np.maximum(d - self.radius, 0.0), i
+
+    def within(self, points: np.ndarray, cap: float) -> np.ndarray:
+        """Each point's distance to the surface where it is below `cap`, else inf."""
+        out = np.full(len(points), np.inf)
+        lists = self.tree.query_ball_point(points, cap + self.radius)
+        counts = np.fromiter((len(x) for x in lists), np.int64, len(lists))
+        if counts.sum():
+            tri = np.concatenate([np.asarray(x, np.int64) for x in lists if len(x)])
+            pt = np.repeat(np.arange(len(points)), counts)
+            for c in range(0, len(tri), CHUNK_PAIRS):
+                d = _point_triangle_distance(points[pt[c:c + CHUNK_PAIRS]],
+                                             self.mesh.corners[tri[c:c + CHUNK_PAIRS]])
+                np.minimum.at(out, pt[c:c + CHUNK_PAIRS], d)
+        out[out >= cap] = np.inf
+        return out
 
     def smallest(self, points: np.ndarray) -> tuple[float, int]:
         """(the smallest distance of any of `points` to the surface, that point's index).
@@ -116,7 +131,7 @@ def _unique_edges(mesh: SurfaceMesh) -> np.ndarray:
                      axis=0)
 
 
-def crossing_points(a: SurfaceMesh, b: SurfaceMesh, reach_b: _Reach) -> np.ndarray:
+def crossing_points(a: SurfaceMesh, b: SurfaceMesh, reach_b: Reach) -> np.ndarray:
     """Points where an edge of `a` passes through a triangle of `b` (closed tests: touching
     counts), (k, 3)."""
     edges = _unique_edges(a)
@@ -179,7 +194,7 @@ def check_nesting(mesh: SurfaceMesh, bodies, element_sizes=None) -> list[dict]:
 
     def get_reach(i):
         if i not in reach:
-            reach[i] = _Reach(surfaces[i])
+            reach[i] = Reach(surfaces[i])
         return reach[i]
 
     pairs = [(b.parent, b.index, "parent") for b in bodies if b.parent >= 0]

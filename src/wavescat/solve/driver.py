@@ -16,10 +16,12 @@ from .. import farfield
 from ..backend import get_backend
 from ..bem.assembly import operators
 from ..bem.assembly.hmatrix import assemble_hmatrix
+from ..bem.assembly.hmatrix.distributed import assemble_distributed
 from ..bem.formulations import formulation_for_case, sub_space
 from ..bem.linalg.gmres import gmres, krylov_batches
 from ..errors import InputError, SolverError
 from ..memory import available_bytes
+from . import parallel
 
 log = logging.getLogger(__name__)
 
@@ -27,14 +29,19 @@ MIN_ELEMENTS_PER_WAVELENGTH = 5.0
 
 
 def boundary_operator(name, space, k, *, operator_format, backend, precision, quadrature=None,
-                      hmatrix_options=None):
+                      hmatrix_options=None, ranks=parallel.ONE):
     """The seam between formats: an object with `shape`, `dtype` and `op @ X` for (n, r)
     arrays of the backend, for boundary operator `name` on `space` (trial = test);
-    `hmatrix_options`: the keywords of assemble_hmatrix (HmatrixSettings.options)."""
+    `hmatrix_options`: the keywords of assemble_hmatrix (HmatrixSettings.options). On
+    several `ranks` this rank's share of an H-matrix whose products sum over the ranks."""
     if operator_format == "dense":
         return operators.assemble(name, space, space, k, backend=backend, precision=precision,
                                   quadrature=quadrature)
     if operator_format == "hmatrix":
+        if ranks.size > 1:
+            return assemble_distributed(name, space, k, ranks, backend=backend,
+                                        precision=precision, quadrature=quadrature,
+                                        **(hmatrix_options or {}))
         return assemble_hmatrix(name, space, space, k, backend=backend, precision=precision,
                                 quadrature=quadrature, **(hmatrix_options or {}))
     raise InputError(f"operator format = {operator_format!r}: must be dense or hmatrix")
@@ -74,17 +81,19 @@ class Assembled:
     timings: dict  # seconds: assembly, preconditioner
 
 
-def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None) -> Assembled:
+def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None,
+                    ranks=parallel.ONE) -> Assembled:
     """The operators of the case's formulation on `mesh` at wavenumber k, in the case's
     format, backend, precision and quadrature, and its preconditioned system: what
     solve_frequency solves, and what the benchmarks time their sweeps on. `each`: see
     assemble_operators; `hmatrix_options`: keywords of assemble_hmatrix over the case's
-    (a benchmark's working memory)."""
+    (a benchmark's working memory); `ranks`: the solve's processes (solve/parallel.py),
+    each of which calls this and keeps its share of the H-matrices."""
     settings = case.solver
     be = get_backend(settings.backend)
     formulation = formulation_for_case(case)
     space = formulation.space(mesh)
-    fmt = settings.format_for(space.n_dofs)
+    fmt = settings.format_for(space.n_dofs, ranks.size)
     log.info("%d DOFs, %d elements, k = %.6g, %s on %s (%s)", space.n_dofs, mesh.n_triangles,
              k, fmt, be.name, be.device_name)
     timings = {}
@@ -92,11 +101,14 @@ def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None) -> As
     ops = assemble_operators(formulation, space, k, fmt, each=each, backend=be,
                              precision=settings.precision, quadrature=settings.quadrature,
                              hmatrix_options={**settings.hmatrix.options(),
-                                              **(hmatrix_options or {})})
+                                              **(hmatrix_options or {})}, ranks=ranks)
     be.synchronize()
     timings["assembly"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    system = formulation.system(space, k, ops, settings, xp=be.xp)
+    # on several ranks the fluid preconditioner's choice from the least free memory of any
+    # rank, so that every rank takes the same path
+    free = None if ranks.size == 1 else ranks.min(available_bytes(be))
+    system = formulation.system(space, k, ops, settings, xp=be.xp, free_bytes=free)
     timings["preconditioner"] = time.perf_counter() - t0
     return Assembled(formulation, space, fmt, ops, system, be, timings)
 
@@ -129,14 +141,19 @@ class FrequencyResult:
     mesh_fingerprint: str
     warnings: list = field(default_factory=list)
     residual_history: list = field(default_factory=list)
+    parallel: dict = field(default_factory=dict)  # ranks, reductions, per-rank times and memory
 
 
-def solve_frequency(case, mesh, frequency_hz: float) -> FrequencyResult:
-    """Solve `case` (case.Case) on `mesh` at `frequency_hz`."""
+def solve_frequency(case, mesh, frequency_hz: float,
+                    ranks: parallel.Ranks | None = None) -> FrequencyResult:
+    """Solve `case` (case.Case) on `mesh` at `frequency_hz`, on `ranks` (default: those
+    `solver.ranks` asks for, solve/parallel.py); every rank calls it, and rank 0's result
+    holds the far field."""
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
         raise InputError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
     c, k = case.medium.sound_speed, case.medium.wavenumber(frequency_hz)
     settings = case.solver
+    ranks = ranks or parallel.start(settings.ranks)  # before CuPy: binds a GPU per rank
     incidence, receivers = case.incidence, case.receivers
 
     warnings = []
@@ -149,7 +166,7 @@ def solve_frequency(case, mesh, frequency_hz: float) -> FrequencyResult:
         warnings.append(msg)
 
     log.info("%.2f elements per wavelength", epw)
-    assembled = assemble_system(case, mesh, k)
+    assembled = assemble_system(case, mesh, k, ranks=ranks)
     formulation, space, system, be = (assembled.formulation, assembled.space,
                                       assembled.system, assembled.backend)
     fmt, timings = assembled.operator_format, dict(assembled.timings)
@@ -162,7 +179,7 @@ def solve_frequency(case, mesh, frequency_hz: float) -> FrequencyResult:
     n_inc = len(incidence.directions)
     n_unknowns = formulation.n_unknowns(space)
     batch, basis_bytes = krylov_batches(n_unknowns, n_inc, min(gm.restart, gm.maxiter),
-                                        available_bytes(be),
+                                        ranks.min(available_bytes(be)),
                                         np.dtype(rhs.dtype).itemsize)
     log.info("GMRES: %d incidence direction(s) in batches of %d (Krylov basis grown as "
              "needed, at most %.3g GiB)", n_inc, batch, basis_bytes / 2**30)
@@ -186,12 +203,13 @@ def solve_frequency(case, mesh, frequency_hz: float) -> FrequencyResult:
     log.info("GMRES iterations %s, residuals <= %.2e", iterations.tolist(), residuals.max())
 
     t0 = time.perf_counter()
-    ff = be.asnumpy(formulation.far_field(space, receivers.vectors, k, backend=be))
-    far = ff @ pressure
-    mono = None
-    if incidence.monostatic:
-        fm = be.asnumpy(formulation.far_field(space, -incidence.directions, k, backend=be))
-        mono = np.einsum("ij,ji->i", fm, pressure)
+    far = mono = None
+    if ranks.is_root:  # every rank holds the same solution: one computes its far field
+        ff = be.asnumpy(formulation.far_field(space, receivers.vectors, k, backend=be))
+        far = ff @ pressure
+        if incidence.monostatic:
+            fm = be.asnumpy(formulation.far_field(space, -incidence.directions, k, backend=be))
+            mono = np.einsum("ij,ji->i", fm, pressure)
     timings["far_field"] = time.perf_counter() - t0
 
     return FrequencyResult(
@@ -201,4 +219,5 @@ def solve_frequency(case, mesh, frequency_hz: float) -> FrequencyResult:
         settings=settings, operator_format=fmt, backend=be.describe(),
         formulation=formulation, dofs=space.n_dofs,
         elements=mesh.n_triangles, elements_per_wavelength=epw,
-        mesh_fingerprint=mesh.fingerprint(), warnings=warnings, residual_history=history)
+        mesh_fingerprint=mesh.fingerprint(), warnings=warnings, residual_history=history,
+        parallel=ranks.record(timings, assembled.operators, be))

@@ -25,7 +25,7 @@ from ...errors import WavescatError
 from ...memory import check_dense_allocation
 from ...progress import stage
 from ..discretisation import quadrature as rules
-from ..discretisation.pairs import near_pairs, touching_kinds, touching_pairs  # noqa: F401
+from ..discretisation.pairs import kept, near_pairs, touching_kinds, touching_pairs  # noqa: F401
 from ..discretisation.spaces import FunctionSpace, same_mesh
 from ..kernels import cpu as kernels_cpu
 from ..kernels.green import OPERATORS, Operator  # noqa: F401 - OPERATORS re-exported
@@ -148,13 +148,14 @@ class EntryEvaluator:
     def _singular(self, pa, pb):
         return self.kernels.singular(pa, pb, *self.classify(pa, pb))
 
-    def special_pairs(self):
+    def special_pairs(self, keep=None):
         """(pa, pb, re, im) of the touching pairs (singular rules) and of the near pairs (near
-        rule), every ordered pair: added to the regular pairs of the dense matrix."""
+        rule), every ordered pair, or those `keep(pa, pb)` (a mask) selects: added to the
+        regular pairs of the dense matrix."""
         mesh = self.test.mesh
-        pa, pb = touching_pairs(mesh)
-        out = [(pa, pb, *self.kernels.singular(pa, pb, *touching_kinds(mesh)))]
-        pa, pb = near_pairs(mesh, self.near_factor)
+        pa, pb, *kinds = kept(keep, *touching_pairs(mesh), *touching_kinds(mesh))
+        out = [(pa, pb, *self.kernels.singular(pa, pb, *kinds))]
+        pa, pb = kept(keep, *near_pairs(mesh, self.near_factor))
         out.append((pa, pb, *self.kernels.regular(pa, pb, near=True)))
         return out
 

@@ -83,3 +83,12 @@ def near_pairs(mesh, factor: float) -> tuple[np.ndarray, np.ndarray]:
         return np.concatenate([a, b]), np.concatenate([b, a])
 
     return _mesh_cached(mesh, ("near", float(factor)), make)
+
+
+def kept(keep, pa, pb, *more):
+    """(pa, pb, *more) at the element pairs `keep(pa, pb)` selects (all where keep is None):
+    a process that holds part of an H-matrix computes only the pairs of its blocks."""
+    if keep is None:
+        return (pa, pb, *more)
+    sel = keep(pa, pb)
+    return tuple(a[sel] for a in (pa, pb, *more))

@@ -38,7 +38,8 @@ from ..assembly.potentials import (double_layer, double_layer_far_field, single_
 from ..discretisation import spaces
 from .burton_miller import (OsrcBurtonMiller, OsrcDirichletBurtonMiller, OsrcImpedanceBurtonMiller,
                             plane_wave_data)
-from .muller_preconditioner import BlockTriangular, chosen, free_bytes
+from .muller_preconditioner import BlockTriangular, chosen
+from .muller_preconditioner import free_bytes as free_bytes_of
 from .nested import MultiDomainTransmission, interfaces_and_regions, region_surfaces
 from .osrc import OsrcDtN, OsrcNtD, mass_and_stiffness
 from .transmission import MullerTransmission, adjoint_of, stacked
@@ -123,10 +124,12 @@ class SoundHardBurtonMiller:
     def _system(self, space, k, operators, mass, coupling, xp):
         return OsrcBurtonMiller(*(operators[n] for n in self.operators), mass, coupling, xp=xp)
 
-    def system(self, space, k: float, operators: dict, solver: dict, xp=np):
+    def system(self, space, k: float, operators: dict, solver, xp=np, free_bytes=None):
         """The preconditioned system with `matvec(x)` and `rhs(g, h)` (burton_miller.py)
         for the assembled operators {name: op} (dense or H-matrix, on the backend `xp`);
-        `solver`: the case's SolverSettings, of which this formulation reads `osrc`."""
+        `solver`: the case's SolverSettings, of which this formulation reads `osrc`;
+        `free_bytes`: the memory free for a fluid preconditioner's factors (None: what
+        `xp`'s device has; a solve on several ranks gives the least over them)."""
         mass, stiffness = mass_and_stiffness(space)
         coupling = self.preconditioner(space, k, solver.osrc, mass, stiffness)
         return self._system(space, k, operators, mass, coupling, xp)
@@ -140,10 +143,15 @@ class SoundHardBurtonMiller:
         """(n_directions, n_dofs) matrix P on the backend: F(xhat) = P @ p."""
         return double_layer_far_field(space, directions, k, backend=backend)
 
-    def potential(self, space, points, k: float, backend=None):
+    def potential(self, space, points, k: float, backend=None, order=None):
         """(n_points, n_dofs) matrix P on the backend: scattered pressure p_s(x) = P @ p at
-        points off the surface."""
-        return double_layer(space, points, k, backend=backend)
+        points off the surface (`order`: of the triangle rule, assembly/potentials.py)."""
+        return double_layer(space, points, k, order=order, backend=backend)
+
+    def surface_fields(self, coefficients, incident) -> dict:
+        """{name: dof values} of the surface fields a viewer shows, from one solution vector
+        and the unit incident pressure p_inc at the dofs: here the total pressure."""
+        return {"p_total": coefficients}
 
     def record(self) -> dict:
         """What the solution records say about the formulation (HDF5 attributes)."""
@@ -191,8 +199,12 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
     def sphere_series(self) -> SimpleNamespace:
         return _series(pressure_release_sphere)
 
-    def potential(self, space, points, k: float, backend=None):
-        return -single_layer(space, points, k, backend=backend)
+    def potential(self, space, points, k: float, backend=None, order=None):
+        return -single_layer(space, points, k, order=order, backend=backend)
+
+    def surface_fields(self, coefficients, incident) -> dict:
+        """The total pressure is zero: its normal derivative, the unknown, instead."""
+        return {"dp_total_dn": coefficients}
 
 
 class ImpedanceBurtonMiller(SoundHardBurtonMiller):
@@ -233,20 +245,22 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
         return OsrcImpedanceBurtonMiller(*(ops[n] for n in self.operators), mass, coupling,
                                          k, self.admittance, xp=xp)
 
-    def _with_single_layer(self, double, single, space, points, k, backend):
+    def _with_single_layer(self, double, single, space, points, k, backend, order=None):
         """double(...) + ik beta single(...): the potential (or far field) of p from the
         representation p_s = DL p + ik beta SL p."""
-        out = double(space, points, k, backend=backend)
+        out = double(space, points, k, order=order, backend=backend)
         if self.admittance != 0:
-            out = out + (1j * k * self.admittance) * single(space, points, k, backend=backend)
+            out = out + (1j * k * self.admittance) * single(space, points, k, order=order,
+                                                             backend=backend)
         return out
 
     def far_field(self, space, directions, k: float, backend=None):
         return self._with_single_layer(double_layer_far_field, single_layer_far_field, space,
                                        directions, k, backend)
 
-    def potential(self, space, points, k: float, backend=None):
-        return self._with_single_layer(double_layer, single_layer, space, points, k, backend)
+    def potential(self, space, points, k: float, backend=None, order=None):
+        return self._with_single_layer(double_layer, single_layer, space, points, k, backend,
+                                       order)
 
     def sphere_series(self) -> SimpleNamespace:
         return _series(impedance_sphere, admittance=self.admittance)
@@ -264,19 +278,19 @@ class FluidMuller(SoundHardBurtonMiller):
     multi-trace (PMCHWT) system needs, and it is uniquely solvable at every real frequency
     for positive g, h (no spurious resonances). Rows scaled by 2/(1 + g) keep the identity
     part 1 from the gas-bubble limit (g -> 0, where the system tends to the interior
-    Dirichlet equation at k1 coupled by g V) to the rigid one (g -> infinity). Measured on
-    spheres (tests/solve/test_fluid_formulation.py): iterations stay low for a gas bubble
-    (g = 0.0012, h = 0.22) through its Minnaert resonance, a weak scatterer and fish flesh.
-    A gas body many interior wavelengths across is the exception: every surface mode that
-    varies more slowly than the interior wave keeps an eigenvalue far from 1 (near 0 close
-    to the gas's weakly damped interior resonances), and GMRES needs up to a step for each
-    mode the incident wave excites (276 on the 7 x 2 cm gas spheroid at 50 kHz of
-    config/examples/boundaries.yaml) with its whole Krylov basis: restarted every 100 steps
-    it stagnates, which is why solver.gmres.restart defaults to maxiter. The block-triangular
-    preconditioner (muller_preconditioner.py, `solver.fluid_preconditioner`, on by
-    default while its two dense n x n factors fit) inverts the interior (Dirichlet-row) and
-    exterior (Neumann-row) diagonal blocks exactly and leaves GMRES only the O(g) coupling:
-    2 to 4 iterations for gas bodies at every frequency measured.
+    Dirichlet equation at k1 coupled by g V) to the rigid one (g -> infinity): iterations
+    stay low for a gas bubble through its Minnaert resonance, a weak scatterer and fish
+    flesh (tests/solve/test_fluid_formulation.py). A gas body many interior wavelengths
+    across is the exception: every surface mode that varies more slowly than the interior
+    wave keeps an eigenvalue far from 1 (near 0 close to the gas's weakly damped interior
+    resonances), and GMRES needs up to a step for each mode the incident wave excites, with
+    its whole Krylov basis: restarted early it stagnates, which is why
+    solver.gmres.restart defaults to maxiter. The block-triangular preconditioner
+    (muller_preconditioner.py, `solver.fluid_preconditioner`, on by default while its
+    two dense n x n factors fit) inverts the interior (Dirichlet-row) and exterior
+    (Neumann-row) diagonal blocks exactly and leaves GMRES only the O(g) coupling. The
+    iteration counts with and without it: bench/README.md, "Gas bodies with and without the
+    fluid preconditioner".
     For the weak scatterer (g, h -> 1) the unknowns are the scattered traces and the data
     are written with operator differences, so both the data and the answer are
     proportional to the contrast: no cancellation between O(1) terms.
@@ -340,7 +354,7 @@ class FluidMuller(SoundHardBurtonMiller):
         return {f"{self._symbols[n]}{i}": (n, kk) for i, kk in enumerate(
             (k, k1 if k1.imag else k1.real)) for n in names}
 
-    def system(self, space, k: float, operators: dict, solver: dict, xp=np):
+    def system(self, space, k: float, operators: dict, solver, xp=np, free_bytes=None):
         """The Müller system (transmission.py) for the operators of `operator_specs`,
         right-preconditioned as `solver.fluid_preconditioner` says (auto: the
         block-triangular preconditioner of muller_preconditioner.py for a body of high
@@ -350,23 +364,28 @@ class FluidMuller(SoundHardBurtonMiller):
         itemsize = 8 if solver.precision == "single" else 16
         setting = solver.fluid_preconditioner
         name = chosen(setting, space.n_dofs, itemsize,
-                      free_bytes(xp) if setting == "auto" else np.inf,
+                      (free_bytes or free_bytes_of(xp)) if setting == "auto" else np.inf,
                       self.density_ratio * self.sound_speed_ratio)
         return MullerTransmission(operators, mass, k, self.density_ratio, xp=xp,
                                   preconditioner=name)
 
-    def _traces(self, double, single, space, points, k, backend):
+    def _traces(self, double, single, space, points, k, backend, order=None):
         """[DL, -k SL]: the potential (or far field) of (u, w)."""
         be = resolve(backend)
-        return stacked(be.xp, double(space, points, k, backend=be),
-                       -k * single(space, points, k, backend=be))
+        return stacked(be.xp, double(space, points, k, order=order, backend=be),
+                       -k * single(space, points, k, order=order, backend=be))
 
     def far_field(self, space, directions, k: float, backend=None):
         return self._traces(double_layer_far_field, single_layer_far_field, space, directions,
                             k, backend)
 
-    def potential(self, space, points, k: float, backend=None):
-        return self._traces(double_layer, single_layer, space, points, k, backend)
+    def potential(self, space, points, k: float, backend=None, order=None):
+        return self._traces(double_layer, single_layer, space, points, k, backend, order)
+
+    def surface_fields(self, coefficients, incident) -> dict:
+        """The total pressure p_s + p_inc (on every surface of nested bodies, whose first
+        trace is p - p_inc on each)."""
+        return {"p_total": coefficients[:len(incident)] + incident}
 
     def record(self) -> dict:
         """The boundary block with the contrasts resolved (absolute values need the medium,
@@ -449,7 +468,7 @@ class NestedTransmission(FluidMuller):
             raise WavescatError(f"the mesh holds {mesh.n_surfaces} surface(s); the body "
                                 f"tree has {len(self.bodies)}")
 
-    def system(self, space, k: float, operators: dict, solver: dict, xp=np):
+    def system(self, space, k: float, operators: dict, solver, xp=np, free_bytes=None):
         self.check_mesh(space.mesh)
         mass, _ = mass_and_stiffness(space)
         surface_of_dof = self.surface_of_dof(space)
@@ -468,11 +487,12 @@ class NestedTransmission(FluidMuller):
             couplings[face.index] = cls(core, k_o, **_osrc_options(solver.osrc))
         system = MultiDomainTransmission(self.interfaces, self.regions, ops, dofs,
                                          surface_of_dof, mass, k, couplings, core_dofs, xp=xp)
-        system.preconditioners = self._interface_preconditioners(system, k, solver, xp)
+        system.preconditioners = self._interface_preconditioners(system, k, solver, xp,
+                                                                 free_bytes)
         system.__dict__.pop("_dense", None)  # the dense blocks were for the factors only
         return system
 
-    def _interface_preconditioners(self, system, k, solver, xp) -> dict:
+    def _interface_preconditioners(self, system, k, solver, xp, free_bytes=None) -> dict:
         """{surface: (its dofs, BlockTriangular)} for the fluid interfaces that
         `solver.fluid_preconditioner` picks (auto: high impedance contrast between the two
         sides, factors within half the free memory), each from its own diagonal blocks: the
@@ -489,8 +509,8 @@ class NestedTransmission(FluidMuller):
             idx = np.flatnonzero(system.surface_of_dof == face.index)
             g = inner.density_ratio / outer.density_ratio
             h = abs(outer.wavenumber_factor / inner.wavenumber_factor)
-            name = chosen(setting, len(idx), itemsize,
-                          free_bytes(xp) if setting == "auto" else np.inf, g * h)
+            free = (free_bytes or free_bytes_of(xp)) if setting == "auto" else np.inf
+            name = chosen(setting, len(idx), itemsize, free, g * h)
             if name != "block_triangular":
                 continue
             blocks = {}
@@ -524,9 +544,9 @@ class NestedTransmission(FluidMuller):
         be = resolve(backend)
         return self._outer_only(super().far_field(space, directions, k, be), space, be.xp)
 
-    def potential(self, space, points, k: float, backend=None):
+    def potential(self, space, points, k: float, backend=None, order=None):
         be = resolve(backend)
-        return self._outer_only(super().potential(space, points, k, be), space, be.xp)
+        return self._outer_only(super().potential(space, points, k, be, order), space, be.xp)
 
     def sphere_series(self) -> SimpleNamespace:
         raise InputError("nested bodies: their exact answer is the concentric spheres' "

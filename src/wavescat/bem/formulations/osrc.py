@@ -57,9 +57,9 @@ def mass_and_stiffness(space) -> tuple[sp.csr_matrix, sp.csr_matrix]:
 class SparseLU:
     """A SuperLU factorisation whose `solve` takes (n,) or (n, r) right-hand sides, host or
     device arrays. SuperLU's own multi-right-hand-side solve slows down per column as r
-    grows (measured on OSRC factors of 2,562 unknowns: 361 columns at once 4.2 s, in pairs
-    0.17 s, one by one 0.27 s), so wide host blocks go through it a pair of columns at a
-    time, the pairs side by side on the job's threads (`by_column_pairs`). A device (CuPy)
+    grows (bench/README.md, "SuperLU with many right-hand sides"), so wide host blocks go
+    through it a pair of columns at a time, the pairs side by side on the job's threads
+    (`by_column_pairs`). A device (CuPy)
     block is solved whole on the device with the same factors (`triangular_solve`)."""
 
     COLUMNS = 2

@@ -193,6 +193,8 @@ def test_solve_on_the_gpu_matches_the_cpu(spheres, gpu_backend):
     for got, want in ((res.surface_pressure, cpu.surface_pressure), (res.far_field, cpu.far_field)):
         error = np.linalg.norm(got - want) / np.linalg.norm(want)
         assert error < 2e-7, error
+
+
 def test_workflow_settings_reach_the_operators(monkeypatch):
     """The driver assembles with the normalised case's quadrature and H-matrix parameters,
     and those are the rules the operator and quadrature accuracy tests measure."""
@@ -215,4 +217,4 @@ def test_workflow_settings_reach_the_operators(monkeypatch):
         assert kw["quadrature"] == QuadratureOrders()
         assert kw["hmatrix_options"] == case.solver.hmatrix.options() == {
             key: case.solver.as_dict()["hmatrix"][key] for key in ("eps", "eta", "kd_max",
-                                                                   "leaf_size")}
+                                                                   "leaf_size", "storage")}

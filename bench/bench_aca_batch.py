@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from wavescat.backend import get_backend
-from wavescat.bem.hmatrix.aca import aca_plus_batched
+from wavescat.bem.assembly.hmatrix.aca import aca_plus_batched
 
 
 def main(argv=None):

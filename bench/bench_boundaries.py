@@ -11,7 +11,7 @@ runs), written and read back as the `solve` rule reads it; `solve_frequency` get
 as `wavescat solve` receives it (`solve_case`). Stages are wall-clock seconds: mesh, assembly
 (all boundary operators of the formulation), preconditioner (OSRC factorisation and the
 right-hand sides), GMRES, far field. Errors: RMS TS error (dB) and relative L2 error of the
-far field against the exact series of the condition (wavescat.reference.sphere.series_for);
+far field against the exact series of the condition (its formulation's `sphere_series`);
 `x rigid`: the solve time (all stages but the mesh) over the rigid body's on the same mesh.
 
 A sphere's mesh is made once per ka and shared by the conditions (its time is repeated in
@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from wavescat import defaults, farfield
-from wavescat.bem.formulations import formulation_for
+from wavescat.bem.formulations import boundary_from, formulation_for
+from wavescat.case import Case
 from wavescat.config import prepare_config, solve_case
-from wavescat.errors import ConfigError
+from wavescat.errors import InputError
 from wavescat.geometry import mesh_case
-from wavescat.reference.sphere import series_for
 from wavescat.solve.driver import solve_frequency
 from wavescat.surface import SurfaceMesh
 
@@ -73,9 +73,9 @@ def available(names: list[str]) -> list[str]:
     for name in names:
         boundary = CONDITIONS[name]
         try:
-            formulation_for(boundary)
+            formulation_for(boundary_from(boundary))
             out.append(name)
-        except ConfigError as exc:
+        except InputError as exc:
             missing.setdefault(boundary["kind"], str(exc))
     for kind, why in missing.items():
         print(f"{kind}: not available in this build ({why})", flush=True)
@@ -101,8 +101,9 @@ def workflow_mesh(config: dict, folder: Path, stored: Path | None) -> tuple[Surf
     case = config["cases"]["sphere"]
     t0 = time.perf_counter()
     try:
-        mesh, _ = mesh_case({k: case[k] for k in ("geometry", "frequencies_hz", "mesh",
-                                                  "boundary")}, config["medium"])
+        mesh, _ = mesh_case(Case.from_json(json.dumps(
+            {k: case[k] for k in ("geometry", "frequencies_hz", "mesh", "boundary")}),
+            json.dumps(config["medium"])))
     except ImportError as exc:
         raise SystemExit(f"no gmsh here ({exc}) and no stored mesh {stored}: run this command "
                          "with --meshes DIR where gmsh is installed first, then carry DIR") from None
@@ -128,13 +129,13 @@ def run(ka: float, name: str, mesh: SurfaceMesh, mesh_s: float, config: dict,
     case = solve_case(config, "sphere")
     f = config["cases"]["sphere"]["frequencies_hz"][0]
     t0 = time.perf_counter()
-    res = solve_frequency(case, config["medium"], mesh, f)
+    res = solve_frequency(case, mesh, f)
     solve_s = time.perf_counter() - t0
     try:
-        exact = series_for(case["boundary"]).far_field(res.wavenumber, RADIUS, [0, 0, 1],
-                                                       res.receivers.vectors)
+        exact = formulation_for(case.boundary).sphere_series().far_field(
+            res.wavenumber, RADIUS, [0, 0, 1], res.receivers.vectors)
         err = farfield.far_field_errors(res.far_field[:, 0], exact)
-    except ConfigError as exc:  # a condition without a series in this build
+    except InputError as exc:  # a condition without a series in this build
         print(f"{name}: {exc}", flush=True)
         err = {"rms_ts_error_db": math.nan, "max_ts_error_db": math.nan,
                "relative_l2_error": math.nan}

@@ -49,7 +49,8 @@ import time
 import numpy as np
 
 from wavescat.backend import get_backend
-from wavescat.bem import operators, quadrature, spaces
+from wavescat.bem.assembly import operators
+from wavescat.bem.discretisation import quadrature, spaces
 from wavescat.geometry.icosphere import _icosahedron
 from wavescat.surface import SurfaceMesh
 

@@ -1,5 +1,5 @@
 """GMRES iterations of the Müller transmission system of a gas body with and without the
-block-triangular preconditioner (bem/muller_preconditioner.py), against frequency.
+block-triangular preconditioner (bem/formulations/muller_preconditioner.py), against frequency.
 
     # the sphere's exact spectra per degree l (no mesh): modes farther than 0.3 from 1
     PYTHONPATH=src python bench/bench_fluid_preconditioner.py --symbol
@@ -24,13 +24,13 @@ import time
 
 import numpy as np
 
-from wavescat.bem.burton_miller import plane_wave_data
-from wavescat.bem.osrc import mass_and_stiffness
-from wavescat.bem.transmission import MullerTransmission
 from wavescat.backend import get_backend
+from wavescat.bem.formulations.burton_miller import plane_wave_data
+from wavescat.bem.formulations.osrc import mass_and_stiffness
+from wavescat.bem.formulations.transmission import MullerTransmission
+from wavescat.bem.linalg.gmres import gmres
 from wavescat.errors import SolverError
 from wavescat.solve.driver import boundary_operator
-from wavescat.solve.gmres import gmres
 
 RHO, C = 1026.8, 1477.3
 RHO1, C1 = 1.24, 345.0
@@ -82,6 +82,7 @@ def body_mesh(body, top_frequency, per_gas_wavelength, level):
 
         a = 0.01
         return match_volume(icosphere(level, a), 4 / 3 * math.pi * a**3)[0]
+    from wavescat.case import Case
     from wavescat.geometry import mesh_case
 
     size = C1 / top_frequency / per_gas_wavelength
@@ -91,12 +92,12 @@ def body_mesh(body, top_frequency, per_gas_wavelength, level):
             "mesh": {"elements_per_wavelength": 10, "max_element_size": size,
                      "curvature_refinement": 0, "max_volume_error": None,
                      "match_volume": "auto", "band_ratio": 1.5}}
-    return mesh_case(case, {"density": RHO, "sound_speed": C})[0]
+    return mesh_case(Case.from_dict(case, {"density": RHO, "sound_speed": C}))[0]
 
 
 def assemble(mesh, frequency, delta, fmt, backend, precision="double"):
     """The space, k, the six operators at k and k1, and the seconds they took."""
-    from wavescat.bem.spaces import p1
+    from wavescat.bem.discretisation.spaces import p1
 
     be = get_backend(backend)
     space = p1(mesh)
@@ -127,11 +128,12 @@ def run(space, k, ops, preconditioner, backend, maxiter, incident):
 
 
 def sphere_error(space, k, x, backend):
-    from wavescat.bem.formulations import FluidMuller
+    from wavescat.bem.formulations import FluidMuller, boundary_from
     from wavescat.reference import fluid_sphere
 
     dirs = np.array([[math.sin(t), 0.0, math.cos(t)] for t in np.linspace(0, math.pi, 37)])
-    form = FluidMuller({"kind": "fluid", "density_ratio": G, "sound_speed_ratio": H})
+    form = FluidMuller(boundary_from({"kind": "fluid", "density_ratio": G,
+                                      "sound_speed_ratio": H}))
     far = np.asarray(get_backend(backend).asnumpy(form.far_field(space, dirs, k, backend)) @ x)
     exact = fluid_sphere.far_field(k, 0.01, DIRECTION, dirs, density_ratio=G,
                                    sound_speed_ratio=H)

@@ -6,7 +6,7 @@
 
 GPU assembly (when CuPy sees one) and the CPU path (Numba, all cores) in the same run, for
 P1 dofs on geodesic spheres (10 n^2 + 2 vertices: 50k, 200k, 1M, 4M), eps = 1e-4, the
-regular-quadrature Galerkin entries of wavescat.bem.hmatrix (3 points per triangle; the
+regular-quadrature Galerkin entries of wavescat.bem.assembly.hmatrix (3 points per triangle; the
 singular correction of touching pairs is the entry service's). `--galerkin` instead runs
 the solver's full path, `assemble_hmatrix` on the P1 space: the default regular rule (6
 points per triangle) and the Sauter-Schwab correction of touching and near pairs, timed
@@ -53,11 +53,11 @@ from types import SimpleNamespace
 import numpy as np
 
 from wavescat.backend import get_backend, gpu_available
+from wavescat.bem.assembly.hmatrix import assemble_from_clouds, assemble_hmatrix, space_cloud
+from wavescat.bem.assembly.hmatrix.kernels import PairKernel
+from wavescat.bem.assembly.hmatrix.report import fit_exponent
+from wavescat.bem.discretisation import spaces
 from wavescat.defaults import HMATRIX
-from wavescat.bem import spaces
-from wavescat.bem.hmatrix import assemble_from_clouds, assemble_hmatrix, space_cloud
-from wavescat.bem.hmatrix.kernels import PairKernel
-from wavescat.bem.hmatrix.report import fit_exponent
 from wavescat.surface import SurfaceMesh
 
 OPS = {"laplace_V": ("single_layer", 0.0), "laplace_W": ("hypersingular", 0.0),

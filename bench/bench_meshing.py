@@ -9,6 +9,7 @@ import platform
 import sys
 import time
 
+from wavescat.case import Case
 from wavescat.geometry import mesh_case
 
 
@@ -22,7 +23,7 @@ def main(freqs: list[float]) -> None:
                 "mesh": {"elements_per_wavelength": 10, "max_element_size": None,
                          "curvature_refinement": 0}}
         start = time.perf_counter()
-        _, s = mesh_case(case, medium)
+        _, s = mesh_case(Case.from_dict(case, medium))
         total = time.perf_counter() - start
         print(f"{f:7.0f} {s['h_requested']:7.3f} {s['elements']:9d} {s['vertices']:9d} "
               f"{s['meshing_time_s']:8.2f} {total:8.2f} {s['edge_length_max_over_h']:10.2f} "

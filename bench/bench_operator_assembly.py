@@ -18,11 +18,11 @@ import time
 
 from wavescat import defaults
 from wavescat.backend import get_backend
-from wavescat.bem import spaces
+from wavescat.bem.discretisation import spaces
 from wavescat.bem.formulations import FORMULATIONS
-from wavescat.bem.quadrature import QuadratureOrders
+from wavescat.case import Case, SolverSettings
 from wavescat.geometry.icosphere import icosphere
-from wavescat.solve.driver import boundary_operator, solver_settings
+from wavescat.solve.driver import boundary_operator
 
 C = defaults.MEDIUM["sound_speed"]
 
@@ -36,7 +36,7 @@ def sphere_mesh(ka: float, epw: float):
 
         case = {"geometry": {"kind": "sphere", "radius": 1.0, "center": [0.0, 0.0, 0.0]},
                 "frequencies_hz": [f], "mesh": {**defaults.MESH, "elements_per_wavelength": epw}}
-        return mesh_case(case, {"sound_speed": C})[0], "gmsh"
+        return mesh_case(Case.from_dict(case, {"sound_speed": C}))[0], "gmsh"
     except ImportError:
         h = 2 * math.pi / ka / epw
         return min((icosphere(s) for s in range(7)),
@@ -56,7 +56,7 @@ def main(argv=None):
         n for cls in FORMULATIONS.values() for n in cls.operators))
     mesh, mesher = sphere_mesh(args.ka, args.epw)
     space = spaces.p1(mesh)
-    settings = solver_settings({"backend": args.backend})
+    settings = SolverSettings.from_dict({"backend": args.backend})
     be = get_backend(args.backend)
     print(f"ka = {args.ka:g}, {space.n_dofs} DOFs ({mesher} mesh), {args.format} on {be.name} "
           f"({be.device_name}), NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', '-')}",
@@ -66,8 +66,8 @@ def main(argv=None):
         t0 = time.perf_counter()
         op = boundary_operator(name, space, args.ka, operator_format=args.format, backend=be,
                                precision="double",
-                               quadrature=QuadratureOrders(**settings["quadrature"]),
-                               hmatrix_options=settings["hmatrix"])
+                               quadrature=settings.quadrature,
+                               hmatrix_options=settings.hmatrix.options())
         be.synchronize()
         seconds = time.perf_counter() - t0
         parts = ""

@@ -1,5 +1,5 @@
 """The OSRC preconditioner's set-up (its sparse LU factorisations) on a surface mesh, and one
-factorisation with SuperLU's BLAS calls on 1 thread (what wavescat does, bem/osrc.py
+factorisation with SuperLU's BLAS calls on 1 thread (what wavescat does, bem/formulations/osrc.py
 `one_blas_thread`) against BLAS's own thread count.
 
     PYTHONPATH=src python bench/bench_osrc_setup.py MESH [--k K] [--blas-threads 1 2 ...]
@@ -20,8 +20,8 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from wavescat.bem import spaces  # noqa: E402
-from wavescat.bem.osrc import OsrcNtD, mass_and_stiffness, solve_threads  # noqa: E402
+from wavescat.bem.discretisation import spaces  # noqa: E402
+from wavescat.bem.formulations.osrc import OsrcNtD, mass_and_stiffness, solve_threads  # noqa: E402
 from wavescat.surface import SurfaceMesh  # noqa: E402
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -38,7 +37,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from wavescat.config import prepare_config, solve_case  # noqa: E402
+from wavescat.case import Case  # noqa: E402
+from wavescat.config import SOLVE_KEYS, case_json, medium_json, prepare_config  # noqa: E402
 
 GIB = 2**30
 
@@ -48,16 +48,18 @@ def say(text=""):
 
 
 def case_and_medium(args):
+    """(the solve rule's case block, the medium block, the whole Case) of `--case`."""
     cfg = yaml.safe_load(Path(args.config).read_text())
     case = cfg["cases"][args.case]
     case["frequencies_hz"] = [float(args.freq)]
     case["solver"] = {**(case.get("solver") or {}), "backend": args.backend}
     cfg["run"] = [args.case]
     prepared = prepare_config(cfg, base_dir=ROOT)
-    return solve_case(prepared, args.case), prepared["medium"], prepared["cases"][args.case]
+    return (json.loads(case_json(prepared, args.case, SOLVE_KEYS)),
+            json.loads(medium_json(prepared)), Case.from_config(prepared, args.case))
 
 
-def mesh_file(args, full_case, medium) -> Path:
+def mesh_file(args, full_case) -> Path:
     """`--mesh`, else `--mesh-dir`/<case>_<f>Hz.msh, made by the workflow's meshing if absent."""
     if args.mesh:
         return Path(args.mesh)
@@ -67,7 +69,7 @@ def mesh_file(args, full_case, medium) -> Path:
         from wavescat.geometry import mesh_case  # noqa: PLC0415
 
         t0 = time.perf_counter()
-        mesh, _stats = mesh_case(full_case, medium)
+        mesh, _stats = mesh_case(full_case)
         stored.parent.mkdir(parents=True, exist_ok=True)
         mesh.write(stored, "gmsh22")
         say(f"meshed {args.case} at {args.freq:g} Hz in {time.perf_counter() - t0:.1f} s: {stored}")
@@ -150,8 +152,8 @@ def main(argv=None):
     args.work = args.work or tempfile.mkdtemp(prefix="bench_ranks_")
     Path(args.work).mkdir(parents=True, exist_ok=True)
     case, medium, full_case = case_and_medium(args)
-    mesh = mesh_file(args, full_case, medium)
-    k = 2 * math.pi * args.freq / float(medium["sound_speed"])
+    mesh = mesh_file(args, full_case)
+    k = full_case.medium.wavenumber(args.freq)
     say(f"{args.case} at {args.freq:g} Hz (k = {k:.4f}/m), mesh {mesh}, backend {args.backend}; "
         f"runs in {args.work}")
     first = None

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
 import time
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from wavescat.case import Case
 from wavescat.config import prepare_config, solve_case
 from wavescat.config_files import load_config_files
 from wavescat.reference.sphere import case_series, has_series
@@ -42,7 +42,7 @@ def _set(case: dict, dotted: str, value) -> None:
     node[keys[-1]] = value
 
 
-def _mesh(config, name, case, medium, f, args):
+def _mesh(config, name, case, f, args):
     path = Path(args.meshes or ".") / f"{name}_f{f:g}.npz"
     if args.meshes and not args.write_meshes:
         data = np.load(path)
@@ -51,7 +51,7 @@ def _mesh(config, name, case, medium, f, args):
     from wavescat.geometry import mesh_case  # noqa: PLC0415 (gmsh: not on every machine)
 
     t0 = time.perf_counter()
-    mesh, _ = mesh_case({**config["cases"][name], "frequencies_hz": [f]}, medium)
+    mesh, _ = mesh_case(case.with_frequencies([f]))
     seconds = time.perf_counter() - t0
     if args.write_meshes:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,20 +83,19 @@ def main() -> None:
         if args.frequencies:
             raw["cases"][name]["frequencies_hz"] = list(args.frequencies)
     config = prepare_config(raw)
-    medium = config["medium"]
     print(f"{'case':28s} {'f Hz':>8s} {'dofs':>7s} {'its':>5s} {'mesh s':>7s} {'asm s':>7s} "
           f"{'gmres s':>7s} {'TS dB':>8s} {'exact':>8s} {'max err':>8s}")
     for name in names:
-        case = config["cases"][name]
-        series = case_series(case, medium, f"cases.{name}") if has_series(case) else None
+        case = Case.from_config(config, name)
+        series = case_series(case) if has_series(case) else None
         errors = []
-        for f in case["frequencies_hz"]:
-            mesh, mesh_s = _mesh(config, name, case, medium, f, args)
+        for f in case.frequencies_hz:
+            mesh, mesh_s = _mesh(config, name, case, f, args)
             if args.write_meshes:
                 print(f"{name:28s} {f:8g} mesh {mesh.n_vertices} vertices, {mesh_s:.1f} s")
                 continue
-            res = solve_frequency(solve_case(config, name), medium, mesh, f)
-            k = 2 * math.pi * f / medium["sound_speed"]
+            res = solve_frequency(solve_case(config, name), mesh, f)
+            k = case.medium.wavenumber(f)
             mono = res.monostatic_far_field is not None
             bem = res.monostatic_far_field if mono else res.far_field[:, 0]
             exact = bem if series is None else (

@@ -47,9 +47,9 @@ def sphere_mesh(ka: float, epw: float, mesher: str):
     if mesher == "gmsh":
         try:
             from wavescat.geometry.sizing import MeshOptions
-            from wavescat.geometry.sphere import sphere
+            from wavescat.geometry.sphere import Sphere
 
-            return sphere({"radius": 1.0, "center": [0.0, 0.0, 0.0]}, MeshOptions(h=h))
+            return Sphere(radius=1.0).build(MeshOptions(h=h))
         except ImportError:
             pass
     levels = [icosphere(s) for s in range(7)]
@@ -83,7 +83,7 @@ def main(argv=None):
         best, cold = None, None
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            res = solve_frequency(case, {"sound_speed": C}, mesh, f)
+            res = solve_frequency(case, mesh, f)
             total = time.perf_counter() - t0
             cold = total if cold is None else cold
             best = (total, res) if best is None or total < best[0] else best

@@ -15,7 +15,8 @@ import time
 import numpy as np
 
 from wavescat.backend import get_backend
-from wavescat.bem import osrc, spaces
+from wavescat.bem.discretisation import spaces
+from wavescat.bem.formulations import osrc
 
 
 def timed(fn, *args, sync=lambda: None):

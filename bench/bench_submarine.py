@@ -10,7 +10,9 @@
 The case is `submarine` of config/config.yaml (broadside incidence, 361 bistatic receivers
 in the xy plane, the workflow's solver settings) at each frequency, meshed with the
 workflow's own settings (`wavescat.geometry.mesh_case`, as the `mesh` rule does) unless
-`--mesh` gives a stored mesh. Every stage prints as soon as it ends (a run stopped by a
+`--mesh` gives a stored mesh, and solved by the solver's own assembly
+(`wavescat.solve.driver.assemble_system`): `--boundary` gives it any boundary kind.
+Every stage prints as soon as it ends (a run stopped by a
 time limit still shows the stages done): mesh; per operator the singular quadrature
 (near-pair corrections), dense near field, ACA cross steps, recompression, blocks, ACA
 steps, compression ratio and ranks; preconditioner; GMRES (iterations); far field; the
@@ -44,7 +46,9 @@ import argparse
 import csv
 import json
 import math
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -54,13 +58,16 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from wavescat import farfield  # noqa: E402
 from wavescat.backend import get_backend  # noqa: E402
-from wavescat.bem.hmatrix.report import host_peak_bytes  # noqa: E402
+from wavescat.bem.assembly.hmatrix.block_tree import build_block_tree  # noqa: E402
+from wavescat.bem.assembly.hmatrix.clouds import space_cloud  # noqa: E402
+from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree  # noqa: E402
+from wavescat.bem.assembly.hmatrix.report import host_peak_bytes  # noqa: E402
+from wavescat.bem.formulations import formulation_for_case  # noqa: E402
+from wavescat.bem.linalg.gmres import gmres  # noqa: E402
+from wavescat.case import Case  # noqa: E402
 from wavescat.config import prepare_config, solve_case  # noqa: E402
-from wavescat.solve.driver import (boundary_operator, operator_format_for,  # noqa: E402
-                                   solver_settings)
-from wavescat.solve.gmres import gmres  # noqa: E402
+from wavescat.solve.driver import assemble_system  # noqa: E402
 
 
 def say(text=""):
@@ -109,12 +116,14 @@ def case_at(frequency, args):
     if args.kd_max is not None:
         kd = None if args.kd_max.lower() == "none" else float(args.kd_max)
         case["solver"]["hmatrix"] = {**(case["solver"].get("hmatrix") or {}), "kd_max": kd}
+    if args.boundary:
+        case["boundary"] = json.loads(args.boundary)
     cfg["run"] = ["submarine"]
     prepared = prepare_config(cfg, base_dir=ROOT)
-    return solve_case(prepared, "submarine"), prepared["medium"], prepared["cases"]["submarine"]
+    return solve_case(prepared, "submarine"), Case.from_config(prepared, "submarine")
 
 
-def mesh_for(frequency, args, case, medium):
+def mesh_for(frequency, args, case):
     """`--mesh`, else `--mesh-dir`/submarine_<f>Hz.msh when it exists, else the workflow's
     meshing (saved there for the next run, e.g. on a machine without gmsh)."""
     from wavescat.surface import SurfaceMesh  # noqa: PLC0415
@@ -124,8 +133,8 @@ def mesh_for(frequency, args, case, medium):
     stored = Path(args.mesh_dir) / f"submarine_{frequency:g}Hz.msh" if args.mesh_dir else None
     if stored is not None and stored.exists():
         return SurfaceMesh.from_file(stored)
-    from wavescat.geometry import mesh_case  # noqa: PLC0415
-    mesh, _stats = mesh_case(case, medium)
+    from wavescat.geometry import mesh_case  # noqa: PLC0415 - gmsh: not on every machine
+    mesh, _stats = mesh_case(case)
     if stored is not None:
         stored.parent.mkdir(parents=True, exist_ok=True)
         mesh.write(stored, "gmsh22")
@@ -149,58 +158,42 @@ def operator_line(name, op, seconds):
 
 
 def run_frequency(frequency, args, be, peak):
-    from wavescat.bem.formulations import formulation_for  # noqa: PLC0415
-    from wavescat.bem.quadrature import QuadratureOrders  # noqa: PLC0415
-
-    case, medium, full_case = case_at(frequency, args)
+    case, full_case = case_at(frequency, args)
     timings = {}
     t0 = time.perf_counter()
-    mesh = mesh_for(frequency, args, full_case, medium)
+    mesh = mesh_for(frequency, args, full_case)
     timings["mesh"] = time.perf_counter() - t0
-    c = float(medium["sound_speed"])
-    k = 2 * math.pi * frequency / c
-    formulation = formulation_for(case.get("boundary"))
-    space = formulation.space(mesh)
-    settings = solver_settings(case.get("solver"))
-    if args.work_gib:
-        settings["hmatrix"]["work_bytes"] = int(args.work_gib * 2**30)
-    fmt = operator_format_for(settings["operator_format"], space.n_dofs,
-                              settings["hmatrix"]["dense_below"])
+    k = case.medium.wavenumber(frequency)
     say(f"{frequency:g} Hz: k = {k:.4f}/m, k L = {k * 62:.0f}, {mesh.n_triangles} elements, "
-        f"{space.n_dofs} DOFs, {2 * math.pi / k / mesh.edge_lengths.mean():.1f} elements per "
-        f"wavelength, {fmt} on {be.device_name} ({args.precision}, storage "
-        f"{args.storage[0]}); hmatrix "
-        f"{json.dumps(settings['hmatrix'])}")
+        f"{2 * math.pi / k / mesh.edge_lengths.mean():.1f} elements per wavelength, "
+        f"{case.boundary.kind} body on {be.device_name} ({args.precision}, storage "
+        f"{args.storage[0]}); hmatrix {json.dumps(case.solver.as_dict()['hmatrix'])}")
     say(f"  mesh {timings['mesh']:.2f} s")
-    quadrature = QuadratureOrders(**settings["quadrature"])
-    ops, reports = {}, {}
-    t_asm = time.perf_counter()
-    for name in formulation.operators:
-        t0 = time.perf_counter()
-        ops[name] = boundary_operator(name, space, k, operator_format=fmt, backend=be,
-                                      precision=args.precision, quadrature=quadrature,
-                                      hmatrix_options=settings["hmatrix"])
-        be.synchronize()
-        dt = time.perf_counter() - t0
-        timings[f"assembly_{name}"] = dt
-        reports[name] = getattr(ops[name], "report", None)
+    reports = {}
+
+    def each(key, op, seconds):  # the solver's assembly, one operator at a time
+        timings[f"assembly_{key}"] = seconds
+        reports[key] = getattr(op, "report", None)
         peak.sample()
-        say(operator_line(name, ops[name], dt) + peak.live())
-    timings["assembly"] = time.perf_counter() - t_asm
+        say(operator_line(key, op, seconds) + peak.live())
+
+    work = {"work_bytes": int(args.work_gib * 2**30)} if args.work_gib else {}
+    assembled = assemble_system(case, mesh, k, each=each, hmatrix_options=work)
+    formulation, space, system = assembled.formulation, assembled.space, assembled.system
+    timings.update(assembled.timings)
     t0 = time.perf_counter()
-    system = formulation.system(space, k, ops, settings, xp=be.xp)
-    incidence = farfield.incident_directions(case["incident"])
-    receivers = farfield.receiver_directions(case["receivers"])
+    incidence, receivers = case.incidence, case.receivers
     rhs = formulation.rhs(system, space, k, incidence.directions)
     be.synchronize()
-    timings["preconditioner"] = time.perf_counter() - t0
+    timings["preconditioner"] += time.perf_counter() - t0
     peak.sample()
-    say(f"  preconditioner {timings['preconditioner']:.2f} s")
+    say(f"  {space.n_dofs} DOFs ({formulation.n_unknowns(space)} unknowns), "
+        f"{assembled.operator_format}; preconditioner {timings['preconditioner']:.2f} s")
     t0 = time.perf_counter()
-    gm = settings["gmres"]
-    res = gmres(system.matvec, rhs, xp=be.xp, tol=gm["tol"], restart=gm["restart"],
-                maxiter=gm["maxiter"])
-    pressure = be.asnumpy(res.x)
+    gm = case.solver.gmres
+    res = gmres(system.matvec, rhs, xp=be.xp, tol=gm.tol, restart=gm.restart,
+                maxiter=gm.maxiter)
+    pressure = be.asnumpy(system.solution(res.x))  # a fluid body's traces
     timings["solve"] = time.perf_counter() - t0
     its = np.atleast_1d(res.iterations).tolist()
     say(f"  GMRES {timings['solve']:.2f} s, {its} iterations, residual "
@@ -241,26 +234,21 @@ def block_statistics(frequency, args):
     """`--blocks`: the partition only (mesh, cluster and block trees; no assembly) for each
     kd_max of `--blocks`: admissible blocks, their largest side and k diam, and how the
     batched ACA would chunk them under its 2 GiB budget with the a-priori rank guess."""
-    from wavescat.bem.hmatrix.block_tree import build_block_tree  # noqa: PLC0415
-    from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree  # noqa: PLC0415
-    from wavescat.bem.hmatrix.clouds import space_cloud  # noqa: PLC0415
-    from wavescat.bem.formulations import formulation_for  # noqa: PLC0415
-
-    case, medium, full_case = case_at(frequency, args)
+    case, full_case = case_at(frequency, args)
     t0 = time.perf_counter()
-    mesh = mesh_for(frequency, args, full_case, medium)
-    space = formulation_for(case.get("boundary")).space(mesh)
-    k = 2 * math.pi * frequency / float(medium["sound_speed"])
-    hm = solver_settings(case.get("solver"))["hmatrix"]
+    mesh = mesh_for(frequency, args, full_case)
+    space = formulation_for_case(case).space(mesh)
+    k = case.medium.wavenumber(frequency)
+    hm = case.solver.hmatrix
     cloud = space_cloud(space)
-    tree = build_cluster_tree(cloud.lo, cloud.hi, hm["leaf_size"])
+    tree = build_cluster_tree(cloud.lo, cloud.hi, hm.leaf_size)
     say(f"{frequency:g} Hz: {space.n_dofs} DOFs, k = {k:.4f}/m, meshed and clustered in "
         f"{time.perf_counter() - t0:.1f} s")
     say(f"  {'kd_max':>7} {'admissible':>10} {'dense':>7} {'L_max':>6} {'kd_max_seen':>11} "
         f"{'blocks_L>4096':>13} {'chunks':>7} {'1-block chunks':>14}")
     for spec in args.blocks:
         kd = None if spec.lower() == "none" else float(spec)
-        bt = build_block_tree(tree, tree, hm["eta"], k=k, kd_max=kd)
+        bt = build_block_tree(tree, tree, hm.eta, k=k, kd_max=kd)
         far = bt.far
         side = np.maximum(far["m"], far["n"])
         chunks = single = 0
@@ -302,9 +290,6 @@ def compare_storages(args):
     """`--storage` with several values: each in its own process (the same frequencies, mesh
     and settings), its far field written beside `--out` (or to a temporary folder), then one
     table row per frequency and storage, the TS against the first storage's."""
-    import subprocess  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
-
     base = ["--freq", *(f"{f:g}" for f in args.freq), "--backend", args.backend,
             "--precision", args.precision, "--format", args.format]
     for flag, value in (("--kd-max", args.kd_max), ("--work-gib", args.work_gib or None),
@@ -358,6 +343,8 @@ def main(argv=None):
     ap.add_argument("--precision", default="double", choices=["double", "single"])
     ap.add_argument("--format", default="hmatrix", choices=["auto", "dense", "hmatrix"])
     ap.add_argument("--kd-max", default=None, help="override solver.hmatrix.kd_max (a number or none)")
+    ap.add_argument("--boundary", default="",
+                    help="a boundary block as JSON in place of the case's (any boundary kind)")
     ap.add_argument("--work-gib", type=float, default=0.0,
                     help="the ACA's working memory per chunk of blocks (default 2 GiB)")
     ap.add_argument("--mesh", default="", help="a stored mesh (.msh) in place of meshing")

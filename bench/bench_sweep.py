@@ -5,11 +5,15 @@ and the ratio of the N-direction time to the one-direction time.
     python bench/bench_sweep.py --geometry sphere --frequency 1200 --counts 1 37 361
     python bench/bench_sweep.py --geometry submarine --frequency 1000 --backend gpu --counts 1 37 361
     python bench/bench_sweep.py ... --method batched compressed block
+    python bench/bench_sweep.py ... --boundary '{"kind": "fluid", "density_ratio": 1.04, "sound_speed_ratio": 1.04}'
 
 Aspect directions are spread over [0, 360) degrees in the xy plane (the workflow's `aspect`
 incidence); the far field is taken at 361 receivers in that plane and at the backscatter
 direction of each aspect. The case goes through the workflow's normalisation, so quadrature,
-H-matrix, GMRES and OSRC settings are the `solve` rule's. Methods, all on the same operators:
+H-matrix, GMRES and OSRC settings are the `solve` rule's, and its system is built by the
+solver's own assembly (wavescat.solve.driver.assemble_system), so every boundary kind
+(`--boundary`, a case's boundary block) runs here as it runs in a solve. Methods, all on
+the same operators:
 
   batched     the solver's GMRES: one Krylov space per direction, one operator product per
               iteration for the whole batch (batches sized by wavescat.solve.driver)
@@ -27,21 +31,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import resource
 import time
 
 import numpy as np
 
 from wavescat import farfield
-from wavescat.backend import get_backend, to_host
-from wavescat.bem import burton_miller
-from wavescat.bem.formulations import formulation_for
-from wavescat.bem.quadrature import QuadratureOrders
+from wavescat.backend import to_host
+from wavescat.bem.formulations import burton_miller
+from wavescat.bem.linalg.gmres import gmres, krylov_batches
+from wavescat.case import Case
 from wavescat.config import prepare_config, solve_case
 from wavescat.geometry.mesher import mesh_case
+from wavescat.memory import available_bytes
 from wavescat.solve import driver
-from wavescat.solve.gmres import gmres
 
 C = 1500.0
 
@@ -131,15 +134,16 @@ def sweep(method, system, formulation, space, k, count, gm, be, receivers, clock
     t["rhs"] = time.perf_counter() - t0
     clock.take()
     t0 = time.perf_counter()
-    tol = gm["tol"]
+    tol = gm.tol
     if method == "batched":
-        width, basis_bytes = driver.krylov_batches(space.n_dofs, count, gm,
-                                                   driver.available_memory(be))
+        width, basis_bytes = krylov_batches(formulation.n_unknowns(space), count,
+                                            min(gm.restart, gm.maxiter), available_bytes(be),
+                                            np.dtype(rhs.dtype).itemsize)
         x = xp.zeros_like(rhs)
         its = []
         for s in range(0, count, width):
-            res = gmres(system.matvec, rhs[:, s:s + width], xp=xp, tol=tol, restart=gm["restart"],
-                        maxiter=gm["maxiter"], basis_bytes=basis_bytes)
+            res = gmres(system.matvec, rhs[:, s:s + width], xp=xp, tol=tol, restart=gm.restart,
+                        maxiter=gm.maxiter, basis_bytes=basis_bytes)
             x[:, s:s + width] = res.x
             its.extend(res.iterations.tolist())
         width_used = width
@@ -151,12 +155,12 @@ def sweep(method, system, formulation, space, k, count, gm, be, receivers, clock
             # each compressed column to the tolerance that keeps every recombined one in it
             res = gmres(system.matvec, Cm, xp=xp, tol=tol * bnorm.min() / max(
                 float(np.linalg.norm(to_host(Cm), axis=0).max()) * np.sqrt(width_used), 1e-300),
-                restart=gm["restart"], maxiter=gm["maxiter"])
+                restart=gm.restart, maxiter=gm.maxiter)
             Y, its = res.x, res.iterations.tolist()
         else:
             # residual of column q = R W[:, q]: bounded by |R_i| |W[i, q]| summed
             scale = bnorm.min() / np.sqrt(width_used)
-            Y, nblock = block_gmres(system.matvec, Cm, xp, tol, gm["maxiter"],
+            Y, nblock = block_gmres(system.matvec, Cm, xp, tol, gm.maxiter,
                                     np.full(width_used, scale))
             its = [nblock]
         x = Y @ W
@@ -177,7 +181,7 @@ def sweep(method, system, formulation, space, k, count, gm, be, receivers, clock
 def compare_products(ops, widths, be):
     """Seconds of one product of each H-matrix with blocks of `widths` columns, vectors
     gathered per block (batched GEMM) against read in place (block_products.py)."""
-    from wavescat.bem.hmatrix import hmatrix as hm  # noqa: PLC0415
+    from wavescat.bem.assembly.hmatrix import hmatrix as hm  # noqa: PLC0415
 
     xp = be.xp
     rng = np.random.default_rng(0)
@@ -217,6 +221,8 @@ def main(argv=None):
                    choices=["batched", "compressed", "block"])
     p.add_argument("--backend", default="cpu")
     p.add_argument("--format", default="auto", choices=["auto", "dense", "hmatrix"])
+    p.add_argument("--boundary", default="{}",
+                   help="the case's boundary block as JSON (default: the schema's, rigid)")
     p.add_argument("--json", default="", help="also write the rows to this file")
     p.add_argument("--mesh", default="", help="a stored mesh (.msh) in place of meshing")
     p.add_argument("--warm", action="store_true",
@@ -231,50 +237,37 @@ def main(argv=None):
     geometry = {"kind": "sphere", "radius": 1.0} if args.geometry == "sphere" else {"kind": "submarine"}
     cfg = prepare_config({"medium": {"sound_speed": C}, "run": ["c"], "cases": {"c": {
         "geometry": geometry, "frequencies_hz": [args.frequency],
-        "mesh": {"elements_per_wavelength": args.epw},
+        "boundary": json.loads(args.boundary), "mesh": {"elements_per_wavelength": args.epw},
         "solver": {"operator_format": args.format, "backend": args.backend}}}})
-    case, medium = solve_case(cfg, "c"), cfg["medium"]
+    case = solve_case(cfg, "c")
     t0 = time.perf_counter()
     if args.mesh:  # a stored mesh of the workflow's (machines without gmsh)
         from wavescat.surface import SurfaceMesh  # noqa: PLC0415
         mesh = SurfaceMesh.from_file(args.mesh)
     else:
-        mesh, _stats = mesh_case(cfg["cases"]["c"], medium)
+        mesh, _stats = mesh_case(Case.from_config(cfg, "c"))
     t_mesh = time.perf_counter() - t0
-    settings = driver.solver_settings(case["solver"])
-    be = get_backend(settings["backend"])
-    k = 2 * math.pi * args.frequency / C
-    formulation = formulation_for(case.get("boundary"))
-    space = formulation.space(mesh)
-    fmt = driver.operator_format_for(settings["operator_format"], space.n_dofs,
-                                     settings["hmatrix"]["dense_below"])
-    print(f"{args.geometry} at {args.frequency:g} Hz: {space.n_dofs} DOFs, {fmt} on {be.name} "
-          f"({be.device_name}), mesh {t_mesh:.1f} s", flush=True)
-    def assemble():
-        return {name: driver.boundary_operator(name, space, k, operator_format=fmt, backend=be,
-                                               precision=settings["precision"],
-                                               quadrature=QuadratureOrders(**settings["quadrature"]),
-                                               hmatrix_options=settings["hmatrix"])
-                for name in formulation.operators}
-
+    k = case.medium.wavenumber(args.frequency)
     if args.warm:  # a first assembly compiles the kernels (once per machine: CuPy caches them)
         t0 = time.perf_counter()
-        assemble()
+        driver.assemble_system(case, mesh, k)
         print(f"first assembly (kernels compiled) {time.perf_counter() - t0:.1f} s", flush=True)
-    t0 = time.perf_counter()
-    ops = assemble()
-    be.synchronize()
-    t_asm = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    system = formulation.system(space, k, ops, settings, xp=be.xp)
-    t_pre = time.perf_counter() - t0
+    assembled = driver.assemble_system(case, mesh, k)
+    formulation, space, ops, system, be = (assembled.formulation, assembled.space,
+                                           assembled.operators, assembled.system,
+                                           assembled.backend)
+    fmt, t_asm, t_pre = (assembled.operator_format, assembled.timings["assembly"],
+                         assembled.timings["preconditioner"])
+    print(f"{args.geometry} at {args.frequency:g} Hz, boundary {formulation.kind}: "
+          f"{space.n_dofs} DOFs, {fmt} on {be.name} ({be.device_name}), mesh {t_mesh:.1f} s",
+          flush=True)
     clock = Clock(system, be.synchronize)
     print(f"assembly {t_asm:.1f} s, preconditioner {t_pre:.1f} s, host peak "
           f"{host_peak_gib():.2f} GiB", flush=True)
     if args.compare_products and be.is_gpu:
         compare_products(ops, args.compare_products, be)
     receivers = farfield.receiver_directions({"plane": "xy", "count": 361})
-    gm = settings["gmres"]
+    gm = case.solver.gmres
     print(f"{'method':>10} {'N':>4} {'width':>5} {'its':>7} {'rhs':>6} {'gmres':>8} {'farfld':>7} "
           f"{'sweep':>8} {'ratio':>6} {'gm/dir':>7} {'ops':>7} {'resid':>8} {'hostGiB':>7} "
           f"{'gpuGiB':>6}",

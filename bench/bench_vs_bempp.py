@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_dense_assembly import geodesic_sphere  # noqa: E402
 
 from wavescat.backend import get_backend  # noqa: E402
-from wavescat.bem import operators, quadrature, spaces  # noqa: E402
+from wavescat.bem.assembly import operators
+from wavescat.bem.discretisation import quadrature, spaces
 
 BEMPP = r"""
 import sys, time

@@ -25,8 +25,8 @@ import numpy as np
 
 from bench_hmatrix import freq_for, geodesic_sphere, p1
 from wavescat.backend import get_backend
-from wavescat.bem.hmatrix import assemble_from_clouds, space_cloud
-from wavescat.bem.hmatrix.kernels import OPERATORS, PairKernel
+from wavescat.bem.assembly.hmatrix import assemble_from_clouds, space_cloud
+from wavescat.bem.assembly.hmatrix.kernels import OPERATORS, PairKernel
 
 
 def dense(kernel, n, rows_per_chunk=256):

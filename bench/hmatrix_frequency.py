@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_hmatrix import geodesic_sphere, p1  # noqa: E402
 
 from wavescat.backend import get_backend  # noqa: E402
-from wavescat.bem.hmatrix import assemble_from_clouds, space_cloud  # noqa: E402
-from wavescat.bem.hmatrix.clouds import point_cloud  # noqa: E402
-from wavescat.bem.hmatrix.kernels import PairKernel  # noqa: E402
+from wavescat.bem.assembly.hmatrix import assemble_from_clouds, space_cloud  # noqa: E402
+from wavescat.bem.assembly.hmatrix.clouds import point_cloud  # noqa: E402
+from wavescat.bem.assembly.hmatrix.kernels import PairKernel  # noqa: E402
 
 
 def row_error(H, kernel, x, rows):

@@ -2,8 +2,8 @@
 with g++ after a shim of the CUDA built-ins, and launches them with the grid, block and
 arguments the production code passes, so CI (which has no GPU) runs the GPU code paths.
 
-The shim runs one std::thread per CUDA thread and the blocks (of 1-D, 2-D or 3-D grids) one
-after another:
+The shim runs one std::thread per CUDA thread of a block (made once per launch) and the blocks
+(of 1-D, 2-D or 3-D grids) one after another:
 `__syncthreads` is a block barrier, `__shared__` is `static` (`extern __shared__` a pool of
 the launch's size), warp shuffles and a warp's `mma` exchange values between two warp
 barriers (the mma summed lane by lane from every lane's fragments, in the PTX layouts),
@@ -157,20 +157,33 @@ static void check_dynamic_pool() {
 }
 template <class F> static void launch(uint3_ grid, unsigned block, F kernel) {
     blockDim = {block, 1, 1}; gridDim = grid;
-    for (unsigned b = 0; b < grid.x * grid.y * grid.z; ++b) {
-        const uint3_ index = {b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};
-        g_warp_barriers.clear();  /* fresh per block: a thread leaves its warp's barrier on return */
+    const unsigned blocks = grid.x * grid.y * grid.z;
+    /* The block's threads are made once per launch and go through the blocks together, one
+       block after another; each block gets fresh barriers (a thread leaves them on return),
+       made while every thread waits at the end of the block before. */
+    std::unique_ptr<std::barrier<>> bar;
+    auto fresh = [&]() noexcept {
+        g_warp_barriers.clear();
         for (unsigned w = 0; w * 32 < block; ++w)
             g_warp_barriers.emplace_back(new std::barrier<>(block - 32 * w < 32 ? block - 32 * w : 32));
-        std::barrier<> bar(block);
-        g_barrier = &bar;
-        std::vector<std::thread> threads;
-        for (unsigned t = 0; t < block; ++t)
-            threads.emplace_back([&, t, index] {
-                threadIdx = {t, 0, 0}; blockIdx = index;
-                kernel(); bar.arrive_and_drop(); g_warp_barriers[t / 32]->arrive_and_drop(); });
-        for (auto& th : threads) th.join();
-    }
+        bar.reset(new std::barrier<>(block));
+        g_barrier = bar.get();
+    };
+    fresh();
+    unsigned current = 0;
+    auto next = [&]() noexcept { if (++current < blocks) fresh(); };
+    std::barrier<decltype(next)> done(block, next);
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < block; ++t)
+        threads.emplace_back([&, t] {
+            threadIdx = {t, 0, 0};
+            for (unsigned b = 0; b < blocks; ++b) {
+                blockIdx = {b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};
+                kernel(); g_barrier->arrive_and_drop(); g_warp_barriers[t / 32]->arrive_and_drop();
+                done.arrive_and_wait();
+            }
+        });
+    for (auto& th : threads) th.join();
     check_dynamic_pool();
     for (auto& [raw, bytes] : g_guards)
         for (int i = 0; i < GUARD_BYTES; ++i)

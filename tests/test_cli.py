@@ -13,3 +13,18 @@ def test_help_says_the_command_is_plumbing_and_points_to_snakemake(capsys):
     assert "snakemake --cores all target_strength --configfile my.yaml" in text
     assert "wavescat check-config my.yaml" in text
     assert "wavescat.commands" not in text  # no developer notes in a user's help
+
+
+def test_every_subcommand_is_found_by_its_module():
+    """cli.py imports only the module SUBCOMMANDS names for the subcommand it runs: the table
+    must list every subcommand the modules register, each with the module that does."""
+    import argparse
+    import importlib
+
+    from wavescat import commands
+
+    for module in set(commands.SUBCOMMANDS.values()):
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"wavescat.commands.{module}").register(sub)
+        assert {n: module for n in sub.choices} == {
+            n: m for n, m in commands.SUBCOMMANDS.items() if m == module}

@@ -119,6 +119,10 @@ BAD = [
     (_set(["cases", "sphere_ka5", "mesh", "elements_per_wavelength"], -1),
      "cases.sphere_ka5.mesh.elements_per_wavelength = -1: must be > 0"),
 ]
+# the ranks of one solve share H-matrix blocks: a dense solve cannot be split among them
+BAD.append((_set(["cases", "sphere_ka5", "solver"], {"operator_format": "dense", "ranks": 2}),
+            "cases.sphere_ka5.solver.operator_format = 'dense' with 2 ranks: a solve over "
+            "several ranks shares H-matrix blocks"))
 # YAML's .nan and .inf are numbers to the schema; each must be refused at its key.
 NAN, INF = float("nan"), float("inf")
 BAD += [
@@ -172,12 +176,25 @@ def test_user_list_replaces_default_list(default, tmp_path):
 
 
 def test_schema_lists_exactly_the_submarine_keys_the_builder_knows():
-    from wavescat.config import GEOMETRY_KEYS, load_schema
+    from wavescat.config import load_schema
+    from wavescat.geometry.kinds import GEOMETRIES
     from wavescat.geometry.submarine import DEFAULTS
 
     props = set(load_schema()["$defs"]["geometry"]["properties"])
-    assert set(DEFAULTS) == GEOMETRY_KEYS["submarine"]
+    assert set(DEFAULTS) == GEOMETRIES["submarine"].keys()
     assert set(DEFAULTS) <= props
+
+
+def test_geometry_kinds_are_the_schemas():
+    """The schema lists the geometry kinds a user may name and their keys; each kind is one
+    class whose fields are its keys."""
+    from wavescat.config import load_schema
+    from wavescat.geometry.kinds import GEOMETRIES
+
+    geometry = load_schema()["$defs"]["geometry"]
+    assert list(GEOMETRIES) == geometry["properties"]["kind"]["enum"]
+    for cls in GEOMETRIES.values():
+        assert cls.keys() | {"kind", "center"} <= set(geometry["properties"]), cls.kind
 
 
 def test_submarine_key_of_other_kind_refused(default):
@@ -367,7 +384,7 @@ def _schema_bounds(node, schema, path):
         ref, node = node["$ref"], schema
         for part in ref.removeprefix("#/").split("/"):  # a JSON pointer into the schema
             node = node[part]
-    from wavescat.config import _WHAT
+    from wavescat.schema import _WHAT
 
     for rule in ("exclusiveMinimum", "minimum", "exclusiveMaximum", "maximum"):
         if rule in node:
@@ -477,17 +494,17 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
     """What a direct library call uses when a key is left out is what the workflow fills in."""
     import inspect
 
-    from wavescat.bem.hmatrix import assemble_from_clouds
-    from wavescat.bem.hmatrix.galerkin import assemble_hmatrix
-    from wavescat.bem.hmatrix.block_tree import build_block_tree
-    from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
-    from wavescat.bem.osrc import OsrcNtD, pade_sqrt
-    from wavescat.bem.quadrature import QuadratureOrders
+    from wavescat.bem.assembly.hmatrix import assemble_from_clouds
+    from wavescat.bem.assembly.hmatrix.galerkin import assemble_hmatrix
+    from wavescat.bem.assembly.hmatrix.block_tree import build_block_tree
+    from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree
+    from wavescat.bem.formulations.osrc import OsrcNtD, pade_sqrt
+    from wavescat.bem.discretisation.quadrature import QuadratureOrders
     from wavescat.cli import build_parser
+    from wavescat.case import Case, SolverSettings
     from wavescat.farfield import incident_directions, receiver_directions
     from wavescat.geometry.sizing import MeshOptions, mesh_options
-    from wavescat.solve.driver import solver_settings
-    from wavescat.solve.gmres import gmres
+    from wavescat.bem.linalg.gmres import gmres
 
     cfg = copy.deepcopy(default)
     cfg["cases"]["bare"] = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [100],
@@ -503,18 +520,18 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
 
     assert QuadratureOrders() == QuadratureOrders(**solver["quadrature"])
     for fn in (assemble_hmatrix, assemble_from_clouds):
-        assert {k: kw(fn, k) for k in ("eps", "eta", "leaf_size")} == \
-            {k: solver["hmatrix"][k] for k in ("eps", "eta", "leaf_size")}
+        assert {k: kw(fn, k) for k in ("eps", "eta", "leaf_size", "storage")} == \
+            {k: solver["hmatrix"][k] for k in ("eps", "eta", "leaf_size", "storage")}
     assert kw(build_block_tree, "eta") == solver["hmatrix"]["eta"]
     assert kw(build_cluster_tree, "leaf_size") == solver["hmatrix"]["leaf_size"]
     assert {k: kw(gmres, k) for k in solver["gmres"]} == solver["gmres"]
     assert (kw(OsrcNtD, "pade_terms"), kw(OsrcNtD, "branch_angle")) == \
         (kw(pade_sqrt, "n_terms"), kw(pade_sqrt, "branch_angle")) == \
         (solver["osrc"]["pade_terms"], solver["osrc"]["branch_angle"])
-    assert solver_settings({}) == solver
+    assert SolverSettings.from_dict({}).as_dict() == solver
     assert kw(MeshOptions, "curvature_refinement") == case["mesh"]["curvature_refinement"]
-    assert mesh_options({"frequencies_hz": [100]}, cfg["medium"]) == \
-        mesh_options(case, cfg["medium"])
+    assert mesh_options(Case.from_dict({"frequencies_hz": [100]}, cfg["medium"])) == \
+        mesh_options(Case.from_config(prepared, "bare"))
     assert len(receiver_directions({"plane": "xy"}).vectors) == case["receivers"]["count"]
     assert np.array_equal(incident_directions({"aspect": {"plane": "xy", "count": 5}}).aspect_deg,
                           incident_directions(prepared["cases"]["sweep"]["incident"]).aspect_deg)
@@ -549,3 +566,12 @@ def test_config_readme_states_the_tilt_defaults():
     documented = _readme_defaults()
     for key, value in TILT_DEFAULTS.items():
         assert documented[f"averages.tilt.{key}"] == value, key
+
+
+def test_boundary_kinds_are_the_schemas():
+    """The schema lists the boundary kinds a user may name; each is one formulation class."""
+    from wavescat.bem.formulations import FORMULATIONS
+    from wavescat.defaults import load_schema
+
+    case = load_schema()["$defs"]["case"]["properties"]
+    assert list(FORMULATIONS) == case["boundary"]["properties"]["kind"]["enum"]

@@ -6,6 +6,7 @@ import meshio
 import numpy as np
 import pytest
 
+from wavescat.case import Case
 from wavescat.errors import WavescatError
 
 from wavescat.geometry.icosphere import icosphere
@@ -26,7 +27,7 @@ def sphere_solution(tmp_path_factory):
     mesh = icosphere(2)
     case = {"incident": {"direction": D.tolist()}, "receivers": {"plane": "xz", "count": 5},
             "solver": {"operator_format": "dense", "backend": "cpu"}}
-    result = solve_frequency(case, {"sound_speed": C}, mesh, KA * C / (2 * math.pi))
+    result = solve_frequency(Case.from_dict(case, {"sound_speed": C}), mesh, KA * C / (2 * math.pi))
     path = tmp_path_factory.mktemp("sphere") / "f000.h5"
     records.write_solution(path, result, mesh, case_name="ball")
     return records.read_solution(path), float(np.mean(mesh.edge_lengths))
@@ -161,7 +162,7 @@ def test_near_field_follows_the_formulation_of_the_boundary(boundary, series, bo
     mesh = icosphere(2)
     case = {"incident": {"direction": D.tolist()}, "receivers": {"plane": "xz", "count": 5},
             "boundary": boundary, "solver": {"operator_format": "dense", "backend": "cpu"}}
-    result = solve_frequency(case, {"sound_speed": C, "density": 1000.0}, mesh,
+    result = solve_frequency(Case.from_dict(case, {"sound_speed": C, "density": 1000.0}), mesh,
                              KA * C / (2 * math.pi))
     records.write_solution(tmp_path / "f000.h5", result, mesh)
     solution = records.read_solution(tmp_path / "f000.h5")

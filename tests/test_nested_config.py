@@ -4,9 +4,11 @@ import copy
 
 import pytest
 
+from wavescat.bem.formulations import boundary_from
+from wavescat.case import Case
 from wavescat.config import prepare_config, solve_case
 from wavescat.errors import ConfigError
-from wavescat.geometry.bodies import body_tree, fluid_sound_speed
+from wavescat.geometry.kinds import GEOMETRIES
 
 MEDIUM = {"sound_speed": 1477.3, "density": 1026.8}
 FLESH = {"kind": "fluid", "density_ratio": 1.04, "sound_speed_ratio": 1.04}
@@ -33,12 +35,15 @@ def test_nested_case_valid_and_normalised():
     case = cfg["cases"]["fish"]
     assert case["inside"][0]["geometry"]["center"] == [0.0, 0.0, 0.0]  # filled as on the case
     assert case["inside"][0]["inside"][0]["boundary"] == {"kind": "rigid"}
-    assert solve_case(cfg, "fish")["inside"] == case["inside"]  # the solve gets the bodies
+    solve = solve_case(cfg, "fish")  # the solve gets the bodies
+    assert [b.geometry for b in solve.bodies] == [b.geometry for b in
+                                                 Case.from_config(cfg, "fish").bodies]
+    assert len(solve.bodies) == 4
 
 
 def test_body_tree_in_surface_order():
     fish = _fish()
-    bodies = body_tree(fish, MEDIUM, "cases.fish")
+    bodies = Case.from_dict(fish, MEDIUM, name="fish").bodies
     assert [(b.index, b.parent, b.depth, b.kind) for b in bodies] == [
         (0, -1, 0, "fluid"), (1, 0, 1, "fluid"), (2, 1, 2, "rigid"), (3, 0, 1, "pressure_release")]
     assert [b.where for b in bodies] == ["cases.fish", "cases.fish.inside[0]",
@@ -48,12 +53,14 @@ def test_body_tree_in_surface_order():
     assert bodies[0].density == pytest.approx(1.04 * 1026.8)
     assert (bodies[1].sound_speed, bodies[1].density) == (345.0, 1.24)
     assert bodies[2].sound_speed is None and bodies[3].sound_speed is None
-    assert bodies[1].geometry is fish["inside"][0]["geometry"]  # the blocks as given
-    assert bodies[1].boundary == GAS
-    one = body_tree({"geometry": {"kind": "sphere", "radius": 1.0}}, MEDIUM)
-    assert len(one) == 1 and one[0].boundary == {"kind": "rigid"} and one[0].where == "case"
-    assert fluid_sound_speed({"kind": "fluid", "sound_speed_ratio": 0.5,
-                              "density": 1.0}, MEDIUM) == pytest.approx(738.65)
+    # the blocks as given, read into their types
+    assert bodies[1].geometry == GEOMETRIES["spheroid"].from_block(fish["inside"][0]["geometry"])
+    assert bodies[1].boundary == boundary_from(GAS, Case.from_dict({}, MEDIUM).medium)
+    one = Case.from_dict({"geometry": {"kind": "sphere", "radius": 1.0}}, MEDIUM).bodies
+    assert len(one) == 1 and one[0].boundary.kind == "rigid" and one[0].where == "case"
+    ratio = Case.from_dict({"boundary": {"kind": "fluid", "sound_speed_ratio": 0.5,
+                                         "density": 1.0}}, MEDIUM)
+    assert ratio.bodies[0].sound_speed == pytest.approx(738.65)
 
 
 def _mutated(path, value):
@@ -80,7 +87,7 @@ def _mutated(path, value):
      "cases.fish.inside[0].inside[0].inside: bodies inside a rigid body are not possible"),
     (_mutated(["inside", 1, "boundary"], {"kind": "impedance", "admittance": [1, 0]}),
      "cases.fish.inside[1].boundary.kind = 'impedance': a body inside another must be one of "
-     "fluid, rigid, pressure_release"),
+     "rigid, pressure_release, fluid"),
     (_mutated(["inside", 1, "boundary"], None),
      "cases.fish.inside[1]: missing required key 'boundary'"),
     (_mutated(["inside", 1, "geometry"], None),
@@ -92,8 +99,8 @@ def _mutated(path, value):
     (_mutated(["inside", 1, "geometry", "radius"], -1.0),
      "cases.fish.inside[1].geometry.radius = -1.0: must be > 0"),
     (_mutated(["inside", 0, "boundary"], {"kind": "fluid", "density": 1.24}),
-     "cases.fish.inside[0].boundary.sound_speed_ratio / cases.fish.inside[0].boundary.sound_speed:"
-     " boundary kind 'fluid' needs exactly one of them (neither is given)"),
+     "cases.fish.inside[0].boundary.sound_speed_ratio / sound_speed: boundary kind 'fluid' "
+     "needs exactly one of them (neither is given)"),
     (_mutated(["inside", 1, "boundary"], {"kind": "rigid", "density": 3.0}),
      "cases.fish.inside[1].boundary.density = 3.0: not a key of boundary kind 'rigid'"),
     (_mutated(["inside", 1, "colour"], "red"),

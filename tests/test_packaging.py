@@ -1,5 +1,5 @@
 """What a non-editable install gets: the package's data files (the config schema, the
-symmetric triangle rules, py.typed)."""
+symmetric triangle rules, the CUDA sources, py.typed)."""
 import shutil
 import subprocess
 import sys
@@ -27,7 +27,9 @@ def test_schema_and_py_typed_are_package_data(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     package = lib / "wavescat"
     assert (package / "py.typed").is_file()
-    assert (package / "bem" / "symmetric_triangle_rules.json").is_file()
+    assert (package / "bem" / "discretisation" / "symmetric_triangle_rules.json").is_file()
+    for kernel in ("kernels/green", "kernels/gpu", "linalg/triangular"):  # the CUDA sources
+        assert (package / "bem" / f"{kernel}.cu").is_file(), kernel
     built = package / SCHEMA_PATH.relative_to(ROOT / "src" / "wavescat")
     assert yaml.safe_load(built.read_text()) == load_schema()
 

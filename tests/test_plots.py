@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from wavescat import plots
+from wavescat.case import Case
 from wavescat.commands.solve import make_plots
 from wavescat.farfield import incident_directions, receiver_directions, target_strength
 from wavescat.reference import rigid_sphere
@@ -242,7 +243,8 @@ def test_study_plots_of_bistatic_sweep_and_monostatic_case(tmp_path, figures):
     cases = {"s_bi": BISTATIC, "s_mono": {**mono, "description": "aspect sweep"}}
     paths = {"s_bi": write_farfield(tmp_path / "bi.csv", [solution(BISTATIC, ka_hz(k)) for k in (1, 2)]),
              "s_mono": write_farfield(tmp_path / "mono.csv", [solution(mono, ka_hz(k)) for k in (1, 2)])}
-    written = {p.name for p in plot_study(cases, paths, tmp_path / "plots")}
+    typed = {name: Case.from_dict(block, name=name) for name, block in cases.items()}
+    written = {p.name for p in plot_study(typed, paths, tmp_path / "plots")}
     assert {"s_bi_ts_polar.png", "s_bi_ts_map.png", "s_bi_ts_vs_frequency.png",
             "s_mono_ts_polar.png", "s_mono_ts_map.png"} <= written
     bi = polar_axes(figures["s_bi_ts_polar.png"])
@@ -362,7 +364,8 @@ def test_study_plots_ts_against_the_parameter_it_varies(tmp_path, figures):
                 "theta_deg": rec.theta_deg, "phi_deg": rec.phi_deg}, "far_field": F[None]})
             back[f].append((a, target_strength(F[270])))
         paths[name] = write_farfield(tmp_path / f"{name}.csv", sols)
-    written = {p.name for p in plot_study(cases, paths, tmp_path)}
+    typed = {name: Case.from_dict(block, name=name) for name, block in cases.items()}
+    written = {p.name for p in plot_study(typed, paths, tmp_path)}
     assert "ts_vs_geometry.radius.png" in written
     assert not any("center" in w for w in written)
     back_ax, forward_ax = figures["ts_vs_geometry.radius.png"].axes

@@ -1,9 +1,9 @@
 """Long steps report progress in the job log (a line per refresh with rate and ETA)."""
 import numpy as np
 
+from wavescat.bem.linalg.gmres import gmres
 from wavescat.defaults import GMRES
 from wavescat.progress import progress
-from wavescat.solve.gmres import gmres
 
 
 def test_slow_step_leaves_lines_with_rate_and_quick_step_none(monkeypatch, capsys):
@@ -41,11 +41,12 @@ def test_progress_can_be_silenced(monkeypatch, capsys):
 
 
 def test_verbose_meshing_prints_gmsh_progress(capfd):
+    from wavescat.case import Case
     from wavescat.geometry import mesh_case
 
     case = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [300.0],
             "mesh": {"elements_per_wavelength": 6}}
-    mesh_case(case, {"sound_speed": 1500.0}, verbose=True)
+    mesh_case(Case.from_dict(case, {"sound_speed": 1500.0}), verbose=True)
     out = capfd.readouterr().out
     assert "Meshing 2D" in out and "Done meshing 2D" in out
 
@@ -62,7 +63,7 @@ def test_cold_kernel_cache_is_announced_once_and_warm_cache_not(tmp_path):
         "from wavescat.progress import announce_compilation\n"
         "announce_compilation(logging.getLogger('wavescat.solve'))\n"
         "announce_compilation(logging.getLogger('wavescat.solve'))\n"
-        "from wavescat.bem.green import kernel, sincos\n"
+        "from wavescat.bem.kernels.green import kernel, sincos\n"
         "sincos(0.3); kernel(0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0)\n")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import yaml
 
-from wavescat import resources
+from wavescat import memory, preflight, resources
+from wavescat.case import Case
 from wavescat.cli import main
 from wavescat.config import prepare_config
 from wavescat.errors import ConfigError, ResourceError
@@ -35,7 +36,7 @@ def _prepared(default, **changes):
 def test_unknowns_follow_area_over_element_area(default):
     """7.5e10 unknowns for the 62 m submarine at 1 MHz: 1.1 (area / (sqrt(3)/4 h^2)) / 2, h = c/(10 f)."""
     cfg = prepare_config(_prepared(default, submarine__frequencies_hz=[1e6]), base_dir=ROOT)
-    est = resources.case_estimates(cfg["cases"]["submarine"], cfg["medium"], gpu=False)
+    est = resources.case_estimates(Case.from_config(cfg, "submarine"), gpu=False)
     h = 1500.0 / (1e6 * 10)
     area = 1.15 * 0.85 * np.pi * 7.0 * 62.0
     assert est["unknowns"] == pytest.approx(1.1 * area / (np.sqrt(3) / 4 * h * h) / 2, rel=1e-6)
@@ -45,7 +46,7 @@ def test_unknowns_follow_area_over_element_area(default):
 def test_megahertz_submarine_refused_naming_case_frequency_estimate_limit(default):
     cfg = prepare_config(_prepared(default, submarine__frequencies_hz=[1e6]), base_dir=ROOT)
     with pytest.raises(ConfigError) as err:
-        resources.check_limits(cfg, ["sphere_ka5", "submarine"])
+        preflight.check_limits(cfg, ["sphere_ka5", "submarine"])
     msg = str(err.value)
     assert "case 'submarine' at 1e+06 Hz" in msg and "7.52e+10 unknowns" in msg
     assert "meshing needs about 188 TB" in msg and "of host memory" in msg
@@ -53,30 +54,30 @@ def test_megahertz_submarine_refused_naming_case_frequency_estimate_limit(defaul
 
 
 def test_limits_override_the_machine(default, monkeypatch):
-    monkeypatch.setattr(resources, "host_memory_bytes", lambda: 64e9)
+    monkeypatch.setattr(preflight, "host_memory_bytes", lambda: 64e9)
     cfg = _prepared(default, sphere_ka5__solver={"operator_format": "dense"},
                     sphere_ka5__frequencies_hz=[6000.0])  # ~25,000 unknowns, dense: ~23 GB
     prepared = prepare_config(cfg, base_dir=ROOT)
-    resources.check_limits(prepared, ["sphere_ka5"])  # fits 64 GB
+    preflight.check_limits(prepared, ["sphere_ka5"])  # fits 64 GB
     cfg["limits"] = {"host_memory_gb": 8}
     with pytest.raises(ConfigError, match=r"case 'sphere_ka5' at 6000 Hz .* the dense solve needs "
                        r"about \d+\.\d GB, more than the 8 GB of host memory \(limits\.host_memory_gb"
                        r" = 8\) \(operator_format: hmatrix needs less\)"):
-        resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+        preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
     cfg["limits"] = {"max_unknowns": 10_000}
     with pytest.raises(ConfigError, match="more than limits.max_unknowns = 10000"):
-        resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+        preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
 
 
 def test_gpu_solve_checked_against_gpu_memory(default, monkeypatch):
-    monkeypatch.setattr(resources, "gpu_memory_bytes", lambda: 16e9)
+    monkeypatch.setattr(preflight, "gpu_memory_bytes", lambda: 16e9)
     cfg = _prepared(default, sphere_ka5__solver={"operator_format": "dense", "backend": "gpu"},
                     sphere_ka5__frequencies_hz=[6000.0])
     with pytest.raises(ConfigError, match=r"dense solve on the GPU needs about \d+\.\d GB, more "
                        r"than the 16 GB of GPU memory"):
-        resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+        preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
     cfg["limits"] = {"gpu_memory_gb": 80}
-    resources.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+    preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
 
 
 def test_workflow_refuses_megahertz_submarine_before_meshing(tmp_path):
@@ -92,13 +93,14 @@ def test_workflow_refuses_megahertz_submarine_before_meshing(tmp_path):
 
 
 def test_dense_operator_checked_before_allocation(monkeypatch):
-    from wavescat.bem import operators, spaces
+    from wavescat.bem.assembly import operators
+    from wavescat.bem.discretisation import spaces
     from wavescat.geometry.icosphere import icosphere
 
     space = spaces.function_space(icosphere(2), "P1")
     n = space.n_dofs
     available = 32 * n * n - 1
-    monkeypatch.setattr(resources, "available_host_bytes", lambda: available)
+    monkeypatch.setattr(memory, "available_host_bytes", lambda: available)
     # the double layer needs its float64 (re, im) accumulator and the transposed twin: 32 n^2
     with pytest.raises(ResourceError) as err:
         operators.assemble("double_layer", space, space, 2.0)
@@ -158,8 +160,8 @@ def test_numba_threads_follow_the_jobs_threads():
     whether Numba is already imported or not."""
     import os
 
-    for code in ("import numba, wavescat.resources as r; r.follow_job_threads()",
-                 "import wavescat.resources as r; r.follow_job_threads(); import numba"):
+    for code in ("import numba, wavescat.backend as b; b.follow_job_threads()",
+                 "import wavescat.backend as b; b.follow_job_threads(); import numba"):
         out = subprocess.run([sys.executable, "-c", code + "; print(numba.get_num_threads())"],
                              capture_output=True, text=True, timeout=300,
                              env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -167,7 +169,8 @@ def test_numba_threads_follow_the_jobs_threads():
 
 
 def test_gpu_out_of_memory_in_dense_assembly_names_operator_and_size(monkeypatch):
-    from wavescat.bem import operators, spaces
+    from wavescat.bem.assembly import operators
+    from wavescat.bem.discretisation import spaces
     from wavescat.geometry.icosphere import icosphere
 
     def fail(self):
@@ -178,7 +181,7 @@ def test_gpu_out_of_memory_in_dense_assembly_names_operator_and_size(monkeypatch
     with pytest.raises(MemoryError) as err:
         operators.assemble("double_layer", space, space, 2.0)
     n = space.n_dofs
-    assert resources.out_of_memory_message(err.value, "solve").startswith(
+    assert memory.out_of_memory_message(err.value, "solve").startswith(
         f"out of GPU memory in 'dense assembly of double_layer ({n} x {n})': Out of memory "
         "allocating 335,923,200 bytes")
 
@@ -195,10 +198,9 @@ def test_unknowns_estimate_follows_the_geometry_sizing(geometry, frequency, low)
     from wavescat.geometry import mesh_case
 
     cfg = {"run": ["b"], "cases": {"b": {"geometry": geometry, "frequencies_hz": [frequency]}}}
-    case = prepare_config(cfg, base_dir=".")["cases"]["b"]
-    medium = {"sound_speed": 1500.0, "density": 1000.0}
-    _, stats = mesh_case(case, medium)
-    estimate = resources.p1_dofs_estimate(case, medium)
+    case = Case.from_config(prepare_config(cfg, base_dir="."), "b")
+    _, stats = mesh_case(case)
+    estimate = resources.p1_dofs_estimate(case)
     assert low * stats["vertices"] <= estimate <= 1.2 * stats["vertices"], (estimate, stats["vertices"])
 
 
@@ -213,19 +215,20 @@ def test_estimates_count_every_surface_at_its_own_size():
             "mesh": {"max_volume_error": None}}
     one = {**base, "boundary": gas}
     water = {**one, "mesh": {"max_volume_error": None, "resolve_interior": False}}
-    ratio = resources.p1_dofs_estimate(one, medium) / resources.p1_dofs_estimate(water, medium)
+    ratio = (resources.p1_dofs_estimate(Case.from_dict(one, medium))
+             / resources.p1_dofs_estimate(Case.from_dict(water, medium)))
     assert ratio == pytest.approx(1 / 0.22**2, rel=0.01)
     nested = {**base, "boundary": flesh,
               "inside": [{"geometry": {"kind": "sphere", "radius": 0.03}, "boundary": gas,
                           "inside": [{"geometry": {"kind": "sphere", "radius": 0.01},
                                       "boundary": {"kind": "rigid"}}]}]}
-    n = resources.surface_vertex_estimates(nested, medium)
+    n = resources.surface_vertex_estimates(Case.from_dict(nested, medium))
     assert len(n) == 3 and n[1] == pytest.approx(n[0] * (0.03 / 0.05) ** 2 / 0.22**2, rel=0.02)
     cfg = prepare_config({"medium": medium, "run": ["b"], "cases": {"b": nested}})
-    est = resources.case_estimates(cfg["cases"]["b"], cfg["medium"], gpu=False)
+    est = resources.case_estimates(Case.from_config(cfg, "b"), gpu=False)
     assert est["unknowns"] == sum(n)
     assert est["system_unknowns"] == 2 * n[0] + 2 * n[1] + n[2]
-    outer = resources.case_estimates(
+    outer = resources.case_estimates(Case.from_config(
         prepare_config({"medium": medium, "run": ["b"], "cases": {"b": {
-            **base, "boundary": flesh}}})["cases"]["b"], medium, gpu=False)
+            **base, "boundary": flesh}}}), "b"), gpu=False)
     assert est["solve_host_bytes"] > outer["solve_host_bytes"]

@@ -7,12 +7,19 @@ import pytest
 from wavescat.sensitivity import (HYPERSENSITIVE_Q, Q_PER_DB, can_resonate, case_regions,
                                   geometry_size, interior_q, sensitivity_warnings,
                                   solve_preflight)
-from wavescat.errors import MeshError
+from wavescat.case import Case
+from wavescat.errors import ConfigError, MeshError
+from wavescat.geometry.file import FileGeometry
+from wavescat.geometry.spheroid import Spheroid
 from wavescat.surface import SurfaceMesh
 
 SEA = {"density": 1026.8, "sound_speed": 1477.3}
 GAS = {"kind": "fluid", "density": 1.24, "sound_speed": 345.0}
 SPHEROID = {"kind": "spheroid", "semi_axes": [0.005, 0.005, 0.035]}  # 10 x 10 x 70 mm
+
+
+def typed(block, name=""):
+    return Case.from_dict(block, SEA, name)
 
 
 def gas_case(boundary=GAS, freqs=(38_000.0,)):
@@ -26,10 +33,10 @@ def test_q_per_db_is_one_over_twice_delta():
 
 
 def test_gas_spheroid_q_of_order_3500():
-    (region,) = case_regions(gas_case(), SEA, "cases.gas")
+    (region,) = case_regions(typed(gas_case(), "gas"))
     assert region.q == pytest.approx(SEA["density"] * SEA["sound_speed"] / (1.24 * 345), rel=1e-12)
     assert 3000 < region.q < 4000
-    (line,) = sensitivity_warnings(gas_case(), SEA, "gas")
+    (line,) = sensitivity_warnings(typed(gas_case(), "gas"))
     assert "cases.gas" in line and "Q of 3546" in line
     assert "absorption_db_per_wavelength" in line and "averaged over a band" in line
     assert "\n" not in line
@@ -37,30 +44,30 @@ def test_gas_spheroid_q_of_order_3500():
 
 def test_absorption_1_364_db_gives_q_20_and_no_warning():
     lossy = gas_case({**GAS, "absorption_db_per_wavelength": 1.364})
-    (region,) = case_regions(lossy, SEA)
+    (region,) = case_regions(typed(lossy))
     assert interior_q(1e12, 1.364) == pytest.approx(20.0, rel=1e-3)
     assert region.q == pytest.approx(1 / (1 / 3546.2 + 1 / 20.007), rel=1e-3)
     assert 19 < region.q < 20
-    assert sensitivity_warnings(lossy, SEA, "gas") == []
+    assert sensitivity_warnings(typed(lossy, "gas")) == []
 
 
 def test_fish_flesh_does_not_warn():
     flesh = {"kind": "fluid", "density_ratio": 1.04, "sound_speed_ratio": 1.04}
     case = {"geometry": {"kind": "spheroid", "semi_axes": [0.02, 0.02, 0.12]},
             "boundary": flesh, "frequencies_hz": [38_000.0, 120_000.0]}
-    (region,) = case_regions(case, SEA)
+    (region,) = case_regions(typed(case))
     assert region.q == pytest.approx(1.04 * 1.04)
-    assert sensitivity_warnings(case, SEA, "fish") == []
+    assert sensitivity_warnings(typed(case, "fish")) == []
 
 
 def test_rigid_and_pressure_release_bodies_have_no_region():
     for kind in ("rigid", "pressure_release"):
-        assert case_regions({"geometry": SPHEROID, "boundary": {"kind": kind}}, SEA) == []
+        assert case_regions(typed({"geometry": SPHEROID, "boundary": {"kind": kind}})) == []
 
 
 def test_small_gas_body_below_its_first_interior_resonance_does_not_warn():
     # interior wavelength 345 / 2 kHz = 17 cm, the body 1 cm wide: nothing rings
-    assert sensitivity_warnings(gas_case(freqs=(2000.0,)), SEA, "gas") == []
+    assert sensitivity_warnings(typed(gas_case(freqs=(2000.0,)), "gas")) == []
     # a soft region (gas) rings on Neumann-like modes once its interior wavelength is 2
     # diameters or less; a hard one on Dirichlet-like modes, from 2 widths
     assert can_resonate(0.139, 1e-4, width=0.01, diameter=0.07)
@@ -75,12 +82,12 @@ def test_nested_bladder_against_the_flesh_around_it():
     case = {"geometry": {"kind": "spheroid", "semi_axes": [0.02, 0.02, 0.12]},
             "boundary": flesh, "frequencies_hz": [38_000.0],
             "inside": [{"geometry": SPHEROID, "boundary": GAS, "inside": []}]}
-    regions = case_regions(case, SEA, "cases.fish")
+    regions = case_regions(typed(case, "fish"))
     assert [r.where for r in regions] == ["cases.fish", "cases.fish.inside[0]"]
     bladder = regions[1]
     z = 1.24 * 345 / (1.04 * SEA["density"] * 1.04 * SEA["sound_speed"])
     assert bladder.impedance_ratio == pytest.approx(z)
-    (line,) = sensitivity_warnings(case, SEA, "fish")
+    (line,) = sensitivity_warnings(typed(case, "fish"))
     assert "cases.fish.inside[0]" in line
     assert "cases.fish.inside[0].boundary.absorption_db_per_wavelength" in line
 
@@ -90,9 +97,10 @@ def test_threshold_between_q_20_and_the_gas():
 
 
 def test_geometry_size():
-    assert geometry_size(SPHEROID) == pytest.approx((0.01, math.sqrt(0.01**2 * 2 + 0.07**2)))
-    assert geometry_size({"kind": "file", "path": "x.stl"}) == (None, None)
-    assert geometry_size({"kind": "file"}, [1.0, 2.0, 2.0]) == pytest.approx((1.0, 3.0))
+    spheroid = Spheroid(semi_axes=SPHEROID["semi_axes"])
+    assert geometry_size(spheroid) == pytest.approx((0.01, math.sqrt(0.01**2 * 2 + 0.07**2)))
+    assert geometry_size(FileGeometry(path="x.stl")) == (None, None)
+    assert geometry_size(None, [1.0, 2.0, 2.0]) == pytest.approx((1.0, 3.0))
 
 
 def _octahedron(scale):
@@ -105,22 +113,23 @@ def _octahedron(scale):
 def test_solve_preflight_refuses_coarse_and_returns_q_warnings():
     fine = _octahedron(0.002)  # edges 2.8 mm: 3.2 per gas wavelength at 38 kHz
     case = {"geometry": SPHEROID, "boundary": GAS, "mesh": {}}
-    coarse_inside, line = solve_preflight(case, SEA, fine, 38_000.0, "gas")
+    coarse_inside, line = solve_preflight(typed(case, "gas"), fine, 38_000.0)
     assert coarse_inside.startswith("cases.gas: mesh coarser than 5 elements per wavelength "
                                     "of the body's interior at 38000 Hz: 3.21 (mean edge")
     assert "Q of 3546" in line
     finer = _octahedron(0.001)  # 6.4 per gas wavelength: the Q warning alone
-    (line,) = solve_preflight(case, SEA, finer, 38_000.0, "gas")
+    (line,) = solve_preflight(typed(case, "gas"), finer, 38_000.0)
     assert "Q of 3546" in line
     coarse = _octahedron(0.01)  # edges 14 mm: 0.64 per gas wavelength
     with pytest.raises(MeshError, match="the body's interior at 38000 Hz"):
-        solve_preflight(case, SEA, coarse, 38_000.0, "gas")
+        solve_preflight(typed(case, "gas"), coarse, 38_000.0)
     allowed = {**case, "mesh": {"allow_coarse": True}}
-    assert len(solve_preflight(allowed, SEA, coarse, 38_000.0, "gas")) == 2
+    assert len(solve_preflight(typed(allowed, "gas"), coarse, 38_000.0)) == 2
 
 
-def test_a_fluid_block_without_its_constants_is_skipped():
-    assert case_regions({"geometry": SPHEROID, "boundary": {"kind": "fluid"}}, SEA) == []
+def test_a_fluid_block_without_its_constants_is_refused_when_read():
+    with pytest.raises(ConfigError, match="needs exactly one of them"):
+        typed({"geometry": SPHEROID, "boundary": {"kind": "fluid"}})
 
 
 # -- the Q model against the exact fluid-sphere series ---------------------------------------
@@ -158,9 +167,9 @@ def test_gas_sphere_resonances_are_neumann_modes_with_q_a_few_times_the_contrast
     f_root = root * c / (2 * math.pi * a)  # j_l'(k1 a) = 0: a rigid wall seen from inside
     f0, q = _measured_q(l, f_root, rho, c, a)
     assert f0 == pytest.approx(f_root, rel=2e-3)
-    (region,) = case_regions({"geometry": {"kind": "sphere", "radius": a},
-                              "boundary": {"kind": "fluid", "density": rho, "sound_speed": c}},
-                             SEA)
+    (region,) = case_regions(typed({"geometry": {"kind": "sphere", "radius": a},
+                                    "boundary": {"kind": "fluid", "density": rho,
+                                                 "sound_speed": c}}))
     assert 1.0 < q / region.q < 5.0  # max(Z, 1/Z): the broadest resonances' order
     # ten times the density: ten times less Q (Q ~ 1 / Z)
     _, q10 = _measured_q(l, f_root, 10 * rho, c, a)
@@ -179,8 +188,8 @@ def test_a_nameless_solve_names_the_body_and_its_keys():
     flesh = {"kind": "fluid", "density_ratio": 1.04, "sound_speed_ratio": 1.04}
     case = {"geometry": {"kind": "spheroid", "semi_axes": [0.02, 0.02, 0.12]}, "boundary": flesh,
             "inside": [{"geometry": SPHEROID, "boundary": GAS}]}
-    (line,) = solve_preflight(case, SEA, _octahedron(0.0005), 38_000.0)
+    (line,) = solve_preflight(typed(case), _octahedron(0.0005), 38_000.0)
     assert line.startswith("the body inside[0] (a fluid of ")
     assert "give it inside[0].boundary.absorption_db_per_wavelength" in line
-    (line,) = solve_preflight(gas_case(), SEA, _octahedron(0.0005), 38_000.0)
+    (line,) = solve_preflight(typed(gas_case()), _octahedron(0.0005), 38_000.0)
     assert line.startswith("the body (a fluid of ") and "give it boundary.absorption" in line

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import WavescatError
-from .farfield import directions_to_angles, incident_directions
+from .farfield import directions_to_angles
 
 # Columns of results/<case>/ts_averages.csv (docs/conventions.md); a study prepends
 # case, base_case and its varied keys.
@@ -260,11 +260,10 @@ def parse_averages(spec: dict) -> tuple[list[Band], list[Tilt]]:
     return bands, tilts
 
 
-def monostatic_grid(table: dict, incident: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def monostatic_grid(table: dict, incidence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(frequencies (nf,), aspects (na,), sigma_bs (nf, na)) of an aspect sweep's far-field
     table (`solve.records.read_farfield_csv` of farfield.csv: per frequency, one row per
-    aspect of the sweep), checked against the sweep `incident`."""
-    incidence = incident_directions(incident)
+    aspect of the sweep), checked against the sweep (a farfield.Incidence)."""
     if not incidence.monostatic:
         raise AveragesError("averages need a monostatic aspect sweep (incident.aspect)")
     aspects = incidence.aspect_deg
@@ -287,8 +286,8 @@ def monostatic_grid(table: dict, incident: dict) -> tuple[np.ndarray, np.ndarray
     return freqs[:, 0], aspects, sigma_bs(table["F"]).reshape(shape)
 
 
-def case_averages(table: dict, incident: dict, spec: dict) -> list[dict]:
-    """The ts_averages.csv rows of a case from its far-field table (see monostatic_grid)."""
-    freqs, aspects, sigma = monostatic_grid(table, incident)
-    bands, tilts = parse_averages(spec)
-    return averages_table(sigma, freqs, aspects, bands, tilts)
+def case_averages(table: dict, case) -> list[dict]:
+    """The ts_averages.csv rows of a case (case.Case) from its far-field table (see
+    monostatic_grid)."""
+    freqs, aspects, sigma = monostatic_grid(table, case.incidence)
+    return averages_table(sigma, freqs, aspects, case.bands, case.tilts)

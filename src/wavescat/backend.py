@@ -1,17 +1,23 @@
 """The one place that decides between CuPy (GPU) and NumPy/Numba (CPU).
 
-Every other module asks `get_backend(...)` for an array module and never imports CuPy
-itself, so the rest of the code is written once against `backend.xp`.
+Every other module asks `resolve(backend)` for the Backend of a name or a Backend it was
+given, and never imports CuPy itself, so the rest of the code is written once against
+`backend.xp`. A library call that names no backend runs on DEFAULT; a case names its own
+(`solver.backend`, whose default is the schema's `auto`).
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import logging
+import os
+import platform
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from .errors import BackendError
 
@@ -89,7 +95,6 @@ def sparse_module(a):
     """The sparse-matrix module of the backend that holds `a`: SciPy's for host arrays,
     cupyx's (cuSPARSE) for device arrays."""
     if isinstance(a, np.ndarray):
-        import scipy.sparse  # noqa: PLC0415
         return scipy.sparse
     import cupyx.scipy.sparse  # noqa: PLC0415 - a device array exists, so CuPy does
     return cupyx.scipy.sparse
@@ -117,10 +122,15 @@ def gpu_available() -> bool:
     return not isinstance(_probe_gpu(), str)
 
 
-def cpu_name() -> str:
-    import os
-    import platform
+def gpu_memory_bytes() -> int | None:
+    """Total memory of the GPU the jobs would use (None where CuPy sees none)."""
+    probe = _probe_gpu()
+    if isinstance(probe, str):
+        return None
+    return int(probe[0].cuda.Device(0).mem_info[1])
 
+
+def cpu_name() -> str:
     return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
 
 
@@ -131,24 +141,50 @@ def get_backend(name: str = "auto") -> Backend:
     `gpu` without a GPU is an error, never a silent fallback.
     """
     if name not in ("auto", "cpu", "gpu"):
-        raise BackendError(f"solver.backend = {name!r}: must be one of auto, cpu, gpu")
+        raise BackendError(f"backend = {name!r}: must be one of auto, cpu, gpu")
     if name == "cpu":
         return Backend("cpu", np, cpu_name(), reason="requested cpu")
     probe = _probe_gpu()
     if isinstance(probe, str):
         if name == "gpu":
-            raise BackendError(f"solver.backend = 'gpu' but no GPU is usable: {probe}")
+            raise BackendError(f"backend 'gpu' asked for, but no GPU is usable: {probe}")
         log.info("backend auto: running on the CPU (%s)", probe)
         return Backend("cpu", np, cpu_name(), reason=f"auto: no GPU ({probe})")
     cupy, dev, count = probe
     return Backend("gpu", cupy, dev, count, reason=f"{name}: CuPy sees {count} GPU(s)")
 
 
+# What a library call that names no backend runs on: the host, whose arrays every caller can
+# read (a device array must be asked for).
+DEFAULT = "cpu"
+
+
+def resolve(backend: Backend | str | None = None) -> Backend:
+    """`backend` itself, the Backend of a name ("auto", "cpu", "gpu"), or DEFAULT's for None."""
+    if isinstance(backend, Backend):
+        return backend
+    return get_backend(DEFAULT if backend is None else backend)
+
+
 def real_dtype(precision: str):
     if precision not in ("single", "double"):
-        raise BackendError(f"solver.precision = {precision!r}: must be single or double")
+        raise BackendError(f"precision = {precision!r}: must be single or double")
     return np.float32 if precision == "single" else np.float64
 
 
 def complex_dtype(precision: str):
     return np.complex64 if real_dtype(precision) == np.float32 else np.complex128
+
+
+def follow_job_threads() -> None:
+    """Numba's thread pool takes the job's thread count, which Snakemake passes to every
+    job as OMP_NUM_THREADS (a rule's `threads`); without this each job spins one thread per
+    core, and jobs running side by side stall on each other's parallel-loop barriers."""
+    n = os.environ.get("OMP_NUM_THREADS", "")
+    if not n.isdigit() or int(n) < 1 or "NUMBA_NUM_THREADS" in os.environ:
+        return
+    numba = sys.modules.get("numba")
+    if numba is not None:  # already loaded: its pool is sized, only the threads used change
+        numba.set_num_threads(min(int(n), numba.config.NUMBA_NUM_THREADS))
+    else:
+        os.environ["NUMBA_NUM_THREADS"] = n

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import pkgutil
 import sys
 
 from . import __version__, commands
+from .backend import follow_job_threads
 from .errors import WavescatError
+from .memory import out_of_memory_message
 from .progress import job
-from .resources import follow_job_threads, out_of_memory_message
 
 
 DESCRIPTION = """\
@@ -28,21 +28,25 @@ which checks config files as the workflow does, naming file, line, key and value
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or of `command` alone (only its module is imported)."""
     parser = argparse.ArgumentParser(prog="wavescat", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"wavescat {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        module.register(sub)
+    names = ([commands.SUBCOMMANDS[command]] if command in commands.SUBCOMMANDS
+             else sorted(set(commands.SUBCOMMANDS.values())))
+    for name in names:
+        importlib.import_module(f"{commands.__name__}.{name}").register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     follow_job_threads()
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # the options before a subcommand take no value: the first word is the subcommand
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

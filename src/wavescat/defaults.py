@@ -79,6 +79,7 @@ OSRC = SOLVER["osrc"]
 HMATRIX = SOLVER["hmatrix"]
 QUADRATURE = SOLVER["quadrature"]
 MESH = _CASE["mesh"]
+BOUNDARY = _CASE["boundary"]  # a case without a boundary block: {"kind": "rigid"}
 INCIDENT = _CASE["incident"]
 RECEIVERS = _CASE["receivers"]
 ASPECT = block_defaults("incident", "aspect")

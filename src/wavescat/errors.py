@@ -6,7 +6,16 @@ class WavescatError(Exception):
 
 
 class ConfigError(WavescatError):
-    """The configuration is invalid; the message names the key and the value."""
+    """The configuration is invalid; the message names the key and the value. Raised by the
+    config layer only (config.py, case.py, the commands that read config files): the one
+    that knows where a value came from."""
+
+
+class InputError(WavescatError, ValueError):
+    """A routine was given input outside what it accepts (a parameter out of range, a file
+    it cannot use); the message names the parameter or file, never a config key. The config
+    layer checks a case before any routine runs, and says which key an InputError's value
+    came from where it passes one on."""
 
 
 class MeshError(WavescatError):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .defaults import ASPECT, RECEIVERS
-from .errors import ConfigError
+from .errors import InputError
 
 PLANE_AXES = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
 
@@ -35,10 +35,10 @@ def directions_to_angles(directions) -> tuple[np.ndarray, np.ndarray]:
     return np.round(theta, 10), np.round(phi, 10) % 360.0
 
 
-def plane_directions(plane: str, angles_deg, where: str = "receivers.plane") -> np.ndarray:
+def plane_directions(plane: str, angles_deg) -> np.ndarray:
     """Directions at angles a in `plane`: cos a along the first axis + sin a along the second."""
     if plane not in PLANE_AXES:
-        raise ConfigError(f"{where} = {plane!r}: must be one of {', '.join(PLANE_AXES)}")
+        raise InputError(f"plane = {plane!r}: must be one of {', '.join(PLANE_AXES)}")
     a = np.radians(np.asarray(angles_deg, float))
     v = np.zeros((len(a), 3))
     i, j = PLANE_AXES[plane]
@@ -60,14 +60,14 @@ def receiver_directions(receivers: dict) -> Directions:
     if "directions_deg" in receivers:
         td = np.asarray(receivers["directions_deg"], float).reshape(-1, 2)
         if not np.all(np.isfinite(td)):
-            raise ConfigError(f"receivers.directions_deg = {receivers['directions_deg']!r}: "
+            raise InputError(f"directions_deg = {receivers['directions_deg']!r}: "
                               "must be finite [theta, phi] pairs")
         return Directions(td[:, 0].copy(), td[:, 1].copy(), angles_to_directions(td[:, 0], td[:, 1]))
     if "plane" not in receivers:
-        raise ConfigError(f"receivers = {receivers!r}: give plane (with count) or directions_deg")
+        raise InputError(f"receivers = {receivers!r}: give plane (with count) or directions_deg")
     count = int(receivers.get("count", RECEIVERS["count"]))
     if count < 1:
-        raise ConfigError(f"receivers.count = {count}: must be >= 1")
+        raise InputError(f"count = {count}: must be >= 1")
     a = np.linspace(0.0, 360.0, count)
     v = plane_directions(receivers["plane"], a)
     theta, phi = directions_to_angles(v)
@@ -88,7 +88,7 @@ def _unit(v, where):
     v = np.asarray(v, float).reshape(-1, 3)
     n = np.linalg.norm(v, axis=1, keepdims=True)
     if not np.all(np.isfinite(n)) or np.any(n == 0):
-        raise ConfigError(f"{where} = {v.tolist()!r}: must be non-zero finite vectors")
+        raise InputError(f"{where} = {v.tolist()!r}: must be non-zero finite vectors")
     return v / n
 
 
@@ -96,18 +96,18 @@ def incident_directions(incident: dict) -> Incidence:
     """Incidence directions of a case: one, a list, or a monostatic aspect sweep."""
     modes = [k for k in ("direction", "directions", "aspect") if k in incident]
     if len(modes) != 1:
-        raise ConfigError(f"incident = {incident!r}: give exactly one of direction, directions, aspect")
+        raise InputError(f"incident = {incident!r}: give exactly one of direction, directions, aspect")
     if "direction" in incident:
-        return Incidence(_unit(incident["direction"], "incident.direction"))
+        return Incidence(_unit(incident["direction"], "direction"))
     if "directions" in incident:
-        return Incidence(_unit(incident["directions"], "incident.directions"))
+        return Incidence(_unit(incident["directions"], "directions"))
     sweep = incident["aspect"]
     count = int(sweep.get("count", 0))
     if count < 1:
-        raise ConfigError(f"incident.aspect.count = {sweep.get('count')!r}: must be >= 1")
+        raise InputError(f"aspect.count = {sweep.get('count')!r}: must be >= 1")
     a = np.linspace(float(sweep.get("start_deg", ASPECT["start_deg"])),
                     float(sweep.get("stop_deg", ASPECT["stop_deg"])), count)
-    xhat = plane_directions(sweep.get("plane"), a, "incident.aspect.plane")
+    xhat = plane_directions(sweep.get("plane"), a)
     return Incidence(-xhat, True, a, sweep["plane"])
 
 

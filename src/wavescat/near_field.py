@@ -2,7 +2,7 @@
 pressure there from one solution's surface unknown, and the total pressure.
 
 The scattered pressure is the potential of the surface unknown that the solution's
-formulation defines (bem/formulations.py: for a rigid body the double layer of the total
+formulation defines (bem/formulations/: for a rigid body the double layer of the total
 surface pressure), as at the DG cross-check's probes; the total pressure adds the unit
 incident plane wave exp(i k d.x). Points inside the body (the winding number of its outer
 surface above 1/2) are left out as NaN: the exterior representation says nothing of the
@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import get_backend
+from .backend import resolve
 from .bem.formulations import formulation_of_record
-from .errors import WavescatError
+from .errors import InputError
 from .farfield import PLANE_AXES
 from .files import atomic_path
-from .geometry.nesting import _Reach, winding_numbers
+from .geometry.nesting import Reach, winding_numbers
 from .solve.records import solution_mesh
 
 CSV_HEADER = ["x", "y", "z", "re_p_scattered", "im_p_scattered", "re_p_total", "im_p_total"]
@@ -54,7 +54,7 @@ def plane_grid(plane: str, center, size, points: int) -> PlaneGrid:
     """`points` along the longer side of a `size` = [width, height] window centred at
     `center`, as many along the other at the same spacing (at least 2 each)."""
     if plane not in PLANE_AXES:
-        raise WavescatError(f"near_field.plane = {plane!r}: must be one of {', '.join(PLANE_AXES)}")
+        raise InputError(f"plane = {plane!r}: must be one of {', '.join(PLANE_AXES)}")
     i, j = PLANE_AXES[plane]
     center, size = np.asarray(center, float), np.asarray(size, float)
     step = size.max() / (points - 1)
@@ -89,24 +89,24 @@ class NearField:
 
 
 def near_field(solution: dict, plane: str, center=None, size=None, points: int = 201,
-               incidence: int = 0, backend="cpu") -> NearField:
+               incidence: int = 0, backend=None) -> NearField:
     """Scattered and total pressure of one incidence direction of a solution
     (records.read_solution) on a plane grid (plane_grid, default_window)."""
     pressure = np.atleast_2d(solution["surface_pressure"])
     if not 0 <= incidence < len(pressure):
-        raise WavescatError(f"near_field.incidence = {incidence}: the solution has "
+        raise InputError(f"incidence = {incidence}: the solution has "
                             f"{len(pressure)} incidence direction(s)")
     mesh = solution_mesh(solution)
     grid = plane_grid(plane, *default_window(mesh, plane, center, size), points)
     x = grid.points.reshape(-1, 3)
     outer = mesh.surface(0)
     edge = float(outer.edge_lengths.mean())
-    distance = _Reach(outer).within(x, NEAR_EDGES * edge)
+    distance = Reach(outer).within(x, NEAR_EDGES * edge)
     outside = (winding_numbers(x, outer) < 0.5) & (distance >= SKIP_EDGES * edge)
     k = float(solution["wavenumber"])
     formulation = formulation_of_record(solution)
     space = formulation.space(mesh)
-    be = get_backend(backend)
+    be = resolve(backend)
     coefficients = be.xp.asarray(pressure[incidence])
     scattered = np.full(len(x), np.nan, complex)
     step = max(1, _ENTRIES // len(pressure[incidence]))

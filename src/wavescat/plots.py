@@ -13,12 +13,21 @@ time-domain checks' plots (convergence studies, DG against BEM at probes) are at
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 
-from .farfield import PLANE_AXES, target_strength
+matplotlib.use("Agg")  # files only: no display, and no GUI toolkit loaded
+import matplotlib.pyplot as plt  # noqa: E402 - after the backend is chosen
+from matplotlib.colors import ListedColormap, Normalize  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from .farfield import PLANE_AXES, target_strength  # noqa: E402
+from .files import atomic_path  # noqa: E402
+from .notices import plot_note  # noqa: E402
 
 AXIS_NAMES = "xyz"
 DYNAMIC_RANGE_DB = (20.0, 80.0)  # dB from the floor to the top of TS plots: at least, at most
@@ -138,25 +147,13 @@ def _heading(title: str, what: str) -> str:
     return "\n".join([f"{head}: {what}" if head else what] + rest)
 
 
-def _pyplot():
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    return plt
-
-
 def _colours(n: int):
     if n == 1:
         return ["C0"]
-    return _pyplot().get_cmap("viridis")(np.linspace(0.0, 0.9, n))
+    return plt.get_cmap("viridis")(np.linspace(0.0, 0.9, n))
 
 
 def _frequency_colourbar(fig, ax, freqs) -> None:
-    plt = _pyplot()
-    from matplotlib.colors import ListedColormap, Normalize  # noqa: PLC0415
-
     cmap = ListedColormap(plt.get_cmap("viridis")(np.linspace(0.0, 0.9, 256)))  # as _colours
     sm = plt.cm.ScalarMappable(norm=Normalize(min(freqs), max(freqs)), cmap=cmap)
     fig.colorbar(sm, ax=ax, label="frequency (Hz)", shrink=0.7, pad=0.12)
@@ -164,8 +161,6 @@ def _frequency_colourbar(fig, ax, freqs) -> None:
 
 def _legend(ax, freqs, with_exact: bool, anchor) -> None:
     """Outside the axes, on the right: the frequencies (or BEM) and the exact series."""
-    from matplotlib.lines import Line2D  # noqa: PLC0415
-
     handles, labels = ax.get_legend_handles_labels()
     if with_exact:
         handles.append(Line2D([], [], **EXACT_STYLE))
@@ -178,8 +173,6 @@ def _legend(ax, freqs, with_exact: bool, anchor) -> None:
 
 def _footnote(fig, text: str, width: int = 110) -> None:
     """Small grey notes under the plot, wrapped so that they never widen the figure."""
-    import textwrap  # noqa: PLC0415
-
     lines = [w for line in text.splitlines() for w in textwrap.wrap(line, width) or [""]]
     fig.text(0.01, 0.0, "\n".join(lines), ha="left", va="top", fontsize=7.5, color="0.25")
 
@@ -187,8 +180,6 @@ def _footnote(fig, text: str, width: int = 110) -> None:
 def _warning_note(fig, text: str, width: int = 100) -> None:
     """A case's warnings (notices.plot_note) in red above the plot: a TS that a warning
     qualifies must not travel without it."""
-    import textwrap  # noqa: PLC0415
-
     if text:
         fig.text(0.01, 1.0, "\n".join(textwrap.wrap(text, width)), ha="left", va="bottom",
                  fontsize=8, color="#b00000", weight="bold")
@@ -196,15 +187,13 @@ def _warning_note(fig, text: str, width: int = 100) -> None:
 
 def _save(fig, path) -> Path:
     """Write the figure atomically (a stopped run leaves no half-written plot), close it."""
-    from .files import atomic_path  # noqa: PLC0415
-
     path = Path(path)
     try:
         with atomic_path(path) as tmp:  # the format comes from the final name's suffix
             fig.savefig(tmp, dpi=130, bbox_inches="tight", pad_inches=0.15,
                         format=path.suffix.lstrip(".").lower() or "png")
     finally:
-        _pyplot().close(fig)
+        plt.close(fig)
     return path
 
 
@@ -261,7 +250,6 @@ def _draw_incidence(ax, angle_deg: float) -> None:
 def polar_ts(path, axis: AngleAxis, freqs, ts, exact=None, title="", warning="") -> Path:
     """TS (rows: frequencies) against the plane angle on a polar plot in dB, one curve per
     frequency (colour map), the exact series dashed over them where given."""
-    plt = _pyplot()
     freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
     exact = None if exact is None else np.atleast_2d(exact)
     angle = axis.values(ts.shape[1])
@@ -340,7 +328,6 @@ def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="",
                      warning="") -> Path:
     """TS against angle on cartesian axes, one curve per frequency; with the exact series, the
     dB difference in a panel below."""
-    plt = _pyplot()
     freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
     exact = None if exact is None else np.atleast_2d(exact)
     angle = axis.values(ts.shape[1])
@@ -384,7 +371,6 @@ def ts_against_angle(path, axis: AngleAxis, freqs, ts, exact=None, title="",
 
 def ts_map(path, axis: AngleAxis, freqs, ts, title="", warning="") -> Path:
     """TS over angle (x) and frequency (y) as a colour map."""
-    plt = _pyplot()
     freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
     angle = axis.values(ts.shape[1])
     fig, ax = plt.subplots(figsize=(8, 4.6), layout="constrained")
@@ -409,7 +395,6 @@ def ts_map(path, axis: AngleAxis, freqs, ts, title="", warning="") -> Path:
 
 def ts_against_frequency(path, freqs, curves: dict, title="", note="", warning="") -> Path:
     """TS against frequency: {label: (ts, exact or None)}, one line (markers) per label."""
-    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
     for i, (label, (ts, exact)) in enumerate(curves.items()):
         ax.plot(freqs, ts, "-", marker="os^Dv<>p"[i % 8], color=f"C{i}", ms=5, lw=1.5,
@@ -430,7 +415,6 @@ def ts_against_frequency(path, freqs, curves: dict, title="", note="", warning="
 def ts_against_parameter(path, key: str, lines: dict, title="") -> Path:
     """TS against a study's varied parameter `key`: {(direction, line label): [(value, ts)]},
     one panel per direction (backscatter, forward, an aspect), one line per label."""
-    plt = _pyplot()
     directions = list(dict.fromkeys(d for d, _ in lines))
     labels = list(dict.fromkeys(label for _, label in lines))
     fig, axes = plt.subplots(1, len(directions), figsize=(4.6 * len(directions) + 2.4, 4.2),
@@ -532,7 +516,6 @@ def case_plots(solutions, folder, name: str = "", reference=None, description: s
     with the exact series and the dB error where `reference` (read_farfield_csv) fits; the
     case's description under the titles; its `warnings` (summary.json's) in red above each
     plot (notices.plot_note)."""
-    from .notices import plot_note  # noqa: PLC0415
 
     warning = plot_note(warnings)
     folder = Path(folder)
@@ -568,7 +551,6 @@ def near_field_map(path, field, title="", warning="") -> Path:
     total pressure (a snapshot of the wave at t = 0) and the level of the scattered pressure
     in dB re the incident wave's amplitude; the body's inside in grey, the incident wave's
     direction (its projection on the plane) as an arrow."""
-    plt = _pyplot()
     g = field.grid
     i, j = PLANE_AXES[g.plane]
     extent = [g.u[0], g.u[-1], g.v[0], g.v[-1]]
@@ -614,7 +596,6 @@ def convergence(path, series: dict, xlabel: str, ylabel: str, title: str) -> Pat
     """Log-log error against h, one panel per entry of `series` = {panel title: [(label,
     h, error, slope)]}: each curve solid with its expected slope dotted through its finest
     point (the time-domain verifiers' studies)."""
-    plt = _pyplot()
     fig, axes = plt.subplots(1, len(series), figsize=(5.5 * len(series), 4.5), squeeze=False)
     for ax, (name, curves) in zip(axes[0], series.items()):
         for label, h, e, slope in curves:
@@ -634,7 +615,6 @@ def convergence(path, series: dict, xlabel: str, ylabel: str, title: str) -> Pat
 
 def probe_comparison(path, points, p_dg, p_bem, err: float) -> Path:
     """Real and imaginary scattered pressure at each probe: DG (time domain) against BEM."""
-    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
     i = np.arange(len(p_dg))
     for f, name in ((np.real, "Re"), (np.imag, "Im")):
@@ -662,7 +642,6 @@ def averages_plot(path, rows, freqs, aspect_deg, plane, ts, tilts=(), title="") 
     mean tilt's aspect); right, per band, the band-averaged TS against aspect (dashed: the TS at
     the frequency nearest the band's centre). `tilts`: the wavescat.averages.Tilt of the rows,
     in their order."""
-    plt = _pyplot()
     freqs, aspect_deg, ts = (np.asarray(freqs, float), np.asarray(aspect_deg, float),
                              np.asarray(ts, float))
     bands = list(dict.fromkeys((r["band_center_hz"], r["band_width_hz"]) for r in rows

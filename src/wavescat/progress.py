@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 
+from numba.core import event
 from tqdm import tqdm
 
 
@@ -155,8 +156,6 @@ def announce_compilation(log, what: str = "CPU kernels",
     global _compile_note
     if _compile_note is not None:
         return
-    from numba.core import event
-
     class _Note(event.Listener):
         said = False
 

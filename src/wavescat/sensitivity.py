@@ -45,7 +45,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import defaults
+from .geometry.resolution import (check_mesh_resolution, interior_resolution_warnings,
+                                  mesh_extent)
 from .reference.absorption import loss_factor
 
 # Q of a mode inside a fluid losing 1 dB per wavelength: 1 / (2 delta), delta = ln(10) / (40 pi)
@@ -110,80 +111,41 @@ class Region:
         return self.sound_speed / frequency_hz
 
 
-def geometry_size(geometry: dict, extent=None) -> tuple[float | None, float | None]:
-    """(width, diameter) in metres of a body's axis-aligned bounding box from its parameters
-    (the smallest side and the diagonal); `extent` (3 sides, e.g. of a mesh read from its
-    file) wins; (None, None) where unknown."""
-    kind = geometry.get("kind")
-    sides = None
-    if extent is not None:
-        sides = [float(s) for s in extent]
-    elif kind == "sphere":
-        sides = [2.0 * float(geometry["radius"])] * 3
-    elif kind == "spheroid":
-        sides = [2.0 * float(s) for s in geometry["semi_axes"]]
-    elif kind == "box":
-        sides = [float(s) for s in geometry["size"]]
-    elif kind == "cylinder":
-        d = 2.0 * float(geometry["radius"])
-        sides = [d, d, float(geometry["length"])]
-    elif kind == "submarine":
-        from .geometry.submarine import DEFAULTS  # noqa: PLC0415
-        d = float(geometry.get("hull_diameter", DEFAULTS["hull_diameter"]))
-        length = float(geometry.get("hull_length", DEFAULTS["hull_length"]))
-        sides = [d, 2 * d, length]  # the sail about doubles the height
+def geometry_size(geometry, extent=None) -> tuple[float | None, float | None]:
+    """(width, diameter) in metres of a body's bounding box (the smallest side and the
+    diagonal) from its parameters (Geometry.box_sides); `extent` (3 sides, e.g. of a mesh
+    read from its file) wins; (None, None) where unknown."""
+    sides = [float(s) for s in extent] if extent is not None else (
+        geometry.box_sides() if geometry is not None else None)
     if not sides:
         return None, None
     return min(sides), math.sqrt(sum(s * s for s in sides))
 
 
-def _fluid(boundary: dict, medium: dict) -> tuple[float, float] | None:
-    """(density, sound speed) of a fluid boundary block (ratios are the medium's); None
-    where the block does not give them (the config check names that)."""
-    values = []
-    for absolute, ratio in (("density", "density_ratio"), ("sound_speed", "sound_speed_ratio")):
-        if boundary.get(absolute) is not None:
-            values.append(float(boundary[absolute]))
-        elif boundary.get(ratio) is not None:
-            values.append(float(boundary[ratio]) * float(medium[absolute]))
-        else:
-            return None
-    return values[0], values[1]
-
-
-def case_regions(case: dict, medium: dict, where: str = "", sizes=None) -> list[Region]:
-    """The fluid regions of a case, depth first over its body tree (`inside`, CONTEXT.md):
-    each against the fluid that holds it (the medium for the outer body). `sizes` maps a
-    config path (e.g. 'cases.fish', 'cases.fish.inside[0]') to a bounding-box extent (3
-    sides, m) known from a file."""
-    medium = {**defaults.MEDIUM, **(medium or {})}
+def case_regions(case, sizes=None) -> list[Region]:
+    """The fluid regions of a case (case.Case), depth first over its bodies: each against
+    the fluid that holds it (the medium for the outer body). `sizes` maps a body's config
+    path (e.g. 'cases.fish', 'cases.fish.inside[0]') to a bounding-box extent (3 sides, m)
+    known from a file or a mesh."""
     out: list[Region] = []
-
-    def walk(body: dict, path: str, outer: tuple[float, float]) -> None:
-        boundary = body.get("boundary") or {}
-        if boundary.get("kind", "rigid") != "fluid":
-            return
-        fluid = _fluid(boundary, medium)
-        if fluid is None:
-            return
-        rho, c = fluid
-        width, diameter = geometry_size(body.get("geometry") or {}, (sizes or {}).get(path))
-        out.append(Region(path, rho, c, float(boundary.get("absorption_db_per_wavelength") or 0),
-                          outer[0], outer[1], width, diameter))
-        for i, inner in enumerate(body.get("inside") or []):
-            walk(inner, f"{path}.inside[{i}]" if path else f"inside[{i}]", (rho, c))
-
-    walk(case, where, (float(medium["density"]), float(medium["sound_speed"])))
+    for body in case.bodies:
+        if not body.is_fluid:
+            continue
+        outer = (case.medium.density, case.medium.sound_speed) if body.parent < 0 else (
+            case.bodies[body.parent].density, case.bodies[body.parent].sound_speed)
+        width, diameter = geometry_size(body.geometry, (sizes or {}).get(body.where))
+        out.append(Region(body.where, body.density, body.sound_speed,
+                          body.boundary.absorption_db_per_wavelength, outer[0], outer[1],
+                          width, diameter))
     return out
 
 
-def hypersensitive_regions(case: dict, medium: dict, where: str = "",
-                           sizes=None) -> list[tuple[Region, float]]:
+def hypersensitive_regions(case, sizes=None) -> list[tuple[Region, float]]:
     """(region, highest frequency at which it resonates) of every region with
     Q > HYPERSENSITIVE_Q that is large enough to resonate at one of the case's frequencies."""
-    freqs = sorted(float(f) for f in case.get("frequencies_hz") or [])
+    freqs = sorted(float(f) for f in case.frequencies_hz)
     out = []
-    for region in case_regions(case, medium, where, sizes):
+    for region in case_regions(case, sizes):
         if region.q <= HYPERSENSITIVE_Q:
             continue
         ringing = [f for f in freqs if can_resonate(region.interior_wavelength(f),
@@ -194,21 +156,23 @@ def hypersensitive_regions(case: dict, medium: dict, where: str = "",
     return out
 
 
-def sensitivity_warnings(case: dict, medium: dict, name: str = "", sizes=None) -> list[str]:
-    """One line per hypersensitive region of case `name` (the same line at every frequency,
-    so that a sweep's summary holds it once): the region, its Q, why, and the ways out
-    (absorption, band averaging)."""
-    where = f"cases.{name}" if name else ""  # nameless (a solve job): keys from the case
+def sensitivity_warnings(case, sizes=None) -> list[str]:
+    """One line per hypersensitive region of a case (the same line at every frequency, so
+    that a sweep's summary holds it once): the region, its Q, why, and the ways out
+    (absorption, band averaging). Regions are named by their config paths; those of a
+    nameless case (given by hand) by their keys within it."""
+    name = case.name
     out = []
-    for region, _ in hypersensitive_regions(case, medium, where, sizes):
+    for region, _ in hypersensitive_regions(case, sizes):
         z = region.impedance_ratio
         size = "" if region.width is None else (
             f", bounding-box diagonal {region.diameter:.3g} m" if z < 1
             else f", bounding-box width {region.width:.3g} m")
         share = 100.0 / region.q
-        body = (f"case {name}: {region.where}" if name
-                else f"the body {region.where}" if region.where else "the body")
-        key = f"{region.where}.boundary" if region.where else "boundary"
+        where = region.where if name else region.where.removeprefix("case").lstrip(".")
+        body = (f"case {name}: {where}" if name
+                else f"the body {where}" if where else "the body")
+        key = f"{where}.boundary" if where else "boundary"
         out.append(
             f"{body} (a fluid of {z:.3g} times the impedance around "
             f"it{size}) has an estimated interior Q of {region.q:.0f} and can ring at the "
@@ -220,21 +184,16 @@ def sensitivity_warnings(case: dict, medium: dict, name: str = "", sizes=None) -
     return out
 
 
-def solve_preflight(case: dict, medium: dict, mesh, frequency_hz: float,
-                    name: str = "") -> list[str]:
+def solve_preflight(case, mesh, frequency_hz: float) -> list[str]:
     """What a solve job checks before it assembles anything: refuse a mesh far too coarse
     for `frequency_hz` (geometry.resolution.check_mesh_resolution raises MeshError) and
     return the warnings of a mesh coarse against an interior wavelength (fewer than 5
     elements per wavelength) and the hypersensitivity warnings of the case at that frequency
     (for a file body, sized by the mesh's bounding box)."""
-    from .geometry.resolution import (check_mesh_resolution,  # noqa: PLC0415
-                                      interior_resolution_warnings, mesh_extent)
-
-    where = f"cases.{name}" if name else ""
-    check_mesh_resolution(mesh, case, medium, frequency_hz, where)
-    one = {**case, "frequencies_hz": [float(frequency_hz)]}
+    check_mesh_resolution(mesh, case, frequency_hz)
+    one = case.with_frequencies([frequency_hz])
     sizes = None
-    if (case.get("geometry") or {}).get("kind") == "file":
-        sizes = {where: mesh_extent(mesh.vertices)}
-    return (interior_resolution_warnings(mesh, case, medium, frequency_hz, where)
-            + sensitivity_warnings(one, medium, name, sizes))
+    if getattr(case.geometry, "kind", None) == "file":
+        sizes = {case.where: mesh_extent(mesh.vertices)}
+    return (interior_resolution_warnings(mesh, case, frequency_hz)
+            + sensitivity_warnings(one, sizes))

@@ -12,31 +12,32 @@ from pathlib import Path
 import numpy as np
 
 from .averages import AVERAGES_HEADER
+from .case import Case
 from .errors import WavescatError
-from .farfield import incident_directions, receiver_directions
 from .files import atomic_path
+from .plots import AngleAxis, frequency_curves, ts_against_parameter, ts_plots
 from .solve.records import FARFIELD_HEADER, read_farfield_csv
 
 
-def gather(cases: dict[str, dict], farfield_paths: dict[str, str | Path], out: str | Path) -> list[str]:
+def gather(cases: dict[str, Case], farfield_paths: dict[str, str | Path], out: str | Path) -> list[str]:
     """Write the long table; returns its header."""
     return _gather_tables(cases, farfield_paths, out, FARFIELD_HEADER)
 
 
-def gather_averages(cases: dict[str, dict], averages_paths: dict[str, str | Path],
+def gather_averages(cases: dict[str, Case], averages_paths: dict[str, str | Path],
                     out: str | Path) -> list[str]:
     """results/<study>/ts_averages.csv: the columns case, base_case, the varied keys, then
     those of each case's ts_averages.csv (wavescat.averages); returns its header."""
     return _gather_tables(cases, averages_paths, out, AVERAGES_HEADER)
 
 
-def _gather_tables(cases: dict[str, dict], paths: dict[str, str | Path], out: str | Path,
+def _gather_tables(cases: dict[str, Case], paths: dict[str, str | Path], out: str | Path,
                    columns: list[str]) -> list[str]:
     """One row per row of each case's table (header `columns`), after the case, its base
     case and its values of the study's varied keys."""
     params = []
     for case in cases.values():
-        for key in case.get("study", {}).get("parameters", {}):
+        for key in (case.study or {}).get("parameters", {}):
             if key not in params:
                 params.append(key)
     header = ["case", "base_case"] + params + columns
@@ -44,7 +45,7 @@ def _gather_tables(cases: dict[str, dict], paths: dict[str, str | Path], out: st
         writer = csv.writer(fh)
         writer.writerow(header)
         for name, case in cases.items():
-            info = case.get("study", {})
+            info = case.study or {}
             values = [info.get("parameters", {}).get(p, "") for p in params]
             with open(paths[name]) as src:
                 rows = list(csv.reader(src))
@@ -55,28 +56,24 @@ def _gather_tables(cases: dict[str, dict], paths: dict[str, str | Path], out: st
     return header
 
 
-def _case_table(case: dict, path) -> tuple[np.ndarray, list, np.ndarray]:
+def _case_table(case: Case, path) -> tuple[np.ndarray, list, np.ndarray]:
     """(frequencies, AngleAxis per incidence direction, TS (frequencies, directions, angles))
     of one case's farfield.csv."""
-    from .plots import AngleAxis  # noqa: PLC0415
-
     table = read_farfield_csv(path)
     freqs = np.unique(table["frequency_hz"])
-    incidence = incident_directions(case.get("incident", {"direction": [0, 0, 1]}))
+    incidence = case.incidence
     if incidence.monostatic:  # one row per aspect angle
         axes = [AngleAxis(incidence.aspect_deg, incidence.plane, True)]
     else:
-        rec = receiver_directions(case["receivers"])
+        rec = case.receivers
         axes = [AngleAxis(rec.angle_deg, rec.plane, False, d) for d in incidence.directions]
     return freqs, axes, table["ts_db"].reshape(len(freqs), len(axes), -1)
 
 
-def plot_study(cases: dict[str, dict], farfield_paths: dict, plot_dir: str | Path) -> list[Path]:
+def plot_study(cases: dict[str, Case], farfield_paths: dict, plot_dir: str | Path) -> list[Path]:
     """Per case: TS against angle (polar where the angles lie in a plane, and cartesian), and for
     sweeps TS against frequency and a map over angle and frequency (plots.ts_plots); across the
     cases, TS against each varied parameter that takes numbers (parameter_plots)."""
-    from .plots import ts_plots  # noqa: PLC0415
-
     plot_dir = Path(plot_dir)
     written = []
     for name, case in cases.items():
@@ -84,7 +81,7 @@ def plot_study(cases: dict[str, dict], farfield_paths: dict, plot_dir: str | Pat
         for j, axis in enumerate(axes):
             suffix = "" if len(axes) == 1 else f"_inc{j}"
             title = (name if len(axes) == 1 else f"{name}, incidence {j}") + (
-                f"\n{case['description']}" if case.get("description") else "")
+                f"\n{case.description}" if case.description else "")
             written += ts_plots(axis, freqs, ts[:, j], None, title,
                                 lambda kind, s=suffix: plot_dir / f"{name}_{kind}{s}.png")
     return written + parameter_plots(cases, farfield_paths, plot_dir)
@@ -95,14 +92,12 @@ def _number(value) -> float | None:
         else None
 
 
-def parameter_plots(cases: dict[str, dict], farfield_paths: dict, plot_dir) -> list[Path]:
+def parameter_plots(cases: dict[str, Case], farfield_paths: dict, plot_dir) -> list[Path]:
     """For each varied key whose values are numbers (a radius, a sound speed; not a list such
     as semi_axes), `ts_vs_<key>.png`: TS against the key's value at the directions
     plots.frequency_curves follows (backscatter and forward, or a few aspects; the first
     incidence direction), one line per frequency and combination of the other varied keys."""
-    from .plots import frequency_curves, ts_against_parameter  # noqa: PLC0415
-
-    params = {name: case.get("study", {}).get("parameters", {}) for name, case in cases.items()}
+    params = {name: (case.study or {}).get("parameters", {}) for name, case in cases.items()}
     keys = list(dict.fromkeys(k for p in params.values() for k in p))
     keys = [k for k in keys if all(_number(p.get(k)) is not None for p in params.values())
             and len({p[k] for p in params.values()}) > 1]
@@ -120,7 +115,7 @@ def parameter_plots(cases: dict[str, dict], farfield_paths: dict, plot_dir) -> l
                 for direction, (values, _) in curves.items():
                     lines.setdefault((direction, label), []).append(
                         (_number(params[name][key]), float(values[0])))
-        study = next(iter(cases.values())).get("study", {}).get("name", "")
+        study = (next(iter(cases.values())).study or {}).get("name", "")
         written.append(ts_against_parameter(Path(plot_dir) / f"ts_vs_{_file_part(key)}.png",
                                             key, lines, study))
     return written

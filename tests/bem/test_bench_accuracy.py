@@ -25,7 +25,8 @@ def test_matrix_errors_of_a_scaled_matrix():
 def test_accuracy_mode_reports_default_and_peer_errors(tmp_path, capsys):
     bench = load_bench()
     from wavescat.backend import get_backend
-    from wavescat.bem import operators, spaces
+    from wavescat.bem.assembly import operators
+    from wavescat.bem.discretisation import spaces
 
     mesh = bench.geodesic_sphere(2)
     space = spaces.p1(mesh)

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from wavescat.backend import get_backend
-from wavescat.bem import operators, potentials, spaces
+from wavescat.bem.assembly import operators, potentials
+from wavescat.bem.discretisation import spaces
 from wavescat.geometry.icosphere import icosphere
 
 pytestmark = pytest.mark.gpu

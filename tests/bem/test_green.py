@@ -1,10 +1,10 @@
-"""The Green's function and the operator kernels of bem/green.py: the one convention (d = x - y,
-x the test point, y the trial point) against finite differences of G, and the operator names."""
+"""The Green's function and the operator kernels of bem/kernels/green.py: the one convention
+(d = x - y, x the test point, y the trial point) against finite differences of G, and the operator names."""
 import numpy as np
 import pytest
 
-from wavescat.bem import green, kernels_gpu
-from wavescat.bem.hmatrix import kernels as hm_kernels
+from wavescat.bem.assembly.hmatrix import kernels as hm_kernels
+from wavescat.bem.kernels import green, gpu as kernels_gpu
 from wavescat.errors import WavescatError
 
 

@@ -5,7 +5,8 @@ production code (the `emulated_gpu` fixture)."""
 import numpy as np
 import pytest
 
-from wavescat.bem import operators, spaces
+from wavescat.bem.assembly import operators
+from wavescat.bem.discretisation import spaces
 from wavescat.geometry.icosphere import icosphere
 
 

@@ -14,7 +14,8 @@ import scipy.sparse as sparse
 import scipy.sparse.linalg as spla
 
 from wavescat.backend import get_backend
-from wavescat.bem import operators, spaces
+from wavescat.bem.assembly import operators
+from wavescat.bem.discretisation import spaces
 from wavescat.errors import WavescatError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import helmholtz_eigenvalues, spherical_harmonic_real

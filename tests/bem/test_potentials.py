@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 from scipy.special import spherical_jn, spherical_yn
 
-from wavescat.bem import potentials, spaces
+from wavescat.bem.assembly import potentials
+from wavescat.bem.discretisation import spaces
 from wavescat.errors import WavescatError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import spherical_harmonic_real

@@ -4,8 +4,9 @@ from math import factorial
 import numpy as np
 import pytest
 
-from wavescat.bem.quadrature import MAX_SYMMETRIC_ORDER, QuadratureOrders, triangle_rule
-from wavescat.errors import ConfigError
+from wavescat.bem.discretisation.quadrature import (MAX_SYMMETRIC_ORDER, QuadratureOrders,
+                                                    triangle_rule)
+from wavescat.errors import InputError
 
 
 def monomial_integral(a, b):
@@ -79,14 +80,31 @@ def test_rule_is_cached_but_returned_arrays_are_private():
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "4", True, None])
 def test_bad_order_is_a_config_error(bad):
-    with pytest.raises(ConfigError, match="order"):
+    with pytest.raises(InputError, match="order"):
         triangle_rule(bad)
 
 
 def test_quadrature_orders_validates():
     q = QuadratureOrders()
     assert q.regular >= 1 and min(q.singular) >= 1 and q.near >= q.regular
-    with pytest.raises(ConfigError, match="singular"):
+    with pytest.raises(InputError, match="singular"):
         QuadratureOrders(singular=0)
-    with pytest.raises(ConfigError, match="near_factor"):
+    with pytest.raises(InputError, match="near_factor"):
         QuadratureOrders(near_factor=-1.0)
+
+
+def test_mapped_rule_integrates_on_every_element():
+    """The one mapping of a reference rule onto the elements (operators, potentials, the
+    H-matrix clouds and the plane waves' data all use it): exact for x^2 on flat triangles,
+    A/6 (x1^2 + x2^2 + x3^2 + x1 x2 + x1 x3 + x2 x3)."""
+    from wavescat.bem.discretisation.quadrature import mapped_rule
+    from wavescat.geometry.icosphere import icosphere
+
+    mesh = icosphere(1, radius=2.0, center=(0.3, -0.2, 0.1))
+    pts, wts = mapped_rule(mesh, *triangle_rule(2))
+    assert pts.shape == (mesh.n_triangles, len(wts[0]), 3)
+    assert np.allclose(wts.sum(axis=1), mesh.areas, rtol=1e-14)
+    x = mesh.corners[:, :, 0]
+    exact = mesh.areas / 6 * ((x**2).sum(axis=1) + x[:, 0] * x[:, 1] + x[:, 0] * x[:, 2]
+                              + x[:, 1] * x[:, 2])
+    assert np.allclose((wts * pts[..., 0] ** 2).sum(axis=1), exact, rtol=1e-13)

@@ -13,10 +13,11 @@ vertex, where Phi has its log-type derivative singularities, at the ends of the 
 import numpy as np
 import pytest
 
-from wavescat.bem.quadrature import (COINCIDENT, EDGE, REGULAR, VERTEX, QuadratureOrders,
-                                     canonical_to_element, classify_pairs, singular_rule,
-                                     stacked_singular_rules)
-from wavescat.errors import ConfigError, MeshError
+from wavescat.bem.discretisation.quadrature import (COINCIDENT, EDGE, REGULAR, VERTEX,
+                                                    QuadratureOrders, canonical_to_element,
+                                                    classify_pairs, singular_rule,
+                                                    stacked_singular_rules)
+from wavescat.errors import InputError, MeshError
 
 from .test_quadrature import monomial_integral
 
@@ -212,15 +213,15 @@ def test_stacked_rules_index_by_kind_code(order):
 
 @pytest.mark.parametrize("bad", [("edge", 0), ("face", 3), (0, 3), (4, 3), ("vertex", 2.0)])
 def test_bad_kind_or_order_is_a_config_error(bad):
-    with pytest.raises(ConfigError, match="kind|order"):
+    with pytest.raises(InputError, match="kind|order"):
         singular_rule(*bad)
 
 
 @pytest.mark.parametrize("bad", [(4, 4), (4, 0, 4), 0])
 def test_bad_per_kind_orders_are_config_errors(bad):
-    with pytest.raises(ConfigError, match="singular"):
+    with pytest.raises(InputError, match="singular"):
         stacked_singular_rules(bad)
-    with pytest.raises(ConfigError, match="singular"):
+    with pytest.raises(InputError, match="singular"):
         QuadratureOrders(singular=bad)
 
 
@@ -308,7 +309,7 @@ def test_regular_product_rule_on_a_near_disjoint_pair():
     """Disjoint pairs use triangle_rule on both triangles: at a centroid distance of 2
     diameters the default regular order gives ~2e-5, the near order ~1e-10, and the error
     keeps falling with the order (reference: the same analytic-inner/tanh-sinh integral)."""
-    from wavescat.bem.quadrature import triangle_rule
+    from wavescat.bem.discretisation.quadrature import triangle_rule
 
     A = np.array([[0, 0, 0], [1, 0, 0], [0.5, np.sqrt(3) / 2, 0.0]])
     B = 2 * A.mean(axis=0) - A + [2.0, 0, 0]  # point reflection, shifted by 2 diameters

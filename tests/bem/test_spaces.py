@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from wavescat.bem import operators, spaces
+from wavescat.bem.assembly import operators
+from wavescat.bem.discretisation import spaces
 from wavescat.errors import WavescatError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.surface import SurfaceMesh

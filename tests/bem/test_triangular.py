@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from wavescat.backend import get_backend
-from wavescat.bem import osrc, spaces, triangular
+from wavescat.bem.discretisation import spaces
+from wavescat.bem.formulations import osrc
+from wavescat.bem.linalg import triangular
 from wavescat.geometry.icosphere import icosphere
 
 
@@ -59,7 +61,7 @@ def test_factors_of_other_patterns_are_refused(emulated_gpu, factors):
 def test_mass_solve_rides_with_the_ntd_map(emulated_gpu, monkeypatch):
     """The device's Burton-Miller product solves the mass matrix in the launch of the NtD
     map's Padé terms (one pattern): both answers equal the host's separate solves."""
-    from wavescat.bem.burton_miller import solve_real_spd
+    from wavescat.bem.formulations.burton_miller import solve_real_spd
 
     space = spaces.p1(icosphere(2))
     ntd = osrc.OsrcNtD(space, 3.0)

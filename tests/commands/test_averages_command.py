@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from wavescat.averages import AVERAGES_HEADER
+from wavescat.case import Case
 from wavescat.cli import main
 from wavescat.farfield import directions_to_angles, plane_directions
 from wavescat.solve.records import FARFIELD_HEADER
@@ -89,7 +90,8 @@ def test_study_table_pairs_each_case_with_its_file(tmp_path):
         paths[name] = tmp_path / f"{name}.csv"
         paths[name].write_text(",".join(AVERAGES_HEADER) + "\n" +
                                ",".join(["tilt"] + [""] * 10 + [value, "0"]) + "\n")
-    cases = {n: {"study": {"base": "b", "parameters": {"geometry.radius": float(v)}}}
+    cases = {n: Case.from_dict({"study": {"base": "b",
+                                          "parameters": {"geometry.radius": float(v)}}}, name=n)
              for n, v in (("s_a", "1.0"), ("s_b", "2.0"))}
     gather_averages(cases, paths, tmp_path / "study.csv")
     rows = read_rows(tmp_path / "study.csv")

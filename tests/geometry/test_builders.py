@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from wavescat.case import Case
 from wavescat.errors import ConfigError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.statistics import mesh_statistics
@@ -15,9 +16,10 @@ MEDIUM = {"sound_speed": 1500.0, "density": 1000.0}
 def case(geometry, h, **mesh):
     """A case whose highest frequency gives element size h at 10 elements per wavelength
     (frequency sizing only: no geometry sizing)."""
-    return {"geometry": geometry, "frequencies_hz": [100.0, 1500.0 / (10 * h)],
-            "mesh": {"elements_per_wavelength": 10, "max_element_size": None,
-                     "curvature_refinement": 0, "max_volume_error": None, **mesh}}
+    return Case.from_dict({"geometry": geometry, "frequencies_hz": [100.0, 1500.0 / (10 * h)],
+                           "mesh": {"elements_per_wavelength": 10, "max_element_size": None,
+                                    "curvature_refinement": 0, "max_volume_error": None,
+                                    **mesh}}, MEDIUM)
 
 
 def prolate_area(a, b):
@@ -35,7 +37,7 @@ def test_sphere_volume_area_converge_at_second_order():
     errors = []
     for h in (0.4, 0.2):
         mesh, stats = mesh_case(case({"kind": "sphere", "radius": 1.0,
-                                      "center": [1.0, -2.0, 0.5]}, h), MEDIUM)
+                                      "center": [1.0, -2.0, 0.5]}, h))
         assert_size_respected(stats, h)
         assert np.allclose(np.linalg.norm(mesh.vertices - [1.0, -2.0, 0.5], axis=1), 1.0)
         # Outward normals: radial component positive on every triangle.
@@ -50,7 +52,7 @@ def test_sphere_volume_area_converge_at_second_order():
 
 def test_spheroid_prolate_volume_and_area():
     h = 0.2
-    mesh, stats = mesh_case(case({"kind": "spheroid", "semi_axes": [2.0, 1.0, 1.0]}, h), MEDIUM)
+    mesh, stats = mesh_case(case({"kind": "spheroid", "semi_axes": [2.0, 1.0, 1.0]}, h))
     assert_size_respected(stats, h)
     v_exact, a_exact = 4 / 3 * math.pi * 2.0, prolate_area(2.0, 1.0)
     assert 0 < 1 - stats["enclosed_volume"] / v_exact < h**2 / 2
@@ -62,14 +64,14 @@ def test_spheroid_prolate_volume_and_area():
 def test_triaxial_spheroid_volume():
     h = 0.25
     _, stats = mesh_case(case({"kind": "spheroid", "semi_axes": [1.5, 1.0, 0.6],
-                               "center": [0, 0, 3]}, h), MEDIUM)
+                               "center": [0, 0, 3]}, h))
     assert 0 < 1 - stats["enclosed_volume"] / (4 / 3 * math.pi * 0.9) < h**2
 
 
 def test_box_is_exact():
     h = 0.3
     mesh, stats = mesh_case(case({"kind": "box", "size": [1.0, 2.0, 3.0],
-                                  "center": [1.0, 2.0, 3.0]}, h), MEDIUM)
+                                  "center": [1.0, 2.0, 3.0]}, h))
     assert_size_respected(stats, h)
     assert stats["enclosed_volume"] == pytest.approx(6.0, rel=1e-12)
     assert stats["area"] == pytest.approx(22.0, rel=1e-12)
@@ -82,17 +84,15 @@ def test_box_is_exact():
 
 
 def test_max_element_size_caps_h():
-    _, stats = mesh_case(case({"kind": "box", "size": [1, 1, 1]}, 0.5, max_element_size=0.25),
-                         MEDIUM)
+    _, stats = mesh_case(case({"kind": "box", "size": [1, 1, 1]}, 0.5, max_element_size=0.25))
     assert stats["h_requested"] == 0.25
     assert stats["edge_length_max"] <= 1.5 * 0.25
 
 
 def test_curvature_refinement_resolves_a_coarse_sphere():
     """h = 2 on a unit sphere is coarser than the sphere; 24 elements per 2 pi refine it."""
-    plain, s0 = mesh_case(case({"kind": "sphere", "radius": 1.0}, 2.0), MEDIUM)
-    fine, s1 = mesh_case(case({"kind": "sphere", "radius": 1.0}, 2.0, curvature_refinement=24),
-                         MEDIUM)
+    plain, s0 = mesh_case(case({"kind": "sphere", "radius": 1.0}, 2.0))
+    fine, s1 = mesh_case(case({"kind": "sphere", "radius": 1.0}, 2.0, curvature_refinement=24))
     assert s1["elements"] > 4 * s0["elements"]
     assert s1["edge_length_max"] <= 1.5 * 2 * math.pi / 24
     assert s1["curvature_refinement"] == 24
@@ -114,7 +114,7 @@ def test_statistics_of_a_regular_tetrahedron():
 
 @pytest.mark.parametrize("geometry, key", [
     ({"kind": "sphere", "radius": -1.0}, "geometry.radius"),
-    ({"kind": "sphere"}, "geometry.radius"),
+    ({"kind": "sphere"}, "geometry: kind 'sphere' needs key 'radius'"),
     ({"kind": "spheroid", "semi_axes": [1.0, 0.0, 1.0]}, "geometry.semi_axes"),
     ({"kind": "box", "size": [1.0, 1.0]}, "geometry.size"),
     ({"kind": "box", "size": [1, 1, 1], "center": "origin"}, "geometry.center"),
@@ -122,7 +122,7 @@ def test_statistics_of_a_regular_tetrahedron():
 ])
 def test_bad_geometry_names_key(geometry, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        mesh_case(case(geometry, 0.5), MEDIUM)
+        mesh_case(case(geometry, 0.5))
 
 
 @pytest.mark.parametrize("medium, mesh, freqs, key", [
@@ -135,10 +135,10 @@ def test_bad_geometry_names_key(geometry, key):
 def test_bad_mesh_settings_name_key(medium, mesh, freqs, key):
     c = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": freqs, "mesh": mesh}
     with pytest.raises(ConfigError, match=key):
-        mesh_case(c, medium)
+        mesh_case(Case.from_dict(c, medium))
 
 
 def test_meshing_is_deterministic():
     c = case({"kind": "spheroid", "semi_axes": [1.0, 0.7, 0.5]}, 0.3)
-    (m1, _), (m2, _) = mesh_case(c, MEDIUM), mesh_case(c, MEDIUM)
+    (m1, _), (m2, _) = mesh_case(c), mesh_case(c)
     assert m1.fingerprint() == m2.fingerprint()

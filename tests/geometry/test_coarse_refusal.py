@@ -1,22 +1,25 @@
 """Meshes far coarser than their wavelengths are refused before they solve, with one line
 naming the file, its size, the mean edge, the wavelength and the way out
 (geometry.resolution.coarse_mesh_refusal), in the mesh job, the solve job and the config
-check (resources.check_resolution)."""
+check (preflight.check_resolution)."""
 import json
 import math
 
 import pytest
 
+from wavescat.case import Case
 from wavescat.cli import main
 from wavescat.errors import ConfigError, MeshError
+from wavescat.geometry.file import FileGeometry
 from wavescat.geometry.icosphere import icosphere
+from wavescat.geometry.sphere import Sphere
 from wavescat.geometry.resolution import (REFUSE_ELEMENTS_PER_WAVELENGTH, case_wavelengths,
                                           check_mesh_resolution, coarse_mesh_refusal,
                                           mesh_extent)
-from wavescat.resources import check_resolution
+from wavescat.preflight import check_resolution
 
 WATER = {"sound_speed": 1500.0, "density": 1000.0}
-STL = {"kind": "file", "path": "capsule.stl"}
+STL = FileGeometry(path="capsule.stl")
 
 
 def test_refuses_below_two_elements_per_wavelength_only():
@@ -46,10 +49,10 @@ def test_no_unit_hint_where_no_unit_helps_or_the_scale_is_set():
     small = coarse_mesh_refusal(0.05, [0.2, 0.04, 0.04], waves, source="f.stl", geometry=STL)
     assert "geometry.scale" not in small
     scaled = coarse_mesh_refusal(5.1, [200, 40, 40], waves, source="f.stl",
-                                 geometry={**STL, "scale": 0.5})
+                                 geometry=FileGeometry(path="capsule.stl", scale=0.5))
     assert "geometry.scale" not in scaled
     built_in = coarse_mesh_refusal(0.05, [0.2, 0.2, 0.2], waves, source="the sphere mesh",
-                                   where="cases.ball", geometry={"kind": "sphere"})
+                                   where="cases.ball", geometry=Sphere(radius=1.0))
     assert "raise cases.ball.mesh.elements_per_wavelength or lower " \
            "cases.ball.mesh.max_element_size" in built_in
 
@@ -57,16 +60,17 @@ def test_no_unit_hint_where_no_unit_helps_or_the_scale_is_set():
 def test_the_shortest_wavelength_counts_a_gas_body_interior():
     case = {"geometry": {"kind": "sphere", "radius": 0.01},
             "boundary": {"kind": "fluid", "density": 1.24, "sound_speed": 345.0}}
-    waves = case_wavelengths(case, WATER, 38_000.0)
+    waves = case_wavelengths(Case.from_dict(case, WATER), 38_000.0)
     assert waves == {"the water's at 38000 Hz": pytest.approx(1500 / 38_000),
                      "the body's interior at 38000 Hz": pytest.approx(345 / 38_000)}
     ratio = {**case, "boundary": {"kind": "fluid", "density_ratio": 0.001,
                                   "sound_speed_ratio": 0.23}}
-    assert min(case_wavelengths(ratio, WATER, 1000.0).values()) == pytest.approx(0.345)
+    assert min(case_wavelengths(Case.from_dict(ratio, WATER), 1000.0).values()) \
+        == pytest.approx(0.345)
     mesh = icosphere(2, radius=0.01)  # edges ~ 3.9 mm: 10 per water wavelength, 2.3 per gas's
-    check_mesh_resolution(mesh, case, WATER, 38_000.0)
+    check_mesh_resolution(mesh, Case.from_dict(case, WATER), 38_000.0)
     with pytest.raises(MeshError, match=r"the body's interior at 60000 Hz"):
-        check_mesh_resolution(mesh, case, WATER, 60_000.0, "cases.gas")
+        check_mesh_resolution(mesh, Case.from_dict(case, WATER, name="gas"), 60_000.0)
 
 
 def _millimetre_file(tmp_path):
@@ -120,16 +124,20 @@ def test_a_cad_file_is_sized_by_its_surfaces_and_a_refusal_names_the_unit(monkey
     from pathlib import Path
 
     from wavescat.config import prepare_config
-    from wavescat.resources import check_limits, file_facts, p1_dofs_estimate
+    from wavescat.geometry.file import file_facts
+    from wavescat.preflight import check_limits
+    from wavescat.resources import p1_dofs_estimate
 
     root = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(root)
     geometry = {"kind": "file", "path": "meshes/cylinder.step"}  # 2 m long, 1 m across
-    facts = file_facts(geometry)
+    facts = file_facts(FileGeometry.from_block(geometry))
     assert facts["extent"].tolist() == pytest.approx([2, 1, 1], abs=1e-5)
     assert facts["area"] == pytest.approx(2.5 * math.pi) and facts["vertices"] is None
-    small = p1_dofs_estimate({"geometry": geometry, "frequencies_hz": [1000.0]}, WATER)
-    big = p1_dofs_estimate({"geometry": geometry, "frequencies_hz": [10_000.0]}, WATER)
+    small = p1_dofs_estimate(Case.from_dict({"geometry": geometry, "frequencies_hz": [1000.0]},
+                                            WATER))
+    big = p1_dofs_estimate(Case.from_dict({"geometry": geometry, "frequencies_hz": [10_000.0]},
+                                          WATER))
     assert 300 < small < 600 and big == pytest.approx(100 * small, rel=0.02)
     config = prepare_config({"run": ["can"], "limits": {"max_unknowns": 1000},
                              "cases": {"can": {"geometry": geometry,
@@ -148,7 +156,7 @@ def test_a_stored_mesh_is_estimated_by_its_vertices(tmp_path, monkeypatch):
     _millimetre_file(tmp_path)
     case = {"geometry": {"kind": "file", "path": "capsule_mm.stl", "scale": 0.001},
             "frequencies_hz": [38_000.0]}
-    assert p1_dofs_estimate(case, WATER) == 642
+    assert p1_dofs_estimate(Case.from_dict(case, WATER)) == 642
 
 
 class _TwoSurfaces:
@@ -169,7 +177,8 @@ def test_nested_surfaces_are_checked_each_against_the_wavelengths_it_separates()
     flesh = {"kind": "fluid", "density_ratio": 1.04, "sound_speed_ratio": 1.04}
     case = {"geometry": {"kind": "sphere", "radius": 0.05}, "boundary": flesh,
             "inside": [{"geometry": {"kind": "sphere", "radius": 0.01}, "boundary": gas}]}
-    (outer, inner) = surface_wavelengths(case, WATER, 38_000.0, "cases.fish")
+    case = Case.from_dict(case, WATER, name="fish")
+    (outer, inner) = surface_wavelengths(case, 38_000.0)
     assert outer[0] == "cases.fish" and inner[0] == "cases.fish.inside[0]"
     assert outer[2] == {"the water's at 38000 Hz": pytest.approx(1500 / 38_000),
                         "the body's interior at 38000 Hz": pytest.approx(1560 / 38_000)}
@@ -177,12 +186,10 @@ def test_nested_surfaces_are_checked_each_against_the_wavelengths_it_separates()
                         "the body's interior at 38000 Hz": pytest.approx(345 / 38_000)}
     fine_outer = icosphere(4, radius=0.05)  # edges ~ 4.9 mm
     fine_inner = icosphere(3, radius=0.01)  # edges ~ 2 mm: 4.5 per gas wavelength
-    check_mesh_resolution(_TwoSurfaces(fine_outer, fine_inner), case, WATER, 38_000.0,
-                          "cases.fish")
+    check_mesh_resolution(_TwoSurfaces(fine_outer, fine_inner), case, 38_000.0)
     coarse_inner = icosphere(1, radius=0.01)  # edges ~ 6 mm: 1.5 per gas wavelength
     with pytest.raises(MeshError) as refused:
-        check_mesh_resolution(_TwoSurfaces(fine_outer, coarse_inner), case, WATER, 38_000.0,
-                              "cases.fish")
+        check_mesh_resolution(_TwoSurfaces(fine_outer, coarse_inner), case, 38_000.0)
     line = str(refused.value)
     assert line.startswith("cases.fish.inside[0]: the sphere mesh is 0.02 x")
     assert "(the body's interior at 38000 Hz)" in line

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from wavescat.case import Case
 from wavescat.config import prepare_config
 from wavescat.errors import ConfigError
 from wavescat.geometry import mesh_case
@@ -32,7 +33,7 @@ def test_cylinder_mesh_lies_on_the_body_and_converges():
     r, length = 0.5, 2.0
     errors = []
     for h in (0.2, 0.1):
-        mesh, stats = mesh_case(_case(h), MEDIUM)
+        mesh, stats = mesh_case(Case.from_dict(_case(h), MEDIUM))
         s, rho = _axial_radial(mesh.vertices)
         on_mantle = np.isclose(rho, r, atol=1e-9)
         on_ends = np.isclose(np.abs(s), length / 2, atol=1e-9)
@@ -56,7 +57,7 @@ def test_cylinder_mesh_lies_on_the_body_and_converges():
 
 def test_cylinder_rims_are_refined():
     h = 0.2
-    mesh, _ = mesh_case(_case(h), MEDIUM)
+    mesh, _ = mesh_case(Case.from_dict(_case(h), MEDIUM))
     s, rho = _axial_radial(mesh.vertices)
     rim = np.isclose(rho, 0.5, atol=1e-9) & np.isclose(np.abs(s), 1.0, atol=1e-9)
     n_rim = rim.sum()

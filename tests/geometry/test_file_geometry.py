@@ -10,6 +10,7 @@ import meshio
 import numpy as np
 import pytest
 
+from wavescat.case import Case
 from wavescat.errors import ConfigError, MeshError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere
@@ -42,7 +43,7 @@ def test_step_solids_are_fused_and_meshed_at_h(tmp_path, suffix):
     path = tmp_path / f"part{suffix}"
     write_step(path)
     h = 0.1
-    mesh, s = mesh_case(file_case(path, h), MEDIUM)
+    mesh, s = mesh_case(Case.from_dict(file_case(path, h), MEDIUM))
     # Union volume: sphere + box - the part of the box inside the sphere; bounds below.
     sphere, box = 4 / 3 * math.pi * 0.125, 0.25
     assert max(sphere, box) < s["enclosed_volume"] < sphere + box
@@ -51,7 +52,7 @@ def test_step_solids_are_fused_and_meshed_at_h(tmp_path, suffix):
 
 def test_checked_in_step_cylinder_volume():
     h = 0.1
-    _, s = mesh_case(file_case(MESHES / "cylinder.step", h), MEDIUM)
+    _, s = mesh_case(Case.from_dict(file_case(MESHES / "cylinder.step", h), MEDIUM))
     exact = math.pi * 0.25 * 2.0
     assert 0 < 1 - s["enclosed_volume"] / exact < h**2 / (2 * 0.25)
     assert s["edge_length_max"] <= 1.5 * h
@@ -60,14 +61,14 @@ def test_checked_in_step_cylinder_volume():
 def test_scale_converts_millimetres(tmp_path):
     """The cylinder read as if it were in millimetres: scale 0.001 and h in metres."""
     h = 0.0001
-    mesh, s = mesh_case(file_case(MESHES / "cylinder.step", h, scale=0.001), MEDIUM)
+    mesh, s = mesh_case(Case.from_dict(file_case(MESHES / "cylinder.step", h, scale=0.001), MEDIUM))
     assert np.ptp(mesh.vertices[:, 0]) == pytest.approx(0.002)
     assert 0 < 1 - s["enclosed_volume"] / (math.pi * 0.25 * 2.0e-9) < 0.05
     assert s["edge_length_max"] <= 1.5 * h
 
 
 def test_geo_builtin_kernel_box_is_exact_and_oriented(caplog):
-    _, s = mesh_case(file_case(MESHES / "box.geo", 0.2), MEDIUM)
+    _, s = mesh_case(Case.from_dict(file_case(MESHES / "box.geo", 0.2), MEDIUM))
     assert s["enclosed_volume"] == pytest.approx(1.0, rel=1e-12)
     assert s["area"] == pytest.approx(7.0, rel=1e-12)
     assert "re-oriented" not in caplog.text  # gmsh's own orientation is fixed silently
@@ -78,7 +79,7 @@ def test_surface_mesh_files_are_read_merged_and_shifted(tmp_path, monkeypatch, s
     sphere = icosphere(2, radius=2.0)
     sphere.write(tmp_path / f"ball{suffix}")
     monkeypatch.chdir(tmp_path)  # a relative path is relative to the working directory
-    mesh, s = mesh_case(file_case(f"ball{suffix}", center=[0.0, 0.0, 5.0]), MEDIUM)
+    mesh, s = mesh_case(Case.from_dict(file_case(f"ball{suffix}", center=[0.0, 0.0, 5.0]), MEDIUM))
     assert s["vertices"] == sphere.n_vertices and s["elements"] == sphere.n_triangles
     assert s["enclosed_volume"] == pytest.approx(sphere.enclosed_volume, rel=1e-6)
     assert np.allclose(mesh.vertices.mean(axis=0), [0, 0, 5.0], atol=1e-6)
@@ -89,7 +90,7 @@ def test_inward_stl_is_flipped(tmp_path, caplog):
     sphere = icosphere(1)
     meshio.write_points_cells(tmp_path / "in.stl", sphere.vertices,
                               [("triangle", sphere.triangles[:, ::-1])], binary=True)
-    _, s = mesh_case(file_case(tmp_path / "in.stl"), MEDIUM)
+    _, s = mesh_case(Case.from_dict(file_case(tmp_path / "in.stl"), MEDIUM))
     assert s["enclosed_volume"] > 0 and "pointed inward" in caplog.text
     assert "exceeds 1.5 h" in caplog.text  # a 80-triangle sphere is far coarser than h = 0.1
 
@@ -99,7 +100,7 @@ def test_file_without_triangles(tmp_path):
     meshio.write_points_cells(path, np.eye(3), [("line", np.array([[0, 1], [1, 2]]))],
                               file_format="gmsh22", binary=False)
     with pytest.raises(MeshError, match="holds no triangles"):
-        mesh_case(file_case(path), MEDIUM)
+        mesh_case(Case.from_dict(file_case(path), MEDIUM))
 
 
 @pytest.mark.parametrize("name", ["garbage.stl", "garbage.msh", "garbage.step", "garbage.geo"])
@@ -109,15 +110,16 @@ def test_garbage_file(tmp_path, name):
     if name.endswith(".geo"):
         # gmsh's .geo parser keeps state across sessions after a syntax error (a later Include
         # in the same process then fails), so this one runs in its own process, as jobs do
-        code = ("import sys; from wavescat.geometry import mesh_case\n"
-                "try:\n    mesh_case(%r, %r)\nexcept Exception as exc:\n"
+        code = ("import sys; from wavescat.case import Case\n"
+                "from wavescat.geometry import mesh_case\n"
+                "try:\n    mesh_case(Case.from_dict(%r, %r))\nexcept Exception as exc:\n"
                 "    print(type(exc).__name__, exc); sys.exit(3)" % (file_case(path), MEDIUM))
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode == 3, out.stderr
         assert re.match(r"MeshError .*(cannot read|no surfaces|holds no)", out.stdout), out.stdout
         return
     with pytest.raises(MeshError, match=r"cannot read|no surfaces|holds no"):
-        mesh_case(file_case(path), MEDIUM)
+        mesh_case(Case.from_dict(file_case(path), MEDIUM))
 
 
 def test_open_surface_file_is_reported(tmp_path):
@@ -125,15 +127,15 @@ def test_open_surface_file_is_reported(tmp_path):
     meshio.write_points_cells(tmp_path / "open.stl", sphere.vertices,
                               [("triangle", sphere.triangles[2:])])
     with pytest.raises(MeshError, match=r"open\.stl.*boundary edge"):
-        mesh_case(file_case(tmp_path / "open.stl"), MEDIUM)
+        mesh_case(Case.from_dict(file_case(tmp_path / "open.stl"), MEDIUM))
 
 
 def test_missing_file_and_unknown_suffix(tmp_path):
-    with pytest.raises(ConfigError, match=r"geometry\.path = .*nope\.step.*no such file"):
-        mesh_case(file_case(tmp_path / "nope.step"), MEDIUM)
+    with pytest.raises(ConfigError, match=r"geometry\.path = .*nope\.step.*file not found"):
+        mesh_case(Case.from_dict(file_case(tmp_path / "nope.step"), MEDIUM))
     shutil.copy(MESHES / "box.geo", tmp_path / "box.iges")
-    with pytest.raises(ConfigError, match=r"unknown suffix '\.iges'"):
-        mesh_case(file_case(tmp_path / "box.iges"), MEDIUM)
+    with pytest.raises(ConfigError, match=r"box\.iges': unsupported file type"):
+        mesh_case(Case.from_dict(file_case(tmp_path / "box.iges"), MEDIUM))
 
 
 @pytest.mark.parametrize("suffix", [".stl", ".msh"])
@@ -147,7 +149,7 @@ def test_non_finite_vertex_names_the_file(tmp_path, suffix):
     # (an STL repeats the vertex in each of its triangles)
     with pytest.raises(MeshError, match=rf"bad\{suffix}: \d+ vertex\(es\) with a NaN or "
                                         r"infinite coordinate, the first is vertex \d+ = \[.*nan"):
-        mesh_case(file_case(path), MEDIUM)
+        mesh_case(Case.from_dict(file_case(path), MEDIUM))
     from wavescat.surface import SurfaceMesh  # the solve stage reads meshes this way
     with pytest.raises(MeshError, match=rf"bad\{suffix}: \d+ vertex\(es\) with a NaN"):
         SurfaceMesh.from_file(path)

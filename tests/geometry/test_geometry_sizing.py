@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from wavescat.case import Case
 from wavescat.geometry import mesh_case
 from wavescat.geometry.sizing import frequency_bands
 
@@ -12,8 +13,8 @@ MEDIUM = {"sound_speed": 1500.0, "density": 1000.0}
 
 
 def case(geometry, f, **mesh):
-    return {"geometry": geometry, "frequencies_hz": [f],
-            "mesh": {"elements_per_wavelength": 10, **mesh}}
+    return Case.from_dict({"geometry": geometry, "frequencies_hz": [f],
+                           "mesh": {"elements_per_wavelength": 10, **mesh}}, MEDIUM)
 
 
 def ellipsoid_volume(a, b, c):
@@ -27,9 +28,8 @@ def ellipsoid_volume(a, b, c):
 def test_the_reported_meshes_now_keep_the_volume(geometry, f, epw, exact):
     """A 0.9 m sphere at 500 Hz, 8 elements per wavelength, lost 4.6% of its volume; a
     1.5 x 0.6 x 0.4 m spheroid at 600 Hz about 5%."""
-    _, plain = mesh_case(case(geometry, f, elements_per_wavelength=epw, max_volume_error=None),
-                         MEDIUM)
-    _, s = mesh_case(case(geometry, f, elements_per_wavelength=epw), MEDIUM)
+    _, plain = mesh_case(case(geometry, f, elements_per_wavelength=epw, max_volume_error=None))
+    _, s = mesh_case(case(geometry, f, elements_per_wavelength=epw))
     assert 1 - plain["enclosed_volume"] / exact > 0.04
     assert abs(1 - s["enclosed_volume"] / exact) <= 0.01
     assert s["warnings"] == []
@@ -43,7 +43,7 @@ def test_the_reported_meshes_now_keep_the_volume(geometry, f, epw, exact):
     ({"kind": "box", "size": [1.0, 0.2, 3.0]}, 20.0, 0.6),
 ])
 def test_low_frequency_meshes_keep_the_volume(geometry, f, exact):
-    _, s = mesh_case(case(geometry, f), MEDIUM)
+    _, s = mesh_case(case(geometry, f))
     assert abs(1 - s["enclosed_volume"] / exact) <= 0.01
     assert s["exact_volume"] == pytest.approx(exact, rel=1e-3)
     assert s["warnings"] == []
@@ -53,16 +53,16 @@ def test_submarine_volume_against_the_occ_solid():
     """The surface mesh's divergence-theorem volume against OpenCASCADE's volume of the
     fused solid, at 100 Hz (h = 1.5 m from the frequency)."""
     from wavescat.geometry.gmsh_model import gmsh_session
-    from wavescat.geometry.submarine import build_submarine
+    from wavescat.geometry.submarine import Submarine, build_submarine
 
     with gmsh_session() as gmsh:
-        tag = build_submarine(gmsh.model.occ, {})
+        tag = build_submarine(gmsh.model.occ, Submarine())
         gmsh.model.occ.synchronize()
         exact = gmsh.model.occ.getMass(3, tag)
-    _, s = mesh_case(case({"kind": "submarine"}, 100.0), MEDIUM)
+    _, s = mesh_case(case({"kind": "submarine"}, 100.0))
     assert abs(1 - s["enclosed_volume"] / exact) <= 0.01
     assert s["warnings"] == []
-    _, plain = mesh_case(case({"kind": "submarine"}, 100.0, max_volume_error=None), MEDIUM)
+    _, plain = mesh_case(case({"kind": "submarine"}, 100.0, max_volume_error=None))
     assert 1 - plain["enclosed_volume"] / exact > 0.015
     assert len(plain["warnings"]) > 0  # sail leading edge and stern hub too coarse
 
@@ -71,9 +71,8 @@ def test_frequency_sizing_where_it_is_finer():
     """The default sphere at ka = 5: the wavelength asks for finer elements than the
     geometry, so the mesh is the frequency-sized one (h = lambda / 10)."""
     f = 5 * 1500.0 / (2 * math.pi)
-    _, s = mesh_case(case({"kind": "sphere", "radius": 1.0}, f), MEDIUM)
-    _, plain = mesh_case(case({"kind": "sphere", "radius": 1.0}, f, max_volume_error=None),
-                         MEDIUM)
+    _, s = mesh_case(case({"kind": "sphere", "radius": 1.0}, f))
+    _, plain = mesh_case(case({"kind": "sphere", "radius": 1.0}, f, max_volume_error=None))
     assert s["elements"] == plain["elements"]
     assert abs(1 - s["enclosed_volume"] / (4 / 3 * math.pi)) <= 0.01
     assert s["warnings"] == []
@@ -83,7 +82,7 @@ def test_slender_spheroid_at_default_density_warns():
     """0.5 x 0.1 x 0.1 m semi-axes at 2 kHz with frequency sizing only: 162 unknowns, about
     two elements per turn of the 2 cm tip radius: warned about."""
     mesh, s = mesh_case(case({"kind": "spheroid", "semi_axes": [0.5, 0.1, 0.1]}, 2000.0,
-                             max_volume_error=None), MEDIUM)
+                             max_volume_error=None))
     assert s["vertices"] == 162
     assert any("+ tip" in w and "coarse" in w for w in s["warnings"])
     assert any("- tip" in w for w in s["warnings"])
@@ -112,10 +111,10 @@ def test_max_element_size_merges_bands():
     from wavescat.geometry.sizing import sizing_frequencies
     c = {"frequencies_hz": [400.0, 800.0, 1600.0],
          "mesh": {"elements_per_wavelength": 8, "max_element_size": 0.12}}
-    f = sizing_frequencies(c, MEDIUM)  # h = 0.12 m is lambda / 8 at 1562.5 Hz
+    f = sizing_frequencies(Case.from_dict(c, MEDIUM))  # h = 0.12 m is lambda / 8 at 1562.5 Hz
     assert f == [1562.5, 1562.5, 1600.0]
     assert frequency_bands(f, 1.5) == [[0, 1, 2]]
-    assert sizing_frequencies({**c, "mesh": {}}, MEDIUM) == c["frequencies_hz"]
+    assert sizing_frequencies(Case.from_dict({**c, "mesh": {}}, MEDIUM)) == c["frequencies_hz"]
 
 
 @pytest.mark.parametrize("f", [30e3, 38e3])
@@ -126,8 +125,8 @@ def test_finite_cylinder_keeps_the_volume(f):
     mesh stays inscribed (all vertices on the body, which is convex: volume below exact)."""
     geometry = {"kind": "cylinder", "radius": 0.01, "length": 0.07, "axis": [1, 0, 0]}
     exact = math.pi * 0.01**2 * 0.07
-    _, plain = mesh_case(case(geometry, f, max_volume_error=None), MEDIUM)
-    _, s = mesh_case(case(geometry, f), MEDIUM)
+    _, plain = mesh_case(case(geometry, f, max_volume_error=None))
+    _, s = mesh_case(case(geometry, f))
     assert 1 - plain["enclosed_volume"] / exact > 0.01
     assert s["exact_volume"] == pytest.approx(exact, rel=1e-9)
     assert 0 < 1 - s["enclosed_volume"] / exact <= 0.01

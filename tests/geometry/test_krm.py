@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import yaml
 
+from wavescat.case import Case
 from wavescat.config import prepare_config
-from wavescat.errors import ConfigError
+from wavescat.errors import ConfigError, InputError
 from wavescat.geometry import mesh_case
-from wavescat.geometry.krm import read_outline, read_shape, shape_estimates
-from wavescat.resources import surface_area_estimate
+from wavescat.geometry.krm import KrmShape, read_outline, read_shape, shape_estimates
 
 ROOT = Path(__file__).resolve().parents[2]
 SARDINE = ROOT / "meshes" / "krm" / "sardine_21cm.toml"
@@ -48,8 +48,8 @@ def changed(part: dict, key: str, index: int, value) -> dict:
 
 
 def error(path, part="body", **geometry) -> str:
-    with pytest.raises(ConfigError) as info:
-        read_shape({"kind": "krm", "path": str(path), "part": part, **geometry})
+    with pytest.raises(InputError) as info:
+        read_shape(KrmShape(path=str(path), part=part, **geometry))
     message = str(info.value)
     assert "\n" not in message
     return message
@@ -77,8 +77,8 @@ def test_toml_and_csv_read_the_same_stations(tmp_path):
 
 
 def test_the_shipped_sardine_reads_head_first(tmp_path):
-    body = read_shape({"path": str(SARDINE), "part": "body"})
-    bladder = read_shape({"path": str(SARDINE), "part": "swimbladder"})
+    body = read_shape(KrmShape(path=str(SARDINE), part="body"))
+    bladder = read_shape(KrmShape(path=str(SARDINE), part="swimbladder"))
     assert (len(body.x), len(bladder.x)) == (379, 154)
     assert body.x[0] == 0.0 and body.length == pytest.approx(0.210)
     assert body.frusta_volume() == pytest.approx(110.0e-6, rel=0.01)
@@ -89,7 +89,7 @@ def test_a_file_of_several_shapes_needs_a_name(tmp_path):
     path.write_text(toml_text(BODY, "one") + toml_text(BODY, "two"))
     assert "holds 2 shapes (one, two): choose one with geometry.shape" in error(path)
     assert "holds no shape named 'three'" in error(path, shape="three")
-    assert len(read_shape({"path": str(path), "shape": "two"}).x) == len(X)
+    assert len(read_shape(KrmShape(path=str(path), shape="two")).x) == len(X)
 
 
 # -- bad files: one line naming the file and the problem ---------------------------------
@@ -103,7 +103,8 @@ def test_missing_or_unreadable_file(tmp_path):
 
 
 def test_unknown_part(tmp_path):
-    assert "geometry.part = 'gills'" in error(write(tmp_path, BODY), "gills")
+    assert error(write(tmp_path, BODY), "gills") == ("part = 'gills': must be one of body, "
+                                                     "swimbladder")
 
 
 def test_too_few_stations(tmp_path):
@@ -145,8 +146,8 @@ def test_non_finite_numbers(tmp_path):
 
 
 def test_a_bladder_outside_the_body_names_the_station(tmp_path):
-    assert len(read_shape({"path": str(write(tmp_path, {**BODY, **BLADDER})),
-                           "part": "swimbladder"}).x) == 4
+    assert len(read_shape(KrmShape(path=str(write(tmp_path, {**BODY, **BLADDER})),
+                                   part="swimbladder")).x) == 4
     # Too wide at its second station: half-width 0.009 in a body of half-width 0.008.
     path = write(tmp_path, {**BODY, **changed(BLADDER, "w_sb", 1, 0.018)})
     message = error(path, "swimbladder")
@@ -181,9 +182,9 @@ def test_check_config_reports_a_bad_shape_file(tmp_path):
 
 def case(geometry, h):
     """h at 10 elements per wavelength, frequency sizing and gmsh's curvature sizing only."""
-    return {"geometry": geometry, "frequencies_hz": [1500.0 / (10 * h)],
-            "mesh": {"elements_per_wavelength": 10, "max_element_size": None,
-                     "max_volume_error": None, "match_volume": False}}
+    return Case.from_dict({"geometry": geometry, "frequencies_hz": [1500.0 / (10 * h)],
+                           "mesh": {"elements_per_wavelength": 10, "max_element_size": None,
+                                    "max_volume_error": None, "match_volume": False}}, MEDIUM)
 
 
 def winding_numbers(mesh, points) -> np.ndarray:
@@ -204,15 +205,17 @@ def winding_numbers(mesh, points) -> np.ndarray:
 def sardine():
     """The sardine at the default mesh settings (geometry sizing to 1% of the volume), at
     20 kHz (h = 7.5 mm: the body's curvature sets the size), without volume matching."""
-    return [mesh_case({"geometry": {"kind": "krm", "path": str(SARDINE), "part": part},
-                       "frequencies_hz": [20000.0], "mesh": {"match_volume": False}}, MEDIUM)
+    return [mesh_case(Case.from_dict({
+        "geometry": {"kind": "krm", "path": str(SARDINE), "part": part},
+        "frequencies_hz": [20000.0], "mesh": {"match_volume": False}}, MEDIUM))
             for part in ("body", "swimbladder")]
 
 
 @pytest.mark.parametrize("part", [0, 1])
 def test_sardine_meshes_closed_outward_with_the_stations_volume(sardine, part):
     mesh, stats = sardine[part]
-    outline = read_shape({"path": str(SARDINE), "part": ("body", "swimbladder")[part]})
+    shape = KrmShape(path=str(SARDINE), part=("body", "swimbladder")[part])
+    outline = read_shape(shape)
     # mesh_case ran the checks (closed, manifold, oriented); outward: positive volume.
     assert mesh.enclosed_volume > 0
     assert mesh.meta["exact_volume"] == pytest.approx(outline.frusta_volume(), rel=0.01)
@@ -222,16 +225,14 @@ def test_sardine_meshes_closed_outward_with_the_stations_volume(sardine, part):
     span = mesh.vertices.max(axis=0) - mesh.vertices.min(axis=0)
     assert span[0] == pytest.approx(outline.length, rel=1e-6)
     assert span[1] == pytest.approx(outline.w.max(), rel=0.05)
-    estimate = shape_estimates({"path": str(SARDINE), "part": ("body", "swimbladder")[part]})
+    estimate = shape_estimates(shape)
     assert estimate[1] == pytest.approx(outline.frusta_volume())
-    assert surface_area_estimate({"kind": "krm", "path": str(SARDINE),
-                                  "part": ("body", "swimbladder")[part]}) \
+    assert shape.area() \
         == pytest.approx(mesh.total_area, rel=0.1)
 
 
 def test_tightest_curvature_sits_near_head_and_tail():
-    from wavescat.geometry.resolution import curvature_features
-    head, tail = curvature_features({"kind": "krm", "path": str(SARDINE), "part": "body"})
+    head, tail = KrmShape(path=str(SARDINE), part="body").curvature_features()
     assert (head["name"], tail["name"]) == ("head end", "tail end")
     assert head["point"][0] < 0.02 and tail["point"][0] > 0.19
     assert 0.0005 < head["radius"] < 0.01 and 0.0005 < tail["radius"] < 0.01
@@ -249,7 +250,7 @@ def test_center_and_scale_move_the_body(tmp_path):
     mm = {k: [1000 * v for v in values] for k, values in BODY.items()}
     path = write(tmp_path, mm)
     mesh, _ = mesh_case(case({"kind": "krm", "path": str(path), "scale": 0.001,
-                              "center": [1.0, 2.0, 3.0]}, 0.01), MEDIUM)
+                              "center": [1.0, 2.0, 3.0]}, 0.01))
     lo, hi = mesh.vertices.min(axis=0), mesh.vertices.max(axis=0)
     assert lo[0] == pytest.approx(1.0) and hi[0] == pytest.approx(1.1)
     assert (lo[1] + hi[1]) / 2 == pytest.approx(2.0, abs=1e-4)

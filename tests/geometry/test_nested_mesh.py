@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
+from wavescat.case import Case
 from wavescat.errors import MeshError
 from wavescat.geometry import mesh_case
-from wavescat.geometry.bodies import body_tree
 from wavescat.geometry.icosphere import icosphere
-from wavescat.geometry.nesting import _Reach, check_nesting, crossing_points, winding_numbers
+from wavescat.geometry.nesting import Reach, check_nesting, crossing_points, winding_numbers
 from wavescat.geometry.sizing import (element_size, element_sizes, sizing_frequencies,
                                       surface_sound_speeds)
 from wavescat.surface import SurfaceMesh
@@ -32,6 +32,10 @@ def nested(inner, outer_radius=0.02, boundary=FLESH, **mesh):
             "mesh": mesh, "inside": inner}
 
 
+def typed(block, name=""):
+    return Case.from_dict(block, MEDIUM, name)
+
+
 def body(geometry, boundary=None, inside=None):
     out = {"geometry": geometry, "boundary": boundary or {"kind": "rigid"}}
     if inside is not None:
@@ -41,7 +45,7 @@ def body(geometry, boundary=None, inside=None):
 
 def test_sphere_inside_a_sphere_is_one_mesh_with_two_surfaces():
     case = nested([body(sphere(0.012), GAS)])
-    mesh, stats = mesh_case(case, MEDIUM, name="ball")
+    mesh, stats = mesh_case(typed(case, name="ball"))
     assert mesh.n_surfaces == 2 and stats["n_surfaces"] == 2
     assert mesh.surface_ids.shape == (mesh.n_triangles,)
     outer, inner = mesh.surface(0), mesh.surface(1)
@@ -75,7 +79,7 @@ def test_mesh_command_writes_the_surface_ids(tmp_path):
                            stats=str(tmp_path / "mesh_stats.json"))
     assert run(args) == 0
     back = SurfaceMesh.from_file(tmp_path / "mesh.msh")
-    want, _ = mesh_case(case, MEDIUM)
+    want, _ = mesh_case(typed(case))
     assert back.n_surfaces == 2 and back.fingerprint() == want.fingerprint()
     assert json.loads((tmp_path / "mesh_stats.json").read_text())["surfaces"][1]["where"] \
         == "cases.ball.inside[0]"
@@ -84,7 +88,7 @@ def test_mesh_command_writes_the_surface_ids(tmp_path):
 def test_inner_body_poking_out_is_refused_naming_both():
     case = nested([body(sphere(0.01, (0.015, 0, 0)), GAS)])
     with pytest.raises(MeshError) as err:
-        mesh_case(case, MEDIUM, name="ball")
+        mesh_case(typed(case, name="ball"))
     msg = str(err.value)
     assert msg.startswith("cases.ball.inside[0] (surface 1) and cases.ball (surface 0) cross "
                           "each other at ("), msg
@@ -94,7 +98,7 @@ def test_inner_body_poking_out_is_refused_naming_both():
 def test_inner_body_outside_its_parent_is_refused_with_the_gap():
     case = nested([body(sphere(0.005, (0.04, 0, 0)))])
     with pytest.raises(MeshError) as err:
-        mesh_case(case, MEDIUM, name="ball")
+        mesh_case(typed(case, name="ball"))
     msg = str(err.value)
     assert msg.startswith("cases.ball.inside[0] (surface 1) is not inside cases.ball (surface 0)")
     gap = float(msg.split("smallest distance between them ")[1].split(" m")[0])
@@ -104,7 +108,7 @@ def test_inner_body_outside_its_parent_is_refused_with_the_gap():
 def test_overlapping_siblings_are_refused():
     case = nested([body(sphere(0.006, (0.005, 0, 0)), GAS), body(sphere(0.006, (-0.005, 0, 0)))])
     with pytest.raises(MeshError) as err:
-        mesh_case(case, MEDIUM, name="ball")
+        mesh_case(typed(case, name="ball"))
     assert str(err.value).startswith("cases.ball.inside[1] (surface 2) and cases.ball.inside[0] "
                                      "(surface 1) cross each other"), str(err.value)
     assert "bodies side by side must not overlap" in str(err.value)
@@ -113,7 +117,7 @@ def test_overlapping_siblings_are_refused():
 def test_sibling_inside_a_sibling_is_refused():
     case = nested([body(sphere(0.01), GAS), body(sphere(0.003))])
     with pytest.raises(MeshError) as err:
-        mesh_case(case, MEDIUM, name="ball")
+        mesh_case(typed(case, name="ball"))
     assert str(err.value).startswith("cases.ball.inside[1] (surface 2) lies inside "
                                      "cases.ball.inside[0] (surface 1), its sibling"), str(err.value)
 
@@ -122,7 +126,7 @@ def test_siblings_and_a_core_pass_and_report_their_gaps():
     """Two bodies side by side, one with a rigid core: four surfaces in depth-first order."""
     case = nested([body(sphere(0.007, (0.009, 0, 0)), FLESH, [body(sphere(0.003, (0.009, 0, 0)))]),
                    body(sphere(0.005, (-0.01, 0, 0)), GAS)], outer_radius=0.025)
-    mesh, stats = mesh_case(case, MEDIUM, name="ball")
+    mesh, stats = mesh_case(typed(case, name="ball"))
     assert mesh.n_surfaces == 4
     assert [s["where"] for s in stats["surfaces"]] == [
         "cases.ball", "cases.ball.inside[0]", "cases.ball.inside[0].inside[0]",
@@ -141,12 +145,12 @@ def test_fluid_body_element_size_follows_its_interior_sound_speed():
     single = {"geometry": sphere(0.02), "frequencies_hz": [F], "boundary": GAS,
               "mesh": {"max_volume_error": None}}  # frequency sizing alone
     h_water = 1500.0 / (F * 10)
-    assert element_size(single, MEDIUM) == pytest.approx(0.22 * h_water)
-    assert element_size({**single, "boundary": FLESH}, MEDIUM) == pytest.approx(h_water)
+    assert element_size(typed(single)) == pytest.approx(0.22 * h_water)
+    assert element_size(typed({**single, "boundary": FLESH})) == pytest.approx(h_water)
     water_case = {**single, "mesh": {"max_volume_error": None, "resolve_interior": False}}
-    assert element_size(water_case, MEDIUM) == pytest.approx(h_water)
-    gas, gas_stats = mesh_case(single, MEDIUM)
-    water, water_stats = mesh_case(water_case, MEDIUM)
+    assert element_size(typed(water_case)) == pytest.approx(h_water)
+    gas, gas_stats = mesh_case(typed(single))
+    water, water_stats = mesh_case(typed(water_case))
     assert gas_stats["sizing_sound_speed"] == pytest.approx(330.0)
     assert water_stats["sizing_sound_speed"] == 1500.0
     # edges follow h (gmsh's come out a little shorter); the unknowns ~ 1 / 0.22^2
@@ -158,17 +162,17 @@ def test_nested_surfaces_sized_by_their_two_sides():
     """Flesh in water: the water's; gas in flesh: the gas's; a rigid core in the gas: the
     gas's (the region outside it); the max_element_size cap holds for all."""
     case = nested([body(sphere(0.01), GAS, [body(sphere(0.004))])])
-    assert surface_sound_speeds(case, MEDIUM) == pytest.approx([1500.0, 330.0, 330.0])
-    assert surface_sound_speeds({**case, "mesh": {"resolve_interior": False}}, MEDIUM) \
+    assert surface_sound_speeds(typed(case)) == pytest.approx([1500.0, 330.0, 330.0])
+    assert surface_sound_speeds(typed({**case, "mesh": {"resolve_interior": False}})) \
         == [1500.0] * 3
-    h = element_sizes(case, MEDIUM)
+    h = element_sizes(typed(case))
     assert h == pytest.approx([1500 / (F * 10), 330 / (F * 10), 330 / (F * 10)])
     capped = {**case, "mesh": {"max_element_size": 0.002}}
-    assert element_sizes(capped, MEDIUM) == pytest.approx([0.002, 330 / (F * 10), 330 / (F * 10)])
+    assert element_sizes(typed(capped)) == pytest.approx([0.002, 330 / (F * 10), 330 / (F * 10)])
     # a band below the frequency where the slowest surface reaches the cap shares one mesh
     low = {**capped, "frequencies_hz": [1000.0, 5000.0, 20000.0]}
-    assert sizing_frequencies(low, MEDIUM) == pytest.approx([330 / (10 * 0.002)] * 2 + [20000.0])
-    mesh, stats = mesh_case({**case, "mesh": {"max_volume_error": None}}, MEDIUM)
+    assert sizing_frequencies(typed(low)) == pytest.approx([330 / (10 * 0.002)] * 2 + [20000.0])
+    mesh, stats = mesh_case(typed({**case, "mesh": {"max_volume_error": None}}))
     assert [s["h_requested"] for s in stats["surfaces"]] == pytest.approx(h)
     assert stats["surfaces"][1]["edge_length_mean"] < 0.3 * stats["surfaces"][0]["edge_length_mean"]
 
@@ -180,16 +184,16 @@ def test_winding_numbers_and_crossings_on_icospheres():
     small = icosphere(2)
     inside = SurfaceMesh(0.5 * small.vertices + [0.2, 0, 0], small.triangles)
     poking = SurfaceMesh(0.5 * small.vertices + [0.7, 0, 0], small.triangles)
-    reach = _Reach(m)
+    reach = Reach(m)
     assert len(crossing_points(inside, m, reach)) == 0
     hits = crossing_points(poking, m, reach)
     assert len(hits) > 0 and np.allclose(np.linalg.norm(hits, axis=1), 1.0, atol=0.02)
     gap, at = reach.smallest(inside.vertices)
     assert gap == pytest.approx(0.3, abs=0.01)  # the inscribed icosphere is a little inside
-    bodies = body_tree({"geometry": {"kind": "file"}, "boundary": {"kind": "fluid",
-                        "density_ratio": 1, "sound_speed_ratio": 1},
-                        "inside": [{"geometry": {"kind": "file"}, "boundary": {"kind": "rigid"}}]},
-                       MEDIUM, "cases.t")
+    bodies = Case.from_dict({"geometry": sphere(1.0), "boundary": {
+        "kind": "fluid", "density_ratio": 1, "sound_speed_ratio": 1},
+        "inside": [{"geometry": sphere(0.5), "boundary": {"kind": "rigid"}}]}, MEDIUM,
+        name="t").bodies
     gaps = check_nesting(SurfaceMesh.union([m, inside]), bodies)
     assert gaps[0]["gap"] == pytest.approx(gap)
     with pytest.raises(MeshError, match=r"cases.t.inside\[0\] \(surface 1\) and cases.t "

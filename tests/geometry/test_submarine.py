@@ -4,9 +4,10 @@ import math
 import numpy as np
 import pytest
 
+from wavescat.case import Case
 from wavescat.errors import ConfigError
 from wavescat.geometry import mesh_case
-from wavescat.geometry.submarine import DEFAULTS, hull_volume
+from wavescat.geometry.submarine import DEFAULTS, Submarine
 
 MEDIUM = {"sound_speed": 1500.0, "density": 1000.0}
 
@@ -31,13 +32,13 @@ def appendage_volume(p=DEFAULTS):
 
 def test_default_submarine_closed_outward_and_betssi_sized():
     h = 0.75
-    mesh, s = mesh_case(sub_case(h), MEDIUM)
+    mesh, s = mesh_case(Case.from_dict(sub_case(h), MEDIUM))
     lo, hi = mesh.vertices.min(axis=0), mesh.vertices.max(axis=0)
     assert lo[0] == pytest.approx(-31.0) and hi[0] == pytest.approx(31.0)       # 62 m, bow at +x
     assert hi[2] == pytest.approx(3.5 + 3.5)                                   # sail top
     assert lo[2] == pytest.approx(-3.5)                                        # keel, rudder
     assert hi[1] == pytest.approx(1.0 + 2.5)                                   # sail planes
-    hull = hull_volume({})
+    hull = Submarine().hull_volume()
     # Faceting loses at most ~h^2/(2 R^2) of the hull; appendages add less than their solids.
     assert hull * (1 - h**2 / (2 * 3.5**2)) < s["enclosed_volume"] < hull + appendage_volume()
     assert s["enclosed_volume"] > hull  # sail and rudders are really there
@@ -47,7 +48,7 @@ def test_default_submarine_closed_outward_and_betssi_sized():
 
 
 def test_sail_is_on_top_and_rudders_cross_at_the_stern():
-    mesh, _ = mesh_case(sub_case(1.5), MEDIUM)
+    mesh, _ = mesh_case(Case.from_dict(sub_case(1.5), MEDIUM))
     v = mesh.vertices
     top = v[v[:, 2] > 3.6]
     assert top[:, 0].min() >= 31 - 14 - 13 - 1e-9 and top[:, 0].max() <= 31 - 14 + 1e-9
@@ -60,18 +61,18 @@ def test_sail_is_on_top_and_rudders_cross_at_the_stern():
 def test_ogive_stern_and_centre_shift():
     h = 1.5
     g = {"stern_shape": "ogive", "stern_tip_diameter": 1.0, "center": [10.0, 0.0, -5.0]}
-    mesh, s = mesh_case(sub_case(h, **g), MEDIUM)
+    mesh, s = mesh_case(Case.from_dict(sub_case(h, **g), MEDIUM))
     assert mesh.vertices[:, 0].max() == pytest.approx(41.0)
-    assert hull_volume(g) > hull_volume({"stern_tip_diameter": 1.0})  # the ogive is fuller
-    assert hull_volume(g) * (1 - h**2 / (2 * 3.5**2)) < s["enclosed_volume"] \
-        < hull_volume(g) + appendage_volume()
+    hull = Submarine(**g).hull_volume()
+    assert hull > Submarine(stern_tip_diameter=1.0).hull_volume()  # the ogive is fuller
+    assert hull * (1 - h**2 / (2 * 3.5**2)) < s["enclosed_volume"] < hull + appendage_volume()
 
 
 def test_scaled_submarine_keeps_volume_ratio():
     """Every dimension a key: halving all of them divides the volume by 8."""
     half = {k: v / 2 for k, v in DEFAULTS.items() if isinstance(v, float)}
-    _, s1 = mesh_case(sub_case(0.75), MEDIUM)
-    _, s2 = mesh_case(sub_case(0.375, **half), MEDIUM)
+    _, s1 = mesh_case(Case.from_dict(sub_case(0.75), MEDIUM))
+    _, s2 = mesh_case(Case.from_dict(sub_case(0.375, **half), MEDIUM))
     assert s2["enclosed_volume"] * 8 == pytest.approx(s1["enclosed_volume"], rel=0.02)
 
 
@@ -81,11 +82,11 @@ def test_scaled_submarine_keeps_volume_ratio():
     ({"sail_height": -1}, "geometry.sail_height"),
     ({"sail_distance_from_bow": 45.0}, "geometry.sail_distance_from_bow"),
     ({"stern_rudder_span": 0.5}, "geometry.stern_rudder_span"),
-    ({"fins": 3}, "geometry.fins"),
+    ({"fins": 3}, "geometry: unknown key 'fins'"),
 ])
 def test_bad_submarine_keys(geometry, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        mesh_case(sub_case(**geometry), MEDIUM)
+        mesh_case(Case.from_dict(sub_case(**geometry), MEDIUM))
 
 
 @pytest.mark.slow
@@ -94,8 +95,9 @@ def test_default_submarine_meshes_at_500_hz():
     case = {"geometry": {"kind": "submarine"}, "frequencies_hz": [250.0, 500.0],
             "mesh": {"elements_per_wavelength": 10, "max_element_size": None,
                      "curvature_refinement": 0}}
-    _, s = mesh_case(case, MEDIUM)  # runs every check
+    _, s = mesh_case(Case.from_dict(case, MEDIUM))  # runs every check
     assert s["h_requested"] == pytest.approx(0.3)
     assert s["edge_length_max"] <= 1.5 * 0.3 and s["min_angle_deg"] > 10
     assert 30_000 < s["elements"] < 60_000
-    assert hull_volume({}) < s["enclosed_volume"] < hull_volume({}) + appendage_volume()
+    hull = Submarine().hull_volume()
+    assert hull < s["enclosed_volume"] < hull + appendage_volume()

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from wavescat.case import Case
 from wavescat.errors import ConfigError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.checks import check_surface
@@ -20,7 +21,7 @@ def case(geometry, f, boundary=None, **mesh):
     c = {"geometry": geometry, "frequencies_hz": [f], "mesh": mesh}
     if boundary is not None:
         c["boundary"] = boundary
-    return c
+    return Case.from_dict(c, MEDIUM)
 
 
 @pytest.mark.parametrize("geometry, f, exact", [
@@ -32,8 +33,8 @@ def case(geometry, f, boundary=None, **mesh):
 def test_fluid_body_mesh_encloses_the_exact_volume(geometry, f, exact):
     """The inscribed mesh is 0.1-1% short; the matched one within 1e-5 (the offset's second
     step leaves a third-order term), same triangles, checks passing, angles within 1%."""
-    plain, ps = mesh_case(case(geometry, f), MEDIUM)
-    mesh, s = mesh_case(case(geometry, f, FLUID), MEDIUM)
+    plain, ps = mesh_case(case(geometry, f))
+    mesh, s = mesh_case(case(geometry, f, FLUID))
     assert 1e-3 < 1 - plain.enclosed_volume / exact < 0.011
     assert abs(1 - mesh.enclosed_volume / exact) < 1e-5, s
     assert ps["volume_offset"] is None and 0 < s["volume_offset"] < 0.02 * s["edge_length_mean"]
@@ -52,7 +53,7 @@ def test_setting_decides_which_meshes_are_offset(boundary, setting, matched):
     """`auto` leaves rigid, pressure-release and impedance meshes inscribed (every vertex on the
     sphere, results as before); `true` and `false` override it either way."""
     geometry = {"kind": "sphere", "radius": 1.0}
-    mesh, _ = mesh_case(case(geometry, 300.0, boundary, match_volume=setting), MEDIUM)
+    mesh, _ = mesh_case(case(geometry, 300.0, boundary, match_volume=setting))
     r = np.linalg.norm(mesh.vertices, axis=1)
     if matched:
         assert r.min() > 1 and mesh.enclosed_volume == pytest.approx(4 / 3 * math.pi, rel=1e-5)
@@ -61,5 +62,6 @@ def test_setting_decides_which_meshes_are_offset(boundary, setting, matched):
 
 
 def test_bad_setting_is_named():
-    with pytest.raises(ConfigError, match="mesh.match_volume = 'yes': must be auto, true or false"):
-        mesh_case(case({"kind": "sphere", "radius": 1.0}, 300.0, match_volume="yes"), MEDIUM)
+    with pytest.raises(ConfigError, match="mesh.match_volume = 'yes': must be one of auto, "
+                                          "True, False"):
+        mesh_case(case({"kind": "sphere", "radius": 1.0}, 300.0, match_volume="yes"))

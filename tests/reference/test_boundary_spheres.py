@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError
+from wavescat.bem.formulations import boundary_from, formulation_for
+from wavescat.errors import InputError
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference import impedance_sphere as imp
 from wavescat.reference import pressure_release_sphere as soft
 from wavescat.reference import rigid_sphere as rs
-from wavescat.reference.sphere import series_for
 
 _spec = importlib.util.spec_from_file_location(
     "rigid_sphere_tests", Path(__file__).with_name("test_rigid_sphere.py"))
@@ -141,16 +141,20 @@ def test_monostatic_matches_bistatic():
                            rtol=1e-13)
 
 
-def test_series_for_each_boundary_and_errors():
+def test_sphere_series_of_each_boundary_and_errors():
     k, d, x = 2.0, [0.0, 0.0, 1.0], [[1.0, 0.0, 0.0]]
-    assert series_for(None).far_field(k, 1.0, d, x) == rs.far_field(k, 1.0, d, x)
-    assert (series_for({"kind": "pressure_release"}).far_field(k, 1.0, d, x)
+
+    def series(block):
+        return formulation_for(boundary_from(block)).sphere_series()
+
+    assert series(None).far_field(k, 1.0, d, x) == rs.far_field(k, 1.0, d, x)
+    assert (series({"kind": "pressure_release"}).far_field(k, 1.0, d, x)
             == soft.far_field(k, 1.0, d, x))
-    beta = series_for({"kind": "impedance", "admittance": [1.0, 0.5]})
+    beta = series({"kind": "impedance", "admittance": [1.0, 0.5]})
     assert beta.far_field(k, 1.0, d, x) == imp.far_field(k, 1.0, d, x, admittance=1 + 0.5j)
-    with pytest.raises(ConfigError, match="case.boundary.kind = 'foam': no exact sphere series"):
-        series_for({"kind": "foam"}, "case.boundary")
-    with pytest.raises(ConfigError, match="case.boundary.density_ratio / case.boundary.density"):
-        series_for({"kind": "fluid", "sound_speed_ratio": 1.1}, "case.boundary")
-    with pytest.raises(ConfigError, match="admittance = 'x'"):
+    with pytest.raises(InputError, match="^kind = 'foam': must be one of"):
+        boundary_from({"kind": "foam"})
+    with pytest.raises(InputError, match="^density_ratio / density"):
+        boundary_from({"kind": "fluid", "sound_speed_ratio": 1.1})
+    with pytest.raises(InputError, match="admittance = 'x'"):
         imp.far_field(k, 1.0, d, x, admittance="x")

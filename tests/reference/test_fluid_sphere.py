@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError
+from wavescat.bem.formulations import boundary_from, formulation_for
+from wavescat.errors import InputError
+from wavescat.medium import Medium
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference import pressure_release_sphere as soft
 from wavescat.reference import rigid_sphere as rs
-from wavescat.reference.sphere import series_for
 
 _spec = importlib.util.spec_from_file_location(
     "rigid_sphere_tests", Path(__file__).with_name("test_rigid_sphere.py"))
@@ -117,27 +118,29 @@ def test_monostatic_matches_bistatic():
 
 def test_contrasts_of_a_boundary_block():
     """Ratios directly, or absolute values over the medium's; exactly one of each pair."""
-    medium = {"density": 1025.0, "sound_speed": 1500.0}
-    assert fluid.fluid_contrasts({"kind": "fluid", "density_ratio": 1.04,
-                                  "sound_speed_ratio": 1.03}) == (1.04, 1.03)
-    g, h = fluid.fluid_contrasts({"kind": "fluid", "density": 1.23, "sound_speed": 343.0},
-                                 medium)
+    medium = Medium(density=1025.0, sound_speed=1500.0)
+
+    def contrasts(block, medium=None):
+        b = boundary_from(block, medium)
+        return b.density_ratio, b.sound_speed_ratio
+
+    assert contrasts({"kind": "fluid", "density_ratio": 1.04,
+                      "sound_speed_ratio": 1.03}) == (1.04, 1.03)
+    g, h = contrasts({"kind": "fluid", "density": 1.23, "sound_speed": 343.0}, medium)
     assert g == pytest.approx(1.23 / 1025.0) and h == pytest.approx(343.0 / 1500.0)
     k, d, x = 2.0, [0.0, 0.0, 1.0], [[1.0, 0.0, 0.0]]
-    series = series_for({"kind": "fluid", "density": 1537.5, "sound_speed_ratio": 1.2},
-                        medium=medium)
+    series = formulation_for(boundary_from({"kind": "fluid", "density": 1537.5,
+                                       "sound_speed_ratio": 1.2}, medium)).sphere_series()
     assert series.far_field(k, 1.0, d, x) == fluid.far_field(k, 1.0, d, x, **FLESH)
-    with pytest.raises(ConfigError, match=r"cases.b.boundary.density_ratio / "
-                                          r"cases.b.boundary.density: .* exactly one .*both"):
-        fluid.fluid_contrasts({"kind": "fluid", "density_ratio": 1.0, "density": 1000.0,
-                               "sound_speed_ratio": 1.0}, where="cases.b.boundary")
-    with pytest.raises(ConfigError, match=r"boundary.sound_speed_ratio / boundary.sound_speed"
-                                          r": .*neither"):
-        fluid.fluid_contrasts({"kind": "fluid", "density_ratio": 1.0})
-    with pytest.raises(ConfigError, match=r"boundary.density_ratio = -1"):
-        fluid.fluid_contrasts({"kind": "fluid", "density_ratio": -1, "sound_speed_ratio": 1.0})
+    with pytest.raises(InputError, match=r"^density_ratio / density: .* exactly one .*both"):
+        contrasts({"kind": "fluid", "density_ratio": 1.0, "density": 1000.0,
+                   "sound_speed_ratio": 1.0})
+    with pytest.raises(InputError, match=r"^sound_speed_ratio / sound_speed: .*neither"):
+        contrasts({"kind": "fluid", "density_ratio": 1.0})
+    with pytest.raises(InputError, match=r"^density_ratio = -1"):
+        contrasts({"kind": "fluid", "density_ratio": -1, "sound_speed_ratio": 1.0})
 
 
 def test_interior_field_refuses_outside_points():
-    with pytest.raises(ConfigError, match=r"points\[1\] lies outside the sphere"):
+    with pytest.raises(InputError, match=r"points\[1\] lies outside the sphere"):
         fluid.interior_field(1.0, 1.0, [0, 0, 1.0], [[0, 0, 0.5], [0, 0, 2.0]], **FLESH)

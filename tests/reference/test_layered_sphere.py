@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from scipy.special import spherical_jn, spherical_yn
 
-from wavescat.errors import ConfigError
+from wavescat.bem.formulations import boundary_from
+from wavescat.errors import InputError
+from wavescat.medium import Medium
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference import layered_sphere as layered
 from wavescat.reference import pressure_release_sphere as soft
@@ -221,7 +223,7 @@ def test_monostatic_matches_bistatic():
     ((1.0,), [], (-1.0, 1.0), r"core density_ratio = -1.0"),
 ])
 def test_argument_errors(radii, layers, core, message):
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(InputError, match=message):
         layered.far_field(1.0, radii, layers, core, D, XHAT)
 
 
@@ -242,27 +244,28 @@ def test_layers_from_boundaries():
     """A chain of nested boundary blocks (outermost first) as (layers, core): ratios or
     absolute values over the medium, absorption making h complex, a rigid or pressure-release
     block only last, messages naming the block."""
-    medium = layered.JECH2015_MEDIUM
+    medium = Medium(**layered.JECH2015_MEDIUM)
+
+    def layers(blocks, where=None):
+        return layered.layers_from_boundaries([boundary_from(b, medium) for b in blocks], where)
+
     blocks = [{"kind": "fluid", "density": 1070.0, "sound_speed": 1570.0},
               {"kind": "fluid", "density_ratio": 1.2, "sound_speed_ratio": 0.9},
               {"kind": "fluid", "density": 1.24, "sound_speed": 345.0,
                "absorption_db_per_wavelength": 1.36}]
-    layers, core = layered.layers_from_boundaries(blocks, medium)
-    assert layers == [(1070.0 / 1026.8, 1570.0 / 1477.3), (1.2, 0.9)]
+    shells, core = layers(blocks)
+    assert shells == [(1070.0 / 1026.8, 1570.0 / 1477.3), (1.2, 0.9)]
     assert core == (1.24 / 1026.8, complex_sound_speed_ratio(345.0 / 1477.3, 1.36))
-    assert layered.layers_from_boundaries(blocks[:1] + [{"kind": "rigid"}], medium) == (
+    assert layers(blocks[:1] + [{"kind": "rigid"}]) == (
         [(1070.0 / 1026.8, 1570.0 / 1477.3)], "rigid")
     radii, shell, soft_core = layered.jech2015_shells()["ShellSphere_PressureRelease"]
-    assert (shell, soft_core) == layered.layers_from_boundaries(
+    assert (shell, soft_core) == layers(
         [{"kind": "fluid", "density": 1028.9, "sound_speed": 1480.3},
-         {"kind": "pressure_release"}], medium)
-    with pytest.raises(ConfigError, match=r"cases.f.inside\[0\].boundary.kind = 'rigid': .* "
-                                          r"must be fluid \(it has bodies inside\)"):
-        layered.layers_from_boundaries([blocks[0], {"kind": "rigid"}, blocks[2]], medium,
-                                       ["cases.f.boundary", "cases.f.inside[0].boundary",
-                                        "cases.f.inside[0].inside[0].boundary"])
-    with pytest.raises(ConfigError, match=r"boundaries\[1\].kind = 'impedance'"):
-        layered.layers_from_boundaries([blocks[0], {"kind": "impedance"}], medium)
-    with pytest.raises(ConfigError, match=r"boundaries\[0\].absorption_db_per_wavelength = -2"):
-        layered.layers_from_boundaries([{**blocks[0], "absorption_db_per_wavelength": -2},
-                                        {"kind": "rigid"}], medium)
+         {"kind": "pressure_release"}])
+    with pytest.raises(InputError, match=r"cases.f.inside\[0\].boundary.kind = 'rigid': .* "
+                                         r"must be fluid \(it has bodies inside\)"):
+        layers([blocks[0], {"kind": "rigid"}, blocks[2]],
+               ["cases.f.boundary", "cases.f.inside[0].boundary",
+                "cases.f.inside[0].inside[0].boundary"])
+    with pytest.raises(InputError, match=r"boundaries\[1\].kind = 'impedance'"):
+        layers([blocks[0], {"kind": "impedance", "admittance": [1, 0]}])

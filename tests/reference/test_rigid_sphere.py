@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from wavescat.errors import ConfigError, WavescatError
+from wavescat.errors import InputError, WavescatError
 from wavescat.reference import rigid_sphere as rs
 
 
@@ -131,11 +131,11 @@ def test_centre_shift_is_a_phase():
 
 
 def test_bad_arguments_name_the_parameter():
-    with pytest.raises(ConfigError, match="k = -1"):
+    with pytest.raises(InputError, match="k = -1"):
         rs.far_field(-1.0, 1.0, [0, 0, 1], [[1, 0, 0]])
-    with pytest.raises(ConfigError, match="radius = 0"):
+    with pytest.raises(InputError, match="radius = 0"):
         rs.far_field(1.0, 0.0, [0, 0, 1], [[1, 0, 0]])
-    with pytest.raises(ConfigError, match="incident_direction"):
+    with pytest.raises(InputError, match="incident_direction"):
         rs.far_field(1.0, 1.0, [0, 0, 0], [[1, 0, 0]])
     with pytest.raises(WavescatError, match=r"points\[1\].*inside the sphere"):
         rs.scattered_field(1.0, 1.0, [0, 0, 1], [[2, 0, 0], [0.5, 0, 0]])

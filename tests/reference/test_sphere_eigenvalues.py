@@ -10,7 +10,7 @@ import pytest
 from scipy.integrate import quad
 from scipy.special import eval_legendre, spherical_jn, spherical_yn
 
-from wavescat.errors import ConfigError
+from wavescat.errors import InputError
 from wavescat.reference import (helmholtz_eigenvalues, laplace_eigenvalues,
                                 spherical_harmonic_real)
 
@@ -186,11 +186,11 @@ def test_real_harmonics_orthonormal_and_degree_one():
 
 
 def test_bad_arguments():
-    with pytest.raises(ConfigError, match="l = -1"):
+    with pytest.raises(InputError, match="l = -1"):
         laplace_eigenvalues(-1)
-    with pytest.raises(ConfigError, match="l = 1.5"):
+    with pytest.raises(InputError, match="l = 1.5"):
         helmholtz_eigenvalues(1.5, 1.0)
-    with pytest.raises(ConfigError, match="radius"):
+    with pytest.raises(InputError, match="radius"):
         helmholtz_eigenvalues(1, 1.0, radius=-2)
-    with pytest.raises(ConfigError, match="m = 3"):
+    with pytest.raises(InputError, match="m = 3"):
         spherical_harmonic_real(2, 3, [[0, 0, 1]])

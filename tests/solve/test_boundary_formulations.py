@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 
 from wavescat import farfield
-from wavescat.bem import operators
+from wavescat.bem.assembly import operators
 from wavescat.bem.formulations import (ImpedanceBurtonMiller, PressureReleaseBurtonMiller,
-                                       formulation_for, formulation_of_record)
+                                       boundary_from, formulation_for, formulation_of_record)
+from wavescat.bem.linalg.gmres import gmres
+from wavescat.case import Case, SolverSettings
 from wavescat.config import prepare_config
 from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import impedance_sphere, pressure_release_sphere
-from wavescat.reference.sphere import series_for
 from wavescat.solve import records
-from wavescat.solve.driver import solve_frequency, solver_settings
-from wavescat.solve.gmres import gmres
+from wavescat.solve.driver import solve_frequency
 from wavescat.surface import SurfaceMesh
 
 C = 1500.0
@@ -30,6 +30,11 @@ IMPEDANCE = {"kind": "impedance", "admittance": [BETA.real, BETA.imag]}
 
 def _freq(ka, a=1.0):
     return ka / a * C / (2 * math.pi)
+
+
+def _series(boundary):
+    """The exact sphere series of a boundary block (its formulation's)."""
+    return formulation_for(boundary_from(boundary)).sphere_series()
 
 
 def _surface_trace(boundary, ka, d, points):
@@ -54,13 +59,13 @@ def test_pieces_reproduce_the_sphere_series(boundary, cls, errors):
     surface trace (vertex values), far field and near-field potential against the series."""
     trace_err, far_err, near_err = errors
     ka = 2.0
-    form = formulation_for(boundary)
+    form = formulation_for(boundary_from(boundary))
     assert isinstance(form, cls) and form.space_kind == "P1"
     assert set(form.operators) <= set(operators.OPERATORS)
     mesh = icosphere(2)
     space = form.space(mesh)
     ops = {name: operators.assemble(name, space, space, ka) for name in form.operators}
-    system = form.system(space, ka, ops, solver_settings(None))
+    system = form.system(space, ka, ops, SolverSettings.from_dict())
     d = np.array([[0.0, 0.0, 1.0], [0.6, 0.0, 0.8]])
     res = gmres(system.matvec, form.rhs(system, space, ka, d), tol=1e-8)
     assert res.residuals.max() <= 1e-8 and res.iterations.max() <= 8
@@ -73,7 +78,7 @@ def test_pieces_reproduce_the_sphere_series(boundary, cls, errors):
         x = res.x[:, i]
         exact = _surface_trace(boundary, ka, di, mesh.vertices)
         assert np.linalg.norm(x - exact) < trace_err * np.linalg.norm(exact)
-        exact_F = series_for(boundary).far_field(ka, 1.0, di, xhat)
+        exact_F = _series(boundary).far_field(ka, 1.0, di, xhat)
         assert np.linalg.norm(ff @ x - exact_F) < far_err * np.linalg.norm(exact_F)
         exact_s = _scattered(boundary, ka, di, probes)
         assert np.linalg.norm(pot @ x - exact_s) < near_err * np.linalg.norm(exact_s)
@@ -84,14 +89,14 @@ def _dense_case(boundary, **kw):
             "receivers": {"plane": "xz", "count": 181},
             "solver": {"operator_format": "dense", "backend": "cpu"}}
     case.update(kw)
-    return case
+    return Case.from_dict(case, MEDIUM)
 
 
 @pytest.mark.parametrize("boundary, counts", [(SOFT, (5, 6)), (IMPEDANCE, (6, 9))])
 def test_iterations_almost_independent_of_frequency(boundary, counts):
     """Fixed elements per wavelength (about 8.4, the edge halves as ka doubles): the GMRES
     counts at ka = 2.5 and 5 are the measured ones, within one."""
-    its = [solve_frequency(_dense_case(boundary), MEDIUM, icosphere(level), _freq(ka)).iterations[0]
+    its = [solve_frequency(_dense_case(boundary), icosphere(level), _freq(ka)).iterations[0]
            for level, ka in ((2, 2.5), (3, 5.0))]
     assert all(abs(n - m) <= 1 for n, m in zip(its, counts)), its
     assert max(its) <= 10
@@ -99,7 +104,7 @@ def test_iterations_almost_independent_of_frequency(boundary, counts):
 
 def _normalised_sphere_case(boundary, operator_format, ka):
     """A sphere case at ka normalised by wavescat.config (defaults filled in: 10 elements per
-    wavelength, the default quadrature), and the medium."""
+    wavelength, the default quadrature)."""
     config = prepare_config({"medium": {"sound_speed": C, "density": 1000.0}, "run": ["ball"],
                              "cases": {"ball": {
                                  "geometry": {"kind": "sphere", "radius": 1.0},
@@ -108,13 +113,13 @@ def _normalised_sphere_case(boundary, operator_format, ka):
                                  "receivers": {"plane": "xz", "count": 361},
                                  "solver": {"operator_format": operator_format,
                                             "backend": "cpu"}}}})
-    return config["cases"]["ball"], config["medium"]
+    return Case.from_config(config, "ball")
 
 
 def _default_sphere_case(boundary, operator_format, ka):
-    """The normalised case and medium, and the case meshed by the product's mesher."""
-    case, medium = _normalised_sphere_case(boundary, operator_format, ka)
-    return case, medium, mesh_case(case, medium)[0]
+    """The normalised case, and the case meshed by the product's mesher."""
+    case = _normalised_sphere_case(boundary, operator_format, ka)
+    return case, mesh_case(case)[0]
 
 
 @pytest.mark.parametrize("operator_format", ["dense", pytest.param("hmatrix",
@@ -126,11 +131,12 @@ def test_sphere_at_ten_elements_per_wavelength(boundary, operator_format):
     Measured (dense and H-matrix alike): pressure-release 0.018 dB and 0.60%, impedance
     0.031 dB and 0.39%; the rigid sphere 0.046 dB and 0.82%."""
     ka = 5.0
-    case, medium, mesh = _default_sphere_case(boundary, operator_format, ka)
-    res = solve_frequency(case, medium, mesh, _freq(ka))
+    case, mesh = _default_sphere_case(boundary, operator_format, ka)
+    res = solve_frequency(case, mesh, _freq(ka))
     assert res.operator_format == operator_format
-    err = farfield.far_field_errors(res.far_field[:, 0], series_for(boundary).far_field(
-        ka, 1.0, [0.0, 0.0, 1.0], res.receivers.vectors))
+    exact = _series(boundary).far_field(ka, 1.0, [0.0, 0.0, 1.0],
+                                                          res.receivers.vectors)
+    err = farfield.far_field_errors(res.far_field[:, 0], exact)
     assert err["rms_ts_error_db"] <= 0.05, err
     assert err["relative_l2_error"] <= 0.009, err
     assert res.iterations[0] <= 10
@@ -139,13 +145,13 @@ def test_sphere_at_ten_elements_per_wavelength(boundary, operator_format):
 def test_impedance_tends_to_rigid_as_admittance_vanishes():
     """beta = 0 is the rigid system; a small beta moves the answer by O(beta), as the series."""
     mesh, ka = icosphere(2), 2.5
-    rigid = solve_frequency(_dense_case({"kind": "rigid"}), MEDIUM, mesh, _freq(ka)).far_field
-    zero = solve_frequency(_dense_case({"kind": "impedance", "admittance": [0.0, 0.0]}), MEDIUM,
-                           mesh, _freq(ka)).far_field
+    rigid = solve_frequency(_dense_case({"kind": "rigid"}), mesh, _freq(ka)).far_field
+    zero = solve_frequency(_dense_case({"kind": "impedance", "admittance": [0.0, 0.0]}), mesh,
+                           _freq(ka)).far_field
     assert np.linalg.norm(zero - rigid) < 1e-6 * np.linalg.norm(rigid)
     beta = 0.02 + 0.01j
     small = solve_frequency(_dense_case({"kind": "impedance", "admittance": [0.02, 0.01]}),
-                            MEDIUM, mesh, _freq(ka))
+                            mesh, _freq(ka))
     xhat, d = small.receivers.vectors, [0.0, 0.6, 0.8]
     shift = (impedance_sphere.far_field(ka, 1.0, d, xhat, admittance=beta)
              - impedance_sphere.far_field(ka, 1.0, d, xhat, admittance=0.0))
@@ -169,7 +175,7 @@ def test_reciprocity_on_off_centre_spheroid(boundary):
     theta, phi = farfield.directions_to_angles(np.array([-A, -B]))
     case = _dense_case(boundary, incident={"directions": [A.tolist(), B.tolist()]},
                        receivers={"directions_deg": np.column_stack([theta, phi]).tolist()})
-    res = solve_frequency(case, MEDIUM, mesh, _freq(2.0))
+    res = solve_frequency(case, mesh, _freq(2.0))
     assert abs(res.far_field[0, 1] - res.far_field[1, 0]) < 0.01 * abs(res.far_field[0, 1])
 
 
@@ -180,13 +186,13 @@ def test_reciprocity_on_off_centre_spheroid(boundary):
 ])
 def test_records_carry_the_formulation(tmp_path, boundary, cls, name, unknown):
     mesh = icosphere(1)
-    res = solve_frequency(_dense_case(boundary, receivers={"plane": "xz", "count": 5}), MEDIUM,
-                          mesh, _freq(1.0))
+    res = solve_frequency(_dense_case(boundary, receivers={"plane": "xz", "count": 5}), mesh,
+                          _freq(1.0))
     records.write_solution(tmp_path / "f.h5", res, mesh, "ball")
     sol = records.read_solution(tmp_path / "f.h5")
     assert sol["formulation"] == name and sol["unknown"] == unknown
     form = formulation_of_record(sol)
-    assert isinstance(form, cls) and form.boundary == boundary
+    assert isinstance(form, cls) and form.boundary == boundary_from(boundary)
 
 
 @pytest.mark.parametrize("operator_format", ["dense", "hmatrix"])
@@ -200,9 +206,9 @@ def test_solve_frequency_on_each_backend(backend, operator_format, boundary):
             "receivers": {"plane": "xz", "count": 19},
             "solver": {"operator_format": operator_format, "backend": backend.name,
                        "hmatrix": {"leaf_size": 16}}}
-    res = solve_frequency(case, MEDIUM, icosphere(2), _freq(ka))
+    res = solve_frequency(Case.from_dict(case, MEDIUM), icosphere(2), _freq(ka))
     assert res.backend["backend"] == backend.name and res.operator_format == operator_format
-    exact = series_for(boundary).far_field(ka, 1.0, d, res.receivers.vectors)
+    exact = _series(boundary).far_field(ka, 1.0, d, res.receivers.vectors)
     assert np.linalg.norm(res.far_field[:, 0] - exact) < 0.03 * np.linalg.norm(exact)
     trace = _surface_trace(boundary, ka, d, icosphere(2).vertices)
     assert np.linalg.norm(res.surface_pressure[:, 0] - trace) < 0.04 * np.linalg.norm(trace)
@@ -214,8 +220,7 @@ def test_dense_memory_estimate_counts_the_formulation_operators():
 
     mem = {}
     for name, boundary in (("rigid", {}), ("soft", SOFT), ("impedance", IMPEDANCE)):
-        case, medium = _normalised_sphere_case(boundary, "dense", 5.0)
-        mem[name] = solve_resources(case, medium, 1)["mem_mb"]
+        mem[name] = solve_resources(_normalised_sphere_case(boundary, "dense", 5.0), 1)["mem_mb"]
     assert mem["rigid"] == mem["soft"] < mem["impedance"]
 
 
@@ -228,9 +233,9 @@ def test_monostatic_sweep_against_the_series(boundary):
     mesh = SurfaceMesh(m.vertices + c, m.triangles)
     case = _dense_case(boundary, incident={"aspect": {"plane": "xz", "start_deg": 0.0,
                                                       "stop_deg": 180.0, "count": 5}})
-    res = solve_frequency(case, MEDIUM, mesh, _freq(ka))
+    res = solve_frequency(case, mesh, _freq(ka))
     d = res.incidence.directions
-    exact = series_for(boundary).monostatic_far_field(ka, 1.0, d, c)
+    exact = _series(boundary).monostatic_far_field(ka, 1.0, d, c)
     # measured 4.9% (pressure-release), the rigid sphere 6.5% on this coarse mesh
     assert np.linalg.norm(res.monostatic_far_field - exact) < 0.06 * np.linalg.norm(exact)
 

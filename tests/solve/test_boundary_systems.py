@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import scipy.special as ss
 
-from wavescat.bem import spaces
-from wavescat.bem.burton_miller import OsrcDirichletBurtonMiller, OsrcImpedanceBurtonMiller
-from wavescat.bem.osrc import OsrcDtN, OsrcNtD, mass_and_stiffness
+from wavescat.bem.discretisation import spaces
+from wavescat.bem.formulations.burton_miller import (OsrcDirichletBurtonMiller,
+                                                     OsrcImpedanceBurtonMiller)
+from wavescat.bem.formulations.osrc import OsrcDtN, OsrcNtD, mass_and_stiffness
 from wavescat.geometry.icosphere import icosphere
 
 K, BETA = 3.0, 0.7 + 0.4j

@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
-from wavescat.bem import operators, spaces
-from wavescat.bem.burton_miller import OsrcBurtonMiller, plane_wave_data
-from wavescat.bem.osrc import OsrcNtD, mass_and_stiffness
+from wavescat.bem.assembly import operators
+from wavescat.bem.discretisation import spaces
+from wavescat.bem.formulations.burton_miller import OsrcBurtonMiller, plane_wave_data
+from wavescat.bem.formulations.osrc import OsrcNtD, mass_and_stiffness
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere
 

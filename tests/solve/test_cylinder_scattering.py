@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from wavescat import farfield
+from wavescat.case import Case
 from wavescat.geometry import mesh_case
 from wavescat.solve.driver import solve_frequency
 
@@ -31,7 +32,7 @@ def cylinder_mesh():
             "frequencies_hz": [K * C / (2 * math.pi)],
             "mesh": {"elements_per_wavelength": 10, "max_element_size": None,
                      "curvature_refinement": 0}}
-    return mesh_case(case, MEDIUM)[0]
+    return mesh_case(Case.from_dict(case, MEDIUM))[0]
 
 
 @pytest.mark.parametrize("boundary", [{"kind": "rigid"}, {"kind": "pressure_release"},
@@ -47,7 +48,7 @@ def test_energy_balance_and_reciprocity(cylinder_mesh, boundary):
     case = {"boundary": boundary, "incident": {"directions": [D.tolist(), A.tolist()]},
             "receivers": {"directions_deg": receivers},
             "solver": {"operator_format": "dense", "backend": "cpu"}}
-    res = solve_frequency(case, MEDIUM, cylinder_mesh, K * C / (2 * math.pi))
+    res = solve_frequency(Case.from_dict(case, MEDIUM), cylinder_mesh, K * C / (2 * math.pi))
     f = res.far_field[:, 0]
     scattering = np.sum(w * np.abs(f[:len(w)]) ** 2)
     extinction = 4 * np.pi / K * f[len(w)].imag

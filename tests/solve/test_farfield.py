@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from wavescat import farfield
-from wavescat.errors import ConfigError
+from wavescat.errors import InputError
 
 
 @pytest.mark.parametrize("plane, axes", [("xy", (0, 1)), ("xz", (0, 2)), ("yz", (1, 2))])
@@ -37,9 +37,9 @@ def test_incidence_modes():
     assert inc.monostatic and np.allclose(inc.aspect_deg, [0, 45, 90])
     # the sonar sits at xhat(a); the wave travels along -xhat(a)
     assert np.allclose(inc.directions[2], [0, -1, 0], atol=1e-15)
-    with pytest.raises(ConfigError, match="incident"):
+    with pytest.raises(InputError, match="incident"):
         farfield.incident_directions({"direction": [0, 0, 1], "directions": [[1, 0, 0]]})
-    with pytest.raises(ConfigError, match="incident.aspect.plane"):
+    with pytest.raises(InputError, match="plane = 'xw'"):
         farfield.incident_directions({"aspect": {"plane": "xw", "count": 3}})
 
 

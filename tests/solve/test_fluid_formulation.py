@@ -18,19 +18,20 @@ import numpy as np
 import pytest
 
 from wavescat import farfield
-from wavescat.bem.quadrature import QuadratureOrders
-from wavescat.bem.formulations import FluidMuller, formulation_for, formulation_of_record
+from wavescat.bem.formulations import (FluidMuller, boundary_from, formulation_for,
+                                       formulation_of_record)
+from wavescat.bem.linalg.gmres import gmres
+from wavescat.case import Case, SolverSettings
 from wavescat.commands.probes import scattered_pressure
 from wavescat.config import prepare_config
 from wavescat.errors import ConfigError, SolverError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
+from wavescat.medium import Medium
 from wavescat.reference import fluid_sphere
-from wavescat.reference.sphere import series_for
 from wavescat.solve import driver, records
-from wavescat.solve.driver import solve_frequency, solver_settings
-from wavescat.solve.gmres import gmres
+from wavescat.solve.driver import solve_frequency
 from wavescat.surface import SurfaceMesh
 
 _spec = importlib.util.spec_from_file_location(
@@ -63,14 +64,19 @@ def product_sphere(boundary, frequencies, **case):
         "geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": frequencies,
         "boundary": boundary, "solver": {"operator_format": "dense", "backend": "cpu"},
         **case}}})
-    case = config["cases"]["ball"]
-    mesh, stats = mesh_case(case, config["medium"])
+    case = Case.from_config(config, "ball")
+    mesh, stats = mesh_case(case)
     assert stats["volume_offset"] > 0  # the fluid body's mesh is offset to the exact volume
     return case, mesh
 
 
+def _boundary(block):
+    return boundary_from(block, Medium(**MEDIUM))
+
+
 def _series(boundary, ka, d, xhat):
-    return series_for(boundary, medium=MEDIUM).far_field(ka, 1.0, d, xhat)
+    return formulation_for(_boundary(boundary)).sphere_series().far_field(ka, 1.0, d,
+                                                                            xhat)
 
 
 def _case(boundary, **kw):
@@ -78,7 +84,7 @@ def _case(boundary, **kw):
             "receivers": {"plane": "xz", "count": 19},
             "solver": {"operator_format": "dense", "backend": "cpu"}}
     case.update(kw)
-    return case
+    return Case.from_dict(case, MEDIUM)
 
 
 def _relative_error(res, boundary, ka, d=D):
@@ -109,21 +115,21 @@ def test_sphere_at_ten_elements_per_wavelength(ka5_sphere, boundary, max_iterati
     (`mesh.match_volume: false`) the weak and flesh bodies are 0.54% too small, which shows
     in their 30 dB deep backscatter: 0.19 and 0.30 dB (0.50% and 0.58%)."""
     ka, case, mesh, cache = ka5_sphere
-    settings = solver_settings(case["solver"])
-    form = formulation_for(boundary)
+    settings = case.solver
+    form = formulation_for(_boundary(boundary))
     space = form.space(mesh)
     ops = {}
     for key, (name, k) in form.operator_specs(ka, "dense").items():
         if (name, k) not in cache:
             cache[name, k] = driver.boundary_operator(
                 name, space, k, operator_format="dense", backend=driver.get_backend("cpu"),
-                precision="double", quadrature=QuadratureOrders(**settings["quadrature"]))
+                precision="double", quadrature=settings.quadrature)
         ops[key] = cache[name, k]
     system = form.system(space, ka, ops, settings)
     d = np.array([[0.0, 0.0, 1.0]])
-    res = gmres(system.matvec, form.rhs(system, space, ka, d), tol=settings["gmres"]["tol"],
-                restart=settings["gmres"]["restart"], maxiter=settings["gmres"]["maxiter"])
-    xhat = farfield.receiver_directions(case["receivers"]).vectors
+    res = gmres(system.matvec, form.rhs(system, space, ka, d), tol=settings.gmres.tol,
+                restart=settings.gmres.restart, maxiter=settings.gmres.maxiter)
+    xhat = case.receivers.vectors
     x = system.solution(res.x)  # GMRES's answer of the (right-)preconditioned system
     err = farfield.far_field_errors(form.far_field(space, xhat, ka) @ x[:, 0],
                                     _series(boundary, ka, d[0], xhat))
@@ -152,7 +158,7 @@ def test_gas_bubble_through_its_minnaert_resonance(resonance_sphere, ratio):
     the peak moves: 5.8% and 5.6% at 0.95 and 1.05, 40% on it)."""
     case, mesh = resonance_sphere
     ka = ratio * RESONANCE
-    res = solve_frequency(case, MEDIUM, mesh, _freq(ka))
+    res = solve_frequency(case, mesh, _freq(ka))
     assert _relative_error(res, GAS, ka) < (0.01 if ratio == 1.0 else 0.002)
     assert res.iterations[0] <= 12
 
@@ -172,20 +178,20 @@ def test_gas_spheroid_converges_with_the_default_solver_settings():
     mesh = SurfaceMesh(m.vertices * [3.5, 1.0, 1.0], m.triangles)  # still the exact volume
     case = _case(GAS, incident={"direction": [0.0, 0.0, 1.0]})
     # the plain system (the block-triangular preconditioner leaves GMRES 2 to 4 steps)
-    settings = solver_settings({**case["solver"], "fluid_preconditioner": "none"})
-    gm = settings["gmres"]
-    assert gm["restart"] >= gm["maxiter"]  # the default never restarts
-    form = formulation_for(GAS)
+    settings = SolverSettings.from_dict({**case.solver.as_dict(), "fluid_preconditioner": "none"})
+    gm = settings.gmres
+    assert gm.restart >= gm.maxiter  # the default never restarts
+    form = formulation_for(_boundary(GAS))
     space = form.space(mesh)
     ops = {key: driver.boundary_operator(name, space, k, operator_format="dense",
                                          backend=driver.get_backend("cpu"), precision="double")
            for key, (name, k) in form.operator_specs(ka, "dense").items()}
     system = form.system(space, ka, ops, settings)
     rhs = form.rhs(system, space, ka, np.array([[0.0, 0.0, 1.0]]))
-    res = gmres(system.matvec, rhs, tol=gm["tol"], restart=gm["restart"], maxiter=gm["maxiter"])
-    assert res.residuals[0] <= gm["tol"] and res.iterations[0] <= 55, res.iterations
+    res = gmres(system.matvec, rhs, tol=gm.tol, restart=gm.restart, maxiter=gm.maxiter)
+    assert res.residuals[0] <= gm.tol and res.iterations[0] <= 55, res.iterations
     with pytest.raises(SolverError, match=r"maxiter = 100 iterations: relative residual 2\.\d+e-03"):
-        gmres(system.matvec, rhs, tol=gm["tol"], restart=10, maxiter=100)
+        gmres(system.matvec, rhs, tol=gm.tol, restart=10, maxiter=100)
 
 
 @pytest.mark.parametrize("contrast", [(1.0 + 1e-4, 1.0), (1.0, 1.0 + 1e-4)])
@@ -195,7 +201,7 @@ def test_weak_contrast_loses_no_accuracy(contrast):
     2.7% for 1.5, 1.2, at ka = 2 on 162 vertices), though its far field is 400-2000 times
     smaller: data and answer come from operator differences."""
     boundary = {"kind": "fluid", "density_ratio": contrast[0], "sound_speed_ratio": contrast[1]}
-    res = solve_frequency(_case(boundary), MEDIUM, icosphere(2), _freq(2.0))
+    res = solve_frequency(_case(boundary), icosphere(2), _freq(2.0))
     assert _relative_error(res, boundary, 2.0) < 0.03
     assert res.iterations[0] <= 5
 
@@ -205,7 +211,7 @@ def limit_answers():
     """The rigid and pressure-release BEM far fields at ka = 2 on 162 vertices (3.1% and
     2.6% from their series)."""
     mesh = icosphere(2)
-    return {kind: solve_frequency(_case({"kind": kind}), MEDIUM, mesh, _freq(2.0)).far_field
+    return {kind: solve_frequency(_case({"kind": kind}), mesh, _freq(2.0)).far_field
             for kind in ("rigid", "pressure_release")}
 
 
@@ -216,7 +222,7 @@ def test_limits_are_the_rigid_and_pressure_release_answers(limit_answers, limit,
     at g = 1e2, 1e5: 0.9%, 0.04%; at 1e-2, 1e-5: 1.9%, 0.07%): far below either's 3% error
     against its series."""
     boundary = {"kind": "fluid", "density_ratio": g, "sound_speed_ratio": h}
-    res = solve_frequency(_case(boundary), MEDIUM, icosphere(2), _freq(2.0))
+    res = solve_frequency(_case(boundary), icosphere(2), _freq(2.0))
     want = limit_answers[limit]
     assert np.linalg.norm(res.far_field - want) < 1e-3 * np.linalg.norm(want)
 
@@ -228,8 +234,9 @@ def test_monostatic_sweep_against_the_series():
     mesh = SurfaceMesh(m.vertices + c, m.triangles)
     case = _case(FLESH, incident={"aspect": {"plane": "xz", "start_deg": 0.0,
                                              "stop_deg": 180.0, "count": 5}})
-    res = solve_frequency(case, MEDIUM, mesh, _freq(ka))
-    exact = series_for(FLESH).monostatic_far_field(ka, 1.0, res.incidence.directions, c)
+    res = solve_frequency(case, mesh, _freq(ka))
+    series = formulation_for(_boundary(FLESH)).sphere_series()
+    exact = series.monostatic_far_field(ka, 1.0, res.incidence.directions, c)
     assert np.linalg.norm(res.monostatic_far_field - exact) < 0.03 * np.linalg.norm(exact)
 
 
@@ -240,7 +247,7 @@ def test_records_and_probes(tmp_path):
     ka = 2.0
     boundary = {"kind": "fluid", "density": 1500.0, "sound_speed": 1800.0}  # FLESH, absolute
     mesh = matched_icosphere(2)
-    res = solve_frequency(_case(boundary, receivers={"plane": "xz", "count": 5}), MEDIUM, mesh,
+    res = solve_frequency(_case(boundary, receivers={"plane": "xz", "count": 5}), mesh,
                           _freq(ka))
     records.write_solution(tmp_path / "f.h5", res, mesh, "ball")
     sol = records.read_solution(tmp_path / "f.h5")
@@ -272,7 +279,7 @@ def test_solve_frequency_on_each_backend(backend, operator_format):
     (K' assembled for H-matrices, the transpose of K for dense ones)."""
     case = _case(FLESH, solver={"operator_format": operator_format, "backend": backend.name,
                                 "hmatrix": {"leaf_size": 16}})
-    res = solve_frequency(case, MEDIUM, matched_icosphere(2), _freq(2.0))
+    res = solve_frequency(case, matched_icosphere(2), _freq(2.0))
     assert res.backend["backend"] == backend.name and res.operator_format == operator_format
     assert _relative_error(res, FLESH, 2.0) < 0.01
     assert res.surface_pressure.shape == (2 * 162, 1)
@@ -285,9 +292,9 @@ def test_solve_on_the_gpu_matches_the_cpu(gpu_backend):
     at k1 = 4.5 the gas body's GMRES takes 8 steps on the GPU, 9 on the CPU); at k1 h below
     one the answers agree to a few 1e-8."""
     mesh = icosphere(1)
-    cpu = solve_frequency(_case(FLESH), MEDIUM, mesh, _freq(1.0))
+    cpu = solve_frequency(_case(FLESH), mesh, _freq(1.0))
     gpu = solve_frequency(_case(FLESH, solver={"operator_format": "dense", "backend": "gpu"}),
-                          MEDIUM, mesh, _freq(1.0))
+                          mesh, _freq(1.0))
     assert gpu.backend["backend"] == "gpu"
     assert np.array_equal(gpu.iterations, cpu.iterations)
     for got, want in ((gpu.surface_pressure, cpu.surface_pressure),
@@ -298,7 +305,7 @@ def test_solve_on_the_gpu_matches_the_cpu(gpu_backend):
 def test_operator_specs_and_memory_estimate():
     """Six operators in either format (K' is K^T), at k and k / h; the dense memory
     estimate counts the six (three times the rigid body's two)."""
-    form = formulation_for(FLESH)
+    form = formulation_for(_boundary(FLESH))
     dense, hmat = form.operator_specs(3.0, "dense"), form.operator_specs(3.0, "hmatrix")
     assert dense == hmat and len(dense) == 6 and "Kp0" not in dense and "Kp1" not in dense
     assert hmat["W1"] == ("hypersingular", pytest.approx(2.5)) and hmat["V0"] == ("single_layer", 3.0)
@@ -309,7 +316,7 @@ def test_operator_specs_and_memory_estimate():
         config = prepare_config({"medium": MEDIUM, "run": ["ball"], "cases": {"ball": {
             "geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [_freq(5.0)],
             "boundary": boundary, "solver": {"operator_format": "dense"}}}})
-        est[name] = case_estimates(config["cases"]["ball"], config["medium"], gpu=False)
+        est[name] = case_estimates(Case.from_config(config, "ball"), gpu=False)
     n = est["rigid"]["unknowns"]
     extra = est["fluid"]["solve_host_bytes"] - est["rigid"]["solve_host_bytes"]
     assert extra >= 4 * 16 * n * n  # four more dense operators, and a Krylov basis twice as long
@@ -317,11 +324,11 @@ def test_operator_specs_and_memory_estimate():
 
 @pytest.mark.parametrize("boundary, message", [
     ({"kind": "fluid", "density_ratio": 1.2, "density": 1200.0, "sound_speed_ratio": 1.1},
-     "cases.ball.boundary.density_ratio / cases.ball.boundary.density: boundary kind 'fluid' "
-     "needs exactly one of them (both are given)"),
+     "cases.ball.boundary.density_ratio / density: boundary kind 'fluid' needs exactly one "
+     "of them (both are given)"),
     ({"kind": "fluid", "density_ratio": 1.2},
-     "cases.ball.boundary.sound_speed_ratio / cases.ball.boundary.sound_speed: boundary kind "
-     "'fluid' needs exactly one of them (neither is given)"),
+     "cases.ball.boundary.sound_speed_ratio / sound_speed: boundary kind 'fluid' needs "
+     "exactly one of them (neither is given)"),
     ({"kind": "fluid", "density_ratio": 1.2, "sound_speed_ratio": 1.1, "admittance": [1, 0]},
      "cases.ball.boundary.admittance = [1, 0]: not a key of boundary kind 'fluid'"),
     ({"kind": "impedance", "admittance": [1, 0], "density": 1.0},
@@ -346,7 +353,6 @@ def test_a_fluid_config_runs_like_the_others():
                                  "frequencies_hz": [38000.0],
                                  "boundary": {"kind": "fluid", "density": 1.23,
                                               "sound_speed": 330.0}}}})
-    case = config["cases"]["ball"]
-    form = formulation_for(case["boundary"], medium=config["medium"])
+    form = formulation_for(Case.from_config(config, "ball").boundary)
     assert form.density_ratio == pytest.approx(1.23 / 1025.0)
     assert form.sound_speed_ratio == pytest.approx(0.22)

@@ -1,5 +1,5 @@
-"""The block-triangular preconditioner of the Müller system (bem/muller_preconditioner.py):
-the preconditioned product is A P^{-1}, the preconditioned gas sphere matches the exact
+"""The block-triangular preconditioner of the Müller system
+(bem/formulations/muller_preconditioner.py): the preconditioned product is A P^{-1}, the preconditioned gas sphere matches the exact
 series as the unpreconditioned one does, in far fewer GMRES iterations (counts are
 deterministic), on the dense and the H-matrix format, and the setting's choices."""
 import importlib.util
@@ -9,18 +9,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wavescat.bem.burton_miller import plane_wave_data
-from wavescat.bem.hmatrix import assemble_hmatrix
-from wavescat.bem.muller_preconditioner import chosen, factor_dtype
-from wavescat.bem.osrc import mass_and_stiffness
-from wavescat.bem.spaces import p1
-from wavescat.bem.transmission import MullerTransmission
-from wavescat.errors import ConfigError
+from wavescat.bem.assembly.hmatrix import assemble_hmatrix
+from wavescat.bem.discretisation.spaces import p1
+from wavescat.bem.formulations.burton_miller import plane_wave_data
+from wavescat.bem.formulations.muller_preconditioner import chosen, factor_dtype
+from wavescat.bem.formulations.osrc import mass_and_stiffness
+from wavescat.bem.formulations.transmission import MullerTransmission
+from wavescat.bem.linalg.gmres import gmres
+from wavescat.case import Case
+from wavescat.errors import InputError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
 from wavescat.reference import fluid_sphere
 from wavescat.solve.driver import boundary_operator, solve_frequency
-from wavescat.solve.gmres import gmres
 
 _spec = importlib.util.spec_from_file_location(
     "scattering_tests", Path(__file__).with_name("test_scattering.py"))
@@ -55,10 +56,11 @@ def _system(space, ops, preconditioner):
 
 
 def _far_field_error(space, x):
-    from wavescat.bem.formulations import FluidMuller
+    from wavescat.bem.formulations import FluidMuller, boundary_from
 
     dirs = np.array([[math.sin(t), 0.0, math.cos(t)] for t in np.linspace(0, math.pi, 19)])
-    form = FluidMuller({"kind": "fluid", "density_ratio": G, "sound_speed_ratio": H})
+    form = FluidMuller(boundary_from({"kind": "fluid", "density_ratio": G,
+                                      "sound_speed_ratio": H}))
     far = np.asarray(form.far_field(space, dirs, KA)) @ x
     exact = fluid_sphere.far_field(KA, 1.0, D, dirs, density_ratio=G, sound_speed_ratio=H)
     return np.linalg.norm(far[:, 0] - exact) / np.linalg.norm(exact)
@@ -112,7 +114,7 @@ def test_hmatrix_format_gives_the_same_iterations():
             case["solver"] = {"operator_format": fmt, "backend": "cpu",
                               "fluid_preconditioner": name,
                               "hmatrix": {"leaf_size": 16, "eps": 1e-6, "storage": storage}}
-            res = solve_frequency(case, MEDIUM, mesh, KA * C / (2 * math.pi))
+            res = solve_frequency(Case.from_dict(case, MEDIUM), mesh, KA * C / (2 * math.pi))
             its[fmt, storage, name] = (int(res.iterations[0]), res.far_field[:, 0])
     assert its["hmatrix", "double", "block_triangular"][0] <= 4, its
     assert its["hmatrix", "double", "none"][0] > 2 * its["hmatrix", "double", "block_triangular"][0]
@@ -127,8 +129,8 @@ def test_hmatrix_format_gives_the_same_iterations():
 def test_factor_precision_follows_the_storage():
     space = p1(icosphere(1))
     for storage, dtype in (("double", np.complex128), ("single", np.complex64)):
-        op = assemble_hmatrix("double_layer", space, space, 2.0, backend="cpu", leaf_size=8, eta=3.0,
-                              eps=1e-4, storage=storage)
+        op = assemble_hmatrix("double_layer", space, space, 2.0, backend="cpu", leaf_size=8,
+                              eta=3.0, eps=1e-4, storage=storage)
         assert factor_dtype(op) == dtype
     assert factor_dtype(np.zeros((2, 2))) == np.complex128  # a dense operator's own precision
 
@@ -142,7 +144,7 @@ def test_setting_choices():
     assert chosen("auto", 1414, 8, 64e6, gas) == "block_triangular"  # single precision
     assert chosen("auto", 1000, 16, 64e6, 1.04 * 1.03) == "none"  # fish flesh: few plain steps
     assert chosen("auto", 1000, 16, 64e6, 8.0) == "block_triangular"  # a dense, stiff body
-    with pytest.raises(ConfigError, match="fluid_preconditioner"):
+    with pytest.raises(InputError, match="fluid preconditioner = .osrc."):
         chosen("osrc", 10)
 
 
@@ -162,7 +164,7 @@ def test_gas_spheroid_iterations_drop_from_about_fifty_to_a_few():
         for tol in (1e-5, 1e-10):  # the default, then tight enough to compare the answers
             case["solver"] = {"operator_format": "dense", "backend": "cpu",
                               "fluid_preconditioner": name, "gmres": {"tol": tol}}
-            res = solve_frequency(case, MEDIUM, mesh, ka * C / (2 * math.pi))
+            res = solve_frequency(Case.from_dict(case, MEDIUM), mesh, ka * C / (2 * math.pi))
             out[name, tol] = (int(res.iterations[0]), res.far_field[:, 0])
     assert out["none", 1e-5][0] >= 40, out["none", 1e-5][0]
     assert out["block_triangular", 1e-5][0] <= 4, out["block_triangular", 1e-5][0]
@@ -180,7 +182,7 @@ def test_preconditioned_solve_on_the_gpu_matches_the_cpu(gpu_backend):
                 "incident": {"direction": D.tolist()}, "receivers": {"plane": "xz", "count": 7},
                 "solver": {"operator_format": "dense", "backend": backend,
                            "fluid_preconditioner": "block_triangular"}}
-        out[backend] = solve_frequency(case, MEDIUM, mesh, 0.8 * C / (2 * math.pi))
+        out[backend] = solve_frequency(Case.from_dict(case, MEDIUM), mesh, 0.8 * C / (2 * math.pi))
     assert out["gpu"].backend["backend"] == "gpu"
     assert out["gpu"].iterations[0] <= 3
     assert abs(int(out["gpu"].iterations[0]) - int(out["cpu"].iterations[0])) <= 1

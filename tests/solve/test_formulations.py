@@ -7,15 +7,18 @@ import math
 import numpy as np
 import pytest
 
-from wavescat.bem import formulations, operators
-from wavescat.bem.formulations import SoundHardBurtonMiller, formulation_for, formulation_of_record
+from wavescat.bem import formulations
+from wavescat.bem.assembly import operators
+from wavescat.bem.formulations import (SoundHardBurtonMiller, boundary_from, formulation_for,
+                                       formulation_of_record)
+from wavescat.bem.linalg.gmres import gmres
+from wavescat.case import Case, SolverSettings
 from wavescat.config import prepare_config
-from wavescat.errors import ConfigError, WavescatError
+from wavescat.errors import ConfigError, InputError, WavescatError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere
 from wavescat.solve import records
-from wavescat.solve.driver import solve_frequency, solver_settings
-from wavescat.solve.gmres import gmres
+from wavescat.solve.driver import solve_frequency
 
 C = 1500.0
 CONFIG = {"run": ["ball"],
@@ -31,21 +34,21 @@ def _config_with(boundary):
 
 @pytest.mark.parametrize("boundary", [None, {}, {"kind": "rigid"}])
 def test_a_default_case_gets_the_rigid_formulation(boundary):
-    form = formulation_for(boundary)
+    form = formulation_for(boundary_from(boundary))
     assert isinstance(form, SoundHardBurtonMiller) and form.kind == "rigid"
     assert form.name == "osrc_burton_miller" and form.space_kind == "P1"
     assert set(form.operators) <= set(operators.OPERATORS)
     assert formulations.FORMULATIONS["rigid"] is SoundHardBurtonMiller
     # and through the config: no boundary block, or an empty one, is a rigid body
     for cfg in (CONFIG, _config_with({})):
-        case = prepare_config(cfg)["cases"]["ball"]
-        assert isinstance(formulation_for(case.get("boundary")), SoundHardBurtonMiller)
+        case = Case.from_config(prepare_config(cfg), "ball")
+        assert isinstance(formulation_for(case.boundary), SoundHardBurtonMiller)
 
 
 @pytest.mark.parametrize("boundary, message", [
     ({"kind": "fluid", "density_ratio": 1.2},
-     "cases.ball.boundary.sound_speed_ratio / cases.ball.boundary.sound_speed: boundary kind "
-     "'fluid' needs exactly one of them (neither is given)"),
+     "cases.ball.boundary.sound_speed_ratio / sound_speed: boundary kind 'fluid' needs "
+     "exactly one of them (neither is given)"),
     ({"kind": "impedance"}, "cases.ball.boundary.admittance: required for boundary kind "
                             "'impedance'"),
     ({"kind": "pressure_release", "admittance": [1.0, 0.0]},
@@ -63,24 +66,25 @@ def test_unimplemented_or_unknown_boundary_stops_the_config(boundary, message):
 
 
 def test_registry_errors_without_the_config():
-    with pytest.raises(ConfigError, match=r"^boundary.density_ratio / boundary.density: "):
-        formulation_for({"kind": "fluid"})
-    with pytest.raises(ConfigError, match=r"^boundary.kind = 'hard': must be one of rigid, "):
-        formulation_for({"kind": "hard"})
-    # the driver asks the registry before any work
-    with pytest.raises(ConfigError, match="needs exactly one of them"):
-        solve_frequency({"boundary": {"kind": "fluid"}}, {"sound_speed": C}, icosphere(1), 100.0)
+    with pytest.raises(InputError, match=r"^density_ratio / density: "):
+        boundary_from({"kind": "fluid"})
+    with pytest.raises(InputError, match=r"^kind = 'hard': must be one of rigid, "):
+        boundary_from({"kind": "hard"})
+    # a case block is read, and refused naming the key, before any work
+    with pytest.raises(ConfigError, match=r"^case.boundary.density_ratio / density: .*needs "
+                                          "exactly one of them"):
+        Case.from_dict({"boundary": {"kind": "fluid"}}, {"sound_speed": C})
 
 
 @pytest.fixture(scope="module")
 def sphere_solution():
     """The rigid formulation's own pieces, put together by hand on a small icosphere."""
     ka = 2.0
-    form = formulation_for({"kind": "rigid"})
+    form = formulation_for(boundary_from({"kind": "rigid"}))
     mesh = icosphere(2)
     space = form.space(mesh)
     ops = {name: operators.assemble(name, space, space, ka) for name in form.operators}
-    system = form.system(space, ka, ops, solver_settings(None))
+    system = form.system(space, ka, ops, SolverSettings.from_dict())
     d = np.array([[0.0, 0.0, 1.0], [0.6, 0.0, 0.8]])
     res = gmres(system.matvec, form.rhs(system, space, ka, d), tol=1e-8)
     return form, space, ka, d, res
@@ -109,7 +113,8 @@ def test_records_carry_the_formulation(tmp_path):
     mesh = icosphere(1)
     case = {"incident": {"direction": [0.0, 0.0, 1.0]}, "receivers": {"plane": "xz", "count": 5},
             "solver": {"operator_format": "dense", "backend": "cpu"}}
-    result = solve_frequency(case, {"sound_speed": C}, mesh, 1.0 * C / (2 * math.pi))
+    result = solve_frequency(Case.from_dict(case, {"sound_speed": C}), mesh,
+                             1.0 * C / (2 * math.pi))
     assert isinstance(result.formulation, SoundHardBurtonMiller)
     records.write_solution(tmp_path / "f.h5", result, mesh, "ball")
     sol = records.read_solution(tmp_path / "f.h5")
@@ -135,7 +140,8 @@ def test_solve_frequency_through_the_seam_on_each_backend(backend, operator_form
     case = {"incident": {"direction": d.tolist()}, "receivers": {"plane": "xz", "count": 19},
             "solver": {"operator_format": operator_format, "backend": backend.name,
                        "hmatrix": {"leaf_size": 16}}}
-    res = solve_frequency(case, {"sound_speed": C}, icosphere(2), ka * C / (2 * math.pi))
+    res = solve_frequency(Case.from_dict(case, {"sound_speed": C}), icosphere(2),
+                          ka * C / (2 * math.pi))
     assert res.backend["backend"] == backend.name and res.operator_format == operator_format
     exact = rigid_sphere.far_field(ka, 1.0, d, res.receivers.vectors)
     assert np.linalg.norm(res.far_field[:, 0] - exact) < 0.04 * np.linalg.norm(exact)

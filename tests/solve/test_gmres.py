@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError, SolverError
-from wavescat.solve.gmres import gmres
+from wavescat.bem.linalg.gmres import gmres
+from wavescat.errors import InputError, SolverError
 
 
 def _system(n=80, r=5, seed=0):
@@ -82,9 +82,9 @@ def test_a_column_that_stops_early_takes_nothing_from_unfilled_basis_slots():
 
 
 def test_rejects_bad_settings():
-    with pytest.raises(ConfigError, match="tol"):
+    with pytest.raises(InputError, match="tol"):
         gmres(lambda v: v, np.ones(3), tol=2.0)
-    with pytest.raises(ConfigError, match="restart"):
+    with pytest.raises(InputError, match="restart"):
         gmres(lambda v: v, np.ones(3), restart=0)
 
 

@@ -8,14 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from wavescat.bem.formulations import (FluidMuller, NestedTransmission, formulation_for_case,
-                                       formulation_of_record)
+from wavescat.bem.formulations import (FluidMuller, NestedTransmission, boundary_from,
+                                       formulation_for_case, formulation_of_record)
+from wavescat.bem.linalg.gmres import gmres
+from wavescat.case import Case, SolverSettings
 from wavescat.errors import ConfigError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
 from wavescat.reference import fluid_sphere, pressure_release_sphere, rigid_sphere
-from wavescat.solve.driver import assemble_operators, solver_settings
-from wavescat.solve.gmres import gmres
+from wavescat.solve.driver import assemble_operators
 from wavescat.surface import SurfaceMesh
 
 K = 2.0
@@ -24,13 +25,18 @@ D = np.array([[0.0, 0.0, 1.0]])
 DIRS = np.array([[math.sin(t), 0.0, math.cos(t)] for t in np.linspace(0, math.pi, 7)])
 BODY = {"kind": "fluid", "density_ratio": 0.5, "sound_speed_ratio": 0.8}
 WATER = {"kind": "fluid", "density_ratio": 1.0, "sound_speed_ratio": 1.0}
-G = {"kind": "sphere", "radius": A0}  # the checks below read no geometry
+G = {"kind": "sphere", "radius": A0}  # the solves below take their meshes, not these
+G1 = {"kind": "sphere", "radius": A1}
+G2 = {"kind": "sphere", "radius": A1 / 2}
+
+
+def _case(outer, inside=(), medium=None):
+    return Case.from_dict({"geometry": G, "boundary": outer, "inside": list(inside)}, medium)
 
 
 def _nested(outer, *inner):
     """The nested formulation of `outer` holding the bodies `inner` (boundary blocks)."""
-    return formulation_for_case({"geometry": G, "boundary": outer,
-                                 "inside": [{"geometry": G, "boundary": b} for b in inner]})
+    return formulation_for_case(_case(outer, [{"geometry": G1, "boundary": b} for b in inner]))
 
 
 def _sphere(radius, subdivisions=2):
@@ -44,7 +50,7 @@ def _union(*meshes):
 def _solve(form, mesh):
     space = form.space(mesh)
     ops = assemble_operators(form, space, K, "dense", backend="cpu", precision="double")
-    system = form.system(space, K, ops, solver_settings({}))
+    system = form.system(space, K, ops, SolverSettings.from_dict({}))
     res = gmres(system.matvec, form.rhs(system, space, K, D), xp=np, tol=1e-8, restart=300,
                 maxiter=300)
     return (form.far_field(space, DIRS, K) @ res.x)[:, 0], int(res.iterations[0])
@@ -80,9 +86,8 @@ def test_concentric_limits_match_one_sphere(name, shell_mesh):
 
 def test_one_fluid_body_is_the_muller_system():
     mesh = _sphere(A0)
-    nested, _ = _solve(NestedTransmission([{"parent": -1, "boundary": BODY, "where": "case"}]),
-                       mesh)
-    muller, _ = _solve(FluidMuller(BODY), mesh)
+    nested, _ = _solve(NestedTransmission(_case(BODY).bodies), mesh)
+    muller, _ = _solve(FluidMuller(boundary_from(BODY)), mesh)
     ref = fluid_sphere.far_field(K, A0, D[0], DIRS, density_ratio=0.5, sound_speed_ratio=0.8)
     # the two systems differ only in how the data are discretised (one identity of p_inc)
     assert np.abs(nested - muller).max() < 0.01 * np.abs(ref).max()
@@ -95,19 +100,18 @@ def test_inside_needs_a_fluid_body_and_inner_kinds():
     with pytest.raises(ConfigError, match=r"inside\[0\].boundary.kind = 'impedance'"):
         _nested(BODY, {"kind": "impedance", "admittance": [1, 0]})
     with pytest.raises(ConfigError, match=r"inside\[0\].inside: bodies inside a rigid"):
-        formulation_for_case({"geometry": G, "boundary": BODY, "inside": [
-            {"geometry": G, "boundary": {"kind": "rigid"},
-             "inside": [{"geometry": G, "boundary": BODY}]}]})
+        _case(BODY, [{"geometry": G1, "boundary": {"kind": "rigid"},
+                      "inside": [{"geometry": G2, "boundary": BODY}]}])
 
 
 def test_records_rebuild_the_tree():
     gas = {"kind": "fluid", "density": 1.24, "sound_speed": 345.0,
            "absorption_db_per_wavelength": 1.364}
-    form = formulation_for_case({"geometry": G, "boundary": BODY, "inside": [
-        {"geometry": G, "boundary": gas,
-         "inside": [{"geometry": G, "boundary": {"kind": "rigid"}}]},
-        {"geometry": G, "boundary": {"kind": "pressure_release"}}]},
-        medium={"density": 1026.8, "sound_speed": 1477.3})
+    form = formulation_for_case(_case(BODY, [
+        {"geometry": G1, "boundary": gas,
+         "inside": [{"geometry": G2, "boundary": {"kind": "rigid"}}]},
+        {"geometry": G1, "boundary": {"kind": "pressure_release"}}],
+        medium={"density": 1026.8, "sound_speed": 1477.3}))
     again = formulation_of_record(form.record())
     assert isinstance(again, NestedTransmission)
     assert [(f.outer, f.inner, f.kind) for f in again.interfaces] == [
@@ -131,7 +135,8 @@ def test_gas_core_preconditioner_keeps_the_answer_and_cuts_iterations(shell_mesh
     for setting in ("none", "block_triangular"):
         space = form.space(shell_mesh)
         ops = assemble_operators(form, space, K, "dense", backend="cpu", precision="double")
-        system = form.system(space, K, ops, solver_settings({"fluid_preconditioner": setting}))
+        system = form.system(space, K, ops,
+                             SolverSettings.from_dict({"fluid_preconditioner": setting}))
         assert bool(system.preconditioners) == (setting == "block_triangular")
         res = gmres(system.matvec, form.rhs(system, space, K, D), xp=np, tol=1e-8,
                     restart=300, maxiter=300)

@@ -3,10 +3,12 @@ import numpy as np
 import pytest
 import scipy.special as ss
 
-from wavescat.bem import spaces
-from wavescat.bem.osrc import (OsrcNtD, characteristic_radius, mass_and_stiffness,
-                               pade_coefficients, pade_sqrt)
-from wavescat.errors import ConfigError
+from wavescat.bem.discretisation import spaces
+from wavescat.bem.formulations import osrc
+from wavescat.bem.formulations.burton_miller import solve_real_spd
+from wavescat.bem.formulations.osrc import (OsrcNtD, characteristic_radius, mass_and_stiffness,
+                                            pade_coefficients, pade_sqrt)
+from wavescat.errors import InputError
 from wavescat.geometry.icosphere import icosphere
 
 
@@ -27,9 +29,9 @@ def test_pade_sqrt_matches_principal_branch_in_upper_half_plane():
 
 
 def test_pade_rejects_bad_parameters():
-    with pytest.raises(ConfigError, match="pade_terms"):
+    with pytest.raises(InputError, match="pade_terms"):
         pade_coefficients(0, 1.0)
-    with pytest.raises(ConfigError, match="branch_angle"):
+    with pytest.raises(InputError, match="branch_angle"):
         pade_coefficients(4, 4.0)
 
 
@@ -147,9 +149,6 @@ def test_ranks_sharing_the_pade_terms_give_the_whole_map(ranks, terms, columns):
 def test_ranks_sharing_the_pade_terms_on_the_device(emulated_gpu, monkeypatch, ranks, terms):
     """The device's one-launch solve of a rank's own terms (and of the mass matrix beside
     them), summed over the ranks, is the one-process map."""
-    from wavescat.bem import osrc
-    from wavescat.bem.burton_miller import solve_real_spd
-
     space = spaces.p1(icosphere(2))
     want_map = OsrcNtD(space, 3.0, pade_terms=terms)
     mass_lu = osrc.factorise(want_map.mass)

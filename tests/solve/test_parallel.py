@@ -1,4 +1,4 @@
-"""One solve over several MPI ranks (solve/parallel.py, bem/hmatrix/distributed.py): the
+"""One solve over several MPI ranks (solve/parallel.py, bem/assembly/hmatrix/distributed.py): the
 ranks' shares of the blocks, their partial operators, and a 2-rank solve under mpiexec
 against the 1-rank solve."""
 import json
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from wavescat import cli
-from wavescat.bem import spaces
-from wavescat.bem.hmatrix import assemble_hmatrix
-from wavescat.bem.hmatrix.assembly import block_plan
-from wavescat.bem.hmatrix.clouds import space_cloud
-from wavescat.bem.hmatrix.distributed import distribution, near_units, share_of
+from wavescat.bem.assembly.hmatrix import assemble_hmatrix
+from wavescat.bem.assembly.hmatrix.assembly import block_plan
+from wavescat.bem.assembly.hmatrix.clouds import space_cloud
+from wavescat.bem.assembly.hmatrix.distributed import distribution, near_units, share_of
+from wavescat.bem.discretisation import spaces
 from wavescat.geometry.icosphere import icosphere
 
 # MPICH's wheel puts mpiexec beside the environment's python (pip install -e '.[test]')

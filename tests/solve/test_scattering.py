@@ -47,7 +47,7 @@ def _case(**kw):
 @pytest.fixture(scope="module")
 def spheres():
     """Fixed elements per wavelength (about 8.4): the edge halves as ka doubles."""
-    return {s: solve_frequency(_case(frequency=_freq(ka)), MEDIUM, icosphere(s), _freq(ka))
+    return {s: solve_frequency(_case(frequency=_freq(ka)), icosphere(s), _freq(ka))
             for s, ka in ((1, 1.25), (2, 2.5), (3, 5.0))}
 
 
@@ -92,7 +92,7 @@ def spheroid():
                  receivers={"directions_deg": np.column_stack([theta, phi]).tolist()},
                  frequency=_freq(2.0))
     mesh = _spheroid()
-    return mesh, solve_frequency(case, MEDIUM, mesh, _freq(2.0))
+    return mesh, solve_frequency(case, mesh, _freq(2.0))
 
 
 def test_reciprocity_on_off_centre_spheroid(spheroid):
@@ -103,7 +103,8 @@ def test_reciprocity_on_off_centre_spheroid(spheroid):
 
 
 def test_far_field_is_limit_of_potential(spheroid):
-    from wavescat.bem import potentials, spaces
+    from wavescat.bem.assembly import potentials
+    from wavescat.bem.discretisation import spaces
 
     mesh, res = spheroid
     k = res.wavenumber
@@ -117,13 +118,13 @@ def test_non_convergence_raises_with_residual():
     case = _case(solver={"operator_format": "dense", "backend": "cpu",
                          "gmres": {"tol": 1e-12, "restart": 2, "maxiter": 3}})
     with pytest.raises(SolverError, match=r"maxiter = 3 iterations: relative residual .* at [0-9.]+ Hz"):
-        solve_frequency(case, MEDIUM, icosphere(1), _freq(1.0))
+        solve_frequency(case, icosphere(1), _freq(1.0))
 
 
 def test_hmatrix_format_agrees_with_dense(spheres):
     case = _case(solver={"operator_format": "hmatrix", "backend": "cpu",
                          "hmatrix": {"eps": 1e-6, "leaf_size": 16}})
-    res = solve_frequency(case, MEDIUM, icosphere(2), _freq(2.5))
+    res = solve_frequency(case, icosphere(2), _freq(2.5))
     assert res.operator_format == "hmatrix"
     dense = spheres[2].far_field
     assert np.linalg.norm(res.far_field - dense) < 1e-4 * np.linalg.norm(dense)
@@ -140,7 +141,7 @@ def test_single_precision_storage_keeps_the_hmatrix_far_field():
         case = _case(solver={"operator_format": "hmatrix", "backend": "cpu",
                              "gmres": {"tol": 1e-10},
                              "hmatrix": {"leaf_size": 16, "storage": storage}})
-        far[storage] = solve_frequency(case, MEDIUM, icosphere(3), _freq(5.0)).far_field
+        far[storage] = solve_frequency(case, icosphere(3), _freq(5.0)).far_field
     change = np.linalg.norm(far["single"] - far["double"]) / np.linalg.norm(far["double"])
     assert 0 < change < 1e-6, change
 
@@ -154,8 +155,8 @@ def test_sphere_at_ten_elements_per_wavelength_matches_the_peer(ka, rms_db, rel_
 
     f = _freq(ka)
     case = workflow_case(frequency=f, solver={"operator_format": "dense", "backend": "cpu"})
-    mesh, _ = mesh_case({**case, "frequencies_hz": [f]}, MEDIUM)
-    res = solve_frequency(case, MEDIUM, mesh, f)
+    mesh, _ = mesh_case(case.with_frequencies([f]))
+    res = solve_frequency(case, mesh, f)
     err = farfield.far_field_errors(res.far_field[:, 0], rigid_sphere.far_field(
         ka, 1.0, [0.0, 0.0, 1.0], res.receivers.vectors))
     assert err["rms_ts_error_db"] <= rms_db, err
@@ -182,7 +183,7 @@ def gpu_backend(request, monkeypatch):
 def test_solve_on_the_gpu_matches_the_cpu(spheres, gpu_backend):
     """solve_frequency with backend gpu (dense CUDA assembly, GMRES and far field on the
     device) gives the CPU's surface pressure, far field and iteration counts."""
-    res = solve_frequency(_case(solver={"operator_format": "dense", "backend": "gpu"}), MEDIUM,
+    res = solve_frequency(_case(solver={"operator_format": "dense", "backend": "gpu"}),
                           icosphere(1), _freq(1.25))
     cpu = spheres[1]
     assert res.backend["backend"] == "gpu"
@@ -192,10 +193,12 @@ def test_solve_on_the_gpu_matches_the_cpu(spheres, gpu_backend):
     for got, want in ((res.surface_pressure, cpu.surface_pressure), (res.far_field, cpu.far_field)):
         error = np.linalg.norm(got - want) / np.linalg.norm(want)
         assert error < 2e-7, error
+
+
 def test_workflow_settings_reach_the_operators(monkeypatch):
     """The driver assembles with the normalised case's quadrature and H-matrix parameters,
     and those are the rules the operator and quadrature accuracy tests measure."""
-    from wavescat.bem.quadrature import QuadratureOrders
+    from wavescat.bem.discretisation.quadrature import QuadratureOrders
     from wavescat.solve import driver
 
     seen = []
@@ -207,9 +210,11 @@ def test_workflow_settings_reach_the_operators(monkeypatch):
 
     monkeypatch.setattr(driver, "boundary_operator", spy)
     case = _case(solver={"operator_format": "hmatrix", "backend": "cpu"})
-    res = solve_frequency(case, MEDIUM, icosphere(1), _freq(1.0))
-    assert len(seen) == 2 and res.settings == case["solver"]
+    res = solve_frequency(case, icosphere(1), _freq(1.0))
+    assert len(seen) == 2 and res.settings == case.solver
     for kw in seen:
-        assert kw["quadrature"] == QuadratureOrders(**case["solver"]["quadrature"])
+        assert kw["quadrature"] == case.solver.quadrature
         assert kw["quadrature"] == QuadratureOrders()
-        assert kw["hmatrix_options"] == case["solver"]["hmatrix"]
+        assert kw["hmatrix_options"] == case.solver.hmatrix.options() == {
+            key: case.solver.as_dict()["hmatrix"][key] for key in ("eps", "eta", "kd_max",
+                                                                   "leaf_size", "storage")}

@@ -1,17 +1,20 @@
 """Aspect sweeps: many incidence directions share one system; a wide batch of right-hand sides
 gives what solving them one at a time gives, and the batches fit the memory they are given."""
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
-from wavescat.bem.hmatrix import hmatrix as hm
-from wavescat.bem.hmatrix.assembly import assemble_from_clouds
-from wavescat.bem.hmatrix.clouds import space_cloud
+from wavescat.bem.assembly.hmatrix import hmatrix as hm
+from wavescat.bem.assembly.hmatrix.assembly import assemble_from_clouds
+from wavescat.bem.assembly.hmatrix.clouds import space_cloud
+from wavescat.bem.linalg import gmres as krylov
+from wavescat.bem.linalg.gmres import gmres
+from wavescat.case import SolverSettings
 from wavescat.config import prepare_config, solve_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.solve import driver
-from wavescat.solve.gmres import gmres
 
 C = 1500.0
 
@@ -94,23 +97,22 @@ def test_basis_respects_its_memory_cap(monkeypatch, vectors):
 @pytest.mark.parametrize("n, r, available", [(75_650, 361, 100 * 2**30), (75_650, 361, 4 * 2**30),
                                               (20_000, 37, 2**30), (20_000, 361, 2**20)])
 def test_batches_fit_the_memory_they_are_given(n, r, available):
-    g = {"restart": 100, "maxiter": 500}
-    width, basis = driver.krylov_batches(n, r, g, available)
+    width, basis = krylov.krylov_batches(n, r, min(100, 500), available)
     batches = math.ceil(r / width)
     assert 1 <= width <= r and (batches - 1) * width < r  # no empty batch
-    work = 16 * n * driver.WORK_VECTORS * width
+    work = 16 * n * krylov.WORK_VECTORS * width
     if width > 1:  # one direction alone always runs, with a basis of two vectors
-        assert basis + work <= driver.KRYLOV_MEMORY_SHARE * available
+        assert basis + work <= krylov.KRYLOV_MEMORY_SHARE * available
         assert basis >= 16 * n * width * 2
-    per_direction = 16 * n * (driver.KRYLOV_MIN_VECTORS + 1 + driver.WORK_VECTORS)
-    fits = r * per_direction <= driver.KRYLOV_MEMORY_SHARE * available
+    per_direction = 16 * n * (krylov.KRYLOV_MIN_VECTORS + 1 + krylov.WORK_VECTORS)
+    fits = r * per_direction <= krylov.KRYLOV_MEMORY_SHARE * available
     assert (width == r) == fits  # all directions in one batch where they fit
 
 
 def test_hmatrix_product_of_a_block_in_chunks(monkeypatch):
     """A block of vectors through the H-matrix, in chunks of blocks small enough to split
     every stack, equals the product column by column and the dense product."""
-    from wavescat.bem import spaces
+    from wavescat.bem.discretisation import spaces
 
     cloud = space_cloud(spaces.p1(icosphere(3)), 1)
     H = assemble_from_clouds("double_layer", 2.0, cloud, cloud, backend="cpu", eps=1e-4,
@@ -135,15 +137,14 @@ def _sweep_case(count, boundary=None):
         "incident": {"aspect": {"plane": "xz", "start_deg": 0, "stop_deg": 180, "count": count}},
         "receivers": {"plane": "xz", "count": 19},
         "solver": {"operator_format": "dense", "backend": "cpu"}}}}
-    cfg = prepare_config(cfg)
-    return solve_case(cfg, "c"), cfg["medium"]
+    return solve_case(prepare_config(cfg), "c")
 
 
 def test_sweep_in_memory_sized_batches_equals_one_at_a_time(monkeypatch):
     """The driver's batches follow the memory available: one batch of all directions where
     it fits, one direction per batch where little memory is left; the answers agree to the
     GMRES tolerance."""
-    case, medium = _sweep_case(9)
+    case = _sweep_case(9)
     mesh = icosphere(2)
     widths = []
     real = driver.gmres
@@ -153,14 +154,14 @@ def test_sweep_in_memory_sized_batches_equals_one_at_a_time(monkeypatch):
         return real(matvec, b, **kw)
 
     monkeypatch.setattr(driver, "gmres", spy)
-    wide = driver.solve_frequency(case, medium, mesh, 300.0)
+    wide = driver.solve_frequency(case, mesh, 300.0)
     assert widths == [9]
     widths.clear()
     n = wide.dofs
-    monkeypatch.setattr(driver, "available_memory", lambda be: 16 * n * 40)  # one at a time
-    one = driver.solve_frequency(case, medium, mesh, 300.0)
+    monkeypatch.setattr(driver, "available_bytes", lambda be: 16 * n * 40)  # one at a time
+    one = driver.solve_frequency(case, mesh, 300.0)
     assert widths == [1] * 9
-    tol = case["solver"]["gmres"]["tol"]
+    tol = case.solver.gmres.tol
     for q in range(9):
         scale = np.linalg.norm(wide.surface_pressure[:, q])
         assert np.linalg.norm(wide.surface_pressure[:, q] - one.surface_pressure[:, q]) \
@@ -174,8 +175,8 @@ def test_sparse_lu_solves_wide_blocks():
     columns) as they solve each column."""
     import scipy.sparse as sp
 
-    from wavescat.bem.osrc import factorise, mass_and_stiffness
-    from wavescat.bem import spaces
+    from wavescat.bem.formulations.osrc import factorise, mass_and_stiffness
+    from wavescat.bem.discretisation import spaces
 
     mass, stiff = mass_and_stiffness(spaces.p1(icosphere(2)))
     rng = np.random.default_rng(2)
@@ -193,8 +194,9 @@ def test_sparse_lu_solves_wide_blocks():
 def test_threaded_sparse_solves_equal_the_serial_ones(monkeypatch):
     """The OSRC NtD map and the mass solve give bit for bit the same block whether its column
     pairs (wide blocks) or Padé terms (narrow ones) are solved on one thread or on four."""
-    from wavescat.bem import osrc, spaces
-    from wavescat.bem.burton_miller import solve_real_spd
+    from wavescat.bem.formulations import osrc
+    from wavescat.bem.discretisation import spaces
+    from wavescat.bem.formulations.burton_miller import solve_real_spd
 
     space = spaces.p1(icosphere(2))
     ntd = osrc.OsrcNtD(space, 3.0)
@@ -219,13 +221,14 @@ def test_wide_sweep_on_the_gpu_matches_the_cpu(boundary):
     """37 aspects in one batch on the GPU (H-matrix products reading the vectors in place,
     the sparse solves by level sets on the device) give the CPU's answers to the GMRES
     tolerance, for the rigid, the pressure-release and the impedance body."""
-    case, medium = _sweep_case(37, boundary)
+    case = _sweep_case(37, boundary)
     mesh = icosphere(3)
     results = {}
     for backend in ("cpu", "gpu"):
-        solver = {**case["solver"], "backend": backend, "operator_format": "hmatrix"}
-        results[backend] = driver.solve_frequency({**case, "solver": solver}, medium, mesh, 300.0)
-    tol = case["solver"]["gmres"]["tol"]
+        solver = {**case.solver.as_dict(), "backend": backend, "operator_format": "hmatrix"}
+        results[backend] = driver.solve_frequency(
+            dataclasses.replace(case, solver=SolverSettings.from_dict(solver)), mesh, 300.0)
+    tol = case.solver.gmres.tol
     cpu, gpu = results["cpu"], results["gpu"]
     assert gpu.backend["backend"] == "gpu"
     scale = np.abs(cpu.monostatic_far_field).max()

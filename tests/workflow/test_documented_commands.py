@@ -75,15 +75,17 @@ COMMANDS = documented_commands()
 def unimplemented_boundaries(words: list[str]) -> list[str]:
     """Boundary kinds that the repository's config files named in a command use and this
     build does not implement yet (the contract names every kind before each one lands)."""
-    from wavescat.bem.formulations import BOUNDARY_KINDS, FORMULATIONS
+    from wavescat.bem.formulations import FORMULATIONS
+    from wavescat.defaults import BOUNDARY, load_schema
 
+    named = load_schema()["$defs"]["case"]["properties"]["boundary"]["properties"]["kind"]["enum"]
     kinds = set()
     for word in words:
         path = ROOT / word.split("=")[-1]
         if path.suffix in (".yaml", ".yml") and path.is_file():
             cases = (yaml.safe_load(path.read_text()) or {}).get("cases") or {}
-            kinds |= {(c.get("boundary") or {}).get("kind", "rigid") for c in cases.values()}
-    return sorted(k for k in kinds if k in BOUNDARY_KINDS and k not in FORMULATIONS)
+            kinds |= {{**BOUNDARY, **(c.get("boundary") or {})}["kind"] for c in cases.values()}
+    return sorted(k for k in kinds if k in named and k not in FORMULATIONS)
 
 
 def not_run_because(command: str) -> str | None:

@@ -1,6 +1,5 @@
 # Configuration checks and helpers shared by all rule files.
 import json
-import math
 import os
 import re
 import shlex
@@ -12,8 +11,10 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
+from wavescat.case import Case
 from wavescat.config import (
     SOLVE_KEYS,
+    band_case,
     case_json,
     medium_json,
     prepare_config,
@@ -25,17 +26,11 @@ from wavescat.defaults import SCHEMA_PATH
 from wavescat.studies import study_cases
 from wavescat.reference.sphere import has_series
 from wavescat.errors import ConfigError
-from wavescat.geometry.bodies import body_tree
-from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
+from wavescat.geometry.sizing import frequency_bands, sizing_frequencies
+from wavescat.medium import Medium
 from wavescat.notices import config_warning_lines, print_run_warnings
-from wavescat.resources import (
-    check_limits,
-    check_resolution,
-    gpu_count,
-    mesh_resources,
-    partition,
-    solve_resources,
-)
+from wavescat.preflight import check_limits, check_resolution
+from wavescat.resources import gpu_count, mesh_resources, partition, solve_resources
 
 # Our own pass first: it names the key and value of the first problem and checks what a
 # schema cannot (geometry keys per kind, mesh files on disk, `run` entries). The error is
@@ -63,7 +58,8 @@ JOB_PYTHON = Path("python" if DEPLOYED else sys.executable)
 RUN = run_cases(CONFIG)
 STUDIES = run_studies(CONFIG)
 CASES = CONFIG["cases"]
-SPHERE_CASES = [c for c in RUN if has_series(CASES[c])]  # spheres, concentric spheres
+TYPED = {name: Case.from_config(CONFIG, name) for name in CASES}  # what the helpers read
+SPHERE_CASES = [c for c in RUN if has_series(TYPED[c])]  # spheres, concentric spheres
 DG_CASES = [
     c
     for c, v in CASES.items()
@@ -120,8 +116,7 @@ def frequency_indices(case):
 
 def mesh_bands(case):
     """Frequency indices of each mesh band of `case`, finest (highest frequencies) first."""
-    c = CASES[case]
-    return frequency_bands(sizing_frequencies(c, CONFIG["medium"]), c["mesh"]["band_ratio"])
+    return frequency_bands(sizing_frequencies(TYPED[case]), TYPED[case].mesh.band_ratio)
 
 
 def band_mesh(case, band, stats=False):
@@ -151,14 +146,17 @@ def band_case_json(wildcards):
     sound speed: `mesh.resolve_interior`) and the bodies inside."""
     band = mesh_bands(wildcards.case)[int(getattr(wildcards, "band", 0))]
     case = band_case(CASES[wildcards.case], band)
-    keep = {k: case[k] for k in ("geometry", "frequencies_hz", "mesh", "inside") if k in case}
-    keep["boundary"] = {"kind": "rigid", **(case.get("boundary") or {})}
+    keep = {
+        k: case[k]
+        for k in ("geometry", "frequencies_hz", "mesh", "inside", "boundary")
+        if k in case
+    }
     return json.dumps(keep, sort_keys=True, separators=(",", ":"))
 
 
 def frequency_case(wildcards):
     """The case at one frequency (what a solve job's size follows)."""
-    return band_case(CASES[wildcards.case], [int(wildcards.index)])
+    return TYPED[wildcards.case].with_frequencies([frequency(wildcards)])
 
 
 def frequency(wildcards):
@@ -175,13 +173,8 @@ def solutions(wildcards):
 
 def geometry_file(wildcards):
     """The geometry files of a case's `file` and `krm` bodies (the body's and those inside it):
-    inputs
-    of its mesh, so editing one re-meshes."""
-    return [
-        body.geometry["path"]
-        for body in body_tree(CASES[wildcards.case], CONFIG["medium"])
-        if body.geometry["kind"] in ("file", "krm")
-    ]
+    inputs of its mesh, so editing one re-meshes."""
+    return [path for body in TYPED[wildcards.case].bodies for path in body.geometry.files()]
 
 
 # What a sphere case's exact series depends on (a rerun trigger of reference_farfield).
@@ -189,7 +182,7 @@ REFERENCE_KEYS = ("geometry", "boundary", "inside", "frequencies_hz", "incident"
 
 
 def reference_if_sphere(wildcards):
-    if has_series(CASES[wildcards.case]):
+    if has_series(TYPED[wildcards.case]):
         return f"results/{wildcards.case}/reference_farfield.csv"
     return []
 
@@ -206,7 +199,7 @@ def total_cores():
 def solve_resource(key):
     """Resource `key` of a solve job, estimated from the case (see wavescat.resources)."""
     return lambda wildcards: solve_resources(
-        frequency_case(wildcards), CONFIG["medium"], total_cores(), CONFIG["cluster"]
+        frequency_case(wildcards), total_cores(), CONFIG["cluster"]
     )[key]
 
 
@@ -229,7 +222,7 @@ SRUN = "srun --mpi=pmi2"
 
 
 def solve_ranks(wildcards):
-    return CASES[wildcards.case]["solver"]["ranks"]
+    return TYPED[wildcards.case].solver.ranks
 
 
 def mpi_launcher(wildcards):
@@ -269,7 +262,8 @@ def gpu_resources(gpus):
 def mesh_resource(key):
     def resource(wildcards):
         band = mesh_bands(wildcards.case)[int(getattr(wildcards, "band", 0))]
-        return mesh_resources(band_case(CASES[wildcards.case], band), CONFIG["medium"])[key]
+        freqs = TYPED[wildcards.case].frequencies_hz
+        return mesh_resources(TYPED[wildcards.case].with_frequencies([freqs[i] for i in band]))[key]
 
     return resource
 
@@ -324,7 +318,7 @@ def near_field_solutions(wildcards):
 
 def near_field_gpus(wildcards):
     """The potentials run where the case's solves run: ask for a GPU as a solve does."""
-    return gpu_count(CASES[wildcards.case]["solver"]["backend"], CONFIG["cluster"])
+    return gpu_count(TYPED[wildcards.case].solver.backend, CONFIG["cluster"])
 
 
 # --- time-domain verification (timedomain.smk) ---
@@ -341,8 +335,8 @@ def dg_cross_check(wildcards):
 def dg_scatter_flags(wildcards):
     """Wavenumber, incidence and DG resolution of a case's time-domain run."""
     case, check = CASES[wildcards.case], dg_cross_check(wildcards)
-    c = CONFIG["medium"]["sound_speed"]
-    k = 2 * math.pi * case["frequencies_hz"][0] / c
+    medium = Medium.from_dict(CONFIG["medium"])
+    c, k = medium.sound_speed, medium.wavenumber(case["frequencies_hz"][0])
     order, ppw = check["order"], check["points_per_wavelength"]
     if VERIFY["quick"]:
         order, ppw = min(order, 2), min(ppw, 8.0)

@@ -1,39 +1,77 @@
 """Subcommands of the `wavescat` CLI, one module per workflow stage.
 
 Each module defines `register(subparsers)` that adds its subcommands with
-`set_defaults(func=...)`; cli.py discovers the modules, so a stage adds itself
-without touching shared code. Commands hold file handling only; numerics live
-in the subpackages they call.
+`set_defaults(func=...)`, and SUBCOMMANDS names the module of every subcommand: cli.py
+imports only the module of the subcommand it runs (a mesh job does not load the plotting
+or time-domain stacks). Commands hold file handling only; numerics live in the
+subpackages they call.
 """
+import json
+from pathlib import Path
+
+from ..case import Case
+from ..errors import ConfigError
+
+# subcommand -> module of this package that registers it (tests/test_cli.py checks both ways)
+SUBCOMMANDS = {
+    "averages": "averages", "study-averages": "averages",
+    "check-config": "check_config",
+    "verify-dg": "dg", "dg-scatter": "dg", "dg-vs-bem": "dg",
+    "verify-hermite": "hermite",
+    "mesh": "mesh",
+    "near-field": "near_field",
+    "bem-probes": "probes",
+    "reference": "reference", "compare-farfield": "reference",
+    "solve": "solve", "collect": "solve",
+    "stale": "stale",
+    "study": "study",
+}
 
 
-def case_arguments(args) -> tuple[dict, dict]:
-    """`--case` and `--medium` as JSON objects, normalised by `wavescat.config` as the workflow
-    normalises them (defaults filled in, every check run), so a bare case typed by hand works
-    like one from the rules, or fails naming the key."""
-    import json
-
-    from ..config import prepare_config
-    from ..errors import ConfigError
-
-    given = {}
-    for name in ("case", "medium"):
-        text = getattr(args, name)
+def json_text(text: str, name: str) -> str:
+    """An argument given as JSON inline or as the path of a .json file: the JSON text."""
+    if not text.lstrip().startswith("{") and Path(text).is_file():
         try:
-            given[name] = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--{name}: not valid JSON ({exc})") from None
-        if not isinstance(given[name], dict):
-            raise ConfigError(f"--{name} = {text[:80]!r}: must be a JSON object")
-    config = {"medium": given["medium"], "run": ["case"], "cases": {"case": given["case"]}}
+            return Path(text).read_text()
+        except OSError as exc:
+            raise ConfigError(f"--{name} = {text[:80]!r}: cannot be read ({exc})") from None
+    return text
+
+
+def case_arguments(args, required=()) -> Case:
+    """`--case` and `--medium` (and `--name`, where the command has one) read into a Case
+    as the workflow reads them (defaults filled in, every check run), so a bare case typed
+    by hand works like one from the rules, or fails naming the key; `required`: the keys
+    the command needs."""
+    name = getattr(args, "name", None) or ""
     try:
-        config = prepare_config(config)
+        return Case.from_json(json_text(args.case, "case"),
+                              json_text(getattr(args, "medium", "{}"), "medium"), name,
+                              required=required)
     except ConfigError as exc:
         message = str(exc)
-        for prefix, arg in (("cases.case.", "--case "), ("cases.case", "--case"),
-                            ("medium.", "--medium "), ("medium", "--medium")):
-            if message.startswith(prefix):
-                message = arg + message[len(prefix):]
-                break
+        if not name:  # the key under --case (a named case's is its config path)
+            for prefix, arg in (("case.", "--case "), ("case:", "--case:"),
+                                ("case = ", "--case = "), ("medium.", "--medium "),
+                                ("medium:", "--medium:"), ("case", "--case")):
+                if message.startswith(prefix):
+                    message = arg + message[len(prefix):]
+                    break
         raise ConfigError(message) from None
-    return config["cases"]["case"], config["medium"]
+
+
+def json_object(text: str, name: str) -> dict:
+    """An argument `--<name>` given as a JSON object inline or in a .json file, read."""
+    try:
+        value = json.loads(json_text(text, name))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--{name}: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"--{name} = {text[:80]!r}: must be a JSON object")
+    return value
+
+
+def study_cases(text: str) -> dict[str, Case]:
+    """`--cases`: JSON {case name: case block} (in the order given) read into Cases."""
+    blocks = json_object(text, "cases")
+    return {name: Case.from_dict(block, name=name) for name, block in blocks.items()}

@@ -4,13 +4,15 @@ ts_averages.csv -> one long table)."""
 from __future__ import annotations
 
 import csv
-import json
 import logging
 
-from ..averages import (AVERAGES_HEADER, averages_table, monostatic_grid, parse_averages,
-                        ts_of_sigma)
+from ..averages import AVERAGES_HEADER, averages_table, monostatic_grid, ts_of_sigma
 from ..errors import ConfigError
 from ..files import atomic_path
+from ..plots import averages_plot
+from ..solve.records import read_farfield_csv
+from ..study_table import gather_averages
+from . import case_arguments, study_cases
 
 log = logging.getLogger("wavescat.averages")
 
@@ -30,24 +32,16 @@ def write_averages_csv(path, rows) -> None:
 
 
 def run_averages(args) -> int:
-    from ..solve.records import read_farfield_csv  # noqa: PLC0415
-
-    try:
-        case = json.loads(args.case)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--case: not valid JSON ({exc})") from None
-    if not isinstance(case, dict) or not case.get("averages"):
+    case = case_arguments(args)
+    if not (case.bands or case.tilts):
         raise ConfigError("--case: the case has no `averages` block")
-    incident = case.get("incident", {})
-    freqs, aspects, sigma = monostatic_grid(read_farfield_csv(args.farfield), incident)
-    bands, tilts = parse_averages(case["averages"])
+    bands, tilts = case.bands, case.tilts
+    freqs, aspects, sigma = monostatic_grid(read_farfield_csv(args.farfield), case.incidence)
     rows = averages_table(sigma, freqs, aspects, bands, tilts)
     write_averages_csv(args.out, rows)
     if args.plot:
-        from ..plots import averages_plot  # noqa: PLC0415
-
-        title = args.name + (f"\n{case['description']}" if case.get("description") else "")
-        averages_plot(args.plot, rows, freqs, aspects, incident["aspect"]["plane"],
+        title = args.name + (f"\n{case.description}" if case.description else "")
+        averages_plot(args.plot, rows, freqs, aspects, case.incidence.plane,
                       ts_of_sigma(sigma), tilts, title)
     for band in bands:
         used = [r for r in rows if r["average"] == "band" and r["band_center_hz"] == band.center_hz
@@ -65,9 +59,7 @@ def run_averages(args) -> int:
 
 
 def run_study_averages(args) -> int:
-    from ..study_table import gather_averages  # noqa: PLC0415
-
-    cases = json.loads(args.cases)
+    cases = study_cases(args.cases)
     if len(args.averages) != len(cases):
         raise ConfigError(f"--averages: {len(args.averages)} files for {len(cases)} cases")
     gather_averages(cases, dict(zip(cases, args.averages)), args.out)

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..config import prepare_config, run_cases
 from ..config_files import DEFAULT_CONFIG, config_error, load_config_files
 from ..errors import ConfigError
-from ..resources import check_resolution
+from ..preflight import check_resolution
 
 
 def check_config(args) -> None:

@@ -2,6 +2,7 @@
 (time-domain rigid-sphere scattering at one frequency, amplitudes at probe points)."""
 from __future__ import annotations
 
+import csv
 import json
 import logging
 import os
@@ -9,8 +10,20 @@ import time
 
 import numpy as np
 
+from ..backend import get_backend
 from ..defaults import DG_CROSS_CHECK
-from ..errors import ConfigError
+from ..errors import ConfigError, MeshError
+from ..files import atomic_path
+from ..plots import convergence, probe_comparison
+from ..reference.rigid_sphere import scattered_field
+from ..timedomain.checks import order_shortfalls, require, round_off_floor
+from ..timedomain.dg import cavity  # (cavity.convergence_study: tests replace it)
+from ..timedomain.dg.gmsh_volume import shell_volume_mesh
+from ..timedomain.dg.mesh import TetMesh
+from ..timedomain.dg.reference import check_order
+from ..timedomain.dg.scattering import (ScatteringSetup, read_probes, relative_l2,
+                                        run_scattering, scattering_mesh_sizes,
+                                        write_csv_atomic, write_dg_amplitudes, write_dg_vs_bem)
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +93,6 @@ ORDER_TOLERANCE = {False: 0.5, True: 1.0}
 
 
 def verify_dg(args) -> int:
-    from ..backend import get_backend
-    from ..timedomain.checks import order_shortfalls, require, round_off_floor
-    from ..timedomain.dg.cavity import convergence_study
-    from ..timedomain.dg.reference import check_order
-    from ..timedomain.dg.scattering import write_csv_atomic
-
     for order in args.orders:
         check_order(order)
     backend = get_backend(args.backend)
@@ -97,7 +104,7 @@ def verify_dg(args) -> int:
     for order in args.orders:
         cells = sizes[order]
         t0 = time.perf_counter()
-        rows += convergence_study([order], cells, args.t_final, backend.name, args.precision)
+        rows += cavity.convergence_study([order], cells, args.t_final, backend.name, args.precision)
         log.info("order %d: %s (%.1f s)", order, ", ".join(f"{r.error_l2:.3e}" for r in rows[-len(cells):]),
                  time.perf_counter() - t0)
     table = [[r.order, r.elements, r.h, r.error_l2, r.observed_order] for r in rows]
@@ -115,8 +122,6 @@ def verify_dg(args) -> int:
 
 
 def _plot_convergence(rows, path, t_final: float) -> None:
-    from ..plots import convergence
-
     curves = []
     for order in sorted({r.order for r in rows}):
         sel = [r for r in rows if r.order == order]
@@ -127,9 +132,6 @@ def _plot_convergence(rows, path, t_final: float) -> None:
 
 
 def _load_mesh(path):
-    from ..errors import MeshError
-    from ..timedomain.dg.mesh import TetMesh
-
     if not os.path.exists(path):
         raise ConfigError(f"--mesh = {path!r}: file not found")
     if path.endswith(".npz"):
@@ -179,11 +181,6 @@ def _cpu_sizes(args, backend) -> str:
 
 
 def dg_scatter(args) -> int:
-    from ..backend import get_backend
-    from ..timedomain.dg.reference import check_order
-    from ..timedomain.dg.scattering import (ScatteringSetup, read_probes, relative_l2, run_scattering,
-                                            scattering_mesh_sizes, write_dg_amplitudes)
-
     check_order(args.order)
     backend = get_backend(args.backend)
     sizes = _cpu_sizes(args, backend)
@@ -203,7 +200,6 @@ def dg_scatter(args) -> int:
     if args.mesh:
         mesh = _load_mesh(args.mesh)
     else:
-        from ..timedomain.dg.gmsh_volume import shell_volume_mesh
 
         h_in, h_out = scattering_mesh_sizes(setup, order, args.points_per_wavelength,
                                              args.h_surface)
@@ -224,14 +220,12 @@ def dg_scatter(args) -> int:
                "sizes": sizes, "points_per_wavelength": args.points_per_wavelength,
                "sponge_gap": args.sponge_gap, "sponge_width": args.sponge_width,
                "settle_periods": args.settle_periods, "tolerance": DG_VS_BEM_TOLERANCE[sizes]}
-    from ..reference.rigid_sphere import scattered_field
 
     exact = scattered_field(args.k, args.radius, setup.direction, probes, center)
     summary["relative_l2_vs_exact"] = relative_l2(res.amplitude, exact)
     print(f"dg-scatter: relative L2 difference to the exact series at {len(probes)} probes: "
           f"{summary['relative_l2_vs_exact']:.4f}")
     if args.summary:
-        from ..files import atomic_path
 
         with atomic_path(args.summary) as tmp:
             tmp.write_text(json.dumps(summary, indent=2))
@@ -240,8 +234,6 @@ def dg_scatter(args) -> int:
 
 
 def _read_columns(path, names):
-    import csv
-
     if not os.path.exists(path):
         raise ConfigError(f"{path!r}: file not found")
     with open(path, newline="") as fh:
@@ -253,9 +245,6 @@ def _read_columns(path, names):
 
 
 def dg_vs_bem(args) -> int:
-    from ..timedomain.checks import require
-    from ..timedomain.dg.scattering import relative_l2, write_dg_vs_bem
-
     dg = _read_columns(args.dg, ["x", "y", "z", "re_p_dg", "im_p_dg"])
     bem = _read_columns(args.bem, ["x", "y", "z", "re_p_bem", "im_p_bem"])
     if dg.shape != bem.shape or not np.allclose(dg[:, :3], bem[:, :3], rtol=0, atol=1e-9):
@@ -270,7 +259,6 @@ def dg_vs_bem(args) -> int:
             run = json.load(fh)
         tolerance = run.get("tolerance")
     if args.plot:
-        from ..plots import probe_comparison
 
         probe_comparison(args.plot, dg[:, :3], p_dg, p_bem, err)
     if tolerance is not None:

@@ -11,7 +11,13 @@ import logging
 import math
 from pathlib import Path
 
+from ..backend import get_backend
 from ..files import atomic_path
+from ..plots import convergence
+from ..timedomain.checks import order_shortfalls, require, round_off_floor
+from ..timedomain.hermite import convergence as study  # (its study and grids: tests replace them)
+from ..timedomain.hermite.convergence import HEADER
+
 log = logging.getLogger(__name__)
 # observed order on the finest pair of grids: at least 2m + 1 - this
 ORDER_TOLERANCE = 0.5
@@ -33,8 +39,6 @@ def acoustics_path(csv_path: Path) -> Path:
 
 
 def write_table(path: Path, rows) -> None:
-    from wavescat.timedomain.hermite.convergence import HEADER
-
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(HEADER)
@@ -44,8 +48,6 @@ def write_table(path: Path, rows) -> None:
 
 
 def plot_study(path: Path, tables: dict, title: str) -> None:
-    from ..plots import convergence
-
     series = {}
     for name, rows in tables.items():
         series[name] = [(f"m = {m} (q = {rs[0]['q']})", [r["h"] for r in rs],
@@ -57,18 +59,13 @@ def plot_study(path: Path, tables: dict, title: str) -> None:
 
 
 def run(args) -> int:
-    from wavescat.backend import get_backend
-    from wavescat.timedomain.hermite.convergence import convergence_study
-
-    from wavescat.timedomain.checks import order_shortfalls, require, round_off_floor
-    from wavescat.timedomain.hermite.convergence import GRIDS, QUICK_GRIDS
-
     backend = get_backend(args.backend)
+    grids = study.QUICK_GRIDS if args.quick else study.GRIDS
     log.info("verify-hermite on %s (%s): cells per axis %s, the %s grids%s", backend.name,
-             backend.reason, QUICK_GRIDS if args.quick else GRIDS, "quick" if args.quick else "full",
+             backend.reason, grids, "quick" if args.quick else "full",
              "" if backend.is_gpu else " (about a minute on 2 cores: no smaller CPU sizes needed)")
-    tables = {eq: convergence_study(eq, quick=args.quick, backend=backend.name,
-                                    precision=args.precision)
+    tables = {eq: study.convergence_study(eq, quick=args.quick, backend=backend.name,
+                                          precision=args.precision)
               for eq in ("advection", "acoustics")}
     write_table(args.csv, tables["advection"])
     write_table(acoustics_path(args.csv), tables["acoustics"])

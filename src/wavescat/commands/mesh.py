@@ -7,30 +7,17 @@ from __future__ import annotations
 
 import json
 
-from ..errors import ConfigError
 from ..files import atomic_path
-
-
-def _json_arg(name: str, text: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--{name}: not valid JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"--{name} = {text!r}: must be a JSON object")
-    return value
+from ..geometry import mesh_case
+from ..geometry.resolution import check_mesh_resolution
+from . import case_arguments
 
 
 def run(args) -> int:
-    from ..geometry import mesh_case
-    from ..geometry.resolution import check_mesh_resolution
-
-    case = _json_arg("case", args.case)
-    medium = _json_arg("medium", args.medium)
-    mesh, stats = mesh_case(case, medium, verbose=args.gmsh_verbose, name=args.name)
+    case = case_arguments(args, required=("geometry", "frequencies_hz"))
+    mesh, stats = mesh_case(case, verbose=args.gmsh_verbose)
     # refuse a mesh far too coarse for the band's top frequency before any solve job starts
-    check_mesh_resolution(mesh, case, medium, max(case["frequencies_hz"]),
-                          f"cases.{args.name}" if args.name else "")
+    check_mesh_resolution(mesh, case, max(case.frequencies_hz))
     if args.name:
         stats = {"case": args.name, **stats}
     with atomic_path(args.mesh) as tmp_mesh, atomic_path(args.stats) as tmp_stats:

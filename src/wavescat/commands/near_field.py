@@ -10,30 +10,29 @@ from ..near_field import near_field, write_csv
 from ..notices import plot_note
 from ..plots import near_field_map
 from ..solve.records import read_solution
-from .solve import _json_arg
+from . import case_arguments
 
 log = logging.getLogger("wavescat.near_field")
 
 
 def run_near_field(args) -> int:
-    case = _json_arg(args.case, "case")
-    settings = case["near_field"]
-    backend = (case.get("solver") or {}).get("backend", "auto")
+    case = case_arguments(args, required=("near_field",))
+    settings = case.near_field
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)  # the rule's output directory
-    title = (args.name or "") + (f"\n{case['description']}" if case.get("description") else "")
+    title = (args.name or "") + (f"\n{case.description}" if case.description else "")
     for path in args.solutions:
         solution = read_solution(path)
-        field = near_field(solution, settings["plane"], settings["center"], settings["size"],
-                           settings["points"], settings["incidence"], backend)
+        field = near_field(solution, settings.plane, settings.center, settings.size,
+                           settings.points, settings.incidence, case.solver.backend)
         spacing = float(abs(field.grid.u[1] - field.grid.u[0]))
         wavelength = 2 * math.pi / field.wavenumber
         log.info("%s: %d x %d points %.4g m apart on the %s plane, wavelength %.4g m", path,
-                 len(field.grid.u), len(field.grid.v), spacing, settings["plane"], wavelength)
+                 len(field.grid.u), len(field.grid.v), spacing, settings.plane, wavelength)
         if spacing > wavelength / 4:
             log.warning("near_field.points = %d: the points are %.3g wavelengths apart at "
                         "%.6g Hz, so the map undersamples the wave; raise points",
-                        settings["points"], spacing / wavelength, field.frequency_hz)
+                        settings.points, spacing / wavelength, field.frequency_hz)
         stem = Path(path).stem
         write_csv(folder / f"{stem}.csv", field)
         near_field_map(folder / f"{stem}.png", field, title, plot_note(solution["warnings"]))

@@ -1,7 +1,7 @@
 """`wavescat bem-probes`: the BEM scattered pressure at points off the surface.
 
 The surface solution and its mesh come from the HDF5 file of `wavescat solve`; the
-formulation that wrote it (bem/formulations.py) gives the potential of its unknown (for a
+formulation that wrote it (bem/formulations/) gives the potential of its unknown (for a
 rigid body the double-layer potential of the total surface pressure, p_s = DL p).
 """
 from __future__ import annotations

@@ -5,33 +5,33 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 
 import numpy as np
 
+from ..case import Case
 from ..errors import ConfigError
-from . import case_arguments
-from ..farfield import far_field_errors, incident_directions, receiver_directions
+from ..farfield import far_field_errors
 from ..files import atomic_path
 from ..reference.sphere import case_series
 from ..solve.records import read_farfield_csv, write_farfield_csv
+from . import case_arguments
 
 log = logging.getLogger(__name__)
 
 
-def exact_solution(case: dict, medium: dict, frequency_hz: float) -> dict:
+def exact_solution(case: Case, frequency_hz: float) -> dict:
     """The exact far field of a sphere case at one frequency, laid out like a BEM solution
     file (`solve.records`), so that the table rows come out exactly as in farfield.csv:
     an aspect sweep gives the backscatter F(-d) per aspect direction d, otherwise every
     incidence direction gives F at all receivers."""
-    k = 2.0 * math.pi * frequency_hz / medium["sound_speed"]
-    series = case_series(case, medium)
-    incidence = incident_directions(case["incident"])
+    k = case.medium.wavenumber(frequency_hz)
+    series = case_series(case)
+    incidence = case.incidence
     out = {"frequency_hz": frequency_hz, "incident_directions": incidence.directions}
     if incidence.monostatic:
         out["monostatic_far_field"] = series.monostatic_far_field(k, incidence.directions)
     else:
-        receivers = receiver_directions(case["receivers"])
+        receivers = case.receivers
         out["receivers"] = {"theta_deg": receivers.theta_deg, "phi_deg": receivers.phi_deg}
         out["far_field"] = np.array([series.far_field(k, d, receivers.vectors)
                                      for d in incidence.directions])
@@ -39,14 +39,13 @@ def exact_solution(case: dict, medium: dict, frequency_hz: float) -> dict:
 
 
 def reference_farfield(args) -> None:
-    case, medium = case_arguments(args)
-    geometry = case["geometry"]
-    case_series(case, medium)  # a sphere (or concentric spheres) with a series, before any work
+    case = case_arguments(args, required=("geometry", "frequencies_hz"))
+    case_series(case)  # a sphere (or concentric spheres) with a series, before any work
     solutions = []
-    for f in case["frequencies_hz"]:
-        s = exact_solution(case, medium, float(f))
+    for f in case.frequencies_hz:
+        s = exact_solution(case, float(f))
         F = s["monostatic_far_field"] if "monostatic_far_field" in s else s["far_field"]
-        ka = 2.0 * math.pi * f / medium["sound_speed"] * geometry["radius"]
+        ka = case.medium.wavenumber(f) * case.geometry.radius
         log.info("f = %g Hz, ka = %.4g: max TS %.2f dB", f, ka, 20 * np.log10(np.abs(F).max()))
         solutions.append(s)
     write_farfield_csv(args.out, solutions)

@@ -2,49 +2,34 @@
 frequencies of a case -> farfield.csv, summary.json, plots, surface fields in VTU)."""
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
-
-from ..errors import ConfigError
+from ..plots import case_plots
 from ..progress import announce_compilation
+from ..sensitivity import solve_preflight
+from ..solve import records
+from ..solve.driver import solve_frequency
+from ..solve.parallel import start
+from ..solve.records import write_solution
+from ..surface import SurfaceMesh
+from . import case_arguments
 
 log = logging.getLogger("wavescat.solve")
 
 
-def _json_arg(text: str, name: str) -> dict:
-    """A JSON object given inline or as a path to a .json file."""
-    try:
-        if not text.lstrip().startswith("{") and Path(text).is_file():
-            text = Path(text).read_text()
-        value = json.loads(text)
-    except (json.JSONDecodeError, OSError) as exc:
-        raise ConfigError(f"--{name} = {text[:80]!r}: not a JSON object ({exc})") from exc
-    if not isinstance(value, dict):
-        raise ConfigError(f"--{name} = {text[:80]!r}: not a JSON object")
-    return value
-
-
 def run_solve(args) -> int:
-    from ..solve.driver import solve_frequency, solver_settings  # noqa: PLC0415
-    from ..solve.parallel import start  # noqa: PLC0415
-    from ..sensitivity import solve_preflight  # noqa: PLC0415
-    from ..solve.records import write_solution  # noqa: PLC0415
-    from ..surface import SurfaceMesh  # noqa: PLC0415
-
-    case = _json_arg(args.case, "case")
-    medium = _json_arg(args.medium, "medium")
+    case = case_arguments(args)
     # the MPI ranks first (solver.ranks), before anything starts CuPy: one GPU per rank
-    ranks = start(solver_settings(case.get("solver"))["ranks"])
+    ranks = start(case.solver.ranks)
     with ranks.stop_all_on_error("solve"):
         mesh = SurfaceMesh.from_file(args.mesh)
         # before any assembly: refuse a mesh far too coarse, warn of a hypersensitive case
-        cautions = solve_preflight(case, medium, mesh, float(args.frequency), args.name or "")
+        cautions = solve_preflight(case, mesh, float(args.frequency))
         for w in cautions:
             log.warning(w)
         announce_compilation(log)
-        result = solve_frequency(case, medium, mesh, float(args.frequency), ranks=ranks)
+        result = solve_frequency(case, mesh, float(args.frequency), ranks=ranks)
         if not ranks.is_root:  # rank 0 writes what every rank solved
             return 0
         result.warnings.extend(w for w in cautions if w not in result.warnings)
@@ -57,8 +42,6 @@ def run_solve(args) -> int:
 
 
 def run_collect(args) -> int:
-    from ..solve import records  # noqa: PLC0415
-
     solutions = sorted((records.read_solution(p) for p in args.inputs),
                        key=lambda s: s["frequency_hz"])
     prints = {s["mesh_fingerprint"] for s in solutions}
@@ -72,7 +55,7 @@ def run_collect(args) -> int:
         log.warning(w)
     if args.plots:
         make_plots(solutions, Path(args.plots), args.name or "", reference,
-                   _json_arg(args.case, "case").get("description", ""), summary["warnings"])
+                   case_arguments(args).description, summary["warnings"])
     if args.surface:
         folder = Path(args.surface)
         folder.mkdir(parents=True, exist_ok=True)  # the rule's output directory
@@ -84,7 +67,6 @@ def run_collect(args) -> int:
 
 def make_plots(solutions, folder: Path, name: str, reference=None, description="",
                warnings=()) -> list[Path]:
-    from ..plots import case_plots  # noqa: PLC0415
 
     return case_plots(solutions, folder, name, reference, description, warnings)
 

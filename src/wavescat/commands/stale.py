@@ -14,7 +14,7 @@ import re
 import shutil
 from pathlib import Path
 
-from .solve import _json_arg
+from . import json_object
 
 log = logging.getLogger("wavescat.stale")
 
@@ -44,7 +44,7 @@ def stale_files(results: Path, plan: dict) -> list[Path]:
 
 
 def run_stale(args) -> int:
-    plan = _json_arg(args.plan, "plan")
+    plan = json_object(args.plan, "plan")
     found = stale_files(Path(args.results), plan)
     for path in found:
         if args.delete:

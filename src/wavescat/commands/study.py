@@ -1,14 +1,13 @@
 """`wavescat study`: gather a study's far-field tables into ts.csv, with plots."""
 from __future__ import annotations
 
-import json
-
 from ..errors import ConfigError
 from ..study_table import gather, plot_study
+from . import study_cases
 
 
 def study(args) -> None:
-    cases = json.loads(args.cases)
+    cases = study_cases(args.cases)
     if len(args.farfields) != len(cases):
         raise ConfigError(f"--farfields: {len(args.farfields)} files for {len(cases)} cases")
     paths = dict(zip(cases, args.farfields))

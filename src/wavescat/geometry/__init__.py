@@ -1,14 +1,9 @@
 """Surface meshes of the bodies a case describes (gmsh builders, mesh checks).
 
-`mesh_case(case, medium) -> (SurfaceMesh, stats)` is the entry point. Importing the
-package loads nothing heavy (no gmsh, no scipy), so `wavescat.geometry.icosphere`
-works on machines without them (the GPU device).
+`mesh_case(case, medium) -> (SurfaceMesh, stats)` is the entry point. gmsh (and meshio) are
+imported only where a mesh is made or read (gmsh_model.gmsh_session, surface.py), so the
+package imports on machines without them (the GPU device).
 """
-
-
-def mesh_case(case: dict, medium: dict, verbose: bool = False, name: str | None = None):
-    from .mesher import mesh_case as _mesh_case
-    return _mesh_case(case, medium, verbose, name)
-
+from .mesher import mesh_case
 
 __all__ = ["mesh_case"]

@@ -12,26 +12,57 @@ of the volume tolerance; the flat ends lose no volume and keep the frequency siz
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import InputError
 from ..surface import SurfaceMesh
 from .gmsh_model import gmsh_session, mesh_occ_model, size_field
-from .params import center, positive, vector3
+from .params import positive, vector3
+from .shape import Geometry
 from .sizing import MeshOptions, sag_size
 
 EDGE_FACTOR = 0.5  # element size on the rims, relative to h
 
 
-def cylinder(geometry: dict, options: MeshOptions) -> SurfaceMesh:
-    r = positive(geometry, "radius")
-    length = positive(geometry, "length")
-    axis = vector3(geometry, "axis", [0.0, 0.0, 1.0])
-    norm = float(np.linalg.norm(axis))
-    if norm == 0.0:
-        raise ConfigError(f"geometry.axis = {geometry.get('axis')!r}: must be a nonzero vector")
-    axis = axis / norm
-    base = center(geometry) - 0.5 * length * axis
+@dataclass(frozen=True, kw_only=True)
+class Cylinder(Geometry):
+    """A circular cylinder of `radius` and `length` with flat ends, its axis along `axis`
+    through `center`."""
+
+    kind: ClassVar[str] = "cylinder"
+    radius: float
+    length: float
+    axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
+
+    def __post_init__(self):
+        super().__post_init__()
+        self._set("radius", positive("radius", self.radius))
+        self._set("length", positive("length", self.length))
+        self._set("axis", vector3("axis", self.axis))
+        if not any(self.axis):
+            raise InputError(f"axis = {list(self.axis)!r}: must be a nonzero vector")
+
+    def build(self, options: MeshOptions) -> SurfaceMesh:
+        return cylinder(self.radius, self.length, self.axis, self.center, options)
+
+    def area(self) -> float:
+        return 2.0 * math.pi * self.radius * (self.radius + self.length)
+
+    def volume_and_curvature(self) -> tuple[float, float]:
+        return math.pi * self.radius**2 * self.length, math.pi * self.length
+
+    def box_sides(self) -> list[float]:
+        return [2.0 * self.radius, 2.0 * self.radius, self.length]
+
+
+def cylinder(r: float, length: float, axis, center, options: MeshOptions) -> SurfaceMesh:
+    axis = np.asarray(axis, float)
+    axis = axis / float(np.linalg.norm(axis))
+    base = np.asarray(center, float) - 0.5 * length * axis
     with gmsh_session(options.verbose) as gmsh:
         occ = gmsh.model.occ
         occ.addCylinder(*base, *(length * axis), r)

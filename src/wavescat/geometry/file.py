@@ -9,22 +9,87 @@ from __future__ import annotations
 
 import logging
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
-from ..errors import ConfigError, MeshError
+from ..errors import InputError, MeshError, WavescatError
 from ..surface import SurfaceMesh
 from .geo_script import check_geo_script
 from .gmsh_model import generate_surface_mesh, gmsh_session, mesh_occ_model, surface_from_model
-from .params import center, positive
+from .params import positive
+from .resolution import mesh_extent
+from .shape import Geometry
 from .sizing import MeshOptions
 
 log = logging.getLogger(__name__)
 
 CAD_SUFFIXES = (".step", ".stp", ".geo")
 MESH_SUFFIXES = (".stl", ".msh")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileGeometry(Geometry):
+    """A body read from `path` (CAD meshed at the case's element size, a stored surface
+    mesh used as it is), its coordinates times `scale`, then shifted by `center`."""
+
+    kind: ClassVar[str] = "file"
+    path: str
+    scale: float = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        self._set("path", str(self.path))
+        self._set("scale", positive("scale", self.scale))
+        suffix = Path(self.path).suffix.lower()
+        if suffix not in CAD_SUFFIXES + MESH_SUFFIXES:
+            raise InputError(f"path = {self.path!r}: unsupported file type (use one of "
+                             f"{', '.join(sorted(CAD_SUFFIXES + MESH_SUFFIXES))})")
+
+    def build(self, options: MeshOptions) -> SurfaceMesh:
+        return read_file(Path(self.path), self.scale, self.center, options)
+
+    @property
+    def label(self) -> str:
+        return self.path
+
+    def files(self) -> list[str]:
+        return [self.path]
+
+    def check_files(self, base_dir: Path) -> None:
+        path = Path(self.path)
+        full = path if path.is_absolute() else base_dir / path
+        if not full.is_file():
+            raise InputError(f"path = {self.path!r}: file not found (relative paths are "
+                             f"taken from {base_dir})")
+        if path.suffix.lower() == ".geo":
+            try:
+                check_geo_script(full)
+            except MeshError as exc:
+                raise InputError(f"path = {self.path!r}: {exc}") from None
+
+    def stored_mesh(self) -> SurfaceMesh | None:
+        """The stored mesh (.stl, .msh no larger than QUICK_MESH_FILE_BYTES), scaled and
+        shifted as the mesh job would; None for CAD or a larger file."""
+        return stored_file_mesh(self)
+
+    def facts(self) -> dict | None:
+        """file_facts: extent, area and stored vertices, read quickly (None: not read)."""
+        return file_facts(self)
+
+    def area(self) -> float | None:
+        facts = self.facts()
+        return facts["area"] if facts and facts.get("area") else None
+
+    def vertex_count(self) -> int | None:
+        facts = self.facts()
+        return int(facts["vertices"]) if facts and facts.get("vertices") else None
+
+    def box_sides(self) -> list[float] | None:
+        facts = self.facts()
+        return [float(s) for s in facts["extent"]] if facts else None
 
 
 def read_triangle_file(path: Path) -> SurfaceMesh:
@@ -80,24 +145,75 @@ def _mesh_cad(path: Path, options: MeshOptions) -> SurfaceMesh:
         return mesh_occ_model(gmsh, options, str(path))
 
 
-def file(geometry: dict, options: MeshOptions) -> SurfaceMesh:
-    raw = geometry.get("path")
-    if not raw:
-        raise ConfigError(f"geometry.path = {raw!r}: a file geometry needs a path")
-    path = Path(raw)
+def read_file(path: Path, scale: float, center, options: MeshOptions) -> SurfaceMesh:
+    """The surface of a geometry file (relative to the working directory), scaled, shifted."""
     if not path.is_file():
-        raise ConfigError(f"geometry.path = {raw!r}: no such file (relative to {Path.cwd()})")
-    scale = positive(geometry, "scale", 1.0)
-    suffix = path.suffix.lower()
-    if suffix in CAD_SUFFIXES:
+        raise InputError(f"path = {str(path)!r}: no such file (relative to {Path.cwd()})")
+    if path.suffix.lower() in CAD_SUFFIXES:
         # Mesh in the file's units so that h is h metres after scaling.
         mesh = _mesh_cad(path, replace(options, h=options.h / scale))
-    elif suffix in MESH_SUFFIXES:
-        mesh = read_triangle_file(path)
     else:
-        raise ConfigError(f"geometry.path = {raw!r}: unknown suffix {path.suffix!r}; "
-                          f"use one of {', '.join(CAD_SUFFIXES + MESH_SUFFIXES)}")
-    x0 = center(geometry)
+        mesh = read_triangle_file(path)
+    x0 = np.asarray(center, float)
     if scale != 1.0 or np.any(x0):
         mesh = SurfaceMesh(scale * mesh.vertices + x0, mesh.triangles, mesh.meta)
     return mesh
+
+
+# -- read before any job starts -------------------------------------------------------------
+# A stored mesh file (.stl, .msh) up to this size is read when the config is checked, so a
+# mesh far too coarse for its wavelengths (a file in millimetres read as metres) is refused
+# before any job starts; larger files and CAD files are checked by the mesh job.
+QUICK_MESH_FILE_BYTES = 32 * 2**20
+_FILE_MESHES: dict = {}
+
+
+def stored_file_mesh(geometry: FileGeometry):
+    """The SurfaceMesh of a `file` geometry's stored mesh (.stl or .msh no larger than
+    QUICK_MESH_FILE_BYTES), scaled and shifted as the mesh job would; None otherwise."""
+    path = Path(geometry.path)
+    if path.suffix.lower() not in (".stl", ".msh") or not path.is_file() \
+            or path.stat().st_size > QUICK_MESH_FILE_BYTES:
+        return None
+    key = (str(path.resolve()), path.stat().st_mtime_ns)
+    if key not in _FILE_MESHES:
+        _FILE_MESHES[key] = read_triangle_file(path)
+    mesh = _FILE_MESHES[key]
+    return SurfaceMesh(geometry.scale * mesh.vertices + np.asarray(geometry.center, float),
+                       mesh.triangles, mesh.meta)
+
+
+def file_facts(geometry: FileGeometry) -> dict | None:
+    """What a `file` geometry is, read quickly and in metres (geometry.scale applied):
+    {"extent": bounding-box sides, "area": surface area, "vertices": vertex count of a stored
+    mesh (None for CAD, which is meshed at h)}. Stored meshes up to QUICK_MESH_FILE_BYTES and
+    STEP files (OpenCASCADE, no meshing) are read; None for others or a file that does not
+    read (the mesh job reports that)."""
+    try:
+        mesh = stored_file_mesh(geometry)
+    except WavescatError:
+        return None
+    if mesh is not None:
+        return {"extent": mesh_extent(mesh.vertices), "area": float(mesh.total_area),
+                "vertices": int(mesh.n_vertices)}
+    path = Path(geometry.path)
+    if path.suffix.lower() not in (".step", ".stp") or not path.is_file() \
+            or path.stat().st_size > QUICK_MESH_FILE_BYTES:
+        return None
+    key = ("cad", str(path.resolve()), path.stat().st_mtime_ns)
+    if key not in _FILE_MESHES:
+        try:
+            with gmsh_session() as gmsh:
+                gmsh.model.occ.importShapes(str(path))
+                gmsh.model.occ.synchronize()
+                box = np.asarray(gmsh.model.getBoundingBox(-1, -1), float)
+                area = sum(gmsh.model.occ.getMass(2, tag)
+                           for _, tag in gmsh.model.getEntities(2))
+            _FILE_MESHES[key] = (box[3:] - box[:3], float(area))
+        except Exception:  # noqa: BLE001 - unreadable here: the mesh job names the problem
+            _FILE_MESHES[key] = None
+    if _FILE_MESHES[key] is None:
+        return None
+    extent, area = _FILE_MESHES[key]
+    scale = geometry.scale
+    return {"extent": scale * extent, "area": scale**2 * area, "vertices": None}

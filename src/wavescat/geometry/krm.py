@@ -32,14 +32,16 @@ import math
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
-from ..errors import ConfigError, MeshError
+from ..errors import InputError, MeshError
 from ..surface import SurfaceMesh
 from .checks import check_surface
 from .gmsh_model import generate_surface_mesh, gmsh_session, occ_volume_area, surface_from_model
-from .params import center, positive
+from .params import positive
+from .shape import Geometry
 from .sizing import ELEMENTS_PER_TURN, MIN_SIZE_OF_THINNEST, MeshOptions
 
 log = logging.getLogger(__name__)
@@ -94,7 +96,7 @@ class Outline:
 
 
 def _fail(path, message: str):
-    raise ConfigError(f"{path}: {message}")
+    raise InputError(f"{path}: {message}")
 
 
 def _numbers(path, name: str, values) -> np.ndarray:
@@ -165,10 +167,9 @@ def read_outline(path, part: str, shape: str | None = None, scale: float = 1.0) 
     """The stations of `part` (body or swimbladder) from a KRM shape file, checked."""
     path = Path(path)
     if part not in PARTS:
-        raise ConfigError(f"geometry.part = {part!r} ({path}): must be one of {', '.join(PARTS)}")
+        raise InputError(f"part = {part!r} ({path}): must be one of {', '.join(PARTS)}")
     if not path.is_file():
-        raise ConfigError(f"geometry.path = {str(path)!r}: no such file "
-                          f"(relative to {Path.cwd()})")
+        raise InputError(f"path = {str(path)!r}: no such file (relative to {Path.cwd()})")
     data = _read_toml(path, shape) if path.suffix.lower() == ".toml" else _read_table(path)
     for names in COLUMNS[part]:
         if all(n in data for n in names):
@@ -191,22 +192,22 @@ def check_outline(o: Outline) -> None:
     xn, wn, un, ln = o.names
     n = len(o.x)
     if n < MIN_STATIONS:
-        raise ConfigError(f"{o.source} has {n} station{'s' * (n != 1)}; "
+        raise InputError(f"{o.source} has {n} station{'s' * (n != 1)}; "
                           f"at least {MIN_STATIONS} are needed")
     step = np.diff(o.x)
     if np.any(step <= 0):
         i = int(np.flatnonzero(step <= 0)[0]) + 1
-        raise ConfigError(f"{o.source}: stations out of order: {xn}[{i}] = {o.x[i]:.6g} "
+        raise InputError(f"{o.source}: stations out of order: {xn}[{i}] = {o.x[i]:.6g} "
                           f"follows {xn}[{i - 1}] = {o.x[i - 1]:.6g} (x must increase)")
     for i in range(n):
         where = f"{o.source}: station {i} (x = {o.x[i]:.6g} m)"
         if o.w[i] < 0:
-            raise ConfigError(f"{where}: width {wn} = {o.w[i]:.6g} is negative")
+            raise InputError(f"{where}: width {wn} = {o.w[i]:.6g} is negative")
         if o.z_upper[i] < o.z_lower[i]:
-            raise ConfigError(f"{where}: upper {un} = {o.z_upper[i]:.6g} is below lower "
+            raise InputError(f"{where}: upper {un} = {o.z_upper[i]:.6g} is below lower "
                               f"{ln} = {o.z_lower[i]:.6g}")
         if 0 < i < n - 1 and (o.w[i] == 0 or o.z_upper[i] == o.z_lower[i]):
-            raise ConfigError(f"{where}: zero {'width' if o.w[i] == 0 else 'height'} "
+            raise InputError(f"{where}: zero {'width' if o.w[i] == 0 else 'height'} "
                               "inside the outline (only the end stations may be points)")
 
 
@@ -220,7 +221,7 @@ def check_inside(inner: Outline, outer: Outline) -> None:
     for i, x in enumerate(inner.x):
         where = f"{inner.source} station {i} (x = {x:.6g} m)"
         if not lo <= x <= hi:
-            raise ConfigError(f"{where} lies beyond the body's stations "
+            raise InputError(f"{where} lies beyond the body's stations "
                               f"({lo:.6g} to {hi:.6g} m): the swim bladder is not inside the body")
         a, b, zc = (np.interp(x, outer.x, v) for v in (outer.a, outer.b, outer.zc))
         y, z = inner.a[i] * ct, inner.zc[i] + inner.b[i] * st
@@ -230,23 +231,19 @@ def check_inside(inner: Outline, outer: Outline) -> None:
         else:
             reach = float(np.sqrt((y / a) ** 2 + ((z - zc) / b) ** 2).max())
         if reach > 1 + 1e-9:
-            raise ConfigError(
+            raise InputError(
                 f"{where}: the swim bladder's ellipse (half-width {inner.a[i]:.4g}, "
                 f"z {inner.z_lower[i]:.4g} to {inner.z_upper[i]:.4g} m) is not inside the "
                 f"body's (half-width {a:.4g}, z {zc - b:.4g} to {zc + b:.4g} m) there")
 
 
-def read_shape(geometry: dict) -> Outline:
-    """The outline a `krm` geometry names; the swim bladder checked against the body."""
-    raw = geometry.get("path")
-    if not raw:
-        raise ConfigError(f"geometry.path = {raw!r}: a krm geometry needs a shape file")
-    part = geometry.get("part", "body")
-    shape = geometry.get("shape")
-    scale = positive(geometry, "scale", 1.0)
-    outline = read_outline(raw, part, shape, scale)
-    if part == "swimbladder":
-        check_inside(outline, read_outline(raw, "body", shape, scale))
+def read_shape(geometry: KrmShape, path: Path | None = None) -> Outline:
+    """The outline a `krm` geometry names (read from `path`, default its own); the swim
+    bladder checked against the body."""
+    path = geometry.path if path is None else path
+    outline = read_outline(path, geometry.part, geometry.shape, geometry.scale)
+    if geometry.part == "swimbladder":
+        check_inside(outline, read_outline(path, "body", geometry.shape, geometry.scale))
     return outline
 
 
@@ -257,7 +254,7 @@ def ellipse_perimeter(a, b):
     return math.pi * (a + b) * (1 + 3 * h / (10 + np.sqrt(4 - 3 * h)))
 
 
-def shape_estimates(geometry: dict) -> tuple[float, float, float] | None:
+def shape_estimates(geometry: KrmShape) -> tuple[float, float, float] | None:
     """(area, volume, integral of the mean curvature over the surface) of a `krm` part from
     its stations, for resource estimates before meshing; None where the file cannot be
     read (the mesher reports why). A slender body's int H dA is about pi x length (each
@@ -399,12 +396,12 @@ def add_lofted_solid(gmsh, rows, x0) -> int:
     return volume
 
 
-def curvature_features(geometry: dict) -> list[dict]:
+def curvature_features(geometry: KrmShape) -> list[dict]:
     """The point of smallest radius of curvature on the front and on the back half of the
     lofted surface (near the rounded tips, as a rule), from OpenCASCADE's principal
     curvatures on a grid of each face's parameters: name, point, radius."""
     outline = read_shape(geometry)
-    x0 = center(geometry)
+    x0 = np.asarray(geometry.center, float)
     around = np.linspace(0.0, 1.0, 24, endpoint=False)
     along = np.linspace(0.0, 1.0, 61)
     uv = np.array([(u, v) for v in along for u in around]).ravel().tolist()
@@ -445,11 +442,57 @@ def geometry_sizing(options: MeshOptions, outline: Outline, volume: float,
                    min_size_factor=min(floor / options.h, 1.0))
 
 
-def krm(geometry: dict, options: MeshOptions) -> SurfaceMesh:
+@dataclass(frozen=True, kw_only=True)
+class KrmShape(Geometry):
+    """One outline (`part`: body or swimbladder) of a KRM shape file at `path` (the
+    [[shape]] table `shape` of a file holding several), coordinates times `scale`."""
+
+    kind: ClassVar[str] = "krm"
+    path: str
+    part: str = "body"
+    shape: str | None = None
+    scale: float = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        self._set("path", str(self.path))
+        if self.part not in PARTS:
+            raise InputError(f"part = {self.part!r}: must be one of {', '.join(PARTS)}")
+        self._set("scale", positive("scale", self.scale))
+
+    def build(self, options: MeshOptions) -> SurfaceMesh:
+        return krm(self, options)
+
+    def files(self) -> list[str]:
+        return [self.path]
+
+    def check_files(self, base_dir: Path) -> None:
+        """The shape file is there and reads: the part's stations in order, the swim
+        bladder inside the body (the mesher's checks, before any job starts)."""
+        path = Path(self.path)
+        full = path if path.is_absolute() else base_dir / path
+        if not full.is_file():
+            raise InputError(f"path = {self.path!r}: file not found (relative paths are "
+                             f"taken from {base_dir})")
+        read_shape(self, full)
+
+    def area(self) -> float | None:
+        estimates = shape_estimates(self)
+        return estimates[0] if estimates else None
+
+    def volume_and_curvature(self) -> tuple[float, float] | None:
+        estimates = shape_estimates(self)
+        return estimates[1:] if estimates else None
+
+    def curvature_features(self) -> list[dict]:
+        """The lofted surface's tightest curvature near head and tail."""
+        return curvature_features(self)
+
+
+def krm(geometry: KrmShape, options: MeshOptions) -> SurfaceMesh:
     outline = read_shape(geometry)
-    x0 = center(geometry)
-    part = geometry.get("part", "body")
-    source = f"krm {part} ({geometry['path']})"
+    x0 = np.asarray(geometry.center, float)
+    source = f"krm {geometry.part} ({geometry.path})"
     with gmsh_session(options.verbose) as gmsh:
         add_lofted_solid(gmsh, control_rows(outline), x0)
         gmsh.model.occ.synchronize()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from ..errors import MeshError
 from ..surface import SurfaceMesh
@@ -65,14 +66,12 @@ def _point_triangle_distance(p: np.ndarray, tri: np.ndarray) -> np.ndarray:
     return np.where(inside, np.abs(h), best)
 
 
-class _Reach:
+class Reach:
     """Distances from points to one surface, through a k-d tree of its centroids: a
     triangle with centroid c is no nearer to p than |p - c| - radius (its largest
     centroid-to-corner distance)."""
 
     def __init__(self, mesh: SurfaceMesh):
-        from scipy.spatial import cKDTree
-
         self.mesh = mesh
         self.tree = cKDTree(mesh.centroids)
         self.radius = float(np.linalg.norm(mesh.corners - mesh.centroids[:, None], axis=2).max())
@@ -132,7 +131,7 @@ def _unique_edges(mesh: SurfaceMesh) -> np.ndarray:
                      axis=0)
 
 
-def crossing_points(a: SurfaceMesh, b: SurfaceMesh, reach_b: _Reach) -> np.ndarray:
+def crossing_points(a: SurfaceMesh, b: SurfaceMesh, reach_b: Reach) -> np.ndarray:
     """Points where an edge of `a` passes through a triangle of `b` (closed tests: touching
     counts), (k, 3)."""
     edges = _unique_edges(a)
@@ -195,7 +194,7 @@ def check_nesting(mesh: SurfaceMesh, bodies, element_sizes=None) -> list[dict]:
 
     def get_reach(i):
         if i not in reach:
-            reach[i] = _Reach(surfaces[i])
+            reach[i] = Reach(surfaces[i])
         return reach[i]
 
     pairs = [(b.parent, b.index, "parent") for b in bodies if b.parent >= 0]

@@ -9,31 +9,9 @@ import math
 
 import numpy as np
 
+from ..errors import MeshError
 from ..surface import SurfaceMesh
 from .sizing import COARSE_ELEMENTS_PER_TURN
-
-
-def curvature_features(geometry: dict) -> list[dict]:
-    """Points of smallest radius of curvature of a built-in body: name, point, radius."""
-    kind = geometry.get("kind")
-    x0 = np.asarray(geometry.get("center", [0.0, 0.0, 0.0]), float)
-    if kind == "sphere":
-        r = float(geometry["radius"])
-        return [{"name": "sphere", "point": list(x0 + [0.0, 0.0, r]), "radius": r}]
-    if kind == "spheroid":
-        s = np.asarray(geometry["semi_axes"], float)
-        i = int(np.argmax(s))  # tips of the longest axis, curved by the thinnest one
-        tip = np.zeros(3)
-        tip[i] = s[i]
-        return [{"name": f"{end} tip", "point": list(x0 + sign * tip),
-                 "radius": float(s.min() ** 2 / s[i])} for sign, end in ((1, "+"), (-1, "-"))]
-    if kind == "submarine":
-        from .submarine import curvature_features as submarine_features
-        return submarine_features(geometry)
-    if kind == "krm":  # the lofted surface's tightest curvature near head and tail
-        from .krm import curvature_features as krm_features
-        return krm_features(geometry)
-    return []
 
 
 def elements_per_turn(mesh: SurfaceMesh, point, radius: float) -> float:
@@ -47,9 +25,10 @@ def elements_per_turn(mesh: SurfaceMesh, point, radius: float) -> float:
     return 2 * math.pi * radius / lengths.mean()
 
 
-def resolution_warnings(mesh: SurfaceMesh, geometry: dict, source: str,
+def resolution_warnings(mesh: SurfaceMesh, geometry, source: str,
                         volume_error: float | None) -> list[str]:
-    """Warnings (text) where `mesh` is coarse against the body described by `geometry`."""
+    """Warnings (text) where `mesh` is coarse against the body `geometry` (a Geometry:
+    its volume and its tightly curved features)."""
     out = []
     exact = mesh.meta.get("exact_volume")
     if exact and volume_error:
@@ -59,7 +38,7 @@ def resolution_warnings(mesh: SurfaceMesh, geometry: dict, source: str,
                        f"{100 * err:+.2f}% off the body's {exact:.6g} m^3 (tolerance "
                        f"{100 * volume_error:g}%): the mesh is coarse against the body; "
                        "low-frequency target strength follows the volume squared")
-    for f in curvature_features(geometry):
+    for f in geometry.curvature_features():
         n = elements_per_turn(mesh, f["point"], f["radius"])
         if n < COARSE_ELEMENTS_PER_TURN:
             out.append(f"{source}: {n:.1f} elements per turn of the {f['radius']:.4g} m radius "
@@ -92,7 +71,7 @@ def _sides(extent) -> str:
 
 
 def coarse_mesh_refusal(mean_edge: float, extent, wavelengths: dict, *, source: str,
-                        where: str = "", geometry: dict | None = None,
+                        where: str = "", geometry=None,
                         allow_coarse: bool = False, case_where: str | None = None) -> str | None:
     """One line refusing a mesh whose mean edge gives fewer than
     REFUSE_ELEMENTS_PER_WAVELENGTH elements per wavelength, or None where it is fine.
@@ -103,14 +82,14 @@ def coarse_mesh_refusal(mean_edge: float, extent, wavelengths: dict, *, source: 
     shortest counts. source names the file or the built-in body, where the case's config
     path (e.g. cases.capsule), geometry its geometry block (for the way out), extent the
     sides of the mesh's bounding box (m); case_where the case's path where `where` is a
-    nested body's (the mesh keys are the case's)."""
+    nested body's (the mesh keys are the case's). These are the messages a user reads, so
+    they name the keys to change."""
     if allow_coarse or not wavelengths:
         return None
     what, wavelength = min(wavelengths.items(), key=lambda kv: kv[1])
     epw = wavelength / float(mean_edge)
     if epw >= REFUSE_ELEMENTS_PER_WAVELENGTH:
         return None
-    geometry = geometry or {}
     prefix = f"{where}." if where else ""
     case_where = where if case_where is None else case_where
     mesh_prefix = f"{case_where}." if case_where else ""
@@ -118,10 +97,10 @@ def coarse_mesh_refusal(mean_edge: float, extent, wavelengths: dict, *, source: 
             f"{mean_edge:.3g} m: {epw:.2g} elements per wavelength of {wavelength:.3g} m ({what}), "
             f"fewer than {REFUSE_ELEMENTS_PER_WAVELENGTH:g}, far too coarse to solve")
     ways = []
-    stored = (geometry.get("kind") == "file"
-              and str(geometry.get("path", "")).lower().endswith((".stl", ".msh")))
+    stored = (getattr(geometry, "kind", None) == "file"
+              and str(geometry.path).lower().endswith((".stl", ".msh")))
     longest = float(np.max(extent))
-    if stored and float(geometry.get("scale", 1.0)) == 1.0 and longest >= 1.0:
+    if stored and geometry.scale == 1.0 and longest >= 1.0:
         # a body a metre or more long whose stored mesh would be fine in a smaller unit
         for unit, factor in FILE_UNITS:
             if epw / factor < REFUSE_ELEMENTS_PER_WAVELENGTH:
@@ -140,66 +119,55 @@ def coarse_mesh_refusal(mean_edge: float, extent, wavelengths: dict, *, source: 
     return head + "; " + "; ".join(ways)
 
 
-def _sound_speed(boundary: dict, c_medium: float) -> float | None:
-    """A fluid boundary block's sound speed (ratios are the medium's); None otherwise."""
-    if (boundary or {}).get("kind") != "fluid":
-        return None
-    c1 = boundary.get("sound_speed")
-    if c1 is None and boundary.get("sound_speed_ratio") is not None:
-        c1 = boundary["sound_speed_ratio"] * c_medium
-    return float(c1) if c1 else None
-
-
-def surface_wavelengths(case: dict, medium: dict, frequency_hz: float,
-                        where: str = "") -> list[tuple[str, dict, dict]]:
-    """Per surface of a case, depth first over its body tree (`inside`, the surface-id order
-    of CONTEXT.md): (config path, geometry block, {what: wavelength}) with every wavelength
-    the surface separates at `frequency_hz`: the fluid outside it (the water, or the fluid
-    body that holds it) and, for a fluid body, its interior."""
-    from ..defaults import MEDIUM  # noqa: PLC0415
-
-    c = float({**MEDIUM, **(medium or {})}["sound_speed"])
+def surface_wavelengths(case, frequency_hz: float) -> list[tuple[str, object, dict]]:
+    """Per surface of a case (case.Case: its bodies, in surface order): (config path,
+    Geometry, {what: wavelength}) with every wavelength the surface separates at
+    `frequency_hz`: the fluid outside it (the water, or the fluid body that holds it) and,
+    for a fluid body, its interior."""
+    c = case.medium.sound_speed
     f = float(frequency_hz)
     out = []
-
-    def walk(body: dict, path: str, outside: str, c_out: float) -> None:
+    for body in case.bodies:
+        if body.parent < 0:
+            outside, c_out = "the water's", c
+        else:
+            outer = case.bodies[body.parent]
+            outside, c_out = f"the fluid's of {outer.where}", outer.sound_speed or c
         waves = {f"{outside} at {f:g} Hz": c_out / f}
-        c1 = _sound_speed(body.get("boundary") or {}, c)
-        if c1:
-            waves[f"the body's interior at {f:g} Hz"] = c1 / f
-        out.append((path, body.get("geometry") or {}, waves))
-        for i, inner in enumerate(body.get("inside") or []):
-            walk(inner, f"{path}.inside[{i}]", f"the fluid's of {path}", c1 or c)
-
-    walk(case, where or "case", "the water's", c)
+        if body.sound_speed:
+            waves[f"the body's interior at {f:g} Hz"] = body.sound_speed / f
+        out.append((body.where, body.geometry, waves))
     return out
 
 
-def case_wavelengths(case: dict, medium: dict, frequency_hz: float) -> dict:
-    """{what: wavelength} that a one-surface case's surface separates at `frequency_hz`: the
+def case_wavelengths(case, frequency_hz: float) -> dict:
+    """{what: wavelength} that a case's outer surface separates at `frequency_hz`: the
     medium's, and a fluid body's interior one (surface_wavelengths gives them per surface
     of a nested case)."""
-    return surface_wavelengths({k: v for k, v in case.items() if k != "inside"}, medium,
-                               frequency_hz)[0][2]
+    return surface_wavelengths(case, frequency_hz)[0][2]
 
 
-def check_mesh_resolution(mesh: SurfaceMesh, case: dict, medium: dict, frequency_hz: float,
-                          where: str = "") -> None:
+def _named(case) -> str:
+    """The case's config path where it has a name (the messages of a nameless case given
+    by hand name no path)."""
+    return case.where if case.name else ""
+
+
+def check_mesh_resolution(mesh: SurfaceMesh, case, frequency_hz: float) -> None:
     """Raise MeshError (one line, coarse_mesh_refusal) where `mesh` is far too coarse for
     the case at `frequency_hz`, unless the case sets mesh.allow_coarse. A mesh of several
     surfaces (`n_surfaces`, `surface(i)`: nested bodies) is checked surface by surface, each
     against the wavelengths it separates (surface_wavelengths)."""
-    from ..errors import MeshError  # noqa: PLC0415
-
-    if (case.get("mesh") or {}).get("allow_coarse"):
+    if case.mesh.allow_coarse:
         return
+    where = _named(case)
     count = int(getattr(mesh, "n_surfaces", 1) or 1)
     # surface i of the mesh is body i of the tree (a one-surface mesh: the outer body's)
-    surfaces = surface_wavelengths(case, medium, frequency_hz, where)[:count]
+    surfaces = surface_wavelengths(case, frequency_hz)[:count]
     for i, (path, geometry, waves) in enumerate(surfaces):
         part = mesh if count == 1 else mesh.surface(i)
-        source = (str(geometry.get("path")) if geometry.get("path")
-                  else f"the {geometry.get('kind', 'body')} mesh")
+        source = (str(geometry.path) if getattr(geometry, "path", None)
+                  else f"the {geometry.kind if geometry else 'body'} mesh")
         msg = coarse_mesh_refusal(
             float(part.edge_lengths.mean()), mesh_extent(part.vertices), waves, source=source,
             where=path if (where or count > 1) else "", geometry=geometry,
@@ -213,15 +181,14 @@ def check_mesh_resolution(mesh: SurfaceMesh, case: dict, medium: dict, frequency
 WARN_ELEMENTS_PER_WAVELENGTH = 5.0
 
 
-def interior_resolution_warnings(mesh, case: dict, medium: dict, frequency_hz: float,
-                                 where: str = "") -> list[str]:
+def interior_resolution_warnings(mesh, case, frequency_hz: float) -> list[str]:
     """Warnings where a surface's mean edge gives fewer than WARN_ELEMENTS_PER_WAVELENGTH
     elements per wavelength of a fluid it separates other than the water (a fluid body's
     interior, or the body that holds it; the solve driver warns on the water's)."""
+    where = _named(case)
     count = int(getattr(mesh, "n_surfaces", 1) or 1)
     out = []
-    for i, (path, _, waves) in enumerate(
-            surface_wavelengths(case, medium, frequency_hz, where)[:count]):
+    for i, (path, _, waves) in enumerate(surface_wavelengths(case, frequency_hz)[:count]):
         part = mesh if count == 1 else mesh.surface(i)
         edge = float(part.edge_lengths.mean())
         for what, wavelength in waves.items():

@@ -22,8 +22,6 @@ import math
 from dataclasses import dataclass
 
 from ..defaults import MESH as MESH_DEFAULTS
-from ..errors import ConfigError
-from .params import positive_number
 
 # Share of the volume tolerance the geometry sizing aims at: the sag model overestimates
 # the loss (0.5-0.9 of the target came out on spheres, spheroids and the submarine).
@@ -66,34 +64,13 @@ def sag_size(sag: float, mean_curvature: float) -> float:
     return math.sqrt(8.0 * sag / mean_curvature)
 
 
-def _frequencies(case: dict) -> list[float]:
-    freqs = case.get("frequencies_hz")
-    if not freqs:
-        raise ConfigError(f"frequencies_hz = {freqs!r}: needs at least one frequency")
-    return [positive_number(f"frequencies_hz[{i}]", f) for i, f in enumerate(freqs)]
-
-
-def _settings(case: dict) -> dict:
-    mesh = {**MESH_DEFAULTS, **(case.get("mesh") or {})}
-    if not isinstance(mesh["resolve_interior"], bool):
-        raise ConfigError(f"mesh.resolve_interior = {mesh['resolve_interior']!r}: must be true "
-                          "or false")
-    return mesh
-
-
-def surface_sound_speeds(case: dict, medium: dict) -> list[float]:
-    """The sound speed each surface of the case is sized for, in surface-id order (the bodies
-    of `bodies.body_tree`): the slower of the regions on its two sides where
-    `mesh.resolve_interior` (default), else the medium's."""
-    from .bodies import body_tree, fluid_sound_speed
-
-    c0 = positive_number("medium.sound_speed", medium.get("sound_speed"))
-    resolve = _settings(case)["resolve_interior"]
-    if not case.get("inside"):  # one body (the geometry need not be given here)
-        inside = fluid_sound_speed(case.get("boundary"), medium) if resolve else None
-        return [c0 if inside is None else min(c0, inside)]
-    bodies = body_tree(case, medium)
-    if not resolve:
+def surface_sound_speeds(case) -> list[float]:
+    """The sound speed each surface of a case (case.Case) is sized for, in surface-id order
+    (case.bodies): the slower of the regions on its two sides where `mesh.resolve_interior`
+    (default), else the medium's."""
+    c0 = case.medium.sound_speed
+    bodies = case.bodies
+    if not case.mesh.resolve_interior:
         return [c0] * len(bodies)
     out = []
     for body in bodies:
@@ -102,36 +79,28 @@ def surface_sound_speeds(case: dict, medium: dict) -> list[float]:
     return out
 
 
-def element_sizes(case: dict, medium: dict) -> list[float]:
+def element_sizes(case) -> list[float]:
     """h of each surface of the case (surface-id order) from the case's highest frequency,
     the surface's sound speed (`surface_sound_speeds`) and the `mesh` keys."""
-    mesh = _settings(case)
-    f_max = max(_frequencies(case))
-    epw = positive_number("mesh.elements_per_wavelength", mesh["elements_per_wavelength"])
-    cap = mesh["max_element_size"]
-    if cap is not None:
-        cap = positive_number("mesh.max_element_size", cap)
+    f_max = max(case.frequencies_hz)
+    epw = float(case.mesh.elements_per_wavelength)
+    cap = case.mesh.max_element_size
     out = []
-    for c in surface_sound_speeds(case, medium):
+    for c in surface_sound_speeds(case):
         h = c / (f_max * epw)
-        out.append(h if cap is None else min(h, cap))
+        out.append(h if cap is None else min(h, float(cap)))
     return out
 
 
-def element_size(case: dict, medium: dict, surface: int = 0) -> float:
+def element_size(case, surface: int = 0) -> float:
     """h of one surface of the case (0: the outer body; see `element_sizes`)."""
-    return element_sizes(case, medium)[surface]
+    return element_sizes(case)[surface]
 
 
-def mesh_options(case: dict, medium: dict, verbose: bool = False, surface: int = 0) -> MeshOptions:
-    mesh = _settings(case)
-    n = mesh["curvature_refinement"]
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ConfigError(f"mesh.curvature_refinement = {n!r}: must be an integer >= 0")
-    e = mesh["max_volume_error"]
-    if e is not None and not (positive_number("mesh.max_volume_error", e) < 1):
-        raise ConfigError(f"mesh.max_volume_error = {e!r}: must be < 1 (a fraction, 0.01 = 1%)")
-    return MeshOptions(h=element_size(case, medium, surface), curvature_refinement=n,
+def mesh_options(case, verbose: bool = False, surface: int = 0) -> MeshOptions:
+    e = case.mesh.max_volume_error
+    return MeshOptions(h=element_size(case, surface),
+                       curvature_refinement=case.mesh.curvature_refinement,
                        verbose=verbose, volume_error=None if e is None else float(e))
 
 
@@ -155,22 +124,14 @@ def frequency_bands(frequencies, ratio: float) -> list[list[int]]:
     return bands
 
 
-def sizing_frequencies(case: dict, medium: dict) -> list[float]:
+def sizing_frequencies(case) -> list[float]:
     """The frequency each of the case's frequencies is meshed for: itself, or lower where
     `mesh.max_element_size` makes h smaller than its wavelength would (then frequencies
     below that share one mesh)."""
-    mesh = _settings(case)
-    freqs = _frequencies(case)
-    if mesh["max_element_size"] is None:
+    freqs = list(case.frequencies_hz)
+    if case.mesh.max_element_size is None:
         return freqs
     # below the frequency where every surface's h reaches the cap, the mesh stays the same
-    cap = min(surface_sound_speeds(case, medium)) / (
-        positive_number("mesh.elements_per_wavelength", mesh["elements_per_wavelength"])
-        * positive_number("mesh.max_element_size", mesh["max_element_size"]))
+    cap = min(surface_sound_speeds(case)) / (float(case.mesh.elements_per_wavelength)
+                                             * float(case.mesh.max_element_size))
     return [max(f, cap) for f in freqs]
-
-
-def band_case(case: dict, band: list[int]) -> dict:
-    """The case restricted to the frequencies of one band (what its mesh is sized for)."""
-    freqs = case["frequencies_hz"]
-    return {**case, "frequencies_hz": [freqs[i] for i in band]}

@@ -11,21 +11,50 @@ geometry sizing is the chord-sag size of mean curvature 1 / r.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import numpy as np
 
 from ..surface import SurfaceMesh
 from .gmsh_model import generate_surface_mesh, gmsh_session, surface_from_model
-from .params import center, positive
+from .params import positive
+from .shape import Geometry
 from .sizing import MeshOptions, sag_size
 
 _AXES = np.array([(1, 0, 0), (0, 1, 0), (-1, 0, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)], float)
 
 
-def sphere(geometry: dict, options: MeshOptions) -> SurfaceMesh:
-    r = positive(geometry, "radius")
-    x0 = np.asarray(center(geometry), float)
+@dataclass(frozen=True, kw_only=True)
+class Sphere(Geometry):
+    """A sphere of `radius` about `center`."""
+
+    kind: ClassVar[str] = "sphere"
+    radius: float
+
+    def __post_init__(self):
+        super().__post_init__()
+        self._set("radius", positive("radius", self.radius))
+
+    def build(self, options: MeshOptions) -> SurfaceMesh:
+        return sphere(self.radius, self.center, options)
+
+    def area(self) -> float:
+        return 4.0 * math.pi * self.radius**2
+
+    def volume_and_curvature(self) -> tuple[float, float]:
+        return 4.0 / 3.0 * math.pi * self.radius**3, 4.0 * math.pi * self.radius
+
+    def curvature_features(self) -> list[dict]:
+        top = [c + d for c, d in zip(self.center, (0.0, 0.0, self.radius))]
+        return [{"name": "sphere", "point": top, "radius": self.radius}]
+
+    def bounding_box(self) -> tuple[list[float], list[float]]:
+        return ([c - self.radius for c in self.center], [c + self.radius for c in self.center])
+
+
+def sphere(r: float, center, options: MeshOptions) -> SurfaceMesh:
+    x0 = np.asarray(center, float)
     n = options.curvature_refinement
     if n:
         h = max(min(options.h, 2 * math.pi * r / n), options.h * options.min_size_factor)

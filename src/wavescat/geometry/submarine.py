@@ -17,62 +17,95 @@ middle body, 7 m bow, 13 m stern, sail 13 m long and 3.5 m high.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
-from ..errors import ConfigError
+from ..errors import InputError
 from ..surface import SurfaceMesh
-from .params import center, positive
+from .gmsh_model import box_size_field, gmsh_session, mesh_occ_model, size_field
+from .params import positive
+from .shape import Geometry
 from .sizing import MeshOptions, sag_size
 
-DEFAULTS = {
-    "hull_length": 62.0,
-    "hull_diameter": 7.0,
-    "middle_body_length": 42.0,
-    "bow_length": 7.0,
-    "stern_shape": "cone",
-    "stern_tip_diameter": 0.6,
-    "sail_length": 13.0,
-    "sail_width": 2.0,
-    "sail_height": 3.5,
-    "sail_distance_from_bow": 14.0,
-    "sail_nose_length": 3.0,
-    "sail_tail_length": 3.0,
-    "sail_rudder_root_chord": 2.5,
-    "sail_rudder_tip_chord": 1.75,
-    "sail_rudder_span": 2.5,
-    "sail_rudder_thickness": 0.3,
-    "sail_rudder_height": 2.2,
-    "sail_rudder_distance_from_sail_leading_edge": 1.5,
-    "stern_rudder_root_chord": 4.0,
-    "stern_rudder_tip_chord": 2.5,
-    "stern_rudder_span": 3.5,
-    "stern_rudder_thickness": 0.4,
-    "stern_rudder_distance_from_stern": 1.0,
-}
-KEYS = set(DEFAULTS) | {"kind", "center"}
 
+@dataclass(frozen=True, kw_only=True)
+class Submarine(Geometry):
+    """The BeTSSi-like submarine (the module's text): its dimensions in metres, every one
+    with a default (a `{kind: submarine}` block is the BeTSSi size)."""
 
-def _params(geometry: dict) -> dict:
-    unknown = sorted(set(geometry) - KEYS)
-    if unknown:
-        raise ConfigError(f"geometry.{unknown[0]} = {geometry[unknown[0]]!r}: unknown submarine "
-                          f"key (known: {', '.join(sorted(DEFAULTS))})")
-    p = {}
-    for key, default in DEFAULTS.items():
-        if key == "stern_shape":
-            p[key] = geometry.get(key, default)
-            if p[key] not in ("cone", "ogive"):
-                raise ConfigError(f"geometry.stern_shape = {p[key]!r}: must be cone or ogive")
-        else:
-            p[key] = positive(geometry, key, default)
-    _check_fits(p)
-    return p
+    kind: ClassVar[str] = "submarine"
+    hull_length: float = 62.0
+    hull_diameter: float = 7.0
+    middle_body_length: float = 42.0
+    bow_length: float = 7.0
+    stern_shape: str = "cone"
+    stern_tip_diameter: float = 0.6
+    sail_length: float = 13.0
+    sail_width: float = 2.0
+    sail_height: float = 3.5
+    sail_distance_from_bow: float = 14.0
+    sail_nose_length: float = 3.0
+    sail_tail_length: float = 3.0
+    sail_rudder_root_chord: float = 2.5
+    sail_rudder_tip_chord: float = 1.75
+    sail_rudder_span: float = 2.5
+    sail_rudder_thickness: float = 0.3
+    sail_rudder_height: float = 2.2
+    sail_rudder_distance_from_sail_leading_edge: float = 1.5
+    stern_rudder_root_chord: float = 4.0
+    stern_rudder_tip_chord: float = 2.5
+    stern_rudder_span: float = 3.5
+    stern_rudder_thickness: float = 0.4
+    stern_rudder_distance_from_stern: float = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.stern_shape not in ("cone", "ogive"):
+            raise InputError(f"stern_shape = {self.stern_shape!r}: must be cone or ogive")
+        for key, value in self.dimensions().items():
+            if key != "stern_shape":
+                self._set(key, positive(key, value))
+        _check_fits(self.dimensions())
+
+    def dimensions(self) -> dict:
+        """Every parameter but `center` by name."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name != "center"}
+
+    def build(self, options: MeshOptions) -> SurfaceMesh:
+        with gmsh_session(options.verbose) as gmsh:
+            build_submarine(gmsh.model.occ, self)
+            return mesh_occ_model(gmsh, options, "submarine", _size_fields(self, options))
+
+    def area(self) -> float:
+        """The hull of revolution about 85% of its enclosing cylinder, plus sail and rudders
+        (about 15%)."""
+        return 1.15 * 0.85 * math.pi * self.hull_diameter * self.hull_length
+
+    def volume_and_curvature(self) -> tuple[float, float]:
+        """The hull's, as 85% of its enclosing cylinder's."""
+        r = self.hull_diameter / 2
+        return 0.85 * math.pi * r**2 * self.hull_length, 0.85 * math.pi * self.hull_length
+
+    def curvature_features(self) -> list[dict]:
+        return curvature_features(self)
+
+    def box_sides(self) -> list[float]:
+        """The sail about doubles the height."""
+        return [self.hull_diameter, 2 * self.hull_diameter, self.hull_length]
+
+    def hull_volume(self) -> float:
+        """Volume of the hull alone (bow, middle body, stern), exact for the given profile."""
+        return hull_volume(self.dimensions())
+
 
 
 def _check_fits(p: dict) -> None:
     def need(ok: bool, key: str, why: str):
         if not ok:
-            raise ConfigError(f"geometry.{key} = {p[key]!r}: {why}")
+            raise InputError(f"{key} = {p[key]!r}: {why}")
 
     R = p["hull_diameter"] / 2
     stern = p["hull_length"] - p["middle_body_length"] - p["bow_length"]
@@ -121,9 +154,8 @@ def _stern_radius(p: dict, s: float) -> float:
     return R - rho + math.sqrt(rho**2 - (Ls - s) ** 2)
 
 
-def hull_volume(geometry: dict) -> float:
-    """Volume of the hull alone (bow, middle body, stern), exact for the given profile."""
-    p = _params(geometry)
+def hull_volume(p: dict) -> float:
+    """Volume of the hull alone of the dimensions `p` (Submarine.dimensions)."""
     R, r_t = p["hull_diameter"] / 2, p["stern_tip_diameter"] / 2
     Ls = p["hull_length"] - p["middle_body_length"] - p["bow_length"]
     v = 2 / 3 * math.pi * p["bow_length"] * R**2 + math.pi * R**2 * p["middle_body_length"]
@@ -227,27 +259,27 @@ def _rudders(occ, p: dict) -> list[int]:
     return fins
 
 
-def build_submarine(occ, geometry: dict) -> int:
+def build_submarine(occ, sub: Submarine) -> int:
     """Add the fused submarine to the OCC model; return its volume tag."""
-    p = _params(geometry)
+    p = sub.dimensions()
     hull = _hull(occ, p)
     parts = [_sail(occ, p)] + _rudders(occ, p)
     out, _ = occ.fuse([(3, hull)], [(3, t) for t in parts])
     vols = [tag for dim, tag in out if dim == 3]
     if len(vols) != 1:
-        raise ConfigError(f"geometry: the submarine parts fuse into {len(vols)} bodies, not one; "
-                          "check that sail and rudders touch the hull")
-    x0 = center(geometry)
+        raise InputError(f"the submarine parts fuse into {len(vols)} bodies, not one; check "
+                         "that sail and rudders touch the hull")
+    x0 = sub.center
     occ.translate([(3, vols[0])], *x0)
     return vols[0]
 
 
-def curvature_features(geometry: dict) -> list[dict]:
+def curvature_features(sub: Submarine) -> list[dict]:
     """The tightly curved parts: name, a point on each, its smallest radius of curvature
     `radius`, and the box (lo, hi) where that curvature lasts: the sail's rounded leading
     edge and the stern hub (the hull is sized from its own radius)."""
-    p = _params(geometry)
-    x0 = center(geometry)
+    p = sub.dimensions()
+    x0 = sub.center
     R, half = p["hull_diameter"] / 2, p["sail_width"] / 2
     x_le = p["hull_length"] / 2 - p["sail_distance_from_bow"]
     x_end, r_t = -p["hull_length"] / 2, p["stern_tip_diameter"] / 2
@@ -268,19 +300,17 @@ def curvature_features(geometry: dict) -> list[dict]:
 FEATURE_ELEMENTS_PER_TURN = 12
 
 
-def _size_fields(geometry: dict, options: MeshOptions):
+def _size_fields(sub: Submarine, options: MeshOptions):
     """Hull: the chord-sag size of the parallel middle body (mean curvature 1 / (2 R)),
     everywhere; the sail's leading edge and the stern hub: FEATURE_ELEMENTS_PER_TURN elements per
     turn of their radius of curvature, graded to the hull size over a few radii."""
-    R = _params(geometry)["hull_diameter"] / 2
+    R = sub.hull_diameter / 2
 
     def sizes(gmsh, volume, area):
-        from .gmsh_model import box_size_field, size_field
-
         refine = options.geometry_refinement
         h_hull = min(options.h, refine * sag_size(options.sag(volume, area), 1 / (2 * R)))
         tags = [size_field(gmsh, f"{h_hull:.12f}")]
-        for f in curvature_features(geometry):
+        for f in curvature_features(sub):
             size = min(h_hull, min(refine, 1.0) * 2 * math.pi * f["radius"] / FEATURE_ELEMENTS_PER_TURN)
             tags.append(box_size_field(gmsh, f["lo"], f["hi"], size, h_hull,
                                        thickness=3 * f["radius"]))
@@ -289,11 +319,4 @@ def _size_fields(geometry: dict, options: MeshOptions):
     return sizes
 
 
-def submarine(geometry: dict, options: MeshOptions) -> SurfaceMesh:
-    # imported here: the config checks read DEFAULTS and need neither gmsh nor scipy
-    from .gmsh_model import gmsh_session, mesh_occ_model
-
-    _params(geometry)  # validate before starting gmsh
-    with gmsh_session(options.verbose) as gmsh:
-        build_submarine(gmsh.model.occ, geometry)
-        return mesh_occ_model(gmsh, options, "submarine", _size_fields(geometry, options))
+DEFAULTS = Submarine().dimensions()  # the BeTSSi-like size, by key

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import InputError
 
 
 def positive(name: str, value) -> float:
@@ -11,9 +11,9 @@ def positive(name: str, value) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{name} = {value!r}: must be a real number > 0") from None
+        raise InputError(f"{name} = {value!r}: must be a real number > 0") from None
     if not np.isfinite(x) or x <= 0:
-        raise ConfigError(f"{name} = {value!r}: must be a real number > 0")
+        raise InputError(f"{name} = {value!r}: must be a real number > 0")
     return x
 
 
@@ -26,9 +26,9 @@ def sound_speed_ratio(name: str, value) -> float | complex:
     try:
         z = complex(value)
     except (TypeError, ValueError):
-        raise ConfigError(message) from None
+        raise InputError(message) from None
     if not (np.isfinite(z.real) and np.isfinite(z.imag)) or z.real <= 0 or z.imag > 0:
-        raise ConfigError(message)
+        raise InputError(message)
     return z.real if z.imag == 0 else z
 
 
@@ -36,7 +36,7 @@ def vector3(name: str, value) -> np.ndarray:
     """A finite 3-vector."""
     v = np.asarray(value, dtype=np.float64)
     if v.shape != (3,) or not np.all(np.isfinite(v)):
-        raise ConfigError(f"{name} = {value!r}: must be three finite numbers")
+        raise InputError(f"{name} = {value!r}: must be three finite numbers")
     return v
 
 
@@ -45,7 +45,7 @@ def unit_vector(name: str, value) -> np.ndarray:
     v = vector3(name, value)
     norm = np.linalg.norm(v)
     if norm == 0:
-        raise ConfigError(f"{name} = {value!r}: must be a nonzero vector")
+        raise InputError(f"{name} = {value!r}: must be a nonzero vector")
     return v / norm
 
 
@@ -55,9 +55,9 @@ def points3(name: str, value) -> np.ndarray:
     if p.ndim == 1 and p.shape == (3,):
         p = p[None, :]
     if p.ndim != 2 or p.shape[1] != 3:
-        raise ConfigError(f"{name} must have shape (n, 3), got {p.shape}")
+        raise InputError(f"{name} must have shape (n, 3), got {p.shape}")
     if not np.all(np.isfinite(p)):
-        raise ConfigError(f"{name} contains non-finite values")
+        raise InputError(f"{name} contains non-finite values")
     return p
 
 
@@ -67,5 +67,5 @@ def unit_vectors(name: str, value) -> np.ndarray:
     norms = np.linalg.norm(p, axis=1)
     bad = np.flatnonzero(norms == 0)
     if bad.size:
-        raise ConfigError(f"{name}[{bad[0]}] = {p[bad[0]].tolist()}: must be a nonzero vector")
+        raise InputError(f"{name}[{bad[0]}] = {p[bad[0]].tolist()}: must be a nonzero vector")
     return p / norms[:, None]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ConfigError
+from ..errors import InputError
 from . import _validate
 
 
@@ -23,7 +23,7 @@ def loss_factor(absorption_db_per_wavelength) -> float:
     except (TypeError, ValueError):
         alpha = math.nan
     if not math.isfinite(alpha) or alpha < 0:
-        raise ConfigError(f"absorption_db_per_wavelength = {absorption_db_per_wavelength!r}: "
+        raise InputError(f"absorption_db_per_wavelength = {absorption_db_per_wavelength!r}: "
                           "must be a real number >= 0 (dB of amplitude lost per wavelength)")
     return alpha * math.log(10.0) / (40.0 * math.pi)
 

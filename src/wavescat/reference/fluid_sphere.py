@@ -26,31 +26,8 @@ import numpy as np
 from numpy.polynomial import legendre
 from scipy.special import spherical_jn, spherical_yn
 
-from .. import defaults
-from ..errors import ConfigError
+from ..errors import InputError
 from . import rigid_sphere as _series
-
-CONTRAST_KEYS = (("density_ratio", "density"), ("sound_speed_ratio", "sound_speed"))
-
-
-def fluid_contrasts(boundary: dict, medium: dict | None = None,
-                    where: str = "boundary") -> tuple[float, float]:
-    """(g, h) of a `boundary: {kind: fluid, ...}` block: each given either as a ratio or as
-    the body's absolute value, divided by the medium's (`medium`, else the defaults)."""
-    medium = {**defaults.MEDIUM, **(medium or {})}
-    out = []
-    for ratio, absolute in CONTRAST_KEYS:
-        given = [key for key in (ratio, absolute) if boundary.get(key) is not None]
-        if len(given) != 1:
-            what = "both are given" if given else "neither is given"
-            raise ConfigError(f"{where}.{ratio} / {where}.{absolute}: boundary kind 'fluid' "
-                              f"needs exactly one of them ({what})")
-        key = given[0]
-        value = _series._validate.positive(f"{where}.{key}", boundary[key])
-        if key == absolute:
-            value /= _series._validate.positive(f"medium.{absolute}", medium[absolute])
-        out.append(value)
-    return out[0], out[1]
 
 
 def _contrasts(density_ratio, sound_speed_ratio):
@@ -134,7 +111,7 @@ def interior_field(k, radius, incident_direction, points, center=(0.0, 0.0, 0.0)
     r = np.linalg.norm(offset, axis=1)
     outside = np.flatnonzero(r > a * (1.0 + 1e-9))
     if outside.size:
-        raise ConfigError(f"points[{outside[0]}] lies outside the sphere (distance "
+        raise InputError(f"points[{outside[0]}] lies outside the sphere (distance "
                           f"{r[outside[0]]:.6g} > radius {a:.6g}); the interior series holds "
                           "for r <= a")
     ka = k * a

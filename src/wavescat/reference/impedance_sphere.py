@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import spherical_jn, spherical_yn
 
-from ..errors import ConfigError
+from ..errors import InputError
 from . import rigid_sphere as _series
 
 
@@ -25,10 +25,10 @@ def admittance_value(admittance) -> complex:
     try:
         beta = complex(*admittance) if isinstance(admittance, (list, tuple)) else complex(admittance)
     except (TypeError, ValueError):
-        raise ConfigError(f"admittance = {admittance!r}: must be [re, im] or a complex "
+        raise InputError(f"admittance = {admittance!r}: must be [re, im] or a complex "
                           "number") from None
     if not np.isfinite(beta):
-        raise ConfigError(f"admittance = {admittance!r}: must be finite")
+        raise InputError(f"admittance = {admittance!r}: must be finite")
     return beta
 
 

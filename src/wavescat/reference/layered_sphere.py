@@ -74,9 +74,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import spherical_jn, spherical_yn
 
-from ..errors import ConfigError
+from ..errors import InputError
 from . import _validate
 from . import rigid_sphere as _series
+from .absorption import complex_sound_speed_ratio
 
 CORE_KINDS = ("rigid", "pressure_release")
 
@@ -111,73 +112,64 @@ def _structure(radii, layers, core):
     try:
         r = np.asarray(radii, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
-        raise ConfigError(f"radii = {radii!r}: must be a sequence of radii (m)") from None
+        raise InputError(f"radii = {radii!r}: must be a sequence of radii (m)") from None
     layers = list(layers or [])
     if len(r) != len(layers) + 1:
-        raise ConfigError(f"radii = {list(radii)!r}: needs len(layers) + 1 = {len(layers) + 1} "
+        raise InputError(f"radii = {list(radii)!r}: needs len(layers) + 1 = {len(layers) + 1} "
                           "values (the outer radius of each layer, then the core's radius)")
     if not np.all(np.isfinite(r)) or np.any(r <= 0) or np.any(np.diff(r) > 0):
-        raise ConfigError(f"radii = {r.tolist()!r}: must be finite, > 0 and non-increasing "
+        raise InputError(f"radii = {r.tolist()!r}: must be finite, > 0 and non-increasing "
                           "(outermost first)")
     checked = []
     for j, layer in enumerate(layers):
         try:
             g, h = layer
         except (TypeError, ValueError):
-            raise ConfigError(f"layers[{j}] = {layer!r}: must be a pair (density_ratio, "
+            raise InputError(f"layers[{j}] = {layer!r}: must be a pair (density_ratio, "
                               "sound_speed_ratio)") from None
         checked.append((_validate.positive(f"layers[{j}] density_ratio", g),
                         _validate.sound_speed_ratio(f"layers[{j}] sound_speed_ratio", h)))
     if isinstance(core, str):
         if core not in CORE_KINDS:
-            raise ConfigError(f"core = {core!r}: must be 'rigid', 'pressure_release' or a "
+            raise InputError(f"core = {core!r}: must be 'rigid', 'pressure_release' or a "
                               "fluid (density_ratio, sound_speed_ratio)")
     else:
         try:
             g, h = core
         except (TypeError, ValueError):
-            raise ConfigError(f"core = {core!r}: must be 'rigid', 'pressure_release' or a "
+            raise InputError(f"core = {core!r}: must be 'rigid', 'pressure_release' or a "
                               "fluid (density_ratio, sound_speed_ratio)") from None
         core = (_validate.positive("core density_ratio", g),
                 _validate.sound_speed_ratio("core sound_speed_ratio", h))
     return r, checked, core
 
 
-def layers_from_boundaries(boundaries, medium: dict | None = None,
-                           where=None) -> tuple[list, object]:
-    """(layers, core) of a chain of nested `boundary:` blocks, outermost first (a case's
-    boundary, then its `inside` body's, ...): every block but the last must be `fluid` (a
-    layer); the last is the core (`fluid`, `rigid` or `pressure_release`). Contrasts are
-    ratios or absolute values over `medium` (fluid_sphere.fluid_contrasts), always relative
-    to the medium; `absorption_db_per_wavelength` makes h complex. `where`: the blocks'
-    config paths for messages (default boundaries[i])."""
-    from .absorption import complex_sound_speed_ratio  # noqa: PLC0415
-    from .fluid_sphere import fluid_contrasts  # noqa: PLC0415
-
+def layers_from_boundaries(boundaries, where=None) -> tuple[list, object]:
+    """(layers, core) of the boundary conditions (bem.formulations.Boundary) of concentric
+    spheres, outermost first (a case's body, then the body inside it, ...): every one but
+    the last must be `fluid` (a layer); the last is the core (`fluid`, `rigid` or
+    `pressure_release`). Contrasts are relative to the medium; an absorption makes h
+    complex. `where`: the bodies' names for messages (default boundaries[i])."""
     boundaries = list(boundaries)
     if not boundaries:
-        raise ConfigError("layers_from_boundaries: needs at least one boundary block")
+        raise InputError("layers_from_boundaries: needs at least one boundary")
     names = list(where) if where is not None else [f"boundaries[{i}]"
                                                    for i in range(len(boundaries))]
     out = []
-    for i, (block, name) in enumerate(zip(boundaries, names)):
-        kind = (block or {}).get("kind", "rigid")
+    for i, (boundary, name) in enumerate(zip(boundaries, names)):
+        kind = boundary.kind
         last = i == len(boundaries) - 1
         if kind in CORE_KINDS and last:
             out.append(kind)
             continue
         if kind != "fluid":
             allowed = "fluid, rigid or pressure_release" if last else "fluid (it has bodies inside)"
-            raise ConfigError(f"{name}.kind = {kind!r}: no concentric-sphere series for it; "
-                              f"must be {allowed}")
-        g, h = fluid_contrasts(block, medium, name)
-        alpha = block.get("absorption_db_per_wavelength") or 0.0
-        if alpha:
-            try:
-                h = complex_sound_speed_ratio(h, alpha)
-            except ConfigError as error:
-                raise ConfigError(f"{name}.{error}") from None
-        out.append((g, h))
+            raise InputError(f"{name}.kind = {kind!r}: no concentric-sphere series for it; "
+                             f"must be {allowed}")
+        h = boundary.sound_speed_ratio
+        if boundary.absorption_db_per_wavelength:
+            h = complex_sound_speed_ratio(h, boundary.absorption_db_per_wavelength)
+        out.append((boundary.density_ratio, h))
     return out[:-1], out[-1]
 
 
@@ -255,7 +247,7 @@ def _cross_ratio(x, z, col_x: int = 0, col_z: int = 1):
     if not good.all():
         first_bad = int(np.argmin(good))
         if first_bad == 0:  # not even l = 0 representable (|Im w| beyond ~575)
-            raise ConfigError("layered sphere series: spherical Bessel functions of order 0 "
+            raise InputError("layered sphere series: spherical Bessel functions of order 0 "
                               "overflow (a layer's absorption times size is too large)")
         with np.errstate(all="ignore"):
             factors = ((x["rj"][first_bad:, col_x] * z["ry"][first_bad:, col_z])

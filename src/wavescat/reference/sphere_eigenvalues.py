@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import spherical_jn, spherical_yn
 
-from ..errors import ConfigError
+from ..errors import InputError
 from . import _validate
 
 OPERATORS = ("single_layer", "double_layer", "adjoint_double_layer", "hypersingular")
@@ -32,10 +32,10 @@ OPERATORS = ("single_layer", "double_layer", "adjoint_double_layer", "hypersingu
 def _degrees(l):
     arr = np.asarray(l)
     if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(arr == np.round(arr))):
-        raise ConfigError(f"l = {l!r}: must be an integer >= 0")
+        raise InputError(f"l = {l!r}: must be an integer >= 0")
     arr = arr.astype(np.int64)
     if np.any(arr < 0):
-        raise ConfigError(f"l = {l!r}: must be an integer >= 0")
+        raise InputError(f"l = {l!r}: must be an integer >= 0")
     return arr
 
 
@@ -76,9 +76,9 @@ def helmholtz_eigenvalues(l, k, radius=1.0) -> dict:
     try:
         k = complex(k)
     except (TypeError, ValueError):
-        raise ConfigError(f"k = {k!r}: must be a number") from None
+        raise InputError(f"k = {k!r}: must be a number") from None
     if not np.isfinite(k):
-        raise ConfigError(f"k = {k!r}: must be finite")
+        raise InputError(f"k = {k!r}: must be finite")
     if k == 0:
         lap = laplace_eigenvalues(deg, a)
         values = {name: np.asarray(v, dtype=np.complex128) for name, v in lap.items()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import sph_harm_y
 
-from ..errors import ConfigError
+from ..errors import InputError
 from . import _validate
 
 
@@ -18,9 +18,9 @@ def spherical_harmonic_real(l: int, m: int, points) -> np.ndarray:
     On a sphere of radius a, Y_lm / a is orthonormal in L2 of the surface.
     """
     if int(l) != l or l < 0:
-        raise ConfigError(f"l = {l!r}: must be an integer >= 0")
+        raise InputError(f"l = {l!r}: must be an integer >= 0")
     if int(m) != m or abs(m) > l:
-        raise ConfigError(f"m = {m!r}: must be an integer with |m| <= l = {l}")
+        raise InputError(f"m = {m!r}: must be an integer with |m| <= l = {l}")
     l, m = int(l), int(m)
     xhat = _validate.unit_vectors("points", points)
     theta = np.arccos(np.clip(xhat[:, 2], -1.0, 1.0))

@@ -1,5 +1,6 @@
 """One case at one frequency: assemble the operators of the case's formulation
-(bem/formulations.py) -> GMRES for every incidence direction -> far field at the receivers.
+(bem/formulations/) and its system (`assemble_system`, which the benchmarks build theirs
+with too) -> GMRES for every incidence direction -> far field at the receivers.
 Holds numerics only; files are in solve/records.py.
 """
 from __future__ import annotations
@@ -11,77 +12,46 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import defaults, farfield
+from .. import farfield
 from ..backend import get_backend
-from ..errors import ConfigError, SolverError
+from ..bem.assembly import operators
+from ..bem.assembly.hmatrix import assemble_hmatrix
+from ..bem.assembly.hmatrix.distributed import assemble_distributed
+from ..bem.formulations import formulation_for_case, sub_space
+from ..bem.linalg.gmres import gmres, krylov_batches
+from ..errors import InputError, SolverError
+from ..memory import available_bytes
 from . import parallel
-from .gmres import gmres
 
 log = logging.getLogger(__name__)
 
 MIN_ELEMENTS_PER_WAVELENGTH = 5.0
-# Batches of incidence directions: the Krylov bases take at most this share of the memory
-# available when the solve starts (the rest is the operator products' working space)...
-KRYLOV_MEMORY_SHARE = 0.5
-# ...and a batch is as wide as fits a basis of this many vectors per direction (OSRC
-# Burton-Miller converges in 15-20 iterations; more vectors are used where they fit, up to
-# the restart length), plus about this many vectors of working space per direction.
-KRYLOV_MIN_VECTORS = 32
-WORK_VECTORS = 12
-
-
-def solver_settings(solver: dict | None) -> dict:
-    """The solver block of a case with every default filled in (what the records store):
-    the schema's defaults, so a partial block solves as the workflow would solve it."""
-    out = defaults.case_defaults()["solver"]
-    for key, value in (solver or {}).items():
-        out[key] = {**out[key], **(value or {})} if isinstance(out.get(key), dict) else value
-    if out["operator_format"] not in ("auto", "dense", "hmatrix"):
-        raise ConfigError(f"solver.operator_format = {out['operator_format']!r}: "
-                          "must be one of auto, dense, hmatrix")
-    return out
-
-
-def operator_format_for(requested: str, n_dofs: int, dense_below: int, ranks: int = 1) -> str:
-    """The format `auto` resolves to: dense below `dense_below` DOFs, else H-matrices; on
-    several ranks H-matrices (their blocks are what the ranks share)."""
-    if ranks > 1 and requested == "dense":
-        raise ConfigError(f"solver.operator_format = 'dense' with {ranks} ranks: a solve over "
-                          "several ranks shares H-matrix blocks (use hmatrix or auto)")
-    if requested != "auto":
-        return requested
-    return "hmatrix" if n_dofs >= dense_below or ranks > 1 else "dense"
 
 
 def boundary_operator(name, space, k, *, operator_format, backend, precision, quadrature=None,
                       hmatrix_options=None, ranks=parallel.ONE):
     """The seam between formats: an object with `shape`, `dtype` and `op @ X` for (n, r)
-    arrays of the backend, for boundary operator `name` on `space` (trial = test); on
+    arrays of the backend, for boundary operator `name` on `space` (trial = test);
+    `hmatrix_options`: the keywords of assemble_hmatrix (HmatrixSettings.options). On
     several `ranks` this rank's share of an H-matrix whose products sum over the ranks."""
-    from ..bem import operators  # noqa: PLC0415
-    from ..bem.hmatrix import assemble_hmatrix  # noqa: PLC0415
-
     if operator_format == "dense":
         return operators.assemble(name, space, space, k, backend=backend, precision=precision,
                                   quadrature=quadrature)
     if operator_format == "hmatrix":
-        opts = {key: v for key, v in (hmatrix_options or {}).items() if key != "dense_below"}
         if ranks.size > 1:
-            from ..bem.hmatrix.distributed import assemble_distributed  # noqa: PLC0415
-
             return assemble_distributed(name, space, k, ranks, backend=backend,
-                                        precision=precision, quadrature=quadrature, **opts)
+                                        precision=precision, quadrature=quadrature,
+                                        **(hmatrix_options or {}))
         return assemble_hmatrix(name, space, space, k, backend=backend, precision=precision,
-                                quadrature=quadrature, **opts)
-    raise ConfigError(f"solver.operator_format = {operator_format!r}: must be dense or hmatrix")
+                                quadrature=quadrature, **(hmatrix_options or {}))
+    raise InputError(f"operator format = {operator_format!r}: must be dense or hmatrix")
 
 
-def assemble_operators(formulation, space, k, operator_format, **options) -> dict:
+def assemble_operators(formulation, space, k, operator_format, each=None, **options) -> dict:
     """{key: operator} of `formulation.operator_specs`: (name, wavenumber) on `space`, or
     (name, wavenumber, surfaces) on the P1 space of those surfaces of a union mesh (nested
-    bodies), each part's space made once."""
-    from ..bem.formulations import sub_space  # noqa: PLC0415
-
+    bodies), each part's space made once. `each(key, operator, seconds)`, where given, is
+    called as each operator is done (the benchmarks' per-operator lines)."""
     parts = {}
     out = {}
     for key, (name, kk, *surfaces) in formulation.operator_specs(k, operator_format).items():
@@ -90,32 +60,58 @@ def assemble_operators(formulation, space, k, operator_format, **options) -> dic
             if surfaces[0] not in parts:
                 parts[surfaces[0]] = sub_space(space, surfaces[0])[0]
             on = parts[surfaces[0]]
+        t0 = time.perf_counter()
         out[key] = boundary_operator(name, on, kk, operator_format=operator_format, **options)
+        if each is not None:
+            options["backend"].synchronize()
+            each(key, out[key], time.perf_counter() - t0)
     return out
 
 
-def krylov_batches(n_dofs: int, n_rhs: int, gmres: dict, available_bytes: int,
-                   itemsize: int = 16) -> tuple[int, int]:
-    """(directions per batch, Krylov basis bytes of a batch) for `n_rhs` right-hand sides of
-    `n_dofs` unknowns in `available_bytes` of memory: as few, equally wide batches as hold
-    a basis of KRYLOV_MIN_VECTORS vectors (fewer if the restart length is shorter) and the
-    working vectors of each direction in KRYLOV_MEMORY_SHARE of the memory. GMRES grows the
-    basis as it iterates and restarts early rather than exceed the bytes returned."""
-    vectors = min(gmres["restart"], gmres["maxiter"], KRYLOV_MIN_VECTORS) + 1
-    budget = KRYLOV_MEMORY_SHARE * available_bytes
-    per_rhs = itemsize * n_dofs * (vectors + WORK_VECTORS)
-    width = int(min(n_rhs, max(1, budget // per_rhs)))
-    width = -(-n_rhs // -(-n_rhs // width))  # the same width for every batch
-    basis = int(max(budget - itemsize * n_dofs * WORK_VECTORS * width,
-                    itemsize * n_dofs * 2 * width))  # at least two vectors: one step
-    return width, basis
+@dataclass
+class Assembled:
+    """A case's preconditioned system at one wavenumber (`assemble_system`)."""
+
+    formulation: object  # bem.formulations class instance
+    space: object  # the unknown's function space
+    operator_format: str  # dense or hmatrix (`auto` resolved)
+    operators: dict  # {key: operator} of formulation.operator_specs
+    system: object  # matvec, rhs, solution (bem/formulations/: burton_miller, transmission, nested)
+    backend: object  # backend.Backend
+    timings: dict  # seconds: assembly, preconditioner
 
 
-def available_memory(backend) -> int:
-    """Bytes free for the solve's arrays where the Krylov basis lives (GPU or host)."""
-    from ..resources import available_gpu_bytes, available_host_bytes  # noqa: PLC0415
-
-    return available_gpu_bytes(backend.xp) if backend.is_gpu else available_host_bytes()
+def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None,
+                    ranks=parallel.ONE) -> Assembled:
+    """The operators of the case's formulation on `mesh` at wavenumber k, in the case's
+    format, backend, precision and quadrature, and its preconditioned system: what
+    solve_frequency solves, and what the benchmarks time their sweeps on. `each`: see
+    assemble_operators; `hmatrix_options`: keywords of assemble_hmatrix over the case's
+    (a benchmark's working memory); `ranks`: the solve's processes (solve/parallel.py),
+    each of which calls this and keeps its share of the H-matrices."""
+    settings = case.solver
+    be = get_backend(settings.backend)
+    formulation = formulation_for_case(case)
+    space = formulation.space(mesh)
+    fmt = settings.format_for(space.n_dofs, ranks.size)
+    log.info("%d DOFs, %d elements, k = %.6g, %s on %s (%s)", space.n_dofs, mesh.n_triangles,
+             k, fmt, be.name, be.device_name)
+    timings = {}
+    t0 = time.perf_counter()
+    ops = assemble_operators(formulation, space, k, fmt, each=each, backend=be,
+                             precision=settings.precision, quadrature=settings.quadrature,
+                             hmatrix_options={**settings.hmatrix.options(),
+                                              **(hmatrix_options or {})}, ranks=ranks)
+    be.synchronize()
+    timings["assembly"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    # on several ranks the fluid preconditioner's choice from the least free memory of any
+    # rank, so that every rank takes the same path; the ranks share the OSRC Padé terms
+    free = None if ranks.size == 1 else ranks.min(available_bytes(be))
+    system = formulation.system(space, k, ops, settings, xp=be.xp, free_bytes=free,
+                                group=None if ranks.size == 1 else ranks)
+    timings["preconditioner"] = time.perf_counter() - t0
+    return Assembled(formulation, space, fmt, ops, system, be, timings)
 
 
 def elements_per_wavelength(mesh, k: float) -> float:
@@ -136,7 +132,7 @@ class FrequencyResult:
     iterations: np.ndarray
     residuals: np.ndarray
     timings: dict
-    settings: dict
+    settings: object  # the case's SolverSettings
     operator_format: str
     backend: dict
     formulation: object  # bem.formulations class instance: what the records say about it
@@ -149,28 +145,17 @@ class FrequencyResult:
     parallel: dict = field(default_factory=dict)  # ranks, reductions, per-rank times and memory
 
 
-def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float,
+def solve_frequency(case, mesh, frequency_hz: float,
                     ranks: parallel.Ranks | None = None) -> FrequencyResult:
-    """Solve case `case` (validated config dict) on `mesh` at `frequency_hz`, on `ranks`
-    (default: those `solver.ranks` asks for, solve/parallel.py); every rank calls it, and
-    rank 0's result holds the far field."""
-    from ..bem.formulations import formulation_for_case  # noqa: PLC0415
-
-    formulation = formulation_for_case(case, medium)
+    """Solve `case` (case.Case) on `mesh` at `frequency_hz`, on `ranks` (default: those
+    `solver.ranks` asks for, solve/parallel.py); every rank calls it, and rank 0's result
+    holds the far field."""
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
-        raise ConfigError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
-    c = float(medium.get("sound_speed", defaults.MEDIUM["sound_speed"]))
-    if not c > 0:
-        raise ConfigError(f"medium.sound_speed = {c!r}: must be positive")
-    k = 2 * math.pi * frequency_hz / c
-    settings = solver_settings(case.get("solver"))
-    ranks = ranks or parallel.start(settings["ranks"])  # before CuPy: binds a GPU per rank
-    be = get_backend(settings["backend"])
-    precision = settings["precision"]
-    incidence = farfield.incident_directions(case.get("incident", defaults.INCIDENT))
-    receivers = farfield.receiver_directions(case.get("receivers", defaults.RECEIVERS))
-    from ..bem.quadrature import QuadratureOrders  # noqa: PLC0415
-    quadrature = QuadratureOrders(**settings["quadrature"])
+        raise InputError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
+    c, k = case.medium.sound_speed, case.medium.wavenumber(frequency_hz)
+    settings = case.solver
+    ranks = ranks or parallel.start(settings.ranks)  # before CuPy: binds a GPU per rank
+    incidence, receivers = case.incidence, case.receivers
 
     warnings = []
     epw = elements_per_wavelength(mesh, k)
@@ -181,35 +166,21 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float,
         log.warning(msg)
         warnings.append(msg)
 
-    timings = {}
-    space = formulation.space(mesh)
-    fmt = operator_format_for(settings["operator_format"], space.n_dofs,
-                              settings["hmatrix"]["dense_below"], ranks.size)
-    log.info("%d DOFs, %d elements, k = %.6g, %.2f elements per wavelength, %s on %s (%s)",
-             space.n_dofs, mesh.n_triangles, k, epw, fmt, be.name, be.device_name)
-
+    log.info("%.2f elements per wavelength", epw)
+    assembled = assemble_system(case, mesh, k, ranks=ranks)
+    formulation, space, system, be = (assembled.formulation, assembled.space,
+                                      assembled.system, assembled.backend)
+    fmt, timings = assembled.operator_format, dict(assembled.timings)
     t0 = time.perf_counter()
-    ops = assemble_operators(formulation, space, k, fmt, backend=be, precision=precision,
-                             quadrature=quadrature, hmatrix_options=settings["hmatrix"],
-                             ranks=ranks)
-    be.synchronize()
-    timings["assembly"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    # on several ranks the fluid preconditioner's choice from the least free memory of any
-    # rank, so that every rank takes the same path
-    # and the ranks sharing the OSRC maps' Padé terms (bem/osrc.py)
-    agreed = {} if ranks.size == 1 else {"free_bytes": ranks.min(available_memory(be)),
-                                         "group": ranks}
-    system = formulation.system(space, k, ops, {**settings, **agreed}, xp=be.xp)
     rhs = formulation.rhs(system, space, k, incidence.directions)
-    timings["preconditioner"] = time.perf_counter() - t0
+    timings["preconditioner"] += time.perf_counter() - t0  # the data are its work too
 
     t0 = time.perf_counter()
-    gm = settings["gmres"]
+    gm = settings.gmres
     n_inc = len(incidence.directions)
     n_unknowns = formulation.n_unknowns(space)
-    batch, basis_bytes = krylov_batches(n_unknowns, n_inc, gm, ranks.min(available_memory(be)),
+    batch, basis_bytes = krylov_batches(n_unknowns, n_inc, min(gm.restart, gm.maxiter),
+                                        ranks.min(available_bytes(be)),
                                         np.dtype(rhs.dtype).itemsize)
     log.info("GMRES: %d incidence direction(s) in batches of %d (Krylov basis grown as "
              "needed, at most %.3g GiB)", n_inc, batch, basis_bytes / 2**30)
@@ -220,8 +191,8 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float,
     for start in range(0, n_inc, batch):
         cols = slice(start, min(start + batch, n_inc))
         try:
-            res = gmres(system.matvec, rhs[:, cols], xp=be.xp, tol=gm["tol"],
-                        restart=gm["restart"], maxiter=gm["maxiter"], basis_bytes=basis_bytes)
+            res = gmres(system.matvec, rhs[:, cols], xp=be.xp, tol=gm.tol,
+                        restart=gm.restart, maxiter=gm.maxiter, basis_bytes=basis_bytes)
         except SolverError as exc:
             raise SolverError(f"{exc} at {frequency_hz:g} Hz (incidence directions "
                               f"{start}..{cols.stop - 1})") from exc
@@ -250,4 +221,4 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float,
         formulation=formulation, dofs=space.n_dofs,
         elements=mesh.n_triangles, elements_per_wavelength=epw,
         mesh_fingerprint=mesh.fingerprint(), warnings=warnings, residual_history=history,
-        parallel=ranks.record(timings, ops, be))
+        parallel=ranks.record(timings, assembled.operators, be))

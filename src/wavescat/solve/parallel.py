@@ -3,13 +3,14 @@
 A case with `solver.ranks: N` is started by the workflow as N processes (`mpiexec -n N` on
 a workstation, `srun` on a SLURM cluster; workflow/rules/bem.smk). Every rank runs the same
 solve (solve/driver.py) with the same inputs, except for the operators: each rank assembles
-and keeps only its share of every H-matrix's blocks (bem/hmatrix/distributed.py), and a
-product with an operator is the sum over the ranks of their partial products (`Ranks.sum`,
+and keeps only its share of every H-matrix's blocks (bem/assembly/hmatrix/distributed.py), and
+a product with an operator is the sum over the ranks of their partial products (`Ranks.sum`,
 an allreduce). The OSRC preconditioner's Padé terms are shared out too (each rank factorises
-and solves its own, bem/osrc.py; an allreduce sums them). Everything else is replicated,
-identical on every rank, because it is cheap beside the operators: GMRES and its Krylov
-basis (each rank's GMRES sees the same reduced products, so every rank takes the same steps
-and no vector is sent besides the products). The far field is computed and the result written by rank 0 alone.
+and solves its own, bem/formulations/osrc.py; an allreduce sums them). Everything else is
+replicated, identical on every rank, because it is cheap beside the operators: GMRES and its
+Krylov basis (each rank's GMRES sees the same reduced products, so every rank takes the same
+steps and no vector is sent besides the products). The far field is computed and the result
+written by rank 0 alone.
 
 Decisions taken from the memory a rank finds free (Krylov batch widths, the fluid
 preconditioner's `auto`) use the least over the ranks (`Ranks.min`), so that all ranks take
@@ -33,6 +34,7 @@ import numba
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from ..bem.assembly.hmatrix.report import host_peak_bytes
 from ..errors import ConfigError, WavescatError
 
 log = logging.getLogger(__name__)
@@ -156,8 +158,6 @@ class Ranks:
     def record(self, timings: dict, operators: dict, backend) -> dict:
         """{ranks, reductions, per_rank: [{stage times, operator bytes, host peak bytes,
         device pool bytes}]} gathered from every rank (collective)."""
-        from ..bem.hmatrix.report import host_peak_bytes  # noqa: PLC0415
-
         mine = {"rank": self.rank, "timings_s": dict(timings), "threads": numba.get_num_threads(),
                 "cpus": len(os.sched_getaffinity(0)),
                 "blas_threads": max((i["num_threads"] for i in threadpool_info()

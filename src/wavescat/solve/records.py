@@ -5,7 +5,7 @@ reference_farfield.csv, in the same format) and summary.json.
 HDF5 layout (all angles in degrees, complex data as complex128):
   attrs: frequency_hz, wavenumber, sound_speed, formulation, space ("P1"), unknown (what
          surface_pressure holds), boundary (JSON: the case's boundary block,
-         bem/formulations.py), solver_settings
+         bem/formulations/), solver_settings
          (JSON), operator_format, mesh_fingerprint, dofs, elements, elements_per_wavelength,
          backend, device, precision, time_<stage>_s for assembly/preconditioner/solve/far_field,
          warnings (JSON list), parallel (JSON: MPI ranks, reductions, each rank's stage times
@@ -32,6 +32,7 @@ import csv
 import json
 from pathlib import Path
 
+import h5py
 import numpy as np
 
 from .. import __version__, farfield
@@ -45,8 +46,6 @@ STAGES = ("assembly", "preconditioner", "solve", "far_field")
 
 
 def write_solution(path, result, mesh, case_name: str = "") -> None:
-    import h5py
-
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
         a = f.attrs
         a["case"] = case_name
@@ -55,7 +54,7 @@ def write_solution(path, result, mesh, case_name: str = "") -> None:
         a["sound_speed"] = result.sound_speed
         for key, value in result.formulation.record().items():  # formulation, space, boundary
             a[key] = value
-        a["solver_settings"] = json.dumps(result.settings, sort_keys=True)
+        a["solver_settings"] = json.dumps(result.settings.as_dict(), sort_keys=True)
         a["operator_format"] = result.operator_format
         a["mesh_fingerprint"] = result.mesh_fingerprint
         a["dofs"], a["elements"] = result.dofs, result.elements
@@ -63,7 +62,7 @@ def write_solution(path, result, mesh, case_name: str = "") -> None:
         a["backend"] = result.backend["backend"]
         a["device"] = result.backend["device"]
         a["backend_reason"] = result.backend.get("reason", "")
-        a["precision"] = result.settings["precision"]
+        a["precision"] = result.settings.precision
         for stage in STAGES:
             a[f"time_{stage}_s"] = result.timings[stage]
         a["warnings"] = json.dumps(result.warnings)
@@ -92,8 +91,6 @@ def write_solution(path, result, mesh, case_name: str = "") -> None:
 
 def read_solution(path) -> dict:
     """Everything of one HDF5 solution file as plain NumPy arrays and Python values."""
-    import h5py
-
     path = Path(path)
     if not path.is_file():
         raise WavescatError(f"solution file {str(path)!r} does not exist")

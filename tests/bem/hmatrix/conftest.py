@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from wavescat.bem.hmatrix.clouds import point_cloud, space_cloud
+from wavescat.bem.assembly.hmatrix.clouds import point_cloud, space_cloud
 from wavescat.geometry.icosphere import icosphere
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from wavescat.bem.hmatrix.aca import aca_plus, aca_plus_batched, recompress
+from wavescat.bem.assembly.hmatrix.aca import aca_plus, aca_plus_batched, recompress
 
 
 def helmholtz_block(m, n, k=5.0, shift=3.0, seed=0):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from wavescat import backend
-from wavescat.bem.hmatrix import assemble_from_clouds
+from wavescat.bem.assembly.hmatrix import assemble_from_clouds
 from wavescat.errors import BackendError
 
 
@@ -23,7 +23,7 @@ def test_auto_falls_back_to_the_cpu_and_says_so(no_gpu, caplog):
 
 
 def test_gpu_without_one_is_a_clear_error(no_gpu):
-    with pytest.raises(BackendError, match=r"solver.backend = 'gpu' but no GPU is usable: CuPy sees no"):
+    with pytest.raises(BackendError, match=r"backend 'gpu' asked for, but no GPU is usable: CuPy sees no"):
         backend.get_backend("gpu")
 
 

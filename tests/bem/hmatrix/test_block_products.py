@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from wavescat.backend import get_backend
-from wavescat.bem.hmatrix import assemble_from_clouds
-from wavescat.bem.hmatrix import hmatrix as hm
+from wavescat.bem.assembly.hmatrix import assemble_from_clouds
+from wavescat.bem.assembly.hmatrix import hmatrix as hm
 
 
 @pytest.fixture(params=["emulated", pytest.param("gpu", marks=pytest.mark.gpu)])

@@ -1,12 +1,13 @@
-"""assemble_hmatrix against the dense Galerkin matrices of wavescat.bem.operators."""
+"""assemble_hmatrix against the dense Galerkin matrices of wavescat.bem.assembly.operators."""
 import numpy as np
 import pytest
 
-from wavescat.bem import operators, quadrature, spaces
-from wavescat.bem.hmatrix import assemble_hmatrix, batched_aca
-from wavescat.bem.hmatrix.clouds import space_cloud
-from wavescat.bem.hmatrix.galerkin import singular_correction
-from wavescat.bem.hmatrix.kernels import PairKernel
+from wavescat.bem.assembly import operators
+from wavescat.bem.assembly.hmatrix import assemble_hmatrix, batched_aca
+from wavescat.bem.assembly.hmatrix.clouds import space_cloud
+from wavescat.bem.assembly.hmatrix.galerkin import singular_correction
+from wavescat.bem.assembly.hmatrix.kernels import PairKernel
+from wavescat.bem.discretisation import quadrature, spaces
 from wavescat.geometry.icosphere import icosphere
 
 from .conftest import dense

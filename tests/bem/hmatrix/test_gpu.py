@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from wavescat.backend import get_backend
-from wavescat.bem.hmatrix import assemble_from_clouds
-from wavescat.bem.hmatrix.kernels import OPERATORS, PairKernel
+from wavescat.bem.assembly.hmatrix import assemble_from_clouds
+from wavescat.bem.assembly.hmatrix.kernels import OPERATORS, PairKernel
 from wavescat.errors import WavescatError
 
 pytestmark = pytest.mark.gpu
@@ -44,7 +44,7 @@ def test_single_precision_on_gpu(vertex_cloud):
 
 
 def test_too_little_device_memory_is_a_clear_error(vertex_cloud, monkeypatch):
-    from wavescat.bem.hmatrix import assembly
+    from wavescat.bem.assembly.hmatrix import assembly
 
     monkeypatch.setattr(assembly, "_device_free_bytes", lambda be, d: 1 << 20)
     with pytest.raises(WavescatError, match=r"needs about .* GiB .* available"):

@@ -4,8 +4,8 @@ import pytest
 import scipy.sparse.linalg as spla
 
 from wavescat.backend import get_backend
-from wavescat.bem.hmatrix import assemble_from_clouds
-from wavescat.bem.hmatrix.kernels import OPERATORS, PairKernel
+from wavescat.bem.assembly.hmatrix import assemble_from_clouds
+from wavescat.bem.assembly.hmatrix.kernels import OPERATORS, PairKernel
 from wavescat.errors import WavescatError
 
 from .conftest import dense, workflow_hmatrix
@@ -135,7 +135,7 @@ def test_each_device_gets_the_corrections_of_its_dense_blocks():
     """Several devices share the dense blocks level by level: each gets exactly the singular
     corrections that fall in its blocks, with the blocks numbered within its share, and
     together they get every correction once (one device gets them all, as they are)."""
-    from wavescat.bem.hmatrix.assembly import _part_correction, _share
+    from wavescat.bem.assembly.hmatrix.assembly import _part_correction, _share
 
     rng = np.random.default_rng(5)
     near = {"r0": np.arange(40) * 3, "level": np.repeat([3, 4], 20)}

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 from wavescat.backend import get_backend
-from wavescat.bem import quadrature, spaces
-from wavescat.bem.hmatrix.clouds import space_cloud
-from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
-from wavescat.bem.hmatrix.kernels import OPERATORS, PairKernel
+from wavescat.bem.assembly.hmatrix.clouds import space_cloud
+from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree
+from wavescat.bem.assembly.hmatrix.kernels import OPERATORS, PairKernel
+from wavescat.bem.discretisation import quadrature, spaces
 from wavescat.geometry.icosphere import icosphere
 
 from .conftest import dense
@@ -128,8 +128,8 @@ def test_cpu_singular_correction_is_the_per_entry_one(sphere_spaces, name):
     (the CPU's) equals the element spaces' per-entry sums (the GPU's), damped wavenumber."""
     import scipy.sparse as sp
 
-    from wavescat.bem import operators
-    from wavescat.bem.hmatrix.galerkin import _correction_by_entries, singular_correction
+    from wavescat.bem.assembly import operators
+    from wavescat.bem.assembly.hmatrix.galerkin import _correction_by_entries, singular_correction
 
     space, k, cpu = sphere_spaces["P1"], 3.0 + 0.5j, get_backend("cpu")
     ev = operators.EntryEvaluator(name, space, space, k, backend=cpu)

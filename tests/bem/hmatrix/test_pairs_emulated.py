@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from wavescat.backend import get_backend
-from wavescat.bem.hmatrix.kernels import OPERATORS, PairKernel
+from wavescat.bem.assembly.hmatrix.kernels import OPERATORS, PairKernel
 
 
 @pytest.mark.parametrize("precision", ["double", "single"])

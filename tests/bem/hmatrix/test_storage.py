@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from wavescat.backend import get_backend
-from wavescat.bem.hmatrix import assemble_from_clouds
-from wavescat.bem.hmatrix.assembly import stored_dtype
-from wavescat.bem.hmatrix.batched_aca import assemble_near
-from wavescat.bem.hmatrix.block_tree import build_block_tree
-from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
-from wavescat.bem.hmatrix.kernels import PairKernel
+from wavescat.bem.assembly.hmatrix import assemble_from_clouds
+from wavescat.bem.assembly.hmatrix.assembly import stored_dtype
+from wavescat.bem.assembly.hmatrix.batched_aca import assemble_near
+from wavescat.bem.assembly.hmatrix.block_tree import build_block_tree
+from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree
+from wavescat.bem.assembly.hmatrix.kernels import PairKernel
 from wavescat.errors import WavescatError
 
 U32 = 2.0 ** -24  # unit roundoff of float32: |fl(x) - x| <= U32 |x|
@@ -23,7 +23,7 @@ def test_stored_dtype_follows_the_setting_and_the_tolerance():
     assert stored_dtype(c8, "double", 1e-4) == c8  # never above the entries' precision
     # auto: single while its rounding stays far below the ACA tolerance
     assert stored_dtype(c16, "auto", 1e-4) == c8 and stored_dtype(c16, "auto", 1e-8) == c16
-    with pytest.raises(WavescatError, match="hmatrix.storage = 'half'"):
+    with pytest.raises(WavescatError, match="H-matrix storage = 'half'"):
         assemble_from_clouds("single_layer", 1.0, None, None, storage="half")
 
 

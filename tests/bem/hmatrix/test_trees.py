@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sparse
 
-from wavescat.bem.hmatrix.block_tree import box_distance, build_block_tree
-from wavescat.bem.hmatrix.cluster_tree import build_cluster_tree
-from wavescat.bem.hmatrix.clouds import space_cloud
+from wavescat.bem.assembly.hmatrix.block_tree import box_distance, build_block_tree
+from wavescat.bem.assembly.hmatrix.clouds import space_cloud
+from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree
 from wavescat.errors import WavescatError
 
 from .conftest import p0_space, p1_space

@@ -4,7 +4,7 @@ from math import factorial
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError
+from wavescat.errors import InputError
 from wavescat.timedomain.dg.reference import MAX_ORDER, reference_tetrahedron
 
 ORDERS = range(1, MAX_ORDER + 1)
@@ -66,5 +66,5 @@ def test_nodes_are_well_conditioned():
 
 @pytest.mark.parametrize("order", [0, 7, 2.5, "3"])
 def test_order_out_of_range(order):
-    with pytest.raises(ConfigError, match="order"):
+    with pytest.raises(InputError, match="order"):
         reference_tetrahedron(order)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError, MeshError
+from wavescat.errors import InputError, MeshError
 from wavescat.timedomain.dg import (BC_ABSORBING, BC_RIGID, BC_SCATTERER, AcousticsDG, TetMesh,
                                     box_tet_mesh, build_space)
 from wavescat.timedomain.dg.cavity import convergence_study
@@ -86,10 +86,10 @@ def test_mesh_without_volume_elements_is_an_error():
 
 @pytest.mark.parametrize("order", [0, 7])
 def test_order_out_of_range_is_an_error(order):
-    with pytest.raises(ConfigError, match=f"order N = {order}"):
+    with pytest.raises(InputError, match=f"order N = {order}"):
         build_space(box_tet_mesh(1), order)
 
 
 def test_bad_medium_is_an_error():
-    with pytest.raises(ConfigError, match="c = -1"):
+    with pytest.raises(InputError, match="c = -1"):
         AcousticsDG(build_space(box_tet_mesh(1), 1), "cpu", c=-1.0)

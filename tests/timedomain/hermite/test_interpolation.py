@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError
+from wavescat.errors import InputError
 from wavescat.timedomain.hermite.interpolation import (
     evaluate_scaled_derivatives, hermite_matrix_1d, interpolate_1d, interpolate_3d)
 
@@ -53,5 +53,5 @@ def test_tensor_interpolant_reproduces_tensor_polynomials(m):
 
 @pytest.mark.parametrize("m", [0, -1, 1.5, "2", True])
 def test_bad_degree_is_refused(m):
-    with pytest.raises(ConfigError, match="degree m"):
+    with pytest.raises(InputError, match="degree m"):
         hermite_matrix_1d(m)

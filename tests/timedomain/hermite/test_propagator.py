@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError
+from wavescat.errors import InputError
 from wavescat.timedomain.hermite import HermiteSolver, acoustics, advection, cpu, propagator
 from wavescat.timedomain.hermite.gpu_propagator import Tile, fit_tile, kernel_source, model
 from wavescat.timedomain.hermite.interpolation import hermite_matrix_1d
@@ -93,16 +93,16 @@ def test_tiles_shrink_to_fit_shared_memory():
     for m, size in ((1, 4), (3, 4), (3, 8), (4, 8)):
         t = fit_tile(m, size)
         assert t.shared_bytes(m, size) <= 48 * 1024 and t.threads % 32 == 0
-    with pytest.raises(ConfigError, match="shared memory"):
+    with pytest.raises(InputError, match="shared memory"):
         fit_tile(6, 8)
-    with pytest.raises(ConfigError, match="LANES"):
+    with pytest.raises(InputError, match="LANES"):
         fit_tile(1, 4, Tile(24, 4, 0))
 
 
 def test_tile_from_text():
     """bench_hermite.py --tiles: LANESxROWSxPLANES, the tile the kernel then gets."""
     assert fit_tile(1, 4, Tile.parse("16x4x12")) == Tile(16, 4, 12)
-    with pytest.raises(ConfigError, match="LANESxROWSxPLANES"):
+    with pytest.raises(InputError, match="LANESxROWSxPLANES"):
         Tile.parse("big")
 
 
@@ -129,7 +129,7 @@ def test_auto_form_is_the_propagator_where_it_applies():
 @pytest.mark.parametrize("system, q, match", [(acoustics(), None, "single advected field"),
                                               (advection(), 8, r"q = 8 .*q >= 3\(2m\+1\) = 9")])
 def test_propagator_is_refused_where_it_is_not_the_method(system, q, match):
-    with pytest.raises(ConfigError, match=match):
+    with pytest.raises(InputError, match=match):
         HermiteSolver(system, 4, 1.0, 1, q=q, kernel="propagator")
 
 

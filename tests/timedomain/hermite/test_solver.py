@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from wavescat.errors import ConfigError
+from wavescat.errors import InputError
 from wavescat.timedomain.hermite import CFL_LIMIT, HermiteSolver, acoustics, advection
 from wavescat.timedomain.hermite.convergence import observed_orders, period_error
 
@@ -78,10 +78,10 @@ def test_acoustic_energy_is_bounded_at_the_stability_limit():
 
 
 def test_cfl_beyond_limit_is_refused_with_the_limit_named():
-    with pytest.raises(ConfigError, match=r"cfl = 1\.2.*stability limit.*1\.0"):
+    with pytest.raises(InputError, match=r"cfl = 1\.2.*stability limit.*1\.0"):
         HermiteSolver(advection(), 4, 1.0, 1, cfl=1.2)
     solver = HermiteSolver(acoustics(2.0, 1.0), 4, 1.0, 1, cfl=0.5)
-    with pytest.raises(ConfigError, match=r"CFL 2 beyond the stability limit 1\.0"):
+    with pytest.raises(InputError, match=r"CFL 2 beyond the stability limit 1\.0"):
         solver.set_time_step(0.25)  # c dt / h = 2 * 0.25 / 0.25
 
 
@@ -92,14 +92,14 @@ def test_cfl_beyond_limit_is_refused_with_the_limit_named():
                                            ({"cells": 1}, "cells")])
 def test_bad_input_is_refused(kwargs, match):
     args = {"cells": 4, "lengths": 1.0, "m": 1} | kwargs
-    with pytest.raises(ConfigError, match=match):
+    with pytest.raises(InputError, match=match):
         HermiteSolver(advection(), args.pop("cells"), args.pop("lengths"), args.pop("m"), **args)
 
 
 def test_bad_physics_is_refused():
-    with pytest.raises(ConfigError, match="sound_speed"):
+    with pytest.raises(InputError, match="sound_speed"):
         acoustics(-1.0, 1.0)
-    with pytest.raises(ConfigError, match="velocity"):
+    with pytest.raises(InputError, match="velocity"):
         advection((1.0, 2.0))
 
 
@@ -140,5 +140,5 @@ def test_walls_agree_with_periodic_grid_for_a_mode_symmetric_about_them():
 
 
 def test_wall_for_advection_is_refused():
-    with pytest.raises(ConfigError, match="boundary = 'wall'.*only periodic"):
+    with pytest.raises(InputError, match="boundary = 'wall'.*only periodic"):
         HermiteSolver(advection(), 4, 1.0, 1, boundary="wall")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ConfigError, MeshError
+from ...errors import InputError, MeshError
 from ...geometry.gmsh_model import gmsh_session
 from .mesh import TetMesh, signed_volumes
 
@@ -44,7 +44,7 @@ def _size_options(gmsh, h_max: float) -> None:
 def box_volume_mesh(h: float, lower=(0.0, 0.0, 0.0), upper=(1.0, 1.0, 1.0)) -> TetMesh:
     """Unstructured tetrahedral mesh of an axis-aligned box with element size h."""
     if not h > 0:
-        raise ConfigError(f"mesh size h = {h!r}: must be positive")
+        raise InputError(f"mesh size h = {h!r}: must be positive")
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
     with gmsh_session() as gmsh:
         gmsh.model.occ.addBox(*lower, *(upper - lower))
@@ -60,12 +60,12 @@ def shell_volume_mesh(radius: float, outer_size: float, h_inner: float, h_outer:
     `outer_size` or a cube of half-width `outer_size`; element size grows linearly with
     the distance from the hole, from h_inner to h_outer."""
     if outer not in ("sphere", "box"):
-        raise ConfigError(f"outer boundary = {outer!r}: must be sphere or box")
+        raise InputError(f"outer boundary = {outer!r}: must be sphere or box")
     for name, value in (("radius", radius), ("h_inner", h_inner), ("h_outer", h_outer)):
         if not value > 0:
-            raise ConfigError(f"{name} = {value!r}: must be positive")
+            raise InputError(f"{name} = {value!r}: must be positive")
     if not outer_size > radius:
-        raise ConfigError(f"outer_size = {outer_size!r}: must exceed the hole radius {radius}")
+        raise InputError(f"outer_size = {outer_size!r}: must exceed the hole radius {radius}")
     c = np.asarray(center, float)
     with gmsh_session() as gmsh:
         occ = gmsh.model.occ

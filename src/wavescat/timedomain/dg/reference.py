@@ -13,7 +13,7 @@ from math import gamma
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import InputError
 
 MAX_ORDER = 6
 NODE_TOL = 1e-10
@@ -26,7 +26,7 @@ _ALPHA_OPT = (0.0, 0.0, 0.0, 0.1002, 1.1332, 1.5608, 1.3413, 1.2577, 1.1603, 1.1
 
 def check_order(order) -> int:
     if not isinstance(order, (int, np.integer)) or isinstance(order, bool) or not 1 <= order <= MAX_ORDER:
-        raise ConfigError(f"dg order N = {order!r}: must be an integer in 1..{MAX_ORDER}")
+        raise InputError(f"dg order N = {order!r}: must be an integer in 1..{MAX_ORDER}")
     return int(order)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import InputError
 from ...files import atomic_path
 from ...progress import progress
 from .mesh import TetMesh
@@ -40,14 +40,14 @@ class ScatteringSetup:
         self.direction = np.asarray(self.direction, float)
         nd = np.linalg.norm(self.direction)
         if not nd > 0:
-            raise ConfigError(f"incident direction = {self.direction.tolist()}: must be nonzero")
+            raise InputError(f"incident direction = {self.direction.tolist()}: must be nonzero")
         self.direction = self.direction / nd
         self.center = np.asarray(self.center, float)
         for name in ("radius", "k", "outer_size", "c", "rho"):
             if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} = {getattr(self, name)!r}: must be positive")
+                raise InputError(f"{name} = {getattr(self, name)!r}: must be positive")
         if self.sponge_start is not None and not self.radius < self.sponge_start < self.outer_size:
-            raise ConfigError(f"sponge_start = {self.sponge_start!r}: must lie between the radius "
+            raise InputError(f"sponge_start = {self.sponge_start!r}: must lie between the radius "
                               f"{self.radius} and outer_size {self.outer_size}")
 
     @property
@@ -164,10 +164,10 @@ def read_probes(path) -> np.ndarray:
         reader = csv.DictReader(fh)
         missing = {"x", "y", "z"} - set(reader.fieldnames or ())
         if missing:
-            raise ConfigError(f"probes file {path}: missing columns {sorted(missing)} (need x,y,z)")
+            raise InputError(f"probes file {path}: missing columns {sorted(missing)} (need x,y,z)")
         pts = np.array([[float(r["x"]), float(r["y"]), float(r["z"])] for r in reader])
     if pts.size == 0:
-        raise ConfigError(f"probes file {path}: no probe points")
+        raise InputError(f"probes file {path}: no probe points")
     return pts
 
 

@@ -12,8 +12,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ...backend import Backend, get_backend, real_dtype
-from ...errors import ConfigError
+from ...errors import InputError
 from ...progress import progress
+from .cpu_kernels import CpuKernels
+from .gpu_kernels import GpuKernels
 from .space import DGSpace
 
 # Carpenter & Kennedy (1994), 5-stage 4th-order 2N-storage Runge-Kutta
@@ -62,7 +64,7 @@ class AcousticsDG:
                  boundary_velocity: Callable[[float], Any] | None = None, **gpu_tuning):
         for name, value in (("rho", rho), ("c", c)):
             if not (np.isfinite(value) and value > 0):
-                raise ConfigError(f"medium {name} = {value!r}: must be positive")
+                raise InputError(f"medium {name} = {value!r}: must be positive")
         self.space = space
         self.backend = backend if isinstance(backend, Backend) else get_backend(backend)
         self.dtype = real_dtype(precision)
@@ -75,10 +77,8 @@ class AcousticsDG:
             xp.asarray(space.vmap_m), xp.asarray(space.vmap_p), ref.face_mask,
             None if sigma is None else put(sigma), float(rho), float(c), float(upwind))
         if self.backend.is_gpu:
-            from .gpu_kernels import GpuKernels
             self.kernels = GpuKernels(self.ops, xp, **gpu_tuning)
         else:
-            from .cpu_kernels import CpuKernels
             self.kernels = CpuKernels(self.ops)
         self.boundary_velocity = boundary_velocity
         shape = (4, space.n_elements, ref.n_nodes)

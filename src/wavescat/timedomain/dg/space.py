@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...errors import ConfigError, MeshError
+from ...errors import InputError, MeshError
 from .mesh import FACE_VERTICES, TetMesh, face_connectivity
 from .reference import ReferenceTetrahedron, reference_tetrahedron
 
@@ -58,7 +58,7 @@ class DGSpace:
             elem[start:start + chunk], best[start:start + chunk] = e, worst[np.arange(len(pts)), e]
         outside = np.flatnonzero(best < -1e-9)
         if outside.size:
-            raise ConfigError(f"probe point {points[outside[0]].tolist()} is outside the DG mesh")
+            raise InputError(f"probe point {points[outside[0]].tolist()} is outside the DG mesh")
         lam = np.einsum("pij,pj->pi", inv_jm[elem], points - v[elem, 0])
         r, s, t = 2 * lam.T - 1
         return elem, self.ref.interpolation_matrix(r, s, t)
@@ -108,7 +108,7 @@ def build_space(mesh: TetMesh, order: int, boundary: BoundaryRule | int = BC_RIG
         codes = np.broadcast_to(np.asarray(boundary(centroids, normals[kb, fb]) if callable(boundary)
                                            else boundary, dtype=np.int64), (kb.size,))
         if not np.isin(codes, (BC_RIGID, BC_SCATTERER, BC_ABSORBING)).all():
-            raise ConfigError(f"boundary codes {np.unique(codes).tolist()}: must be rigid (0), "
+            raise InputError(f"boundary codes {np.unique(codes).tolist()}: must be rigid (0), "
                               "scatterer (1) or absorbing (2)")
         node_codes = np.repeat(codes, nfp)
         j = np.arange(kb.size * nfp)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import InputError
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def advection(velocity=(1.0, 1.0, 1.0)) -> LinearSystem:
     """u_t = a . grad u (the paper's test equation); the solution is u0(x + a t)."""
     a = np.asarray(velocity, dtype=float)
     if a.shape != (3,) or not np.all(np.isfinite(a)):
-        raise ConfigError(f"advection velocity = {velocity!r}: must be 3 finite numbers")
+        raise InputError(f"advection velocity = {velocity!r}: must be 3 finite numbers")
     return LinearSystem("advection", ("u",), a.reshape(3, 1, 1).copy())
 
 
@@ -48,7 +48,7 @@ def acoustics(sound_speed: float = 1.0, density: float = 1.0) -> LinearSystem:
     """Linear acoustics p_t + rho c^2 div v = 0, rho v_t + grad p = 0; fields (p, vx, vy, vz)."""
     for key, val in (("sound_speed", sound_speed), ("density", density)):
         if not np.isfinite(val) or val <= 0:
-            raise ConfigError(f"acoustics {key} = {val!r}: must be a positive number")
+            raise InputError(f"acoustics {key} = {val!r}: must be a positive number")
     a = np.zeros((3, 4, 4))
     for d in range(3):
         a[d, 0, 1 + d] = -density * sound_speed ** 2

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import InputError
 from . import gpu_cell, gpu_propagator, gpu_warp
 from .gpu_common import compile_module, interpolation_operator
 
@@ -293,12 +293,12 @@ def make_kernels(xp, m: int, q: int, system, dtype, form: str = "monolithic", *,
                 "monolithic-warp" if plane <= gpu_warp.MAX_VALUES else "monolithic-shared")
     if form == "monolithic-register":
         if cube > gpu_cell.MAX_VALUES:
-            raise ConfigError(f"hermite kernel = {form!r}: a cell of {cube} values does not fit in "
+            raise InputError(f"hermite kernel = {form!r}: a cell of {cube} values does not fit in "
                               f"registers (at most {gpu_cell.MAX_VALUES}); use monolithic-shared")
         return gpu_cell.CellKernel(xp, m, q, system, dtype)
     if form == "monolithic-warp":
         if plane > gpu_warp.MAX_VALUES:
-            raise ConfigError(f"hermite kernel = {form!r}: a plane of {plane} values does not fit in "
+            raise InputError(f"hermite kernel = {form!r}: a plane of {plane} values does not fit in "
                               f"a lane's registers (at most {gpu_warp.MAX_VALUES}); use monolithic-shared")
         return gpu_warp.WarpKernel(xp, m, q, system, dtype)
     return HermiteKernels(xp, m, q, system, dtype, "two-kernel" if form == "two-kernel" else "monolithic",

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import InputError
 from . import propagator
 from .gpu_common import compile_module
 
@@ -68,7 +68,7 @@ class Tile:
         try:
             lanes, rows, planes = (int(x) for x in text.lower().split("x"))
         except ValueError:
-            raise ConfigError(f"propagator tile {text!r}: expected LANESxROWSxPLANES, e.g. 32x8x0") from None
+            raise InputError(f"propagator tile {text!r}: expected LANESxROWSxPLANES, e.g. 32x8x0") from None
         return cls(lanes, rows, planes)
 
 
@@ -78,14 +78,14 @@ def fit_tile(m: int, itemsize: int, tile: Tile | None = None) -> Tile:
     tile = tile or Tile()
     if tile.lanes not in LANE_CHOICES or tile.rows < 2 or tile.threads % 32 or tile.threads > 1024 \
             or tile.planes < 0:
-        raise ConfigError(f"propagator tile {tile}: LANES in {LANE_CHOICES}, ROWS >= 2, LANES x ROWS a "
+        raise InputError(f"propagator tile {tile}: LANES in {LANE_CHOICES}, ROWS >= 2, LANES x ROWS a "
                           "multiple of 32 up to 1024, planes >= 0")
     candidates = [replace(tile, rows=r) for r in range(tile.rows, 1, -1)]
     candidates += [replace(tile, lanes=16, rows=2), replace(tile, lanes=8, rows=4)]  # 32 threads
     for t in candidates:
         if t.threads % 32 == 0 and t.shared_bytes(m, itemsize) <= SHARED_LIMIT:
             return t
-    raise ConfigError(f"hermite kernel = 'propagator': m = {m} needs {(m + 1) ** 3 * itemsize} bytes of "
+    raise InputError(f"hermite kernel = 'propagator': m = {m} needs {(m + 1) ** 3 * itemsize} bytes of "
                       f"shared memory per thread, too many for {SHARED_LIMIT // 1024} KiB blocks")
 
 

@@ -16,12 +16,12 @@ from math import comb
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import InputError
 
 
 def check_degree(m) -> int:
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
-        raise ConfigError(f"hermite degree m = {m!r}: must be an integer >= 1")
+        raise InputError(f"hermite degree m = {m!r}: must be an integer >= 1")
     return int(m)
 
 

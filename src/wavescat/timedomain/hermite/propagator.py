@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import InputError
 from .interpolation import evaluate_scaled_derivatives, hermite_matrix_1d
 
 
@@ -36,7 +36,7 @@ def unavailable_reason(system, m: int, q: int) -> str | None:
 def require(system, m: int, q: int) -> None:
     reason = unavailable_reason(system, m, q)
     if reason is not None:
-        raise ConfigError(f"hermite kernel = 'propagator': {reason}; use a recursion form "
+        raise InputError(f"hermite kernel = 'propagator': {reason}; use a recursion form "
                           "(monolithic, two-kernel)")
 
 

@@ -16,11 +16,11 @@ import math
 import numpy as np
 
 from ...backend import get_backend, real_dtype
-from ...errors import ConfigError
+from ...errors import InputError
 from ...progress import progress
 from . import cpu, propagator
 from .equations import LinearSystem
-from .gpu import FORMS
+from .gpu import FORMS, make_kernels
 from .gpu_propagator import Tile, fit_tile
 from .interpolation import check_degree, hermite_matrix_1d
 
@@ -47,7 +47,7 @@ class HermiteSolver:
     the Taylor series is a translation and the half step three 1D operators (propagator.py;
     on the GPU gpu_propagator.py: 10-18x fewer FLOPs than the recursion at m = 1..3, and
     memory-bound). Everywhere else it takes "monolithic", the fastest recursion kernel that
-    fits (gpu.py). "propagator" where it does not apply is a ConfigError. On the CPU the
+    fits (gpu.py). "propagator" where it does not apply is a InputError. On the CPU the
     propagator runs in NumPy and every recursion form in the Numba kernel (cpu.py). The
     chosen form is `self.kernel`. cells_per_block (the shared forms' cap) and tile (the
     propagator's) tune the GPU kernels; None: their defaults.
@@ -60,29 +60,29 @@ class HermiteSolver:
         self.m = check_degree(m)
         self.q = default_stages(self.m) if q is None else q
         if isinstance(self.q, bool) or not isinstance(self.q, (int, np.integer)) or self.q < 1:
-            raise ConfigError(f"hermite stages q = {q!r}: must be an integer >= 1")
+            raise InputError(f"hermite stages q = {q!r}: must be an integer >= 1")
         walls = tuple(np.broadcast_to(np.asarray(boundary, dtype=object), 3))
         if any(b not in BOUNDARIES for b in walls):
-            raise ConfigError(f"hermite boundary = {boundary!r}: each axis must be one of "
+            raise InputError(f"hermite boundary = {boundary!r}: each axis must be one of "
                               f"{', '.join(BOUNDARIES)}")
         self.walls = tuple(b == "wall" for b in walls)
         if any(self.walls) and system.wall_parity is None:
-            raise ConfigError(f"hermite boundary = {boundary!r}: the {system.name} equation has no "
+            raise InputError(f"hermite boundary = {boundary!r}: the {system.name} equation has no "
                               "rigid-wall condition; only periodic grids are supported for it")
         cells = tuple(int(c) for c in np.broadcast_to(cells, 3))
         if min(cells) < 2:
-            raise ConfigError(f"hermite cells = {cells}: need at least 2 cells per axis")
+            raise InputError(f"hermite cells = {cells}: need at least 2 cells per axis")
         self.cells = cells
         self.lengths = tuple(float(x) for x in np.broadcast_to(lengths, 3))
         if min(self.lengths) <= 0:
-            raise ConfigError(f"hermite lengths = {self.lengths}: must be positive")
+            raise InputError(f"hermite lengths = {self.lengths}: must be positive")
         self.h = tuple(L / n for L, n in zip(self.lengths, cells))
         self.system = system
         self.speeds = system.max_speeds()
         self.backend = get_backend(backend)
         self.dtype = real_dtype(precision)
         if kernel is not None and kernel not in FORMS:
-            raise ConfigError(f"hermite kernel = {kernel!r}: must be one of {', '.join(FORMS)}")
+            raise InputError(f"hermite kernel = {kernel!r}: must be one of {', '.join(FORMS)}")
         self.kernel = self._resolve_form(kernel)
         self.dt = self.max_dt(cfl)
         xp = self.backend.xp
@@ -93,7 +93,6 @@ class HermiteSolver:
         self._gpu = None
         self._params = None  # (dt, what the kernels take for it)
         if self.backend.is_gpu:
-            from .gpu import make_kernels
             self._gpu = make_kernels(xp, self.m, self.q, system, self.dtype, self.kernel,
                                      cells_per_block=cells_per_block, tile=tile)
 
@@ -103,7 +102,7 @@ class HermiteSolver:
             if usable and self.backend.is_gpu:
                 try:
                     fit_tile(self.m, np.dtype(self.dtype).itemsize, Tile())
-                except ConfigError:  # a degree too large for the kernel's shared memory
+                except InputError:  # a degree too large for the kernel's shared memory
                     usable = False
             return "propagator" if usable else "monolithic"
         if kernel == "propagator":
@@ -116,7 +115,7 @@ class HermiteSolver:
 
     def max_dt(self, cfl: float) -> float:
         if not (0 < cfl <= CFL_LIMIT):
-            raise ConfigError(f"hermite cfl = {cfl!r}: must be in (0, {CFL_LIMIT}] (stability limit "
+            raise InputError(f"hermite cfl = {cfl!r}: must be in (0, {CFL_LIMIT}] (stability limit "
                               f"max_d speed_d*dt/h_d <= {CFL_LIMIT}: a half step must not carry a "
                               "wave from a cell face to its centre)")
         return cfl / max(s / h for s, h in zip(self.speeds, self.h))
@@ -124,7 +123,7 @@ class HermiteSolver:
     def set_time_step(self, dt: float) -> None:
         c = self.cfl_number(dt)
         if not (dt > 0) or c > CFL_LIMIT * (1 + 1e-12):
-            raise ConfigError(f"hermite dt = {dt!r} gives CFL {c:.4g} beyond the stability limit "
+            raise InputError(f"hermite dt = {dt!r} gives CFL {c:.4g} beyond the stability limit "
                               f"{CFL_LIMIT} (max_d speed_d*dt/h_d)")
         self.dt = float(dt)
 
@@ -200,7 +199,7 @@ class HermiteSolver:
     def set_state(self, data: np.ndarray) -> None:
         data = np.asarray(data)
         if data.shape != self.state.shape:
-            raise ConfigError(f"hermite state shape {data.shape}: expected {self.state.shape}")
+            raise InputError(f"hermite state shape {data.shape}: expected {self.state.shape}")
         self.state[...] = self.backend.xp.asarray(data, dtype=self.dtype)
 
     def get_state(self) -> np.ndarray:

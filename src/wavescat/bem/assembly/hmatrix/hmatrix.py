@@ -1,0 +1,258 @@
+"""The H-matrix object: dense and low-rank block stacks on one or more devices, and its
+product with a vector or a block of vectors (batched GEMM over each stack, the results added
+into place by one sparse-dense product per stack), so that r right-hand sides read the
+stored blocks once, not r times.
+
+The blocks may be stored in a lower precision than the matrix's `dtype` (complex64 blocks
+of a complex128 operator: `solver.hmatrix.storage`); products are then formed in `dtype`,
+each chunk of blocks cast up as it is multiplied, so every sum is a double one.
+
+`HMatrix.matvec(x)` takes and returns NumPy arrays (n,) or (n, r) in the original dof
+numbering (CuPy arrays stay on the device); the permutation, the transfers and the
+per-device partial products stay inside.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ....backend import to_host
+from .batched_aca import BlockGroup
+from .block_products import BlockProducts
+
+_CHUNK_BYTES = 256 << 20  # gathered vectors per batched product of one stack of blocks
+# From this many columns on, a GPU product of complex blocks reads the vectors in place
+# (block_products.py) instead of gathering them per block (bench/README.md).
+WIDE_COLUMNS = 16
+
+
+def scatter_matrix(xp, idx, keep, n_rows, dtype):
+    """Sparse S (n_rows, idx.size) with S[idx[p], p] = 1 where keep[p]: `S @ vals` adds the
+    rows of vals (idx.size, r) into their places, one sparse-dense product for any width r
+    (repeated indices accumulate, dropped ones are padding)."""
+    idx, keep = to_host(idx).ravel(), to_host(keep).ravel()
+    cols = np.flatnonzero(keep)
+    host = sp.csr_matrix((np.ones(len(cols), dtype), (idx[cols], cols)), shape=(n_rows, len(idx)))
+    if xp is np:
+        return host
+    import cupyx.scipy.sparse as csp  # noqa: PLC0415 - only reached on the GPU backend
+
+    return csp.csr_matrix(host)
+
+
+def stack_product(xp, M, xs):
+    """M[b] @ xs[b] for a stack M (B, L, K) and vectors xs (B, K) or blocks of vectors
+    xs (B, K, r), in the vectors' precision: blocks stored in a lower one are cast up (the
+    caller passes a chunk of a stack, not the whole), so the sums are those of the vectors'
+    precision. Real blocks times complex vectors multiply the real and imaginary parts
+    together."""
+    vector = xs.ndim == 2
+    xs = xs[:, :, None] if vector else xs
+    if M.dtype.kind != "c" and xs.dtype.kind == "c":
+        r = xs.shape[2]
+        M = M.astype(np.result_type(M.dtype, xs.real.dtype), copy=False)
+        y = xp.matmul(M, xp.concatenate([xs.real, xs.imag], axis=2).astype(M.dtype))
+        y = y[:, :, :r] + 1j * y[:, :, r:]
+    else:
+        M = M.astype(np.result_type(M.dtype, xs.dtype), copy=False)
+        y = xp.matmul(M, xs.astype(M.dtype, copy=False))
+    return y[:, :, 0] if vector else y
+
+
+def transposed(g: BlockGroup, xp) -> BlockGroup:
+    """Group g of A as a group of A^T: rows and columns swapped."""
+    if g.D is not None:
+        return BlockGroup(g.c0, g.r0, g.n, g.m, D=xp.ascontiguousarray(xp.swapaxes(g.D, 1, 2)))
+    return BlockGroup(g.c0, g.r0, g.n, g.m, U=g.V, V=g.U, rank=g.rank)
+
+
+class DevicePart:
+    """The blocks one device holds and computes."""
+
+    def __init__(self, backend, device_id, dense, lowrank, shape):
+        self.backend, self.device_id = backend, device_id
+        self.dense = [g for g in dense if g is not None]
+        self.lowrank = lowrank
+        self.shape = shape
+
+    def _ctx(self):
+        return self.backend.device(self.device_id)
+
+    def matvec_permuted(self, x_perm, dtype):
+        """Partial product (this device's blocks) in the permuted numbering, on the host."""
+        with self._ctx():
+            return self.backend.asnumpy(self.apply(self.backend.xp.asarray(x_perm), dtype))
+
+    def apply(self, x, dtype):
+        """Partial product of a backend vector (n,) or block of vectors (n, r) (permuted
+        numbering), on the backend, every sum in `dtype`. Every block of a stack multiplies
+        all r vectors at once (batched GEMM instead of r GEMVs), in chunks of blocks that
+        bound the gathered copies of the vectors, and the copies of blocks stored in a lower
+        precision cast up to `dtype`, to `_CHUNK_BYTES`."""
+        xp = self.backend.xp
+        with self._ctx():
+            x = xp.asarray(x).astype(dtype, copy=False)
+            X = x[:, None] if x.ndim == 1 else x
+            r = X.shape[1]
+            blocks = self._complex_blocks_dtype() if self.backend.is_gpu and r >= WIDE_COLUMNS else None
+            if blocks is not None:
+                Y = self._apply_in_place(X, dtype, blocks)
+                return Y[:, 0] if x.ndim == 1 else Y
+            y = xp.zeros((self.shape[0], r), dtype=dtype)
+            item = np.dtype(dtype).itemsize
+            for g in self.dense + self.lowrank:
+                low = g.D is None
+                Lr, Lc = (g.U.shape[1], g.V.shape[1]) if low else g.D.shape[1:]
+                per_block = r * (Lr + Lc)
+                if (g.U if low else g.D).dtype.itemsize < item:  # cast up a chunk at a time
+                    per_block += (Lr + Lc) * g.U.shape[2] if low else Lr * Lc
+                # a power of two: few distinct chunkings, so few cached scatter matrices
+                chunk = 1 << max(0, int(_CHUNK_BYTES // (item * per_block)).bit_length() - 1)
+                for start in range(0, len(g.r0), chunk):
+                    sel = slice(start, start + chunk)
+                    n, m = g.n[sel, None], g.m[sel, None]
+                    ac = xp.arange(Lc)[None, :]
+                    xs = X[g.c0[sel, None] + xp.minimum(ac, n - 1)]  # (b, Lc, r)
+                    if low:  # padded columns of V may hold anything: zero those of x
+                        xs = xp.where((ac < n)[:, :, None], xs, 0)
+                        ys = stack_product(xp, g.U[sel],
+                                           stack_product(xp, xp.swapaxes(g.V[sel], 1, 2), xs))
+                    else:  # padded rows and columns of D are zero
+                        ys = stack_product(xp, g.D[sel], xs)
+                    ys = ys.reshape(-1, r).astype(dtype, copy=False)  # one dtype for cuSPARSE
+                    y += self._scatter(g, sel, Lr, dtype) @ ys
+            return y[:, 0] if x.ndim == 1 else y
+
+    def _complex_blocks_dtype(self):
+        """The one complex dtype of all stored blocks, or None (what block_products takes)."""
+        kinds = {(g.D if g.D is not None else g.U).dtype for g in self.dense + self.lowrank}
+        return kinds.pop() if len(kinds) == 1 and next(iter(kinds)).kind == "c" else None
+
+    def _apply_in_place(self, X, dtype, store):
+        """The product of every stack (stored in `store`) with X (n, r) by block_products,
+        its sums in `dtype`."""
+        xp = self.backend.xp
+        X = xp.ascontiguousarray(X.astype(dtype, copy=False))
+        Y = xp.zeros((self.shape[0], X.shape[1]), dtype=dtype)
+        products = BlockProducts(xp, dtype, store)
+        places = self.__dict__.setdefault("_places", {})
+        for g in self.dense + self.lowrank:
+            if id(g) not in places:  # int32 copies of the group's block places, kept
+                places[id(g)] = tuple(xp.ascontiguousarray(xp.asarray(a).astype(xp.int32))
+                                      for a in (g.r0, g.c0, g.m, g.n))
+            products.add(g, places[id(g)], X, Y)
+        return Y
+
+    def _scatter(self, g, sel, L, dtype):
+        """The scatter matrix of rows [sel] of group g (kept: it is the group's row map)."""
+        cache = self.__dict__.setdefault("_scatter_cache", {})
+        key = (id(g), sel.start, sel.stop, np.dtype(dtype).str)
+        if key not in cache:
+            xp = self.backend.xp
+            ar = xp.arange(L)[None, :]
+            m = g.m[sel, None]
+            rows = g.r0[sel, None] + xp.minimum(ar, m - 1)
+            cache[key] = scatter_matrix(xp, rows, ar < m, self.shape[0], dtype)
+        return cache[key]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the stored arrays, each once (transposed groups share their factors)."""
+        arrays = {id(a): a for g in self.dense + self.lowrank for a in (g.D, g.U, g.V)
+                  if a is not None}
+        return sum(int(a.nbytes) for a in arrays.values())
+
+
+class HMatrix:
+    """H-matrix approximation of a Galerkin matrix (rows: test dofs, columns: trial dofs).
+
+    `.matvec(x)` (NumPy in/out), `.shape`, `.dtype` (the entries' and the products'
+    precision), `.storage_dtype` (the stored blocks'), `.aslinearoperator()`, `.report`
+    (dict: compression, memory, rank histogram, time split, evaluation rates)."""
+
+    def __init__(self, parts, row_perm, col_perm, dtype, block_tree, report):
+        self.parts = parts
+        self.row_perm, self.col_perm = row_perm, col_perm
+        self.dtype = np.dtype(dtype)
+        self.block_tree = block_tree
+        self.report = report
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.row_perm), len(self.col_perm)
+
+    @property
+    def storage_dtype(self) -> np.dtype:
+        """The dtype the blocks are stored in (`dtype` or a lower precision of it)."""
+        kinds = {np.dtype((g.D if g.D is not None else g.U).dtype) for g in self.groups()}
+        return min(kinds, key=lambda dt: dt.itemsize) if kinds else self.dtype
+
+    def matvec(self, x):
+        """H x for x of shape (n,) or (n, r): NumPy in, NumPy out; a CuPy array stays on
+        the device (the GMRES of the solve keeps its Krylov basis there)."""
+        if hasattr(x, "get") and not isinstance(x, np.ndarray):
+            return self._matvec_device(x)
+        x = np.asarray(x)
+        X = x.reshape(self.shape[1], -1)
+        dtype = np.result_type(self.dtype, X.dtype)
+        out = np.empty((self.shape[0], X.shape[1]), dtype=dtype)
+        xp_ = np.ascontiguousarray(X[self.col_perm])
+        out[self.row_perm] = sum(p.matvec_permuted(xp_, dtype) for p in self.parts)
+        return out[:, 0] if x.ndim == 1 else out
+
+    __matmul__ = matvec
+
+    def _matvec_device(self, x):
+        be = self.parts[0].backend
+        xp = be.xp
+        X = x.reshape(self.shape[1], -1)
+        dtype = np.result_type(self.dtype, X.dtype)
+        if not hasattr(self, "_perm_dev"):
+            self._perm_dev = (xp.asarray(self.row_perm), xp.asarray(self.col_perm))
+        rp, cp = self._perm_dev
+        xc = X[cp]
+        y = self.parts[0].apply(xc, dtype)
+        for p in self.parts[1:]:  # other GPUs: their partial products come back here
+            y = y + xp.asarray(p.apply(xc, dtype))
+        out = xp.empty((self.shape[0], X.shape[1]), dtype=dtype)
+        out[rp] = y
+        return out[:, 0] if x.ndim == 1 else out
+
+    @property
+    def T(self) -> "HMatrix":
+        """The transpose, e.g. K' = K^T for one space as trial and test: each low-rank block
+        U V^T becomes V U^T (the factors are shared, not copied) and each dense block is
+        transposed into a contiguous stack (batched products need one); far cheaper than
+        assembling K' (its report is K's; `block_tree` None)."""
+        parts = [DevicePart(p.backend, p.device_id,
+                            [transposed(g, p.backend.xp) for g in p.dense],
+                            [transposed(g, p.backend.xp) for g in p.lowrank], p.shape[::-1])
+                 for p in self.parts]
+        return HMatrix(parts, self.col_perm, self.row_perm, self.dtype, None,
+                       {**self.report, "transpose_of": self.report.get("operator")})
+
+    def aslinearoperator(self) -> spla.LinearOperator:
+        return spla.LinearOperator(self.shape, matvec=self.matvec, dtype=self.dtype)
+
+    def groups(self):
+        for p in self.parts:
+            yield from p.dense
+            yield from p.lowrank
+
+    def to_dense(self) -> np.ndarray:
+        """The approximated matrix in full (tests on small sizes)."""
+        A = np.zeros(self.shape, dtype=self.dtype)
+        for g in self.groups():
+            r0, c0, m, n = (to_host(a) for a in (g.r0, g.c0, g.m, g.n))
+            if g.D is not None:
+                blocks = to_host(g.D)
+            else:  # the stored factors' product in the matrix's precision
+                U, V = (to_host(F).astype(self.dtype, copy=False) for F in (g.U, g.V))
+                blocks = np.matmul(U, np.swapaxes(V, 1, 2))
+            for b in range(len(r0)):
+                A[r0[b]:r0[b] + m[b], c0[b]:c0[b] + n[b]] += blocks[b, :m[b], :n[b]]
+        return A[np.ix_(np.argsort(self.row_perm), np.argsort(self.col_perm))]
+
+
+__all__ = ["HMatrix", "DevicePart", "BlockGroup", "scatter_matrix"]

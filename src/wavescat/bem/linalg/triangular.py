@@ -1,0 +1,139 @@
+"""Sparse LU solves of wide blocks of right-hand sides on the GPU, by level sets, for
+several factorisations of one sparsity pattern at once.
+
+The OSRC maps and the mass matrix of a surface factorise with one ordering (factorise in
+osrc.py: minimum degree on the pattern, diagonal pivots), so their L and U factors share
+one pattern. The rows of a triangular factor fall into levels: a row depends only on rows
+of earlier levels, so the rows of a level are solved side by side. One thread block takes
+32 columns of the right-hand sides of one factor and walks every level, with a block
+barrier between levels: columns never depend on each other, so no two blocks ever wait for
+each other and the whole solve is one launch. Its warps share out the rows of a level, or,
+in the narrow levels at the top of the elimination tree (one row each, rows of up to a
+thousand and more entries: half the entries of L), the entries of its rows, meeting in
+shared memory. This replaces cuSPARSE's triangular solves, whose analysis of the factor
+alone cost about 0.3 s a call (bench/README.md).
+
+Each factor's values are kept on the device (complex, its L and U and the inverse of U's
+diagonal); the pattern and the levels once for all.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numba as nb
+import numpy as np
+import scipy.sparse as sp
+
+_SOURCE = Path(__file__).with_name("triangular.cu").read_text()
+
+THREADS = 1024  # warps per thread block: 32, the most a block holds (MAX_WARPS)
+
+
+@nb.njit(cache=True)
+def _levels(indptr, indices, lower):
+    """Level of each row of a triangular CSR pattern: 0 for rows that need no other row,
+    else one more than the highest level of the rows it needs."""
+    n = indptr.size - 1
+    level = np.zeros(n, np.int64)
+    for s in range(n):
+        i = s if lower else n - 1 - s
+        top = 0
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j != i and level[j] + 1 > top:
+                top = level[j] + 1
+        level[i] = top
+    return level
+
+
+@nb.njit(parallel=True, cache=True)
+def _gather(src, take, out):
+    """out[p] = src[take[p]] on every core (a CSC to CSR reordering of millions of entries)."""
+    for p in nb.prange(take.size):
+        out[p] = src[take[p]]
+
+
+class _Triangle:
+    """One triangle (L or U) of factors sharing a pattern, on the device: the pattern's
+    strictly triangular part, its rows in level order, and each factor's values."""
+
+    def __init__(self, xp, factors, lower):
+        first = factors[0]  # SuperLU's factors are CSC matrices
+        for a in factors[1:]:
+            if not (np.array_equal(a.indptr, first.indptr) and np.array_equal(a.indices, first.indices)):
+                raise ValueError("factors solved together must share one sparsity pattern")
+        n = first.shape[0]
+        # the pattern by rows once, its entries naming their place in every factor's CSC data
+        place = sp.csc_matrix((np.arange(first.nnz), first.indices, first.indptr), shape=first.shape).tocsr()
+        place.sort_indices()
+        rows = np.repeat(np.arange(n), np.diff(place.indptr))
+        off = place.indices != rows
+        level = _levels(place.indptr, place.indices, lower)
+        order = np.argsort(level, kind="stable").astype(np.int32)
+        self.nlev = int(level.max()) + 1 if n else 0
+        lptr = np.searchsorted(level[order], np.arange(self.nlev + 1)).astype(np.int32)
+        strict_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows[off], minlength=n))])
+        self.nnz = int(off.sum())
+        self.lower = lower
+        self.order, self.lptr, self.ip, self.ix = (
+            xp.asarray(a.astype(np.int32)) for a in (order, lptr, strict_ptr, place.indices[off]))
+        self.vals = xp.asarray(self._values(factors, place.data[off]))
+        if lower:  # SuperLU's L has a unit diagonal
+            self.dinv = xp.zeros(2, dtype=np.float64)
+        else:
+            if not np.array_equal(rows[~off], np.arange(n)):
+                raise ValueError("an upper factor without its whole diagonal")
+            self.dinv = xp.asarray(1.0 / self._values(factors, place.data[~off]))
+
+    @staticmethod
+    def _values(factors, take):
+        out = np.empty((len(factors), len(take)), np.complex128)
+        for f, a in enumerate(factors):
+            _gather(a.data.astype(np.complex128, copy=False), take, out[f])
+        return out
+
+
+class SharedPatternLU:
+    """LU factorisations (SuperLU objects, Pr A Pc = L U) of one sparsity pattern and one
+    ordering, solved together on the device: `solve(B)` takes B (F, n, r), factor f's
+    right-hand sides in B[f], and returns the F solutions."""
+
+    def __init__(self, xp, superlus):
+        self.xp = xp
+        first = superlus[0]
+        for lu in superlus[1:]:
+            if not (np.array_equal(lu.perm_r, first.perm_r) and np.array_equal(lu.perm_c, first.perm_c)):
+                raise ValueError("factors solved together must share their permutations")
+        self.n = first.shape[0]
+        self.count = len(superlus)
+        self.perm_r, self.perm_c = xp.asarray(first.perm_r), xp.asarray(first.perm_c)
+        self.lower = _Triangle(xp, [lu.L for lu in superlus], lower=True)
+        self.upper = _Triangle(xp, [lu.U for lu in superlus], lower=False)
+        self._kernel = xp.RawKernel(_SOURCE, "triangular_levels")
+
+    def _sweep(self, tri, X):
+        r = X.shape[2]
+        self._kernel((-(-r // 32), self.count), (THREADS,),
+                     (tri.order, tri.lptr, np.int32(tri.nlev), tri.ip, tri.ix, tri.vals, tri.dinv,
+                      np.int32(not tri.lower), np.int64(tri.nnz), np.int32(self.n), X, np.int32(r)))
+
+    def solve(self, B, weights=None):
+        """x_f = Pc U_f^-1 L_f^-1 Pr b_f for every factor f. B: (F, n, r), or a list of F
+        blocks (n, r) (one object may stand for several), or one block (n, r) for all.
+        Returns the solutions (F, n, r), or, with `weights` (F,) or (F, o), their weighted
+        sums (n, r) or (o, n, r), without F permuted copies."""
+        xp = self.xp
+        blocks = [B] * self.count if not isinstance(B, (list, tuple)) and B.ndim == 2 else list(B)
+        if len(blocks) != self.count or any(b.shape[0] != self.n for b in blocks):
+            raise ValueError(f"right-hand sides {[tuple(b.shape) for b in blocks]}: need "
+                             f"{self.count} blocks of {self.n} rows")
+        r = blocks[0].reshape(self.n, -1).shape[1]
+        X = xp.empty((self.count, self.n, r), dtype=np.complex128)
+        for f, b in enumerate(blocks):
+            X[f, self.perm_r] = b.reshape(self.n, -1)
+        for tri in (self.lower, self.upper):
+            self._sweep(tri, X)
+        if weights is None:
+            return X[:, self.perm_c]
+        w = xp.asarray(np.asarray(weights, np.complex128))
+        return xp.tensordot(w.T, X, axes=1)[..., self.perm_c, :]

@@ -1,0 +1,108 @@
+"""Checks before any job starts, which name the config's keys: a case whose mesh or solve
+job cannot fit the machine (config key `limits`, against the estimates of
+wavescat.resources), a stored mesh file far too coarse for its wavelengths, and the
+hypersensitivity warnings of every case (wavescat.sensitivity).
+"""
+from __future__ import annotations
+
+from .backend import gpu_memory_bytes
+from .case import Case
+from .errors import ConfigError, MeshError
+from .geometry.file import FileGeometry
+from .geometry.resolution import check_mesh_resolution
+from .memory import host_memory_bytes
+from .resources import case_estimates
+from .sensitivity import sensitivity_warnings
+
+
+def _limit(limits: dict, key: str, machine) -> tuple[float | None, str]:
+    """(bytes, where it comes from) of a memory limit: the config's, else this machine's."""
+    if limits.get(key) is not None:
+        return limits[key] * 1e9, f"limits.{key} = {limits[key]:g}"
+    value = machine()
+    return value, f"this machine's, set limits.{key} to change it"
+
+
+def _gpu_runs(solver, gpu_here: bool) -> bool:
+    return solver.backend == "gpu" or (solver.backend == "auto" and gpu_here)
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if nbytes >= scale or unit == "MB":
+            return f"{nbytes / scale:.3g} {unit}"
+
+
+def check_limits(config: dict, cases) -> None:
+    """Refuse, before any job starts, a case whose mesh or solve job cannot fit: estimated
+    unknowns and memory (at the case's highest frequency) against `limits` (the machine's
+    host and GPU memory by default). The message names case, frequency, estimate and limit."""
+    limits = config.get("limits") or {}
+    host, host_from = _limit(limits, "host_memory_gb", host_memory_bytes)
+    gpu_here = None
+    for name in cases:
+        case = Case.from_config(config, name)
+        f = max(case.frequencies_hz)
+        solver = case.solver
+        if gpu_here is None and solver.backend != "cpu":
+            gpu_here = gpu_memory_bytes()
+        gpu = _gpu_runs(solver, bool(gpu_here))
+        est = case_estimates(case, gpu)
+        where = f"case {name!r} at {f:g} Hz (about {est['unknowns']:.3g} unknowns)"
+        max_n = limits.get("max_unknowns")
+        unit = unit_hint(case.geometry, case.where)
+        if max_n is not None and est["unknowns"] > max_n:
+            raise ConfigError(f"{where}: more than limits.max_unknowns = {max_n}; lower the "
+                              "frequency or elements_per_wavelength, or raise the limit" + unit)
+        checks = [("meshing", est["mesh_bytes"], host, "host memory", host_from),
+                  (f"the {est['format']} solve", est["solve_host_bytes"], host, "host memory",
+                   host_from)]
+        if gpu:
+            limit, limit_from = _limit(limits, "gpu_memory_gb", lambda: gpu_here)
+            if limit is not None:
+                checks.append((f"the {est['format']} solve on the GPU", est["solve_gpu_bytes"],
+                               limit, "GPU memory", limit_from))
+        for stage, need, limit, kind, limit_from in checks:
+            if need > limit:
+                hint = (" (operator_format: hmatrix needs less)" if est["format"] == "dense"
+                        and "solve" in stage else "")
+                raise ConfigError(
+                    f"{where}: {stage} needs about {_size(need)}, more than the {_size(limit)} "
+                    f"of {kind} ({limit_from}){hint}{unit}")
+
+
+def unit_hint(geometry, where: str) -> str:
+    """'; if the file is in millimetres, set <where>.geometry.scale: 0.001 (...)' for an
+    unscaled file geometry a metre or more long, '' otherwise."""
+    if not isinstance(geometry, FileGeometry) or geometry.scale != 1.0:
+        return ""
+    facts = geometry.facts()
+    if not facts:
+        return ""
+    longest = float(max(facts["extent"]))
+    if longest < 1.0:
+        return ""
+    return (f"; the body is {longest:.3g} m long: if the file is in millimetres, set "
+            f"{where}.geometry.scale: 0.001 (then {longest * 0.001:.3g} m)")
+
+
+def check_resolution(config: dict, cases) -> list[str]:
+    """Before any job starts: refuse (ConfigError, one line) a case whose stored mesh file
+    is far too coarse for its highest frequency (geometry.resolution.coarse_mesh_refusal),
+    and return the hypersensitivity warnings of every case (wavescat.sensitivity)."""
+    out = []
+    for name in cases:
+        case = Case.from_config(config, name)
+        try:
+            mesh = case.geometry.stored_mesh()
+        except MeshError as exc:
+            raise ConfigError(f"{case.where}.geometry.path: {exc}") from None
+        if mesh is not None:
+            try:
+                check_mesh_resolution(mesh, case, max(case.frequencies_hz))
+            except MeshError as exc:  # point at the file's key (config_error finds its line)
+                text = str(exc).replace(f"{case.where}: ", f"{case.where}.geometry.path: ", 1)
+                raise ConfigError(text) from None
+        # a file's size is its stored mesh's or its CAD bounding box (Geometry.box_sides)
+        out += [w for w in sensitivity_warnings(case) if w not in out]
+    return out

@@ -61,7 +61,8 @@ def test_scattered_field_wall_reflects_plane_wave():
     g = lambda s: np.exp(-(((s - 0.6) / 0.15) ** 2))  # noqa: E731
     nodes_x = space.boundary_xyz[:, 0]
     dn = space.boundary_normals @ np.array([-1.0, 0.0, 0.0])
-    dg = AcousticsDG(space, "cpu", "double", boundary_velocity=lambda t: dn * g(t + nodes_x))
+    dg = AcousticsDG(space, "cpu", "double",
+                     boundary_data=lambda t: np.stack([dn * g(t + nodes_x), g(t + nodes_x)], axis=1))
     dg.run(0.9)
     exact = g(0.9 - space.xyz[0])
     norm = np.sqrt(dg.l2_error(np.zeros_like(exact)) ** 2)  # the DG pulse's own norm

@@ -214,21 +214,7 @@ def _check_case(name: str, case: dict, base_dir: Path, medium: dict | None = Non
                              for i, d in enumerate(inc["directions"])]
     check = case.get("dg_cross_check")
     if check and check.get("enabled", True):
-        if kind != "sphere":
-            raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check needs a "
-                              f"sphere, not geometry kind {kind!r}")
-        boundary_kind = (case.get("boundary") or {}).get("kind", "rigid")
-        if boundary_kind != "rigid":  # the time-domain solver models a rigid scatterer only
-            raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check models a "
-                              f"rigid sphere, not boundary kind {boundary_kind!r}")
-        c, a = np.asarray(geo["center"], float), float(geo["radius"])
-        if "probes" not in check:
-            axes = np.vstack([np.eye(3), -np.eye(3)])
-            check["probes"] = (c + 1.5 * a * axes).tolist()
-        for i, x in enumerate(check["probes"]):
-            if np.linalg.norm(np.asarray(x, float) - c) <= a:
-                raise ConfigError(f"{where}.dg_cross_check.probes[{i}] = {_show(x)}: must lie "
-                                  "outside the sphere")
+        _check_dg_cross_check(where, case, medium)
     rec = case["receivers"]
     if ("directions_deg" in rec) == ("plane" in rec):
         raise ConfigError(f"{where}.receivers = {_show(rec)}: give either plane (with count) or "
@@ -240,6 +226,34 @@ def _check_case(name: str, case: dict, base_dir: Path, medium: dict | None = Non
     formulation_for(case.get("boundary"), f"{where}.boundary")  # kinds implemented, their keys
     if "averages" in case:
         _check_averages(where, case)
+
+
+def _check_dg_cross_check(where: str, case: dict, medium: dict | None) -> None:
+    """A time-domain cross-check models one sphere, spheroid or box of any boundary kind (a
+    real admittance, a lossless fluid); its probes lie outside the body (default: six points
+    at 1.5 times the body's extent)."""
+    from .defaults import MEDIUM
+    from .timedomain.dg.scatterer import SHAPES, Body
+
+    kind = case["geometry"]["kind"]
+    if kind not in SHAPES:
+        raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check meshes a sphere, "
+                          f"spheroid or box, not geometry kind {kind!r}")
+    if case.get("inside"):
+        raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check models one body, "
+                          "not bodies inside it")
+    try:
+        body = Body(case["geometry"], case.get("boundary"), {**MEDIUM, **(medium or {})})
+    except ConfigError as exc:
+        raise ConfigError(f"{where}.dg_cross_check: {exc}") from None
+    check = case["dg_cross_check"]
+    if "probes" not in check:
+        axes = np.vstack([np.eye(3), -np.eye(3)])
+        check["probes"] = (body.center + 1.5 * body.extent() * axes).tolist()
+    for i, x in enumerate(check["probes"]):
+        if body.contains(np.asarray(x, float))[0]:
+            raise ConfigError(f"{where}.dg_cross_check.probes[{i}] = {_show(x)}: must lie "
+                              f"outside the {kind}")
 
 
 def _check_averages(where: str, case: dict) -> None:

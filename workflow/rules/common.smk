@@ -38,8 +38,7 @@ STUDIES = run_studies(CONFIG)
 CASES = CONFIG["cases"]
 SPHERE_CASES = [c for c in RUN if has_series(CASES[c])]  # spheres, concentric spheres
 DG_CASES = [c for c, v in CASES.items()
-            if v.get("dg_cross_check", {}).get("enabled", False)
-            and v["geometry"]["kind"] == "sphere"]
+            if v.get("dg_cross_check", {}).get("enabled", False)]
 
 # Refuse a case whose mesh or solve cannot fit the machine (config key `limits`).
 try:

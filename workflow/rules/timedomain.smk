@@ -1,5 +1,3 @@
-import math
-
 VERIFY = CONFIG["verification"]
 VERIFY_FLAGS = (f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}"
                 + (" --quick" if VERIFY["quick"] else ""))
@@ -38,27 +36,11 @@ def dg_cross_check(wildcards):
     return CASES[wildcards.case]["dg_cross_check"]
 
 
-def dg_scatter_flags(wildcards):
-    """Wavenumber, incidence and DG resolution of a case's time-domain run."""
-    case, check = CASES[wildcards.case], dg_cross_check(wildcards)
-    c = CONFIG["medium"]["sound_speed"]
-    k = 2 * math.pi * case["frequencies_hz"][0] / c
-    order, ppw = check["order"], check["points_per_wavelength"]
-    if VERIFY["quick"]:
-        order, ppw = min(order, 2), min(ppw, 8.0)
-    d = case["incident"].get("direction") or case["incident"]["directions"][0]
-    geo = case["geometry"]
-    return (f"--radius {geo['radius']} --center {' '.join(map(str, geo['center']))}"
-            f" --k {k!r} --sound-speed {c!r} --density {CONFIG['medium']['density']!r}"
-            f" --direction {' '.join(map(str, d))} --order {order} --points-per-wavelength {ppw}"
-            f" --backend {VERIFY['backend']} --precision {VERIFY['precision']}"
-            + (" --full-on-cpu" if VERIFY["full_on_cpu"] else ""))
-
-
 rule bem_probes:
-    """BEM scattered pressure (double-layer potential of the surface solution) at the probes."""
+    """BEM scattered pressure (the potential of the surface solution) at the probes, at every
+    frequency of the case."""
     input:
-        "results/{case}/solutions/f000.h5",
+        solutions,
     output:
         "results/{case}/dg/bem_probes.csv",
     params:
@@ -71,38 +53,43 @@ rule bem_probes:
 
 
 rule dg_scatter:
-    """Time-domain DG run of the sphere to a time-harmonic state; amplitudes at the probes.
-    On the CPU it runs smaller sizes (logged; verification.full_on_cpu keeps the case's)."""
+    """Time-domain DG run of the case's body: to a time-harmonic state (one frequency) or
+    through one pulse (several); amplitudes at the probes. On the CPU it runs smaller sizes
+    (logged; verification.full_on_cpu keeps the case's)."""
     input:
         probes="results/{case}/dg/bem_probes.csv",
     output:
         amplitudes="results/{case}/dg/dg_probes.csv",
         summary="results/{case}/dg/dg_summary.json",
     params:
-        flags=dg_scatter_flags,
+        case=case_param("geometry", "boundary", "inside", "frequencies_hz", "incident", "dg_cross_check"),
+        medium=MEDIUM,
+        flags=VERIFY_FLAGS + (" --full-on-cpu" if VERIFY["full_on_cpu"] else ""),
     resources:
         **gpu_resources(gpu_count(VERIFY["backend"], CONFIG["cluster"])),
         runtime=120,
     log:
         "results/{case}/logs/dg_scatter.log",
     shell:
-        "{WAVESCAT} dg-scatter --probes {input.probes} --out {output.amplitudes}"
-        " --summary {output.summary} {params.flags} > {log} 2>&1"
+        "{WAVESCAT} dg-scatter --case {params.case:q} --medium {params.medium:q}"
+        " --probes {input.probes} --out {output.amplitudes} --summary {output.summary}"
+        " {params.flags} > {log} 2>&1"
 
 
 rule dg_vs_bem:
-    """DG time-domain against BEM scattered pressure at the probe points; fails beyond the
-    tolerance of the DG run's sizes (in dg_summary.json)."""
+    """DG time-domain against BEM scattered pressure at the probe points, at each frequency;
+    fails beyond the tolerance of the DG run's sizes (in dg_summary.json)."""
     input:
         dg="results/{case}/dg/dg_probes.csv",
         bem="results/{case}/dg/bem_probes.csv",
         summary="results/{case}/dg/dg_summary.json",
     output:
         csv="results/{case}/dg_vs_bem.csv",
+        errors="results/{case}/dg/dg_vs_bem.json",
         plot=report("results/{case}/dg_vs_bem.png", caption="../report/dg_vs_bem.rst",
                     category="Verification", subcategory="{case}"),
     log:
         "results/{case}/logs/dg_vs_bem.log",
     shell:
         "{WAVESCAT} dg-vs-bem --dg {input.dg} --bem {input.bem} --out {output.csv}"
-        " --plot {output.plot} --summary {input.summary} > {log} 2>&1"
+        " --errors {output.errors} --plot {output.plot} --summary {input.summary} > {log} 2>&1"

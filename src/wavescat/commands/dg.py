@@ -1,5 +1,7 @@
-"""`wavescat verify-dg` (DG convergence on a rigid-box cavity mode) and `wavescat dg-scatter`
-(time-domain rigid-sphere scattering at one frequency, amplitudes at probe points)."""
+"""`wavescat verify-dg` (DG convergence on a rigid-box cavity mode), `wavescat dg-scatter`
+(time-domain scattering by a case's body at its frequency or, from one pulse, its band of
+frequencies; amplitudes at probe points) and `wavescat dg-vs-bem` (the comparison with the BEM
+at the same probes, which fails beyond the run's tolerance)."""
 from __future__ import annotations
 
 import json
@@ -30,44 +32,52 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true", help="drop the finest mesh of each order")
     p.set_defaults(func=verify_dg)
 
-    s = subparsers.add_parser("dg-scatter", help="time-domain DG run of a rigid sphere at one frequency")
-    s.add_argument("--radius", type=float, required=True)
-    s.add_argument("--k", type=float, required=True, help="wavenumber (rad/m), c = 1 unless --sound-speed")
-    s.add_argument("--direction", type=float, nargs=3, required=True, metavar=("DX", "DY", "DZ"))
-    s.add_argument("--center", type=float, nargs=3, default=[0.0, 0.0, 0.0])
-    s.add_argument("--probes", required=True, help="CSV with columns x,y,z")
-    s.add_argument("--out", required=True, help="CSV x,y,z,re_p_dg,im_p_dg")
-    s.add_argument("--order", type=int, default=DG_CROSS_CHECK["order"])
+    s = subparsers.add_parser("dg-scatter", help="time-domain DG run of a case's body (its frequency, or "
+                              "a band of them from one pulse), amplitudes at probe points")
+    s.add_argument("--case", required=True, help="the case as JSON: geometry (sphere, spheroid, box), "
+                   "boundary, frequencies_hz, incident, dg_cross_check")
+    s.add_argument("--medium", default=None, help="JSON {density, sound_speed} (default: the config's)")
+    s.add_argument("--probes", required=True, help="CSV with columns x,y,z (rows repeated per frequency "
+                   "are read once)")
+    s.add_argument("--out", required=True, help="CSV frequency_hz,x,y,z,re_p_dg,im_p_dg")
+    s.add_argument("--order", type=int, default=None, help="DG order (default: dg_cross_check.order)")
     s.add_argument("--outer", default="sphere", choices=["sphere", "box"])
     s.add_argument("--outer-size", type=float, default=None,
                    help="outer radius / box half-width (default: sponge start + sponge width)")
     s.add_argument("--sponge-gap", type=float, default=0.5,
-                   help="wavelengths between the farthest probe (or the sphere) and the sponge layer")
-    s.add_argument("--sponge-width", type=float, default=1.0, help="sponge thickness in wavelengths")
-    s.add_argument("--points-per-wavelength", type=float,
-                   default=DG_CROSS_CHECK["points_per_wavelength"],
-                   help="N * wavelength / h near the sphere")
-    s.add_argument("--h-surface", type=float, default=None, help="element size at the sphere")
-    s.add_argument("--mesh", default=None, help="use this volume mesh (.npz with vertices, tets, or .msh)")
+                   help="wavelengths (of the lowest frequency) between the farthest probe and the "
+                   "sponge layer")
+    s.add_argument("--sponge-width", type=float, default=1.0,
+                   help="sponge thickness in wavelengths of the lowest frequency")
+    s.add_argument("--points-per-wavelength", type=float, default=None,
+                   help="N * wavelength / h at the highest frequency (default: "
+                   "dg_cross_check.points_per_wavelength)")
+    s.add_argument("--h-surface", type=float, default=None,
+                   help="element size at the body (default: 0.2 of its smallest half-axis)")
+    s.add_argument("--mesh", default=None, help="use this volume mesh (.npz with vertices, tets[, "
+                   "regions], or .msh)")
     s.add_argument("--save-mesh", default=None, help="write the gmsh volume mesh to this .npz")
-    s.add_argument("--sound-speed", type=float, default=1.0)
-    s.add_argument("--density", type=float, default=1.0)
-    s.add_argument("--settle-periods", type=float, default=4.0)
+    s.add_argument("--settle-periods", type=float, default=4.0, help="one frequency: periods after the "
+                   "ramp and the transit before the DFT")
     s.add_argument("--dft-periods", type=int, default=2)
     s.add_argument("--backend", default="auto", choices=["auto", "cpu", "gpu"])
     s.add_argument("--precision", default="double", choices=["double", "single"])
     s.add_argument("--summary", default=None, help="JSON with run sizes, timing, the error "
-                   "against the exact rigid-sphere series and the DG-vs-BEM tolerance")
+                   "against the exact sphere series and the DG-vs-BEM tolerance")
     s.add_argument("--full-on-cpu", action="store_true",
                    help="keep the given sizes on the CPU too (default: the CPU sizes, see "
                    "config/README.md; the GPU sizes take hours on a few cores)")
+    s.add_argument("--quick", action="store_true", help="order at most 2, at most 8 points per wavelength")
     s.set_defaults(func=dg_scatter)
 
     c = subparsers.add_parser("dg-vs-bem", help="join DG and BEM probe amplitudes into dg_vs_bem.csv")
-    c.add_argument("--dg", required=True, help="CSV x,y,z,re_p_dg,im_p_dg (from dg-scatter)")
-    c.add_argument("--bem", required=True, help="CSV x,y,z,re_p_bem,im_p_bem at the same points")
-    c.add_argument("--out", required=True, help="dg_vs_bem.csv")
-    c.add_argument("--plot", default=None, help="plot of both amplitudes per probe")
+    c.add_argument("--dg", required=True, help="CSV [frequency_hz,]x,y,z,re_p_dg,im_p_dg (from dg-scatter)")
+    c.add_argument("--bem", required=True, help="CSV [frequency_hz,]x,y,z,re_p_bem,im_p_bem at the same "
+                   "frequencies and points")
+    c.add_argument("--out", required=True, help="dg_vs_bem.csv (rows frequency by frequency)")
+    c.add_argument("--errors", default=None, help="JSON: the relative L2 difference at each frequency")
+    c.add_argument("--plot", default=None, help="plot of both amplitudes per probe (one frequency) "
+                   "or over the band, with their differences")
     c.add_argument("--summary", default=None,
                    help="dg_summary.json of dg-scatter: fail if the relative L2 difference "
                    "exceeds its `tolerance`")
@@ -127,6 +137,8 @@ def _plot_convergence(rows, path, t_final: float) -> None:
 
 
 def _load_mesh(path):
+    """(mesh, regions) from an .npz (vertices, tets[, regions]) or a gmsh file (physical
+    volume tags as regions where it has them)."""
     from ..errors import MeshError
     from ..timedomain.dg.mesh import TetMesh
 
@@ -134,14 +146,15 @@ def _load_mesh(path):
         raise ConfigError(f"--mesh = {path!r}: file not found")
     if path.endswith(".npz"):
         data = np.load(path)
-        return TetMesh(data["vertices"], data["tets"].astype(np.int64))
+        regions = data["regions"] if "regions" in data else None
+        return TetMesh(data["vertices"], data["tets"].astype(np.int64)), regions
     import meshio
 
     m = meshio.read(path)
     tets = [c.data for c in m.cells if c.type == "tetra"]
     if not tets:
         raise MeshError(f"--mesh = {path!r}: no tetrahedra in the file")
-    return TetMesh(np.asarray(m.points, float), np.concatenate(tets).astype(np.int64))
+    return TetMesh(np.asarray(m.points, float), np.concatenate(tets).astype(np.int64)), None
 
 
 # The cross-check on the CPU: the GPU sizes (order 4, 16 points per wavelength, a sponge
@@ -157,25 +170,64 @@ CPU_SIZES = {"order": 2, "points_per_wavelength": 6.0, "sponge_gap": 0.25, "spon
 DG_VS_BEM_TOLERANCE = {"full": 0.08, "cpu": 0.15}
 
 
-def _cpu_sizes(args, backend) -> str:
-    """Cap the run's sizes at CPU_SIZES when it runs on the CPU; log what and why."""
+def _cpu_sizes(args, backend, body_scale: float) -> str:
+    """Cap the run's sizes at CPU_SIZES when it runs on the CPU; log what and why.
+    body_scale: the body's smallest half-axis (h_surface_radii's unit)."""
     if backend.is_gpu or args.full_on_cpu:
         return "full"
     asked = {"order": args.order, "points_per_wavelength": args.points_per_wavelength,
              "sponge_gap": args.sponge_gap, "sponge_width": args.sponge_width,
              "settle_periods": args.settle_periods,
-             "h_surface_radii": (args.h_surface or 0.2 * args.radius) / args.radius}
+             "h_surface_radii": (args.h_surface or 0.2 * body_scale) / body_scale}
     used = {key: (max if key == "h_surface_radii" else min)(value, CPU_SIZES[key])
             for key, value in asked.items()}
     args.order, args.points_per_wavelength = used["order"], used["points_per_wavelength"]
     args.sponge_gap, args.sponge_width = used["sponge_gap"], used["sponge_width"]
-    args.settle_periods, args.h_surface = used["settle_periods"], used["h_surface_radii"] * args.radius
+    args.settle_periods, args.h_surface = used["settle_periods"], used["h_surface_radii"] * body_scale
     log.info("dg-scatter on the CPU (%s): CPU sizes %s instead of %s (sponge in wavelengths, "
-             "element size at the sphere in radii): the asked ones take hours on a few cores; "
-             "--full-on-cpu (verification.full_on_cpu) keeps them", backend.reason,
+             "element size at the body in its smallest half-axis): the asked ones take hours on a "
+             "few cores; --full-on-cpu (verification.full_on_cpu) keeps them", backend.reason,
              ", ".join(f"{k} {v:g}" for k, v in used.items()),
              ", ".join(f"{k} {v:g}" for k, v in asked.items()))
     return "cpu"
+
+
+def _case_run(args):
+    """(body, setup-free pieces) of the case: Body, frequencies (Hz), incident direction."""
+    from ..defaults import MEDIUM
+    from ..farfield import incident_directions
+    from ..timedomain.dg.scatterer import Body
+
+    try:
+        case = json.loads(args.case)
+        medium = {**MEDIUM, **json.loads(args.medium or "{}")}
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--case / --medium: not JSON ({exc})") from None
+    if case.get("inside"):
+        raise ConfigError("case.inside: the time-domain cross-check models one body, not nested ones")
+    body = Body(case["geometry"], case.get("boundary"), medium)
+    freqs = np.atleast_1d(np.asarray(case["frequencies_hz"], float))
+    direction = incident_directions(case["incident"]).directions[0]
+    check = {**DG_CROSS_CHECK, **(case.get("dg_cross_check") or {})}
+    if args.order is None:
+        args.order = int(check["order"])
+    if args.points_per_wavelength is None:
+        args.points_per_wavelength = float(check["points_per_wavelength"])
+    if args.quick:
+        args.order, args.points_per_wavelength = min(args.order, 2), min(args.points_per_wavelength, 8.0)
+    return body, freqs, direction
+
+
+def _exact(body, freqs, direction, probes):
+    """(frequencies, probes) exact scattered pressure of a sphere, or None for other bodies."""
+    if body.shape != "sphere":
+        return None
+    from ..reference.sphere import series_for
+
+    series = series_for(body.boundary, "boundary", body.medium)
+    c, a = body.medium["sound_speed"], float(body.geometry["radius"])
+    return np.array([series.scattered_field(2 * np.pi * f / c, a, direction, probes, body.center)
+                     for f in freqs])
 
 
 def dg_scatter(args) -> int:
@@ -184,52 +236,52 @@ def dg_scatter(args) -> int:
     from ..timedomain.dg.scattering import (ScatteringSetup, read_probes, relative_l2, run_scattering,
                                             scattering_mesh_sizes, write_dg_amplitudes)
 
+    body, freqs, direction = _case_run(args)
     check_order(args.order)
     backend = get_backend(args.backend)
-    sizes = _cpu_sizes(args, backend)
+    sizes = _cpu_sizes(args, backend, body.inner())
     order = args.order
     probes = read_probes(args.probes)
-    center = np.asarray(args.center, float)
-    if not args.k > 0:
-        raise ConfigError(f"--k = {args.k!r}: must be positive")
-    wavelength = 2 * np.pi / args.k
-    reach = float(np.max(np.linalg.norm(probes - center, axis=1)))
-    sponge_start = max(reach, args.radius) + args.sponge_gap * wavelength
+    c = body.medium["sound_speed"]
+    wavelength = c / freqs.min()  # the longest: the sponge's unit
+    reach = float(np.max(np.linalg.norm(probes - body.center, axis=1)))
+    sponge_start = max(reach, body.extent()) + args.sponge_gap * wavelength
     outer = args.outer_size or sponge_start + args.sponge_width * wavelength
-    setup = ScatteringSetup(args.radius, args.k, args.direction, outer, args.outer, center,
-                            sponge_start=sponge_start, c=args.sound_speed, rho=args.density,
-                            settle_periods=args.settle_periods, dft_periods=args.dft_periods)
+    setup = ScatteringSetup(body, 2 * np.pi * freqs, direction, outer, args.outer,
+                            sponge_start=sponge_start, settle_periods=args.settle_periods,
+                            dft_periods=args.dft_periods)
     t0 = time.perf_counter()
     if args.mesh:
-        mesh = _load_mesh(args.mesh)
+        mesh, regions = _load_mesh(args.mesh)
     else:
-        from ..timedomain.dg.gmsh_volume import shell_volume_mesh
+        from ..timedomain.dg.gmsh_volume import scattering_volume_mesh
 
-        h_in, h_out = scattering_mesh_sizes(setup, order, args.points_per_wavelength,
-                                             args.h_surface)
-        mesh = shell_volume_mesh(args.radius, outer, h_in, h_out, args.outer, center)
+        h_in, h_out, h_fill = scattering_mesh_sizes(setup, order, args.points_per_wavelength, args.h_surface)
+        mesh, regions = scattering_volume_mesh(body, outer, h_in, h_out, args.outer, h_fill)
         if args.save_mesh:
-            np.savez(args.save_mesh, vertices=mesh.vertices, tets=mesh.tets)
+            np.savez(args.save_mesh, vertices=mesh.vertices, tets=mesh.tets, regions=regions)
     t_mesh = time.perf_counter() - t0
-    log.info("dg-scatter: %d tetrahedra, order %d, outer %s %.3f, sponge from %.3f",
-             mesh.n_elements, order, args.outer, outer, sponge_start)
+    log.info("dg-scatter: %s %s body, %d tetrahedra, order %d, outer %s %.3f, sponge from %.3f, "
+             "%s", body.kind, body.shape, mesh.n_elements, order, args.outer, outer, sponge_start,
+             f"a pulse over {len(freqs)} frequencies" if setup.band else "one frequency")
     t0 = time.perf_counter()
-    res = run_scattering(setup, mesh, order, probes, backend, args.precision)
+    res = run_scattering(setup, mesh, order, probes, backend, args.precision, regions=regions)
     t_run = time.perf_counter() - t0
-    write_dg_amplitudes(args.out, probes, res.amplitude)
+    write_dg_amplitudes(args.out, freqs, probes, res.amplitude)
     summary = {"elements": res.elements, "nodes": res.nodes, "order": order, "steps": res.steps,
                "dt": res.dt, "t_final": res.t_final, "mesh_s": t_mesh, "run_s": t_run,
+               "body": body.shape, "boundary": body.kind, "frequencies_hz": freqs.tolist(),
+               "signal": "pulse" if setup.band else "harmonic",
                "outer": args.outer, "outer_size": outer, "sponge_start": sponge_start,
                "backend": backend.name, "device": backend.device_name, "precision": args.precision,
                "sizes": sizes, "points_per_wavelength": args.points_per_wavelength,
                "sponge_gap": args.sponge_gap, "sponge_width": args.sponge_width,
                "settle_periods": args.settle_periods, "tolerance": DG_VS_BEM_TOLERANCE[sizes]}
-    from ..reference.rigid_sphere import scattered_field
-
-    exact = scattered_field(args.k, args.radius, setup.direction, probes, center)
-    summary["relative_l2_vs_exact"] = relative_l2(res.amplitude, exact)
-    print(f"dg-scatter: relative L2 difference to the exact series at {len(probes)} probes: "
-          f"{summary['relative_l2_vs_exact']:.4f}")
+    exact = _exact(body, freqs, direction, probes)
+    if exact is not None:
+        summary["relative_l2_vs_exact"] = [relative_l2(a, e) for a, e in zip(res.amplitude, exact)]
+        print("dg-scatter: relative L2 difference to the exact series at "
+              f"{len(probes)} probes: " + ", ".join(f"{e:.4f}" for e in summary["relative_l2_vs_exact"]))
     if args.summary:
         from ..files import atomic_path
 
@@ -239,7 +291,8 @@ def dg_scatter(args) -> int:
     return 0
 
 
-def _read_columns(path, names):
+def _read_columns(path, names, optional=()):
+    """The columns `names` (and those of `optional` that the file has, else NaN) of a CSV."""
     import csv
 
     if not os.path.exists(path):
@@ -249,34 +302,57 @@ def _read_columns(path, names):
         missing = set(names) - set(reader.fieldnames or ())
         if missing:
             raise ConfigError(f"{path}: missing columns {sorted(missing)}")
-        return np.array([[float(r[n]) for n in names] for r in reader]).reshape(-1, len(names))
+        cols = list(optional) + list(names)
+        return np.array([[float(r.get(n) or "nan") for n in cols] for r in reader]).reshape(-1, len(cols))
 
 
 def dg_vs_bem(args) -> int:
     from ..timedomain.checks import require
     from ..timedomain.dg.scattering import relative_l2, write_dg_vs_bem
 
-    dg = _read_columns(args.dg, ["x", "y", "z", "re_p_dg", "im_p_dg"])
-    bem = _read_columns(args.bem, ["x", "y", "z", "re_p_bem", "im_p_bem"])
-    if dg.shape != bem.shape or not np.allclose(dg[:, :3], bem[:, :3], rtol=0, atol=1e-9):
-        raise ConfigError(f"--dg {args.dg} and --bem {args.bem} must list the same probe points in order")
-    p_dg, p_bem = dg[:, 3] + 1j * dg[:, 4], bem[:, 3] + 1j * bem[:, 4]
-    write_dg_vs_bem(args.out, dg[:, :3], p_dg, p_bem)
-    err = relative_l2(p_dg, p_bem)
-    print(f"dg-vs-bem: relative L2 difference {err:.4f} at {len(p_dg)} probes")
-    tolerance = None
+    dg = _read_columns(args.dg, ["x", "y", "z", "re_p_dg", "im_p_dg"], ["frequency_hz"])
+    bem = _read_columns(args.bem, ["x", "y", "z", "re_p_bem", "im_p_bem"], ["frequency_hz"])
+    if dg.shape == bem.shape:  # a file without frequencies matches any (one frequency)
+        dg[:, 0] = np.where(np.isnan(dg[:, 0]), bem[:, 0], dg[:, 0])
+        bem[:, 0] = np.where(np.isnan(bem[:, 0]), dg[:, 0], bem[:, 0])
+    if dg.shape != bem.shape or not np.allclose(dg[:, 0], bem[:, 0], rtol=1e-9, equal_nan=True) \
+            or not np.allclose(dg[:, 1:4], bem[:, 1:4], rtol=0, atol=1e-9):
+        raise ConfigError(f"--dg {args.dg} and --bem {args.bem} must list the same frequencies and "
+                          "probe points in order")
+    p_dg, p_bem = dg[:, 4] + 1j * dg[:, 5], bem[:, 4] + 1j * bem[:, 5]
+    write_dg_vs_bem(args.out, dg[:, 1:4], p_dg, p_bem)
+    freqs, blocks = np.unique(dg[:, 0], return_inverse=True) if not np.isnan(dg[:, 0]).any() \
+        else (np.array([np.nan]), np.zeros(len(dg), int))
+    errors = [relative_l2(p_dg[blocks == i], p_bem[blocks == i]) for i in range(len(freqs))]
+    for f, err in zip(freqs, errors):
+        at = "" if np.isnan(f) else f" at {f:.6g} Hz"
+        print(f"dg-vs-bem: relative L2 difference {err:.4f} at {np.sum(blocks == 0)} probes{at}")
+    tolerance, run = None, {}
     if args.summary:
         with open(args.summary) as fh:
             run = json.load(fh)
         tolerance = run.get("tolerance")
-    if args.plot:
-        from ..plots import probe_comparison
+    if args.errors:
+        from ..files import atomic_path
 
-        probe_comparison(args.plot, dg[:, :3], p_dg, p_bem, err)
+        with atomic_path(args.errors) as tmp:
+            tmp.write_text(json.dumps({"frequencies_hz": [None if np.isnan(f) else float(f) for f in freqs],
+                                       "relative_l2": errors, "tolerance": tolerance}, indent=2))
+    if args.plot:
+        from ..plots import band_comparison, probe_comparison
+
+        if len(freqs) > 1:
+            band_comparison(args.plot, freqs, dg[blocks == 0, 1:4],
+                            np.array([p_dg[blocks == i] for i in range(len(freqs))]),
+                            np.array([p_bem[blocks == i] for i in range(len(freqs))]), errors, tolerance)
+        else:
+            probe_comparison(args.plot, dg[:, 1:4], p_dg, p_bem, errors[0])
     if tolerance is not None:
-        require([] if err <= tolerance else
-                [f"relative L2 difference {err:.4f} at {len(p_dg)} probes exceeds {tolerance:g} "
-                 f"({run.get('sizes')} sizes: order {run.get('order')}, {run.get('elements')} "
-                 "elements)"], "DG vs BEM")
-        print(f"dg-vs-bem: within the tolerance {tolerance:g} of the {run.get('sizes')} sizes")
+        n = int(np.sum(blocks == 0))
+        require([f"relative L2 difference {err:.4f} at {n} probes"
+                 + ("" if np.isnan(f) else f" at {f:.6g} Hz") + f" exceeds {tolerance:g} "
+                 f"({run.get('sizes')} sizes: order {run.get('order')}, {run.get('elements')} elements)"
+                 for f, err in zip(freqs, errors) if not err <= tolerance], "DG vs BEM")
+        print(f"dg-vs-bem: within the tolerance {tolerance:g} of the {run.get('sizes')} sizes"
+              + (f" at all {len(freqs)} frequencies" if len(freqs) > 1 else ""))
     return 0

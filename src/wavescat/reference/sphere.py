@@ -10,8 +10,9 @@ from . import absorption, fluid_sphere, impedance_sphere, pressure_release_spher
 
 def series_for(boundary: dict | None = None, where: str = "boundary",
                medium: dict | None = None) -> SimpleNamespace:
-    """`far_field(k, a, d, xhat, center)` and `monostatic_far_field(k, a, ds, center)` of the
-    sphere with boundary condition `boundary` (None: rigid); `medium` (density, sound_speed)
+    """`far_field(k, a, d, xhat, center)`, `monostatic_far_field(k, a, ds, center)` and
+    `scattered_field(k, a, d, points, center)` of the sphere with boundary condition
+    `boundary` (None: rigid); `medium` (density, sound_speed)
     turns a fluid body's absolute density and sound speed into contrasts; a fluid's
     `absorption_db_per_wavelength` makes its sound-speed ratio complex (absorption.py)."""
     boundary = dict(boundary or {})
@@ -37,7 +38,8 @@ def series_for(boundary: dict | None = None, where: str = "boundary",
         raise ConfigError(f"{where}.kind = {kind!r}: no exact sphere series for this boundary "
                           "condition yet")
     return SimpleNamespace(far_field=partial(module.far_field, **params),
-                           monostatic_far_field=partial(module.monostatic_far_field, **params))
+                           monostatic_far_field=partial(module.monostatic_far_field, **params),
+                           scattered_field=partial(module.scattered_field, **params))
 
 
 def concentric_chain(case: dict) -> list[dict] | None:

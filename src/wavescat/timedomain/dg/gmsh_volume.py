@@ -1,4 +1,5 @@
-"""gmsh volume meshes for the DG runs: a box, and a box or sphere with a spherical hole.
+"""gmsh volume meshes for the DG runs: a box, and a box or sphere around a body (a hole, or a
+second region for a fluid body).
 
 gmsh is imported lazily (through `geometry.gmsh_model.gmsh_session`), so this module imports
 on machines without gmsh.
@@ -12,7 +13,8 @@ from ...geometry.gmsh_model import gmsh_session
 from .mesh import TetMesh, signed_volumes
 
 
-def _tet_mesh_from_model(gmsh, what: str) -> TetMesh:
+def _tet_mesh_from_model(gmsh, what: str, regions: dict | None = None):
+    """The model's tetrahedra; with regions {volume tag: region}, (mesh, region of each tet)."""
     try:
         gmsh.model.mesh.generate(3)
     except Exception as exc:
@@ -20,8 +22,10 @@ def _tet_mesh_from_model(gmsh, what: str) -> TetMesh:
     node_tags, coords, _ = gmsh.model.mesh.getNodes()
     index = np.full(int(node_tags.max()) + 1, -1, dtype=np.int64)
     index[node_tags.astype(np.int64)] = np.arange(len(node_tags))
-    _, tet_nodes = gmsh.model.mesh.getElementsByType(4)  # 4-node tetrahedra
-    tets = index[np.asarray(tet_nodes, dtype=np.int64)].reshape(-1, 4)
+    parts = [(r, gmsh.model.mesh.getElementsByType(4, tag)[1]) for tag, r in (regions or {-1: 0}).items()]
+    tet_nodes = np.concatenate([np.asarray(t, dtype=np.int64) for _, t in parts])  # 4-node tetrahedra
+    region = np.concatenate([np.full(len(t) // 4, r, np.int64) for r, t in parts])
+    tets = index[tet_nodes].reshape(-1, 4)
     vertices = np.asarray(coords, dtype=float).reshape(-1, 3)
     used = np.unique(tets)
     remap = np.full(len(vertices), -1, dtype=np.int64)
@@ -29,7 +33,7 @@ def _tet_mesh_from_model(gmsh, what: str) -> TetMesh:
     vertices, tets = vertices[used], remap[tets]
     flip = signed_volumes(vertices, tets) < 0
     tets[flip] = tets[flip][:, [0, 2, 1, 3]]
-    return TetMesh(vertices, tets)
+    return TetMesh(vertices, tets) if regions is None else (TetMesh(vertices, tets), region)
 
 
 def _size_options(gmsh, h_max: float) -> None:
@@ -54,32 +58,52 @@ def box_volume_mesh(h: float, lower=(0.0, 0.0, 0.0), upper=(1.0, 1.0, 1.0)) -> T
         return _tet_mesh_from_model(gmsh, "box")
 
 
-def shell_volume_mesh(radius: float, outer_size: float, h_inner: float, h_outer: float,
-                      outer: str = "sphere", center=(0.0, 0.0, 0.0)) -> TetMesh:
-    """Tetrahedra between a sphere of `radius` (the hole) and an outer sphere of radius
-    `outer_size` or a cube of half-width `outer_size`; element size grows linearly with
-    the distance from the hole, from h_inner to h_outer."""
+def scattering_volume_mesh(body, outer_size: float, h_inner: float, h_outer: float,
+                           outer: str = "sphere", h_fill: float | None = None):
+    """Tetrahedra around `body` (scatterer.Body) inside an outer sphere of radius `outer_size`
+    or a cube of half-width `outer_size` about its centre; element size growing linearly with
+    the distance from the body, from h_inner at it to h_outer at the outer boundary. h_fill:
+    the body is meshed too (a fluid body), elements of at most this size, conforming at its
+    surface. Returns (mesh, regions): region 0 outside, 1 inside the body."""
     if outer not in ("sphere", "box"):
         raise ConfigError(f"outer boundary = {outer!r}: must be sphere or box")
-    for name, value in (("radius", radius), ("h_inner", h_inner), ("h_outer", h_outer)):
+    for name, value in (("h_inner", h_inner), ("h_outer", h_outer), ("h_fill", h_fill or 1.0)):
         if not value > 0:
             raise ConfigError(f"{name} = {value!r}: must be positive")
-    if not outer_size > radius:
-        raise ConfigError(f"outer_size = {outer_size!r}: must exceed the hole radius {radius}")
-    c = np.asarray(center, float)
+    r0 = body.inner()
+    if not outer_size > body.extent():
+        raise ConfigError(f"outer_size = {outer_size!r}: must exceed the body's extent {body.extent():.4g}")
+    c = body.center
     with gmsh_session() as gmsh:
         occ = gmsh.model.occ
-        hole = occ.addSphere(*c, radius)
+        hole = body.occ_volume(gmsh)
         if outer == "sphere":
             dom = occ.addSphere(*c, outer_size)
         else:
             dom = occ.addBox(*(c - outer_size), 2 * outer_size, 2 * outer_size, 2 * outer_size)
-        occ.cut([(3, dom)], [(3, hole)])
+        inside = None
+        if h_fill:
+            _, pieces = occ.fragment([(3, dom)], [(3, hole)])
+            (inside,) = [tag for _, tag in pieces[1]]  # the body, whole inside the domain
+        else:
+            occ.cut([(3, dom)], [(3, hole)])
         occ.synchronize()
         _size_options(gmsh, max(h_inner, h_outer))
-        field = gmsh.model.mesh.field.add("MathEval")
+        fields = gmsh.model.mesh.field
+        grow = fields.add("MathEval")
         rr = f"Sqrt((x-({c[0]}))^2+(y-({c[1]}))^2+(z-({c[2]}))^2)"
-        gmsh.model.mesh.field.setString(
-            field, "F", f"{h_inner}+({h_outer}-{h_inner})*Min(1,Max(0,({rr}-{radius})/({outer_size}-{radius})))")
-        gmsh.model.mesh.field.setAsBackgroundMesh(field)
-        return _tet_mesh_from_model(gmsh, "spherical shell" if outer == "sphere" else "box with a hole")
+        fields.setString(grow, "F", f"{h_inner}+({h_outer}-{h_inner})*Min(1,Max(0,({rr}-{r0})/({outer_size}-{r0})))")
+        volumes = [tag for _, tag in gmsh.model.getEntities(3)]
+        regions = {tag: 0 for tag in volumes}
+        if h_fill:
+            regions[inside] = 1
+            fill = fields.add("MathEval")
+            fields.setString(fill, "F", f"{h_fill}")
+            restrict = fields.add("Restrict")
+            fields.setNumber(restrict, "InField", fill)
+            fields.setNumbers(restrict, "VolumesList", [inside])
+            smallest = fields.add("Min")
+            fields.setNumbers(smallest, "FieldsList", [grow, restrict])
+            grow = smallest
+        fields.setAsBackgroundMesh(grow)
+        return _tet_mesh_from_model(gmsh, f"{body.shape} in a {outer}", regions)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...errors import ConfigError, MeshError
 from ...geometry.gmsh_model import gmsh_session
-from .mesh import TetMesh, signed_volumes
+from .mesh import FACE_VERTICES, TetMesh, signed_volumes
 
 
 def _tet_mesh_from_model(gmsh, what: str, regions: dict | None = None):
@@ -106,4 +106,53 @@ def scattering_volume_mesh(body, outer_size: float, h_inner: float, h_outer: flo
             fields.setNumbers(smallest, "FieldsList", [grow, restrict])
             grow = smallest
         fields.setAsBackgroundMesh(grow)
-        return _tet_mesh_from_model(gmsh, f"{body.shape} in a {outer}", regions)
+        mesh, regions = _tet_mesh_from_model(gmsh, f"{body.shape} in a {outer}", regions)
+    return (mesh if body.shape == "box" else match_body_volume(mesh, regions, body)), regions
+
+
+def body_surface(mesh: TetMesh, regions: np.ndarray, body) -> np.ndarray:
+    """The triangles (m, 3) of the body's surface in the mesh, oriented out of the body: the
+    faces between the regions, or the faces of the hole."""
+    k = mesh.n_elements
+    faces = mesh.tets[:, FACE_VERTICES].reshape(-1, 3)
+    key = np.sort(faces, axis=1)
+    _, inverse, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    element = np.repeat(np.arange(k), 4)
+    if (regions == 1).any():  # a fluid body: its own elements' faces towards region 0
+        shared = counts[inverse] == 2
+        other = np.empty(4 * k, np.int64)
+        order = np.argsort(inverse, kind="stable")
+        pairs = order[shared[order]].reshape(-1, 2)
+        other[pairs[:, 0]], other[pairs[:, 1]] = element[pairs[:, 1]], element[pairs[:, 0]]
+        pick = shared & (regions[element] == 1) & (regions[np.where(shared, other, 0)] == 0)
+        outward = True  # an inside element's outward face normal leaves the body
+    else:  # the hole: boundary faces nearer the body than the outer boundary
+        centroid = mesh.vertices[faces].mean(axis=1)
+        near = np.linalg.norm(centroid - body.center, axis=1) < 2 * body.extent()
+        pick = (counts[inverse] == 1) & near
+        outward = False  # a fluid element's outward normal enters the hole
+    tri, el = faces[pick], element[pick]
+    x = mesh.vertices[tri]
+    normal = np.cross(x[:, 1] - x[:, 0], x[:, 2] - x[:, 0])
+    away = np.einsum("ij,ij->i", normal, x.mean(axis=1) - mesh.vertices[mesh.tets[el]].mean(axis=1)) > 0
+    flip = away != outward
+    tri[flip] = tri[flip][:, [0, 2, 1]]
+    return tri
+
+
+def match_body_volume(mesh: TetMesh, regions: np.ndarray, body) -> TetMesh:
+    """The mesh with the body's surface vertices offset along their normals so that the
+    surface encloses the body's exact volume (geometry.volume.match_volume: flat facets
+    inscribed in a curved body enclose less, about h^2 / 8a too little radius), as the BEM's
+    `mesh.match_volume` does. The offset is a fraction of the chord sag: no element inverts."""
+    from ...geometry.volume import match_volume
+    from ...surface import SurfaceMesh
+
+    tri = body_surface(mesh, regions, body)
+    used = np.unique(tri)
+    local = np.searchsorted(used, tri)
+    moved, _ = match_volume(SurfaceMesh(mesh.vertices[used], local), body.exact_volume())
+    vertices = mesh.vertices.copy()
+    vertices[used] = moved.vertices
+    return TetMesh(vertices, mesh.tets)

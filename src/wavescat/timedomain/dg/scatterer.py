@@ -87,6 +87,9 @@ class Body:
         """Smallest distance of the surface from the centre."""
         return float(self.half_axes().min())
 
+    def exact_volume(self) -> float:
+        return float(np.prod(2 * self.half_axes()) if self.shape == "box" else 4 / 3 * np.pi * np.prod(self.half_axes()))
+
     def contains(self, points) -> np.ndarray:
         """Whether points (n, 3) lie inside or on the body."""
         off = (np.atleast_2d(points) - self.center) / self.half_axes()

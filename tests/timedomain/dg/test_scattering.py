@@ -1,0 +1,84 @@
+"""Time-domain scattering by a unit sphere of each boundary kind, at deliberately coarse sizes
+(order 1, about a thousand elements: seconds), against the exact series; each kind's answer
+lies far from the other kinds' series, so a wrong condition, sign or DFT fails."""
+import numpy as np
+import pytest
+
+from wavescat.errors import ConfigError
+from wavescat.reference.sphere import series_for
+from wavescat.timedomain.dg.gmsh_volume import body_surface, scattering_volume_mesh
+from wavescat.timedomain.dg.scatterer import Body
+from wavescat.timedomain.dg.scattering import (ScatteringSetup, relative_l2, run_scattering,
+                                               scattering_mesh_sizes)
+from wavescat.surface import SurfaceMesh
+
+PROBES = np.array([[1.4, 0, 0], [0, 0, 1.4], [0, 0, -1.4], [0, 1.0, -1.0]])
+BOUNDARIES = {"rigid": None, "pressure_release": {"kind": "pressure_release"},
+              "impedance": {"kind": "impedance", "admittance": [0.5, 0.0]},
+              "fluid": {"kind": "fluid", "density_ratio": 2.0, "sound_speed_ratio": 1.3}}
+UNIT = {"density": 1.0, "sound_speed": 1.0}
+
+
+def coarse_run(body, ks, settle=0.0):
+    """Order 1, 3 points per wavelength, elements of 0.7 at the sphere, a thin sponge."""
+    wavelength = 2 * np.pi / min(ks)
+    start = 1.4 + 0.1 * wavelength
+    setup = ScatteringSetup(body, np.asarray(ks, float), [0, 0, 1], start + 0.5 * wavelength,
+                            sponge_start=start, settle_periods=settle, dft_periods=1)
+    h_in, h_out, h_fill = scattering_mesh_sizes(setup, 1, 3.0, 0.7)
+    mesh, regions = scattering_volume_mesh(body, setup.outer_size, h_in, h_out, "sphere", h_fill)
+    return run_scattering(setup, mesh, 1, PROBES, "cpu", regions=regions)
+
+
+def exact(kind, k):
+    return series_for(BOUNDARIES[kind], "boundary", UNIT).scattered_field(k, 1.0, [0, 0, 1], PROBES)
+
+
+@pytest.mark.parametrize("kind", list(BOUNDARIES))
+def test_each_boundary_kind_near_its_series(kind):
+    res = coarse_run(Body({"kind": "sphere", "radius": 1.0}, BOUNDARIES[kind], UNIT), [1.0])
+    err = relative_l2(res.amplitude[0], exact(kind, 1.0))
+    assert err < 0.15
+    others = [relative_l2(res.amplitude[0], exact(other, 1.0)) for other in BOUNDARIES if other != kind]
+    assert min(others) > 2 * err, others
+
+
+def test_band_from_one_pulse_near_the_series():
+    """One pulse run gives each frequency of the band as a harmonic run would."""
+    ks = [1.0, 1.5, 2.0]
+    res = coarse_run(Body({"kind": "sphere", "radius": 1.0}, None, UNIT), ks)
+    errors = [relative_l2(a, exact("rigid", k)) for a, k in zip(res.amplitude, ks)]
+    assert max(errors) < 0.2, errors
+    # the amplitudes differ across the band by far more than the errors
+    assert relative_l2(exact("rigid", ks[0]), exact("rigid", ks[-1])) > 0.5
+
+
+@pytest.mark.parametrize("geometry", [{"kind": "sphere", "radius": 1.0},
+                                      {"kind": "spheroid", "semi_axes": [1.0, 0.6, 0.6], "center": [0.1, 0, 0]}])
+def test_mesh_encloses_the_exact_volume(geometry):
+    """The body's flat facets are moved out to enclose its volume (as the BEM's match_volume);
+    a fluid body's elements fill it, conforming at its surface."""
+    for boundary, fill in ((None, None), (BOUNDARIES["fluid"], 0.4)):
+        body = Body(geometry, boundary, UNIT)
+        mesh, regions = scattering_volume_mesh(body, 2.5, 0.4, 0.8, "sphere", fill)
+        surface = SurfaceMesh(mesh.vertices, body_surface(mesh, regions, body))
+        assert surface.enclosed_volume == pytest.approx(body.exact_volume(), rel=1e-3)  # inscribed: 2% short
+        inside = np.isclose(np.abs(mesh.signed_volumes()[regions == 1]).sum(), body.exact_volume(), rtol=1e-3)
+        assert inside if fill else not (regions == 1).any()
+
+
+@pytest.mark.parametrize("boundary, message", [
+    ({"kind": "impedance", "admittance": [0.5, 0.2]}, "real admittance"),
+    ({"kind": "fluid", "density_ratio": 2.0, "sound_speed_ratio": 1.3, "absorption_db_per_wavelength": 1.0},
+     "lossless fluid"),
+])
+def test_conditions_without_a_time_domain_model_are_refused(boundary, message):
+    with pytest.raises(ConfigError, match=message):
+        Body({"kind": "sphere", "radius": 1.0}, boundary, UNIT)
+
+
+def test_probe_inside_the_body_is_refused():
+    body = Body({"kind": "box", "size": [1.0, 2.0, 1.0]}, None, UNIT)
+    setup = ScatteringSetup(body, [1.0], [0, 0, 1], 4.0)
+    with pytest.raises(ConfigError, match=r"probe point \[0.0, 0.9, 0.0\] lies inside the body"):
+        run_scattering(setup, None, 1, [[0.0, 0.9, 0.0]])

@@ -83,8 +83,8 @@ def test_bad_order_is_reported_not_raised(tmp_path, capsys):
 
 
 def _scatter_args(**kw):
-    base = dict(order=4, points_per_wavelength=16.0, sponge_gap=0.5, sponge_width=1.0,
-                settle_periods=4.0, h_surface=None, full_on_cpu=False)
+    base = dict(order=4, points_per_wavelength=16.0, sponge_gap=0.5, sponge_width=2.0,
+                settle_periods=4.0, dft_periods=2, h_surface=None, full_on_cpu=False)
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -92,9 +92,12 @@ def test_cpu_sizes_cap_the_gpu_sizes_only_on_the_cpu():
     cpu, gpu = Backend("cpu", np, "test cpu", reason="auto: no GPU"), Backend("gpu", np, "test gpu")
     args = _scatter_args()
     assert dg._cpu_sizes(args, cpu, 2.0) == "cpu"
+    caps = dg.CPU_SIZES
     assert (args.order, args.points_per_wavelength, args.sponge_gap, args.sponge_width,
-            args.settle_periods) == (2, 6.0, 0.25, 0.5, 2.0)
-    assert args.h_surface == pytest.approx(0.3 * 2.0)  # coarser than 0.2 radii at the sphere
+            args.settle_periods, args.dft_periods) == (caps["order"], caps["points_per_wavelength"],
+                                                       caps["sponge_gap"], caps["sponge_width"],
+                                                       caps["settle_periods"], caps["dft_periods"])
+    assert args.h_surface == pytest.approx(caps["h_surface_radii"] * 2.0)  # coarser than 0.2 radii
     for backend, kw in ((gpu, {}), (cpu, {"full_on_cpu": True})):
         args = _scatter_args(**kw)
         assert dg._cpu_sizes(args, backend, 2.0) == "full"

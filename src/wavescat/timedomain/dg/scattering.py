@@ -43,7 +43,10 @@ class ScatteringSetup:
     outer_size: float  # outer sphere radius or box half-width
     outer: str = "sphere"
     sponge_start: float | None = None  # distance from the centre where damping starts
-    sponge_decay: float = 6.0  # one-way amplitude decay exp(-sponge_decay) across the layer
+    # one-way amplitude decay exp(-sponge_decay) across the layer: enough with the
+    # characteristic boundary behind it; more (6) steepens the damping, whose gradient
+    # reflects the spherical waves' near-field part (bench/README.md)
+    sponge_decay: float = 3.0
     ramp_periods: float = 2.0
     settle_periods: float = 4.0
     dft_periods: int = 2

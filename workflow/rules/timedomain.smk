@@ -54,10 +54,9 @@ rule bem_probes:
 
 rule dg_scatter:
     """Time-domain DG run of the case's body: to a time-harmonic state (one frequency) or
-    through one pulse (several); amplitudes at the probes. On the CPU it runs smaller sizes
-    (logged; verification.full_on_cpu keeps the case's)."""
-    input:
-        probes="results/{case}/dg/bem_probes.csv",
+    through one pulse (several); amplitudes at the probes (the case's: it needs nothing of
+    the BEM, and runs beside its jobs). On the CPU it runs smaller sizes (logged;
+    verification.full_on_cpu keeps the case's)."""
     output:
         amplitudes="results/{case}/dg/dg_probes.csv",
         summary="results/{case}/dg/dg_summary.json",
@@ -72,7 +71,7 @@ rule dg_scatter:
         "results/{case}/logs/dg_scatter.log",
     shell:
         "{WAVESCAT} dg-scatter --case {params.case:q} --medium {params.medium:q}"
-        " --probes {input.probes} --out {output.amplitudes} --summary {output.summary}"
+        " --out {output.amplitudes} --summary {output.summary}"
         " {params.flags} > {log} 2>&1"
 
 

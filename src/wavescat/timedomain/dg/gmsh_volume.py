@@ -65,17 +65,26 @@ def box_volume_mesh(h: float, lower=(0.0, 0.0, 0.0), upper=(1.0, 1.0, 1.0)) -> T
 _AXES = np.array([(1, 0, 0), (0, 1, 0), (-1, 0, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)], float)
 
 
-def _octant_sphere(geo, center, radius: float) -> list[int]:
-    """The eight octant patches of a sphere in gmsh's built-in kernel (as geometry/sphere.py
-    meshes the BEM's spheres): an OpenCASCADE sphere's poles leave tiny surface triangles whose
-    needle-shaped tetrahedra set a time step about twice as small."""
+def _octant_ellipsoid(geo, center, half_axes) -> list[int]:
+    """The eight octant patches of an ellipsoid (a sphere where the half-axes are equal) in
+    gmsh's built-in kernel, bounded by its quarter circles or ellipses in the coordinate planes
+    (as geometry/sphere.py meshes the BEM's spheres): an OpenCASCADE sphere's poles leave tiny
+    surface triangles whose needle-shaped tetrahedra set a time step about twice as small. A
+    spheroid's filled patches lie within 2e-5 of its half-axes of the surface."""
+    center, half_axes = np.asarray(center, float), np.asarray(half_axes, float)
+    sphere = np.ptp(half_axes) == 0
     middle = geo.addPoint(*center)
-    points = [geo.addPoint(*(np.asarray(center) + radius * a)) for a in _AXES]
+    extent = [half_axes[np.argmax(np.abs(a))] for a in _AXES]
+    points = [geo.addPoint(*(center + e * a)) for e, a in zip(extent, _AXES)]
     arcs = {}
 
     def arc(i, j):
         if (i, j) not in arcs:
-            arcs[(i, j)] = geo.addCircleArc(points[i], middle, points[j])
+            if extent[i] == extent[j]:
+                arcs[(i, j)] = geo.addCircleArc(points[i], middle, points[j])
+            else:  # through the end on the major axis
+                major = points[i] if extent[i] > extent[j] else points[j]
+                arcs[(i, j)] = geo.addEllipseArc(points[i], middle, major, points[j])
         return arcs[(i, j)]
 
     patches = []
@@ -83,7 +92,7 @@ def _octant_sphere(geo, center, radius: float) -> list[int]:
         j = (i + 1) % 4
         for pole in (4, 5):
             loop = geo.addCurveLoop([arc(i, j), arc(j, pole), arc(i, pole)], reorient=True)
-            patches.append(geo.addSurfaceFilling([loop], sphereCenterTag=middle))
+            patches.append(geo.addSurfaceFilling([loop], sphereCenterTag=middle if sphere else -1))
     return patches
 
 
@@ -108,10 +117,10 @@ def scattering_volume_mesh(body, outer_size: float, h_inner: float, h_outer: flo
     c = body.center
     with gmsh_session() as gmsh:
         inside = None
-        if body.shape == "sphere" and outer == "sphere":
+        if body.shape in ("sphere", "spheroid") and outer == "sphere":
             geo = gmsh.model.geo
-            hole = geo.addSurfaceLoop(_octant_sphere(geo, c, body.inner()))
-            geo.addVolume([geo.addSurfaceLoop(_octant_sphere(geo, c, outer_size)), hole])
+            hole = geo.addSurfaceLoop(_octant_ellipsoid(geo, c, body.half_axes()))
+            geo.addVolume([geo.addSurfaceLoop(_octant_ellipsoid(geo, c, np.full(3, outer_size))), hole])
             if h_fill:
                 inside = geo.addVolume([hole])
             geo.synchronize()
@@ -133,8 +142,10 @@ def scattering_volume_mesh(body, outer_size: float, h_inner: float, h_outer: flo
         grow = fields.add("MathEval")
         rr = f"Sqrt((x-({c[0]}))^2+(y-({c[1]}))^2+(z-({c[2]}))^2)"
         start, h_far = sponge or (outer_size, h_outer)
-        fields.setString(grow, "F", f"{h_inner}+({h_outer}-{h_inner})*Min(1,Max(0,({rr}-{r0})/({start}-{r0})))"
-                         f"+({h_far}-{h_outer})*Min(1,Max(0,({rr}-{start})/({outer_size}-{start})))")
+        formula = f"{h_inner}+({h_outer}-{h_inner})*Min(1,Max(0,({rr}-{r0})/({start}-{r0})))"
+        if start < outer_size:
+            formula += f"+({h_far}-{h_outer})*Min(1,Max(0,({rr}-{start})/({outer_size}-{start})))"
+        fields.setString(grow, "F", formula)
         volumes = [tag for _, tag in gmsh.model.getEntities(3)]
         regions = {tag: 0 for tag in volumes}
         if h_fill:

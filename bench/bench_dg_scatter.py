@@ -1,85 +1,75 @@
-"""Accuracy and cost of the time-domain cross-check (`wavescat dg-scatter`) on a unit sphere:
-the relative L2 difference of the DG amplitudes to the exact series at the probes, per
-frequency, with the run's elements, steps, wall and CPU seconds, for the sizes given.
+"""Accuracy and cost of the time-domain cross-check on a unit sphere in a unit medium (c = 1,
+rho = 1): `wavescat dg-scatter` itself, run for a sphere case of each boundary kind, and the
+relative L2 difference of its amplitudes to the exact series at the probes (per frequency),
+with the run's elements, steps, wall and CPU seconds.
 
-    PYTHONPATH=src python bench/bench_dg_scatter.py [--kind rigid] [--ka 2] [--order 3]
-        [--points-per-wavelength 9] [--h-surface 0.3] [--sponge-gap 0.25] [--sponge-width 0.5]
-        [--sponge-decay 3] [--probe-radius 1.6] [--backend cpu] [--json out.json]
+    PYTHONPATH=src python bench/bench_dg_scatter.py [--kinds rigid pressure_release impedance fluid]
+        [--ka 2] [--count 1] [--backend cpu] [--json out.json] [-- dg-scatter size options]
 
-`--ka 1 4 --count 8` runs one pulse over 8 frequencies from ka = 1 to 4. The probes are the
-default config's six sphere_ka2 probes scaled to --probe-radius. CPU seconds count every
-thread of the process (NUMBA_NUM_THREADS=1 makes them a single core's). Measured figures:
-bench/README.md.
+`--ka 1 4 --count 8` is one pulse over 8 frequencies from ka = 1 to 4. Without size options
+the run takes the CPU sizes on the CPU and the case's (order 4, 16 points per wavelength) on
+the GPU, as the workflow does; e.g. `-- --full-on-cpu` keeps the case's on the CPU. The probes
+are the default config's (about 1.6 radii). CPU seconds count every thread of the process
+(NUMBA_NUM_THREADS=1: one core's). Measured figures: bench/README.md.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
+import tempfile
 import time
 
 import numpy as np
 
-from wavescat.backend import get_backend
-from wavescat.reference.sphere import series_for
-from wavescat.timedomain.dg.gmsh_volume import scattering_volume_mesh
-from wavescat.timedomain.dg.scatterer import Body
-from wavescat.timedomain.dg.scattering import (ScatteringSetup, relative_l2, run_scattering,
-                                               scattering_mesh_sizes)
+from wavescat.cli import main as wavescat
 
-PROBES = np.array([[0, 0, -1.6], [0, 0, 1.6], [1.6, 0, 0], [1.2, 0, 1.2], [-1.2, 0, -1.2], [0, 1.5, 0.5]])
-BOUNDARIES = {"rigid": None, "pressure_release": {"kind": "pressure_release"},
+PROBES = [[0, 0, -1.6], [0, 0, 1.6], [1.6, 0, 0], [1.2, 0, 1.2], [-1.2, 0, -1.2], [0, 1.5, 0.5]]
+BOUNDARIES = {"rigid": {"kind": "rigid"}, "pressure_release": {"kind": "pressure_release"},
               "impedance": {"kind": "impedance", "admittance": [0.5, 0.0]},
               "fluid": {"kind": "fluid", "density_ratio": 2.0, "sound_speed_ratio": 0.8}}
 
 
-def main(argv=None) -> dict:
+def run(kind: str, ka, backend: str, options: list[str]) -> dict:
+    case = {"geometry": {"kind": "sphere", "radius": 1.0}, "boundary": BOUNDARIES[kind],
+            "frequencies_hz": [float(k / (2 * np.pi)) for k in ka], "incident": {"direction": [0, 0, 1]},
+            "dg_cross_check": {"order": 4, "points_per_wavelength": 16.0, "probes": PROBES}}
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = os.path.join(tmp, "summary.json")
+        t0, c0 = time.perf_counter(), time.process_time()
+        rc = wavescat(["dg-scatter", "--case", json.dumps(case), "--medium", '{"density": 1, "sound_speed": 1}',
+                       "--out", os.path.join(tmp, "dg.csv"), "--summary", summary, "--backend", backend, *options])
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        if rc:
+            sys.exit(f"dg-scatter failed for {kind}")
+        with open(summary) as fh:
+            row = json.load(fh)
+    row.update(kind=kind, ka=list(ka), wall_s=wall, cpu_s=cpu)
+    errors = ", ".join(f"{e:.4f} (ka {k:.3g})" for k, e in zip(ka, row["relative_l2_vs_exact"]))
+    print(f"{kind} sphere, N={row['order']}, {row['points_per_wavelength']:g} points per wavelength "
+          f"({row['sizes']} sizes), {row['elements']} elements, {row['steps']} steps: run {row['run_s']:.1f} s, "
+          f"{wall:.1f} s with meshing ({cpu:.1f} CPU s) on {row['device']}; relative L2 to the series {errors}",
+          flush=True)
+    return row
+
+
+def main(argv=None) -> list[dict]:
+    argv = sys.argv[1:] if argv is None else argv
+    split = argv.index("--") if "--" in argv else len(argv)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--kind", default="rigid", choices=list(BOUNDARIES))
+    p.add_argument("--kinds", nargs="+", default=list(BOUNDARIES), choices=list(BOUNDARIES))
     p.add_argument("--ka", type=float, nargs="+", default=[2.0], help="one ka, or the band's ends")
     p.add_argument("--count", type=int, default=1, help="frequencies of the band")
-    p.add_argument("--order", type=int, default=3)
-    p.add_argument("--points-per-wavelength", type=float, default=9.0)
-    p.add_argument("--h-surface", type=float, default=0.3)
-    p.add_argument("--sponge-gap", type=float, default=0.25)
-    p.add_argument("--sponge-width", type=float, default=0.5)
-    p.add_argument("--sponge-decay", type=float, default=3.0)
-    p.add_argument("--probe-radius", type=float, default=1.6)
-    p.add_argument("--ramp-periods", type=float, default=2.0)
-    p.add_argument("--settle-periods", type=float, default=1.0)
-    p.add_argument("--dft-periods", type=int, default=1)
     p.add_argument("--backend", default="cpu", choices=["cpu", "gpu", "auto"])
-    p.add_argument("--precision", default="double", choices=["double", "single"])
     p.add_argument("--json", default=None)
-    a = p.parse_args(argv)
-    ks = np.linspace(min(a.ka), max(a.ka), a.count) if a.count > 1 else np.array(a.ka[:1])
-    body = Body({"kind": "sphere", "radius": 1.0}, BOUNDARIES[a.kind], {"density": 1.0, "sound_speed": 1.0})
-    probes = PROBES / np.linalg.norm(PROBES, axis=1)[:, None] * a.probe_radius
-    wavelength = 2 * np.pi / ks.max()
-    start = a.probe_radius + a.sponge_gap * wavelength
-    setup = ScatteringSetup(body, ks, [0, 0, 1], start + a.sponge_width * wavelength, sponge_start=start,
-                            sponge_decay=a.sponge_decay, ramp_periods=a.ramp_periods,
-                            settle_periods=a.settle_periods, dft_periods=a.dft_periods)
-    t0 = time.perf_counter()
-    h_in, h_out, h_fill = scattering_mesh_sizes(setup, a.order, a.points_per_wavelength, a.h_surface)
-    mesh, regions = scattering_volume_mesh(body, setup.outer_size, h_in, h_out, "sphere", h_fill)
-    mesh_s = time.perf_counter() - t0
-    backend = get_backend(a.backend)
-    t0, c0 = time.perf_counter(), time.process_time()
-    res = run_scattering(setup, mesh, a.order, probes, backend, a.precision, regions=regions)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    series = series_for(body.boundary, "boundary", body.medium)
-    errors = [relative_l2(amp, series.scattered_field(k, 1.0, [0, 0, 1], probes)) for k, amp in zip(ks, res.amplitude)]
-    row = {**{k: v for k, v in vars(a).items() if k != "json"}, "device": backend.device_name,
-           "elements": res.elements, "steps": res.steps, "t_final": res.t_final, "mesh_s": mesh_s,
-           "run_s": wall, "cpu_s": cpu, "ka": ks.tolist(), "relative_l2_vs_exact": errors}
-    print(f"{a.kind} sphere, N={a.order}, {a.points_per_wavelength:g} points per wavelength, "
-          f"{res.elements} elements, {res.steps} steps: run {wall:.1f} s ({cpu:.1f} CPU s) on "
-          f"{backend.device_name}; relative L2 to the series "
-          + ", ".join(f"{e:.4f} (ka {k:g})" for k, e in zip(ks, errors)))
+    a = p.parse_args(argv[:split])
+    ka = np.linspace(min(a.ka), max(a.ka), a.count) if a.count > 1 else np.array(a.ka[:1])
+    rows = [run(kind, ka, a.backend, argv[split + 1:]) for kind in a.kinds]
     if a.json:
         with open(a.json, "w") as fh:
-            json.dump(row, fh, indent=2)
-    return row
+            json.dump(rows, fh, indent=2)
+    return rows
 
 
 if __name__ == "__main__":

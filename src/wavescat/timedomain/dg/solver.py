@@ -101,6 +101,7 @@ class AcousticsDG:
             from .cpu_kernels import CpuKernels
             self.kernels = CpuKernels(self.ops)
         self.boundary_data = boundary_data
+        self._no_data = xp.zeros((len(space.boundary_codes), 2), dtype=self.dtype)
         shape = (4, space.n_elements, ref.n_nodes)
         self.q = xp.zeros(shape, dtype=self.dtype)
         self._res = xp.zeros(shape, dtype=self.dtype)
@@ -123,9 +124,10 @@ class AcousticsDG:
     def rhs(self, q, t: float, out=None):
         out = self._rhs if out is None else out
         self.kernels.volume(q, out)
-        data = None
         if self.boundary_data is not None:
             data = self.xp.asarray(self.boundary_data(t), dtype=self.dtype)
+        else:  # no incident field: zeros where the kernels read one (scatterer, interface nodes)
+            data = self._no_data
         self.kernels.surface(q, out, data)
         return out
 

@@ -237,17 +237,17 @@ def _exact(body, freqs, direction, probes):
                      for f in freqs])
 
 
-def dg_scatter(args) -> int:
+def scattering_problem(args):
+    """(body, frequencies, probes, setup, sizes) of a dg-scatter run: the case's, capped at the
+    CPU sizes where it runs on the CPU (args.order and the other sizes updated in place)."""
     from ..backend import get_backend
     from ..timedomain.dg.reference import check_order
-    from ..timedomain.dg.scattering import (ScatteringSetup, read_probes, relative_l2, run_scattering,
-                                            scattering_mesh_sizes, write_dg_amplitudes)
+    from ..timedomain.dg.scattering import ScatteringSetup, read_probes
 
     body, freqs, direction, probes = _case_run(args)
     check_order(args.order)
     backend = get_backend(args.backend)
     sizes = _cpu_sizes(args, backend, body.inner())
-    order = args.order
     if args.probes:
         probes = read_probes(args.probes)
     if probes is None:
@@ -263,18 +263,33 @@ def dg_scatter(args) -> int:
     setup = ScatteringSetup(body, 2 * np.pi * freqs, direction, outer, args.outer,
                             sponge_start=sponge_start, sponge_decay=args.sponge_decay,
                             settle_periods=args.settle_periods, dft_periods=args.dft_periods)
-    t0 = time.perf_counter()
-    if args.mesh:
-        mesh, regions = _load_mesh(args.mesh)
-    else:
-        from ..timedomain.dg.gmsh_volume import scattering_volume_mesh
+    return body, freqs, probes, setup, sizes, backend
 
-        h_in, h_out, h_fill = scattering_mesh_sizes(setup, order, args.points_per_wavelength, args.h_surface)
-        h_far = args.sponge_coarsening * h_out * freqs.max() / freqs.min()
-        mesh, regions = scattering_volume_mesh(body, outer, h_in, h_out, args.outer, h_fill,
-                                               sponge=(sponge_start, h_far))
-        if args.save_mesh:
-            np.savez(args.save_mesh, vertices=mesh.vertices, tets=mesh.tets, regions=regions)
+
+def scattering_mesh(args, setup):
+    """(mesh, regions) of the run: --mesh, or gmsh's at the run's sizes."""
+    if args.mesh:
+        return _load_mesh(args.mesh)
+    from ..timedomain.dg.gmsh_volume import scattering_volume_mesh
+    from ..timedomain.dg.scattering import scattering_mesh_sizes
+
+    freqs = setup.omegas / (2 * np.pi)
+    h_in, h_out, h_fill = scattering_mesh_sizes(setup, args.order, args.points_per_wavelength, args.h_surface)
+    h_far = args.sponge_coarsening * h_out * freqs.max() / freqs.min()
+    mesh, regions = scattering_volume_mesh(setup.body, setup.outer_size, h_in, h_out, args.outer, h_fill,
+                                           sponge=(setup.sponge_start, h_far))
+    if args.save_mesh:
+        np.savez(args.save_mesh, vertices=mesh.vertices, tets=mesh.tets, regions=regions)
+    return mesh, regions
+
+
+def dg_scatter(args) -> int:
+    from ..timedomain.dg.scattering import relative_l2, run_scattering, write_dg_amplitudes
+
+    body, freqs, probes, setup, sizes, backend = scattering_problem(args)
+    order, outer, sponge_start = args.order, setup.outer_size, setup.sponge_start
+    t0 = time.perf_counter()
+    mesh, regions = scattering_mesh(args, setup)
     t_mesh = time.perf_counter() - t0
     log.info("dg-scatter: %s %s body, %d tetrahedra, order %d, outer %s %.3f, sponge from %.3f, "
              "%s", body.kind, body.shape, mesh.n_elements, order, args.outer, outer, sponge_start,
@@ -294,7 +309,7 @@ def dg_scatter(args) -> int:
                "sponge_decay": args.sponge_decay, "sponge_coarsening": args.sponge_coarsening,
                "settle_periods": args.settle_periods, "dft_periods": args.dft_periods,
                "tolerance": DG_VS_BEM_TOLERANCE[sizes]}
-    exact = _exact(body, freqs, direction, probes)
+    exact = _exact(body, freqs, setup.direction, probes)
     if exact is not None:
         summary["relative_l2_vs_exact"] = [relative_l2(a, e) for a, e in zip(res.amplitude, exact)]
         print("dg-scatter: relative L2 difference to the exact series at "

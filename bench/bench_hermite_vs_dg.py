@@ -34,8 +34,9 @@ from wavescat.timedomain.hermite.equations import acoustics
 from wavescat.timedomain.hermite.exact import acoustic_standing_mode, hermite_data
 from wavescat.timedomain.hermite.solver import HermiteSolver
 
-# cells per side by degree: at mode 4 and 4 periods, errors from 20-40% down past 1e-3 (DG order 2:
-# 1e-2)
+# cells per side by degree at mode 4 (scaled with the mode, so that a higher mode runs the same
+# DOFs per wavelength on larger grids: --mode 16 for a GPU); at 4 periods errors from 20-40%
+# down past 1e-3 (DG order 2: 1e-2)
 DG_CELLS = {1: [8, 12, 16, 24, 32], 2: [8, 12, 16, 24], 3: [6, 8, 12, 16], 4: [4, 6, 8, 12],
             5: [3, 4, 6, 8]}
 HERMITE_CELLS = {1: [12, 16, 24, 32, 48], 2: [6, 8, 12, 16, 24], 3: [4, 6, 8, 12, 16]}
@@ -180,7 +181,8 @@ def verify_sphere(sizes: str, dg_cost: float, hermite: list[dict], overlap_cells
 
 def main(argv=None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mode", type=int, default=4, help="l of the (l, l, l) mode (wavelength 2 / l per axis)")
+    p.add_argument("--mode", type=int, default=4, help="l of the (l, l, l) mode (wavelength 2 / l per "
+                   "axis); the grids grow with it")
     p.add_argument("--periods", type=float, default=4.0, help="run length (the error grows with it)")
     p.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
     p.add_argument("--precision", default="double", choices=["double", "single"])
@@ -200,8 +202,11 @@ def main(argv=None) -> list[dict]:
     t_final = a.periods * wavelength
     print(f"rigid unit cube, mode ({a.mode}, {a.mode}, {a.mode}), {a.periods:g} period(s), "
           f"{backend.name} ({backend.device_name}), {a.precision}")
-    runs = [(dg_run, "DG", n, DG_CELLS[n][:a.grids]) for n in a.dg_orders] + \
-        [(hermite_run, "Hermite", m, HERMITE_CELLS[m][:a.grids]) for m in a.hermite_degrees]
+    def grids(cells):
+        return [max(2, round(n * a.mode / 4)) for n in cells[:a.grids]]
+
+    runs = [(dg_run, "DG", n, grids(DG_CELLS[n])) for n in a.dg_orders] + \
+        [(hermite_run, "Hermite", m, grids(HERMITE_CELLS[m])) for m in a.hermite_degrees]
     rows, summary = [], []
     for run, method, degree, cells in runs:
         run(degree, cells[0], a.mode, t_final, backend, a.precision)  # compile, untimed

@@ -1,6 +1,13 @@
-# wavescat: target strength of rigid bodies (see README.md).
-# Thin on purpose: configuration and helpers live in workflow/rules/common.smk,
-# one rule file per stage, numerics in the `wavescat` package.
+# wavescat: target strength of bodies under water (see README.md). Each case is meshed per
+# frequency band (gmsh), solved per frequency with the BEM formulation of its boundary
+# (Burton-Miller for rigid, pressure-release and impedance surfaces, Müller's for fluid
+# bodies, a multi-domain system for nested ones), then gathered into far-field tables, TS
+# plots and surface-pressure files (VTU), with near-field maps where a case asks for them;
+# `verify` checks the BEM against exact series and time-domain solvers.
+# Thin on purpose: configuration and helpers live in workflow/rules/common.smk, one rule
+# file per stage, numerics in the `wavescat` package. Every rule runs `python -m wavescat`
+# in the conda environment workflow/envs/wavescat.yaml under `--sdm conda`, in the container
+# of the Dockerfile under `--sdm apptainer`, else with the Python that runs Snakemake.
 import os
 import sys
 
@@ -23,6 +30,11 @@ except ConfigError as exc:
 configfile: DEFAULT_CONFIG
 
 
+# The image built from the Dockerfile (README.md, "Conda and containers"); used only with
+# --sdm apptainer.
+container: "wavescat.sif"
+
+
 report: "workflow/report/workflow.rst"
 
 
@@ -30,6 +42,12 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/mesh.smk"
 include: "workflow/rules/bem.smk"
 include: "workflow/rules/timedomain.smk"
+
+
+# The stale-file targets only look at files: never a cluster job.
+localrules:
+    stale,
+    clean_stale,
 
 
 onsuccess:
@@ -47,10 +65,15 @@ rule target_strength:
         expand("results/{case}/summary.json", case=RUN),
         expand("results/{case}/plots", case=RUN),
         expand("results/{study}/ts.csv", study=STUDIES),
-        expand("results/{case}/ts_averages.{ext}", case=[c for c in RUN if c in AVERAGE_CASES],
-               ext=["csv", "png"]),
-        expand("results/{study}/ts_averages.csv",
-               study=[s for s in STUDIES if s in AVERAGE_STUDIES]),
+        expand(
+            "results/{case}/ts_averages.{ext}",
+            case=[c for c in RUN if c in AVERAGE_CASES],
+            ext=["csv", "png"],
+        ),
+        expand("results/{case}/near_field", case=[c for c in RUN if c in NEAR_FIELD_CASES]),
+        expand(
+            "results/{study}/ts_averages.csv", study=[s for s in STUDIES if s in AVERAGE_STUDIES]
+        ),
 
 
 rule meshes:
@@ -61,7 +84,8 @@ rule meshes:
 
 
 rule verify_bem:
-    """Exact sphere far fields (series of each boundary condition) for the sphere cases, and the BEM compared with them."""
+    """Exact sphere far fields (series of each boundary condition) for the sphere cases, and
+    the BEM compared with them."""
     input:
         expand("results/{case}/reference_farfield.csv", case=SPHERE_CASES),
         expand("results/{case}/bem_vs_exact.json", case=SPHERE_CASES),
@@ -83,3 +107,31 @@ rule verify:
         rules.verify_bem.input,
         rules.verify_hermite.input,
         rules.verify_dg.input,
+
+
+rule stale:
+    """List what the current config no longer builds in its cases' folders under results/:
+    band meshes and solutions beyond its bands and frequencies, their logs, near-field maps
+    and TS averages it no longer asks for. Deletes nothing."""
+    log:
+        "results/stale.log",
+    conda:
+        "workflow/envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
+        plan=stale_plan,
+    shell:
+        "{params.python:q} -m wavescat stale --plan {params.plan:q} 2>&1 | tee {log}"
+
+
+rule clean_stale:
+    """Delete what `stale` lists (the folders of other configs' cases are never touched)."""
+    log:
+        "results/clean_stale.log",
+    conda:
+        "workflow/envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
+        plan=stale_plan,
+    shell:
+        "{params.python:q} -m wavescat stale --plan {params.plan:q} --delete 2>&1 | tee {log}"

@@ -2,8 +2,10 @@
 
     PYTHONUNBUFFERED=1 python bench/bench_submarine.py --freq 250 500 1000 2000 \
         [--backend gpu] [--precision double] [--out sub.csv] [--compare-to earlier.csv] \
-        [--mesh hull.msh | --mesh-dir meshes/] [--kd-max 30|none] [--format hmatrix]
+        [--mesh hull.msh | --mesh-dir meshes/] [--kd-max 30|none] [--format hmatrix] \
+        [--storage auto|single|double ...]
     python bench/bench_submarine.py --freq 1000 2000 --blocks none 30 20   # partition only
+    python bench/bench_submarine.py --freq 1000 --storage double single   # storage compared
 
 The case is `submarine` of config/config.yaml (broadside incidence, 361 bistatic receivers
 in the xy plane, the workflow's solver settings) at each frequency, meshed with the
@@ -15,6 +17,14 @@ steps, compression ratio and ranks; preconditioner; GMRES (iterations); far fiel
 device's and the host's peak memory. `--out` writes the far field (the `farfield.csv`
 columns); `--compare-to` an earlier such file prints the RMS TS difference in dB per
 frequency over the receivers (the accuracy goal: within 0.05 dB of the reference at 1 kHz).
+
+Device memory, two measures: "at stage ends" is the CuPy pool's size sampled when each stage
+ends (what the tables of bench/README.md before 2026-11-28 call the peak); "high-water" is
+the largest the pool's arrays and the pool itself reached at any allocation (an allocator
+hook): the memory the run needs and the memory it held. `--storage` (solver.hmatrix.storage)
+with several values runs each in its own process (the host peak is a process's) and prints a
+table: per storage the operators' storage and compression, the peaks, and the TS against
+the first storage's (RMS and max dB over the receivers).
 
 Partition of the default submarine (`--blocks none 40 30 20`, eta 1, leaf 64; the 2-core
 CPU, 2026-11-25): at 250 Hz (6,459 DOFs) the largest admissible block has k diam = 21, so
@@ -58,10 +68,21 @@ def say(text=""):
 
 
 class DevicePeak:
-    """Largest memory the backend's pool held at the stage ends (CuPy), else 0."""
+    """Largest memory the backend's pool held at the stage ends (`peak`) and at any
+    allocation (`arrays`: bytes of live arrays; `held`: the pool's size) (CuPy), else 0."""
 
     def __init__(self, be):
-        self.be, self.peak = be, 0
+        self.be, self.peak, self.arrays, self.held = be, 0, 0, 0
+        if be.is_gpu:
+            pool = be.xp.get_default_memory_pool()
+
+            def malloc(size):
+                mem = pool.malloc(size)
+                self.arrays = max(self.arrays, pool.used_bytes())
+                self.held = max(self.held, pool.total_bytes())
+                return mem
+
+            be.xp.cuda.set_allocator(malloc)
 
     def live(self) -> str:
         """'; device memory in use N GiB' (CuPy's pool: arrays alive now), or ''."""
@@ -83,6 +104,8 @@ def case_at(frequency, args):
     case["frequencies_hz"] = [float(frequency)]
     case["solver"] = {**(case.get("solver") or {}), "operator_format": args.format,
                       "backend": args.backend, "precision": args.precision}
+    case["solver"]["hmatrix"] = {**(case["solver"].get("hmatrix") or {}),
+                                 "storage": args.storage[0]}
     if args.kd_max is not None:
         kd = None if args.kd_max.lower() == "none" else float(args.kd_max)
         case["solver"]["hmatrix"] = {**(case["solver"].get("hmatrix") or {}), "kd_max": kd}
@@ -145,7 +168,8 @@ def run_frequency(frequency, args, be, peak):
                               settings["hmatrix"]["dense_below"])
     say(f"{frequency:g} Hz: k = {k:.4f}/m, k L = {k * 62:.0f}, {mesh.n_triangles} elements, "
         f"{space.n_dofs} DOFs, {2 * math.pi / k / mesh.edge_lengths.mean():.1f} elements per "
-        f"wavelength, {fmt} on {be.device_name} ({args.precision}); hmatrix "
+        f"wavelength, {fmt} on {be.device_name} ({args.precision}, storage "
+        f"{args.storage[0]}); hmatrix "
         f"{json.dumps(settings['hmatrix'])}")
     say(f"  mesh {timings['mesh']:.2f} s")
     quadrature = QuadratureOrders(**settings["quadrature"])
@@ -193,16 +217,20 @@ def run_frequency(frequency, args, be, peak):
     say(f"  total {timings['total']:.2f} s (mesh {timings['mesh']:.2f}, assembly "
         f"{timings['assembly']:.2f}, preconditioner {timings['preconditioner']:.2f}, GMRES "
         f"{timings['solve']:.2f}, far field {timings['far_field']:.2f}); device peak "
-        f"{peak.peak / 2**30:.2f} GiB, host peak {host_peak_bytes() / 2**30:.2f} GiB")
+        f"{peak.peak / 2**30:.2f} GiB at stage ends (high-water: arrays "
+        f"{peak.arrays / 2**30:.2f} GiB, pool {peak.held / 2**30:.2f} GiB), host peak "
+        f"{host_peak_bytes() / 2**30:.2f} GiB")
     theta = np.degrees(np.arccos(np.clip(receivers.vectors[:, 2], -1, 1)))
     phi = np.degrees(np.arctan2(receivers.vectors[:, 1], receivers.vectors[:, 0])) % 360
     rows = [(frequency, th, ph, F.real, F.imag, t) for th, ph, F, t in zip(theta, phi, far[:, 0], ts)]
     summary = {"frequency_hz": frequency, "dofs": space.n_dofs, "elements": mesh.n_triangles,
                "iterations": its, "time_s": timings, "device_peak_bytes": peak.peak,
-               "host_peak_bytes": host_peak_bytes(),
+               "device_high_water_bytes": peak.arrays, "device_pool_high_water_bytes": peak.held,
+               "host_peak_bytes": host_peak_bytes(), "storage": args.storage[0],
                "operators": {n: None if r is None else {
                    key: r[key] for key in ("compression_ratio", "rank_max", "rank_mean",
                                            "rank_histogram", "blocks", "storage_bytes",
+                                           "bytes_tight", "storage_dtype",
                                            "kernel_evaluations", "time_s")}
                    for n, r in reports.items()}}
     say("  json " + json.dumps(summary, default=float))
@@ -270,6 +298,59 @@ def compare(rows, reference):
         f"max {np.max(np.abs(d)):.4f} dB over {len(d)} receivers")
 
 
+def compare_storages(args):
+    """`--storage` with several values: each in its own process (the same frequencies, mesh
+    and settings), its far field written beside `--out` (or to a temporary folder), then one
+    table row per frequency and storage, the TS against the first storage's."""
+    import subprocess  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    base = ["--freq", *(f"{f:g}" for f in args.freq), "--backend", args.backend,
+            "--precision", args.precision, "--format", args.format]
+    for flag, value in (("--kd-max", args.kd_max), ("--work-gib", args.work_gib or None),
+                        ("--mesh", args.mesh), ("--mesh-dir", args.mesh_dir)):
+        if value:
+            base += [flag, str(value)]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(args.out) if args.out else Path(tmp) / "farfield.csv"
+        runs = {}
+        for storage in args.storage:
+            path = out.with_name(f"{out.stem}_{storage}{out.suffix}")
+            proc = subprocess.Popen([sys.executable, __file__, *base, "--storage", storage,
+                                     "--out", str(path)], stdout=subprocess.PIPE, text=True)
+            summaries = []
+            for line in proc.stdout:
+                print(line, end="", flush=True)
+                if line.startswith("  json "):
+                    summaries.append(json.loads(line[len("  json "):]))
+            proc.wait()
+            far = read_far_field(path) if path.exists() else {}
+            runs[storage] = ({s["frequency_hz"]: s for s in summaries}, far)
+    first = args.storage[0]
+    say(f"\n# storage compared (TS against {first}; device memory: high-water of the arrays / "
+        "of the pool, and the pool at stage ends)")
+    say("| f | storage | operators: storage GiB (compression) | device GiB | host peak GiB "
+        "| total s | GMRES its | TS RMS / max dB |")
+    say("| ---: | --- | --- | --- | ---: | ---: | ---: | --- |")
+    for f in args.freq:
+        for storage in args.storage:
+            summary, far = runs[storage][0].get(f), runs[storage][1].get(f)
+            if summary is None:
+                say(f"| {f:g} | {storage} | failed (see its output above) | | | | | |")
+                continue
+            ops = ", ".join(f"{name} {r['storage_bytes'] / 2**30:.2f} ({100 * r['compression_ratio']:.2f}%)"
+                            for name, r in summary["operators"].items() if r)
+            ref = runs[first][1].get(f)
+            ts = "-" if storage == first or ref is None or far is None else \
+                "{:.2e} / {:.2e}".format(np.sqrt(np.mean((far - ref) ** 2)), np.max(np.abs(far - ref)))
+            gib = [summary[key] / 2**30 for key in ("device_high_water_bytes",
+                                                    "device_pool_high_water_bytes",
+                                                    "device_peak_bytes")]
+            say(f"| {f:g} | {storage} | {ops} | {gib[0]:.2f} / {gib[1]:.2f} / {gib[2]:.2f} | "
+                f"{summary['host_peak_bytes'] / 2**30:.2f} | {summary['time_s']['total']:.1f} | "
+                f"{summary['iterations']} | {ts} |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--freq", type=float, nargs="+", default=[250.0])
@@ -286,11 +367,15 @@ def main(argv=None):
     ap.add_argument("--compare-to", default="", help="an earlier --out file: RMS TS difference")
     ap.add_argument("--blocks", nargs="+", default=None, metavar="KD_MAX",
                     help="only the block partition for these kd_max values (e.g. none 30 20)")
+    ap.add_argument("--storage", nargs="+", default=["auto"], choices=["auto", "single", "double"],
+                    help="solver.hmatrix.storage; several: each in its own process, compared")
     args = ap.parse_args(argv)
     if args.blocks:
         for f in args.freq:
             block_statistics(f, args)
         return
+    if len(args.storage) > 1:
+        return compare_storages(args)
     be = get_backend(args.backend)
     peak = DevicePeak(be)
     reference = read_far_field(args.compare_to) if args.compare_to else None

@@ -1,7 +1,9 @@
 """Cluster profiles: which jobs ask for a GPU and which partition each goes to (dry runs under
 the profiles), and a real run through profiles/slurm where a SLURM controller answers."""
 import json
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -27,14 +29,15 @@ def backends_config(**cluster):
     return {"run": list(cases), "cases": cases, **({"cluster": cluster} if cluster else {})}
 
 
-def dry_run_jobs(tmp_path, profile, config, *targets):
-    """(rule, wildcards, resources) of every job of a dry run under `profile`."""
+def dry_run_jobs(tmp_path, profile, config, *targets, env=None, commands=False):
+    """(rule, wildcards, resources) of every job of a dry run under `profile` (with
+    `commands`, and the job's shell command)."""
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(config))
     out = subprocess.run(SNAKEMAKE + ["-n", "--profile", str(ROOT / "profiles" / profile),
                                       "--configfile=" + str(tmp_path / "cfg.yaml"),
                                       "--cores", "2", "--directory", str(tmp_path),
                                       *(targets or ["target_strength"])],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     jobs = []
     for block in re.findall(r"^rule (\w+):\n(.*?)(?:\n\n|\Z)", out.stdout, re.M | re.S):
@@ -42,7 +45,9 @@ def dry_run_jobs(tmp_path, profile, config, *targets):
         fields = dict(re.findall(r"^\s+(\w+): (.*)$", body, re.M))
         wildcards = dict(kv.split("=", 1) for kv in fields.get("wildcards", "").split(", ") if kv)
         resources = dict(kv.split("=", 1) for kv in fields.get("resources", "").split(", ") if kv)
-        jobs.append((rule, wildcards, resources))
+        command = re.search(r"^Shell command: (.*)$", body, re.M)
+        jobs.append((rule, wildcards, resources)
+                    + ((command.group(1) if command else None,) if commands else ()))
     return jobs
 
 
@@ -93,6 +98,36 @@ def test_generic_profile_requests_gpus_of_auto_solves_on_gpu_nodes(tmp_path):
     text = (ROOT / "profiles" / "cluster-generic" / "config.yaml").read_text()
     # both submit lines (PBS, and LSF commented) carry the GPU request
     assert "ngpus={resources.gpu}" in text and "-gpu num={resources.gpu}" in text
+
+
+@pytest.mark.parametrize("profile, slurm_job, cluster, launcher", [
+    ("default", False, {}, "mpiexec -n 2"), ("slurm", True, {}, "srun --mpi=pmi2 -n 2"),
+    ("slurm", True, {"mpi_launcher": "srun --mpi=pmix"}, "srun --mpi=pmix -n 2")])
+def test_a_solve_on_several_ranks_starts_through_the_mpi_resource(tmp_path, profile, slurm_job,
+                                                                  cluster, launcher):
+    """solver.ranks: 2 gives the solve Snakemake's `mpi` and `tasks` resources (the SLURM
+    executor submits such a job with --ntasks) and a command started by `mpi -n tasks`:
+    mpiexec on a workstation, srun inside a SLURM job, or `cluster.mpi_launcher`; a 1-rank
+    solve has neither, and a GPU solve on 2 ranks asks for a GPU per rank."""
+    cases = {"single": {**SPHERE, "solver": {"backend": "cpu"}},
+             "shared": {**SPHERE, "solver": {"backend": "cpu", "ranks": 2}},
+             "gpus": {**SPHERE, "solver": {"backend": "gpu", "ranks": 2}}}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    if slurm_job:  # what the job step of a SLURM job sees
+        env["SLURM_JOB_ID"] = "1"
+    jobs = dry_run_jobs(tmp_path, profile, {"run": list(cases), "cases": cases,
+                                            "cluster": cluster}, env=env, commands=True)
+    by_case = {w["case"]: (r, cmd) for rule, w, r, cmd in jobs if rule == "solve"}
+    single, command = by_case["single"]
+    assert not {"mpi", "tasks", "cpus_per_task"} & set(single) and single["launch"] == ""
+    assert shlex.split(command)[0] == sys.executable
+    shared, command = by_case["shared"]
+    assert (shared["tasks"], shared["cpus_per_task"], shared["gpu"]) == ("2", "1", "0")
+    assert [Path(shared["mpi"].split()[0]).name] + shared["mpi"].split()[1:] == launcher.split()[:-2]
+    launch = shlex.split(command[:command.index(" " + shlex.quote(sys.executable))])
+    assert [Path(launch[0]).name] + launch[1:] == launcher.split()
+    gpus, _ = by_case["gpus"]
+    assert (gpus["tasks"], gpus["gpu"], gpus["tasks_per_gpu"]) == ("2", "2", "1")
 
 
 @pytest.mark.parametrize("cluster, message", [
@@ -195,3 +230,24 @@ def test_only_gpu_solves_reach_the_gpu_partition(tmp_path):
     assert len(placed) == 7 and set(placed.values()) == {("compute", False)}
     for case in cases:
         assert (work / "results" / case / "farfield.csv").exists()
+
+
+@pytest.mark.skipif(_slurm_ready() is not None, reason=str(_slurm_ready()))
+def test_a_solve_on_two_ranks_through_the_slurm_profile(tmp_path):
+    """solver.ranks: 2 through profiles/slurm: the solve is one SLURM job of two tasks whose
+    step srun starts (the SLURM executor's MPI support), solving on two MPI ranks, and its far
+    field is the exact one."""
+    import h5py
+
+    solver = {"backend": "cpu", "ranks": 2, "hmatrix": {"leaf_size": 16}}
+    config = {"run": ["pebble"], "cases": {"pebble": {**SPHERE, "solver": solver}}}
+    work, jobs = slurm_run(tmp_path, config, "target_strength", "verify_bem")
+    solve = jobs["solve", "pebble_000"]
+    assert (solve["state"], solve["exit"]) == ("COMPLETED", "0:0") and "cpu=2" in solve["tres"]
+    steps = subprocess.run(["sacct", "-P", "-n", "-j", solve["id"], "--format=JobID,NTasks"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert f"{solve['id']}.0|2" in steps  # srun's step: two tasks
+    with h5py.File(work / "results" / "pebble" / "solutions" / "f000.h5") as f:
+        assert json.loads(f.attrs["parallel"])["ranks"] == 2
+    errors = json.loads((work / "results" / "pebble" / "bem_vs_exact.json").read_text())
+    assert errors["relative_l2_error"] < 0.05

@@ -199,6 +199,17 @@ def _set_geometry(case, geometry):
 # A value just outside every numeric bound of the schema, at a place the default config has
 # (test_every_schema_bound_is_tested checks that the list covers them all).
 BOUND = [
+    (_set(["cases", "sphere_ka5", "near_field"], {"plane": "xz", "incidence": -1}),
+     "cases.sphere_ka5.near_field.incidence = -1: must be >= 0"),
+    (_set(["cases", "sphere_ka5", "near_field"], {"plane": "xz", "size": [2.0, 0.0]}),
+     "cases.sphere_ka5.near_field.size[1] = 0.0: must be > 0"),
+    (_set(["cases", "sphere_ka5", "near_field"], {"plane": "xz", "points": 1}),
+     "cases.sphere_ka5.near_field.points = 1: must be >= 2"),
+    (_set(["cases", "sphere_ka5", "near_field"], {"plane": "xz", "points": 5000}),
+     "cases.sphere_ka5.near_field.points = 5000: must be <= 2001"),
+    (_set(["cases", "sphere_ka5", "near_field"], {"plane": "xz", "incidence": 1}),
+     "cases.sphere_ka5.near_field.incidence = 1: the case has 1 incidence direction(s), "
+     "numbered from 0"),
     (_set(["medium", "density"], 0), "medium.density = 0: must be > 0"),
     (_set(["medium", "density"], -1000.0), "medium.density = -1000.0: must be > 0"),
     (_set(["medium", "sound_speed"], -1), "medium.sound_speed = -1: must be > 0"),
@@ -255,6 +266,8 @@ BOUND = [
      "cases.sphere_ka5.solver.hmatrix.leaf_size = 3: must be >= 4"),
     (_set(["cases", "sphere_ka5", "solver", "hmatrix"], {"dense_below": 0}),
      "cases.sphere_ka5.solver.hmatrix.dense_below = 0: must be >= 1"),
+    (_set(["cases", "sphere_ka5", "solver"], {"ranks": 0}),
+     "cases.sphere_ka5.solver.ranks = 0: must be >= 1"),
     *[(_set(["cases", "sphere_ka5", "solver", "quadrature"], {rule: bad}),
        f"cases.sphere_ka5.solver.quadrature.{rule} = {bad}: must be {what}")
       for rule in ("regular", "singular", "near") for bad, what in ((0, ">= 1"), (21, "<= 20"))],

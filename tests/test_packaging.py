@@ -37,3 +37,33 @@ def test_the_workflow_validates_against_the_package_schema():
     assert SCHEMA_PATH.is_relative_to(ROOT / "src" / "wavescat")
     assert not (ROOT / "workflow" / "schemas").exists()
     assert "validate(CONFIG, str(SCHEMA_PATH))" in (ROOT / "workflow" / "rules" / "common.smk").read_text()
+
+
+def _requirement(text: str) -> tuple[str, str]:
+    """(name, specifier) of 'name >=a,<b' (conda) or 'name>=a,<b' (pip), spaces dropped."""
+    import re
+
+    name, spec = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*(.*)", text).groups()
+    return name.lower(), spec.replace(" ", "")
+
+
+def test_conda_environment_pins_what_pyproject_pins():
+    """workflow/envs/wavescat.yaml (the rules' environment under --sdm conda) lists every
+    dependency of pyproject.toml with the same version bounds (conda-forge's matplotlib
+    without Qt is matplotlib-base), and installs this repository: its pip line `-e ../..`
+    is the project root seen from the file's folder, where conda runs pip."""
+    import tomllib
+
+    env_file = ROOT / "workflow" / "envs" / "wavescat.yaml"
+    env = yaml.safe_load(env_file.read_text())
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    listed = dict(_requirement(d) for d in conda + [p for p in pip if not p.startswith("-")])
+    listed["matplotlib"] = listed.pop("matplotlib-base")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = dict(_requirement(d) for d in project["dependencies"])
+    assert {n: listed.get(n) for n in wanted} == wanted
+    assert listed["python"].startswith(project["requires-python"])
+    editable = [p for p in pip if p.startswith("-e ")]
+    assert editable == ["-e ../.."]
+    assert (env_file.parent / "../..").resolve() == ROOT

@@ -107,11 +107,11 @@ def test_bistatic_polar_has_db_axis_convention_incidence_and_exact_series(tmp_pa
     (tail_x, tail_y), (head_x, head_y) = arrow.xyann, arrow.xy
     assert tail_x == pytest.approx(0.5) and head_x == pytest.approx(0.5) and tail_y < head_y < 0
     assert any(w == "incident\nwave" for w in words)
-    # radial axis in dB: ring labels in dB, top a ring above the maximum, floor 20-50 dB below
+    # radial axis in dB: ring labels in dB, top a ring above the maximum, floor 20-80 dB below
     ts, exact = (target_strength(sols[0]["far_field"][0]),
                  target_strength(sols[0]["far_field"][0] / OFFSET))
     floor, top = ax.get_ylim()
-    assert top >= ts.max() + 1 and top % 5 == 0 and 20 <= top - floor <= 50
+    assert top >= ts.max() + 1 and top % 5 == 0 and 20 <= top - floor <= 80
     rings = [t for t in ax.texts if t.get_text().endswith(" dB")]
     assert [float(t.get_text()[:-3]) for t in rings] == list(np.arange(floor, top + 1e-9,
                                                                        plots.radial_step(top - floor))[1:])
@@ -194,10 +194,39 @@ def test_several_incidence_directions_get_a_polar_plot_each(tmp_path, figures):
 
 def test_db_limits_round_the_top_up_and_keep_a_useful_range():
     assert plots.db_limits(np.array([-12.0, -3.2])) == (-20.0, 0.0)  # 1 dB headroom, 20 dB at least
-    floor, top = plots.db_limits(np.array([-120.0, 8.7]))
-    assert top == 10.0 and floor == -40.0  # nulls clipped to 50 dB below the top
     floor, top = plots.db_limits(np.array([-31.0, -30.5]))
     assert top == -25.0 and top - floor == 20.0
+    floor, top = plots.db_limits(np.array([-300.0, 8.7]))
+    assert top == 10.0 and floor == -70.0  # 80 dB at most
+
+
+def test_db_limits_follow_the_data_not_a_fixed_range():
+    """A swim bladder's pattern: a -20 dB lobe over broad oblique structure 35 to 75 dB under
+    it, the floor sits below all of it; a pattern whose only deep values are a few narrow
+    nulls keeps its floor just under the rest."""
+    a = np.linspace(0.0, 360.0, 361)
+    bladder = -20.0 - 55.0 * np.abs(np.sin(np.radians(a))) ** 0.3
+    floor, top = plots.db_limits(bladder)
+    assert top == -10.0 and floor <= bladder.min()
+    lobes = -10.0 + 10.0 * np.cos(np.radians(4 * a))
+    lobes[[40, 130, 220]] = -140.0  # three narrow nulls
+    floor, top = plots.db_limits(lobes)
+    assert top == 10.0 and floor == np.sort(lobes)[3] == -20.0
+
+
+def test_sweep_at_one_aspect_plots_ts_against_frequency_only(tmp_path, figures):
+    """A monostatic frequency sweep at a single aspect: no map over angle (it would be an empty
+    frame) and no curve against angle (one point per frequency on one vertical line), but TS
+    against frequency, with the one aspect in the legend."""
+    case = {"incident": {"aspect": {"plane": "xz", "start_deg": 90, "stop_deg": 90, "count": 1}},
+            "receivers": {"plane": "xz", "count": 5}}
+    sols = [solution(case, ka_hz(ka)) for ka in (0.5, 1.0, 2.0)]
+    written = {p.name for p in make_plots(sols, tmp_path, "one")}
+    assert written == {"ts_vs_frequency.png"}
+    ax = figures["ts_vs_frequency.png"].axes[0]
+    assert legend_labels(ax) == ["aspect 90\u00b0"]
+    assert np.allclose(ax.get_lines()[0].get_ydata(),
+                       [target_strength(s["monostatic_far_field"])[0] for s in sols])
 
 
 def write_farfield(path, solutions):
@@ -311,3 +340,36 @@ def test_a_case_with_warnings_carries_them_on_every_plot(tmp_path, figures):
         assert "interior Q of 3546" in text
     make_plots(sols[:1], tmp_path / "clean", "ball")
     assert "WARNING" not in prose(figures["bistatic_ts_polar.png"])
+
+
+def test_study_plots_ts_against_the_parameter_it_varies(tmp_path, figures):
+    """A study over the radius of a rigid sphere at two frequencies: ts_vs_geometry.radius.png
+    has the backscatter and forward panels, a line per frequency through the cases' TS in the
+    order of the radius (the exact series here), and no plot for a varied list."""
+    f1, f2 = ka_hz(1.0), ka_hz(2.0)
+    cases, paths, back = {}, {}, {f1: [], f2: []}
+    for a in (2.0, 0.5, 1.0):  # not in order: the plot sorts by the value
+        name = f"r_ball_radius-{a}"
+        cases[name] = {**BISTATIC, "study": {"name": "r", "base": "ball",
+                                             "parameters": {"geometry.radius": a,
+                                                            "geometry.center": [0, 0, 0]}}}
+        sols = []
+        for f in (f1, f2):
+            k = 2 * math.pi * f / C
+            rec = receiver_directions(BISTATIC["receivers"])
+            F = rigid_sphere.far_field(k, a, [0, 0, 1], rec.vectors)
+            sols.append({"frequency_hz": f, "monostatic": False, "receivers": {
+                "theta_deg": rec.theta_deg, "phi_deg": rec.phi_deg}, "far_field": F[None]})
+            back[f].append((a, target_strength(F[270])))
+        paths[name] = write_farfield(tmp_path / f"{name}.csv", sols)
+    written = {p.name for p in plot_study(cases, paths, tmp_path)}
+    assert "ts_vs_geometry.radius.png" in written
+    assert not any("center" in w for w in written)
+    back_ax, forward_ax = figures["ts_vs_geometry.radius.png"].axes
+    assert back_ax.get_title() == "backscatter (270\u00b0)" and forward_ax.get_title() == "forward (90\u00b0)"
+    assert back_ax.get_xlabel() == "geometry.radius"
+    first, second = back_ax.get_lines()
+    for line, f in ((first, f1), (second, f2)):
+        x, y = zip(*sorted(back[f]))
+        assert np.allclose(line.get_xdata(), x) and np.allclose(line.get_ydata(), y)
+    assert legend_labels(forward_ax)[0].startswith(f"{f1:.6g} Hz")

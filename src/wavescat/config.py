@@ -20,6 +20,7 @@ from .averages import TILT_DEFAULTS, AveragesError, band_weights, parse_averages
 from .bem.formulations import formulation_for
 from .defaults import RECEIVERS, SCHEMA_PATH, load_schema
 from .errors import ConfigError, MeshError
+from .farfield import incident_directions
 from .geometry.bodies import body_tree, check_boxes
 from .geometry.geo_script import check_geo_script
 from .geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
@@ -226,6 +227,11 @@ def _check_case(name: str, case: dict, base_dir: Path, medium: dict | None = Non
     formulation_for(case.get("boundary"), f"{where}.boundary")  # kinds implemented, their keys
     if "averages" in case:
         _check_averages(where, case)
+    if "near_field" in case:
+        count = len(incident_directions(inc).directions)
+        if case["near_field"]["incidence"] >= count:
+            raise ConfigError(f"{where}.near_field.incidence = {case['near_field']['incidence']}:"
+                              f" the case has {count} incidence direction(s), numbered from 0")
 
 
 def _check_dg_cross_check(where: str, case: dict, medium: dict | None) -> None:

@@ -21,7 +21,10 @@ import numpy as np
 from .farfield import PLANE_AXES, target_strength
 
 AXIS_NAMES = "xyz"
-DYNAMIC_RANGE_DB = (20.0, 50.0)  # radial span of polar plots: at least, at most
+DYNAMIC_RANGE_DB = (20.0, 80.0)  # dB from the floor to the top of TS plots: at least, at most
+FLOOR_PERCENTILE = 1.0  # the floor lies below all values but this share (%): narrow nulls
+                        # do not stretch the range, broad low structure stays above it
+NEAR_FIELD_RANGE_DB = 40.0  # levels of a near-field map's scattered pressure
 LEGEND_MAX = 8  # more frequencies than this get a colour bar instead of legend entries
 EXACT_STYLE = dict(color="k", ls=(0, (3, 3)), lw=1.0)  # drawn over the computed curves
 
@@ -206,13 +209,16 @@ def _save(fig, path) -> Path:
 
 
 def db_limits(*arrays) -> tuple[float, float]:
-    """Radial limits of a polar TS plot: the top rounded up to a ring (5 or 10 dB) with at least
-    1 dB to spare, the floor 20-50 dB below it (the curves' own range in 10 dB steps)."""
+    """(floor, top) of a TS plot, from the data: the top rounded up to a ring (5 or 10 dB) with
+    at least 1 dB to spare, the floor a multiple of 10 dB below it under all values but the
+    lowest FLOOR_PERCENTILE per cent, DYNAMIC_RANGE_DB apart at least and at most."""
     values = np.concatenate([np.ravel(a) for a in arrays if a is not None])
     values = values[np.isfinite(values)]
-    span = np.clip(10.0 * np.ceil((values.max() + 1.0 - values.min()) / 10.0), *DYNAMIC_RANGE_DB)
+    high, low = values.max(), np.percentile(values, FLOOR_PERCENTILE)
+    span = np.clip(10.0 * np.ceil((10.0 * np.ceil((high + 1.0) / 10.0) - low) / 10.0),
+                   *DYNAMIC_RANGE_DB)
     step = radial_step(span)
-    top = step * np.ceil((values.max() + 1.0) / step)
+    top = step * np.ceil((high + 1.0) / step)
     return float(top - span) + 0.0, float(top) + 0.0
 
 
@@ -382,9 +388,9 @@ def ts_map(path, axis: AngleAxis, freqs, ts, title="", warning="") -> Path:
     freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
     angle = axis.values(ts.shape[1])
     fig, ax = plt.subplots(figsize=(8, 4.6), layout="constrained")
-    top = 5.0 * np.ceil(np.nanmax(ts) / 5.0)
-    mesh = ax.pcolormesh(angle, freqs, ts, shading="nearest", cmap="viridis",
-                         vmin=top - DYNAMIC_RANGE_DB[1], vmax=top)
+    floor, top = db_limits(ts)
+    mesh = ax.pcolormesh(angle, freqs, ts, shading="nearest", cmap="viridis", vmin=floor,
+                         vmax=top)
     fig.colorbar(mesh, ax=ax, label="TS (dB re 1 m)", extend="min")
     ax.set_ylabel("frequency (Hz)")
     if len(freqs) <= 12:  # one band per computed frequency: label each
@@ -421,6 +427,30 @@ def ts_against_frequency(path, freqs, curves: dict, title="", note="", warning="
     return _save(fig, path)
 
 
+def ts_against_parameter(path, key: str, lines: dict, title="") -> Path:
+    """TS against a study's varied parameter `key`: {(direction, line label): [(value, ts)]},
+    one panel per direction (backscatter, forward, an aspect), one line per label."""
+    plt = _pyplot()
+    directions = list(dict.fromkeys(d for d, _ in lines))
+    labels = list(dict.fromkeys(label for _, label in lines))
+    fig, axes = plt.subplots(1, len(directions), figsize=(4.6 * len(directions) + 2.4, 4.2),
+                             layout="constrained", squeeze=False, sharey=True)
+    for ax, direction in zip(axes[0], directions):
+        for i, label in enumerate(labels):
+            points = sorted(lines.get((direction, label), []))
+            if points:
+                x, y = zip(*points)
+                ax.plot(x, y, "-", marker="os^Dv<>p"[i % 8], color=f"C{i % 10}", ms=5, lw=1.5,
+                        label=label)
+        ax.set_title(direction, fontsize=9)
+        ax.set_xlabel(key)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("TS (dB re 1 m)")
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    fig.suptitle(_heading(title, f"target strength against {key}"), fontsize=10)
+    return _save(fig, path)
+
+
 def _nearest(angles, target) -> int:
     return int(np.argmin(np.abs((np.asarray(angles) - target + 180.0) % 360.0 - 180.0)))
 
@@ -433,7 +463,10 @@ def frequency_curves(axis: AngleAxis, ts, exact=None) -> tuple[dict, str]:
     angle = axis.values(ts.shape[1])
     picks = {}
     inc = axis.incident_angle()
-    if axis.monostatic and axis.polar:
+    if ts.shape[1] == 1:  # the one direction there is
+        what = "aspect" if axis.monostatic else "receiver"
+        picks[f"{what} {angle[0]:g}\u00b0" if axis.polar else f"{what} 0"] = 0
+    elif axis.monostatic and axis.polar:
         wanted = [a for a in (0.0, 45.0, 90.0, 180.0) if np.min(np.abs(angle - a)) <= 1.0]
         for a in wanted or [angle[0], angle[len(angle) // 2], angle[-1]]:
             picks[f"aspect {angle[_nearest(angle, a)]:g}\u00b0"] = _nearest(angle, a)
@@ -470,22 +503,25 @@ def _exact_rows(reference, solution, count: int):
 def ts_plots(axis: AngleAxis, freqs, ts, exact, title: str, path_of, warning="") -> list[Path]:
     """The plots of one TS table (rows: frequencies): polar where the angles lie in a plane,
     cartesian (per frequency with its error panel against `exact` where given), TS against
-    frequency and a frequency-angle map for sweeps. path_of(kind) names each file, kind one of
-    ts_polar, ts, ts_vs_exact_f<i>, ts_vs_frequency, ts_map."""
+    frequency and a frequency-angle map for sweeps; a sweep of one direction only against
+    frequency. path_of(kind) names each file, kind one of ts_polar, ts, ts_vs_exact_f<i>,
+    ts_vs_frequency, ts_map."""
     freqs, ts = np.asarray(freqs, float), np.atleast_2d(ts)
+    several_angles, sweep = ts.shape[1] > 1, len(freqs) > 1
     out = []
-    if axis.polar and ts.shape[1] > 1:
+    if axis.polar and several_angles:
         out.append(polar_ts(path_of("ts_polar"), axis, freqs, ts, exact, title, warning))
-    if exact is not None:  # per frequency, each with its own error panel
+    if exact is not None and several_angles:  # per frequency, each with its own error panel
         for i, f in enumerate(freqs):
             out.append(ts_against_angle(path_of(f"ts_vs_exact_f{i}"), axis, [f], ts[i:i + 1],
                                         exact[i:i + 1], title, warning))
-    if exact is None or len(freqs) > 1:
+    if several_angles and (exact is None or sweep) or not (several_angles or sweep):
         out.append(ts_against_angle(path_of("ts"), axis, freqs, ts, exact, title, warning))
-    if len(freqs) > 1:
+    if sweep:
         curves, note = frequency_curves(axis, ts, exact)
         out.append(ts_against_frequency(path_of("ts_vs_frequency"), freqs, curves, title, note,
                                         warning))
+    if sweep and several_angles:
         out.append(ts_map(path_of("ts_map"), axis, freqs, ts, title, warning))
     return out
 
@@ -525,6 +561,53 @@ def case_plots(solutions, folder, name: str = "", reference=None, description: s
         out += ts_plots(_axis_of(first, j), freqs, np.array([s[j] for s in series]), exact, title,
                         path_of, warning)
     return out
+
+
+def near_field_map(path, field, title="", warning="") -> Path:
+    """A near-field map (wavescat.near_field.NearField) in two panels: the real part of the
+    total pressure (a snapshot of the wave at t = 0) and the level of the scattered pressure
+    in dB re the incident wave's amplitude; the body's inside in grey, the incident wave's
+    direction (its projection on the plane) as an arrow."""
+    plt = _pyplot()
+    g = field.grid
+    i, j = PLANE_AXES[g.plane]
+    extent = [g.u[0], g.u[-1], g.v[0], g.v[-1]]
+    width = 11.5 if np.ptp(g.u) >= np.ptp(g.v) else 9.0
+    height = 0.42 * width * np.ptp(g.v) / np.ptp(g.u) + 1.2
+    fig, axes = plt.subplots(1, 2, figsize=(width, height), layout="constrained")
+    real = field.total.real
+    top = np.nanpercentile(np.abs(real), 99.5) if np.isfinite(real).any() else 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level = 20 * np.log10(np.abs(field.scattered))
+    high = 5.0 * np.ceil(np.nanmax(level) / 5.0) if np.isfinite(level).any() else 0.0
+    panels = ((real, "RdBu_r", -top, top, "Re p_total (Pa), snapshot at t = 0"),
+              (level, "viridis", high - NEAR_FIELD_RANGE_DB, high,
+               "|p_scattered| (dB re incident amplitude)"))
+    for ax, (data, name, lo, hi, label) in zip(axes, panels):
+        cmap = plt.get_cmap(name).copy()
+        cmap.set_bad("0.55")
+        image = ax.imshow(np.ma.masked_invalid(data), origin="lower", extent=extent, cmap=cmap,
+                          vmin=lo, vmax=hi, interpolation="nearest")
+        fig.colorbar(image, ax=ax, label=label, shrink=0.85,
+                     extend="both" if name == "RdBu_r" else "min")
+        ax.set_xlabel(f"{AXIS_NAMES[i]} (m)")
+        ax.set_ylabel(f"{AXIS_NAMES[j]} (m)")
+        ax.set_aspect("equal")
+        d = np.asarray(field.direction, float)[[i, j]]
+        if np.hypot(*d) > 1e-6:  # the incident wave's direction of travel, in the plane
+            u = 0.06 * d / np.hypot(*d)
+            ax.annotate("", xy=(0.1 + u[0], 0.88 + u[1]), xytext=(0.1 - u[0], 0.88 - u[1]),
+                        xycoords="axes fraction",
+                        arrowprops=dict(arrowstyle="-|>", lw=2.0, color="crimson"))
+    where = f"{g.plane} plane at {AXIS_NAMES[3 - i - j]} = {g.offset:.4g} m"
+    fig.suptitle(_heading(title, f"near field at {_fmt_hz(field.frequency_hz)}, {where}"),
+                 fontsize=10)
+    _footnote(fig, f"Unit incident plane wave exp(ik d.x) along d = {_fmt_vector(field.direction)} "
+                   "(arrow: its direction in the plane), time dependence exp(\u2212i\u03c9t). "
+                   "Grey: inside the body, or within a tenth of an element of its surface (not "
+                   "computed).")
+    _warning_note(fig, warning)
+    return _save(fig, path)
 
 
 def convergence(path, series: dict, xlabel: str, ylabel: str, title: str) -> Path:

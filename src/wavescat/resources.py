@@ -141,15 +141,21 @@ def partition(gpus: int, cluster: dict) -> str | None:
 
 
 def solve_resources(case: dict, medium: dict, cores: int, cluster: dict | None = None) -> dict:
-    """threads, mem_mb, runtime (minutes) and gpu count of one (case, frequency) solve."""
+    """threads, mem_mb, runtime (minutes) and gpu count of one (case, frequency) solve; on
+    several ranks (solver.ranks) also the MPI `tasks`, one GPU per rank (`tasks_per_gpu`),
+    and the memory of all of them (the threads are the whole solve's, shared by the ranks)."""
+    ranks = int(case["solver"].get("ranks", 1))
     gpu = gpu_count(case["solver"]["backend"], cluster or {})
     est = case_estimates(case, medium, bool(gpu))
     n = est["unknowns"]
     # CPU assembly ~1e6 entries/s per core and ~4 operators' worth of entries, plus GMRES
     entries = 4.0 * n * n if est["format"] == "dense" else 200.0 * n * math.log2(max(n, 2))
     minutes = 5 + entries / (1e6 * max(cores, 1)) / 60.0 * (0.05 if gpu else 1.0)
-    return {"threads": cores, "mem_mb": int(1.5 * est["solve_host_bytes"] / 1e6),
-            "runtime": int(math.ceil(minutes * 2)), "gpu": gpu, "dofs_estimate": n}
+    several = ranks > 1
+    return {"threads": cores, "mem_mb": int(1.5 * ranks * est["solve_host_bytes"] / 1e6),
+            "runtime": int(math.ceil(minutes * 2)), "gpu": gpu * ranks, "dofs_estimate": n,
+            "ranks": ranks, "tasks": ranks if several else None,
+            "tasks_per_gpu": 1 if several and gpu else None}
 
 
 def mesh_resources(case: dict, medium: dict) -> dict:
@@ -244,7 +250,8 @@ def _gpu_runs(solver: dict, gpu_here: bool) -> bool:
 def case_estimates(case: dict, medium: dict, gpu: bool) -> dict:
     """Unknowns (P1 DOFs: the vertices of all its surfaces; `system_unknowns`: the solved
     traces, two per vertex of a fluid interface, one of a rigid or pressure-release surface)
-    and peak bytes of the mesh and solve jobs of a case at its highest frequency."""
+    and peak bytes of the mesh and solve jobs of a case at its highest frequency (a solve
+    on several ranks: of each rank, which holds its share of the operators)."""
     solver = case["solver"]
     if case.get("inside"):
         # nested: three operators (V, K, W; K' = K^T) per region over its surfaces' vertices
@@ -278,6 +285,7 @@ def case_estimates(case: dict, medium: dict, gpu: bool) -> dict:
         operators = dense_assembly_bytes(n, solver["precision"], gpu, count)
     else:
         operators = count / 2 * _HMATRIX_BYTES_PER_NLOGN * n * math.log2(max(n, 2))
+    operators /= int(solver.get("ranks", 1))  # each rank its share of the blocks
     host = _SOLVE_BASE_BYTES + _SOLVE_BYTES_PER_UNKNOWN * n
     device = operators + krylov if gpu else 0
     if not gpu:

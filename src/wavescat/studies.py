@@ -29,7 +29,7 @@ from .errors import ConfigError
 
 CASE_KEYS = {"description", "geometry", "boundary", "inside", "frequencies_hz", "incident",
              "receivers", "mesh", "solver", "dg_cross_check",
-             "averages"}
+             "averages", "near_field"}
 
 
 def _label(value) -> str:

@@ -55,27 +55,76 @@ def _gather_tables(cases: dict[str, dict], paths: dict[str, str | Path], out: st
     return header
 
 
+def _case_table(case: dict, path) -> tuple[np.ndarray, list, np.ndarray]:
+    """(frequencies, AngleAxis per incidence direction, TS (frequencies, directions, angles))
+    of one case's farfield.csv."""
+    from .plots import AngleAxis  # noqa: PLC0415
+
+    table = read_farfield_csv(path)
+    freqs = np.unique(table["frequency_hz"])
+    incidence = incident_directions(case.get("incident", {"direction": [0, 0, 1]}))
+    if incidence.monostatic:  # one row per aspect angle
+        axes = [AngleAxis(incidence.aspect_deg, incidence.plane, True)]
+    else:
+        rec = receiver_directions(case["receivers"])
+        axes = [AngleAxis(rec.angle_deg, rec.plane, False, d) for d in incidence.directions]
+    return freqs, axes, table["ts_db"].reshape(len(freqs), len(axes), -1)
+
+
 def plot_study(cases: dict[str, dict], farfield_paths: dict, plot_dir: str | Path) -> list[Path]:
     """Per case: TS against angle (polar where the angles lie in a plane, and cartesian), and for
-    sweeps TS against frequency and a map over angle and frequency (plots.ts_plots)."""
-    from .plots import AngleAxis, ts_plots  # noqa: PLC0415
+    sweeps TS against frequency and a map over angle and frequency (plots.ts_plots); across the
+    cases, TS against each varied parameter that takes numbers (parameter_plots)."""
+    from .plots import ts_plots  # noqa: PLC0415
 
     plot_dir = Path(plot_dir)
     written = []
     for name, case in cases.items():
-        table = read_farfield_csv(farfield_paths[name])
-        freqs = np.unique(table["frequency_hz"])
-        incidence = incident_directions(case.get("incident", {"direction": [0, 0, 1]}))
-        if incidence.monostatic:  # one row per aspect angle
-            axes = [AngleAxis(incidence.aspect_deg, incidence.plane, True)]
-        else:
-            rec = receiver_directions(case["receivers"])
-            axes = [AngleAxis(rec.angle_deg, rec.plane, False, d) for d in incidence.directions]
-        ts = table["ts_db"].reshape(len(freqs), len(axes), -1)
+        freqs, axes, ts = _case_table(case, farfield_paths[name])
         for j, axis in enumerate(axes):
             suffix = "" if len(axes) == 1 else f"_inc{j}"
             title = (name if len(axes) == 1 else f"{name}, incidence {j}") + (
                 f"\n{case['description']}" if case.get("description") else "")
             written += ts_plots(axis, freqs, ts[:, j], None, title,
                                 lambda kind, s=suffix: plot_dir / f"{name}_{kind}{s}.png")
+    return written + parameter_plots(cases, farfield_paths, plot_dir)
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def parameter_plots(cases: dict[str, dict], farfield_paths: dict, plot_dir) -> list[Path]:
+    """For each varied key whose values are numbers (a radius, a sound speed; not a list such
+    as semi_axes), `ts_vs_<key>.png`: TS against the key's value at the directions
+    plots.frequency_curves follows (backscatter and forward, or a few aspects; the first
+    incidence direction), one line per frequency and combination of the other varied keys."""
+    from .plots import frequency_curves, ts_against_parameter  # noqa: PLC0415
+
+    params = {name: case.get("study", {}).get("parameters", {}) for name, case in cases.items()}
+    keys = list(dict.fromkeys(k for p in params.values() for k in p))
+    keys = [k for k in keys if all(_number(p.get(k)) is not None for p in params.values())
+            and len({p[k] for p in params.values()}) > 1]
+    varying = [k for k in dict.fromkeys(k for p in params.values() for k in p)
+               if len({repr(p.get(k)) for p in params.values()}) > 1]
+    tables = {name: _case_table(case, farfield_paths[name]) for name, case in cases.items()}
+    written = []
+    for key in keys:
+        lines = {}  # (direction label, line label) -> [(value, ts)]
+        for name, (freqs, axes, ts) in tables.items():
+            others = ", ".join(f"{k} = {params[name].get(k)}" for k in varying if k != key)
+            for i, f in enumerate(freqs):
+                curves, _ = frequency_curves(axes[0], ts[i:i + 1, 0])
+                label = f"{f:.6g} Hz" + (f", {others}" if others else "")
+                for direction, (values, _) in curves.items():
+                    lines.setdefault((direction, label), []).append(
+                        (_number(params[name][key]), float(values[0])))
+        study = next(iter(cases.values())).get("study", {}).get("name", "")
+        written.append(ts_against_parameter(Path(plot_dir) / f"ts_vs_{_file_part(key)}.png",
+                                            key, lines, study))
     return written
+
+
+def _file_part(key: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in key)

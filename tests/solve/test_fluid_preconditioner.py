@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from wavescat.bem.burton_miller import plane_wave_data
-from wavescat.bem.muller_preconditioner import chosen
+from wavescat.bem.hmatrix import assemble_hmatrix
+from wavescat.bem.muller_preconditioner import chosen, factor_dtype
 from wavescat.bem.osrc import mass_and_stiffness
 from wavescat.bem.spaces import p1
 from wavescat.bem.transmission import MullerTransmission
@@ -97,22 +98,39 @@ def test_gas_sphere_matches_series_in_few_iterations(gas_sphere):
 
 
 def test_hmatrix_format_gives_the_same_iterations():
-    """The H-matrix operators are densified for the factors: the same few iterations."""
+    """The H-matrix operators are densified for the factors: the same few iterations, and
+    the factors take the precision the blocks are stored in (complex64 for single storage),
+    with the answer of double storage."""
     mesh = match_volume(icosphere(2), 4 / 3 * math.pi)[0]
     case = {"boundary": {"kind": "fluid", "density_ratio": G, "sound_speed_ratio": H},
             "incident": {"direction": D.tolist()}, "receivers": {"plane": "xz", "count": 7}}
     its = {}
-    for fmt in ("dense", "hmatrix"):
+    for fmt, storage in (("dense", "double"), ("hmatrix", "double"), ("hmatrix", "single")):
         for name in ("none", "block_triangular"):
+            if storage == "single" and name == "none":
+                continue
             case["solver"] = {"operator_format": fmt, "backend": "cpu",
                               "fluid_preconditioner": name,
-                              "hmatrix": {"leaf_size": 16, "eps": 1e-6}}
+                              "hmatrix": {"leaf_size": 16, "eps": 1e-6, "storage": storage}}
             res = solve_frequency(case, MEDIUM, mesh, KA * C / (2 * math.pi))
-            its[fmt, name] = (int(res.iterations[0]), res.far_field[:, 0])
-    assert its["hmatrix", "block_triangular"][0] <= 4, its
-    assert its["hmatrix", "none"][0] > 2 * its["hmatrix", "block_triangular"][0], its
-    np.testing.assert_allclose(its["hmatrix", "block_triangular"][1], its["dense", "none"][1],
-                               rtol=1e-3)
+            its[fmt, storage, name] = (int(res.iterations[0]), res.far_field[:, 0])
+    assert its["hmatrix", "double", "block_triangular"][0] <= 4, its
+    assert its["hmatrix", "double", "none"][0] > 2 * its["hmatrix", "double", "block_triangular"][0]
+    np.testing.assert_allclose(its["hmatrix", "double", "block_triangular"][1],
+                               its["dense", "double", "none"][1], rtol=1e-3)
+    single = its["hmatrix", "single", "block_triangular"]
+    double = its["hmatrix", "double", "block_triangular"]
+    assert single[0] <= double[0] + 1, its
+    assert np.abs(single[1] - double[1]).max() <= 1e-4 * np.abs(double[1]).max(), its
+
+
+def test_factor_precision_follows_the_storage():
+    space = p1(icosphere(1))
+    for storage, dtype in (("double", np.complex128), ("single", np.complex64)):
+        op = assemble_hmatrix("double_layer", space, space, 2.0, backend="cpu", leaf_size=8, eta=3.0,
+                              eps=1e-4, storage=storage)
+        assert factor_dtype(op) == dtype
+    assert factor_dtype(np.zeros((2, 2))) == np.complex128  # a dense operator's own precision
 
 
 def test_setting_choices():

@@ -12,6 +12,7 @@ so what is not run stays visible.
 """
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +90,11 @@ def not_run_because(command: str) -> str | None:
     """Why a documented command is not run here, or None for a command this test runs."""
     words = shlex.split(command)
     if words[0] in PROGRAMS:
+        tools = {"conda": ("conda", "mamba"), "apptainer": ("apptainer", "singularity")}
+        absent = [m for m in tools if "--sdm" in words and m in words
+                  and not any(shutil.which(t) for t in tools[m])]
+        if absent:
+            return f"--sdm {' '.join(absent)} needs {' or '.join(tools[absent[0]])}, absent here"
         missing = unimplemented_boundaries(words)
         if missing:
             return f"its config uses boundary kind {', '.join(missing)}, not implemented yet"
@@ -98,6 +104,8 @@ def not_run_because(command: str) -> str | None:
         return "installation step: the test's environment is already installed"
     if words[1:3] == ["-m", "pytest"]:
         return "the test suite itself"
+    if words[0] in ("docker", "apptainer"):
+        return "builds the container image (see the Dockerfile)"
     return None
 
 

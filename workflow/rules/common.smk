@@ -1,12 +1,24 @@
 # Configuration checks and helpers shared by all rule files.
 import json
 import os
+import re
 import shlex
+import shutil
 import sys
+from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
-from wavescat.config import case_json, medium_json, prepare_config, run_cases, run_studies
+from wavescat.config import (
+    SOLVE_KEYS,
+    case_json,
+    medium_json,
+    prepare_config,
+    run_cases,
+    run_studies,
+)
 from wavescat.config_files import config_error
 from wavescat.defaults import SCHEMA_PATH
 from wavescat.studies import study_cases
@@ -15,8 +27,14 @@ from wavescat.errors import ConfigError
 from wavescat.geometry.bodies import body_tree
 from wavescat.geometry.sizing import band_case, frequency_bands, sizing_frequencies
 from wavescat.notices import config_warning_lines, print_run_warnings
-from wavescat.resources import (check_limits, check_resolution, gpu_count, mesh_resources,
-                                partition, solve_resources)
+from wavescat.resources import (
+    check_limits,
+    check_resolution,
+    gpu_count,
+    mesh_resources,
+    partition,
+    solve_resources,
+)
 
 # Our own pass first: it names the key and value of the first problem and checks what a
 # schema cannot (geometry keys per kind, mesh files on disk, `run` entries). The error is
@@ -30,15 +48,22 @@ except ConfigError as exc:
     sys.exit(config_error(exc, CONFIG_FILES))
 validate(CONFIG, str(SCHEMA_PATH))  # the package's schema, the one prepare_config uses
 
-# The wavescat CLI of the interpreter that runs Snakemake (no PATH set-up needed).
-WAVESCAT = f"{shlex.quote(sys.executable)} -m wavescat"
+# The Python whose `-m wavescat` runs each job (every rule's `params.python`): `python` of
+# the conda environment (workflow/envs/wavescat.yaml) or of the container (Dockerfile) under
+# `--sdm conda` or `--sdm apptainer`, else the interpreter that runs Snakemake (no PATH set-up
+# needed). A Path, which Snakemake leaves out of its params rerun trigger: moving the venv or
+# changing the deployment method redoes no job.
+DEPLOYED = bool(
+    {DeploymentMethod.CONDA, DeploymentMethod.APPTAINER}
+    & set(workflow.deployment_settings.deployment_method)
+)
+JOB_PYTHON = Path("python" if DEPLOYED else sys.executable)
 
 RUN = run_cases(CONFIG)
 STUDIES = run_studies(CONFIG)
 CASES = CONFIG["cases"]
 SPHERE_CASES = [c for c in RUN if has_series(CASES[c])]  # spheres, concentric spheres
-DG_CASES = [c for c, v in CASES.items()
-            if v.get("dg_cross_check", {}).get("enabled", False)]
+DG_CASES = [c for c, v in CASES.items() if v.get("dg_cross_check", {}).get("enabled", False)]
 
 # Refuse a case whose mesh or solve cannot fit the machine (config key `limits`).
 try:
@@ -136,15 +161,26 @@ def frequency(wildcards):
 
 
 def solutions(wildcards):
-    return expand("results/{case}/solutions/f{index}.h5", case=wildcards.case,
-                  index=frequency_indices(wildcards.case))
+    return expand(
+        "results/{case}/solutions/f{index}.h5",
+        case=wildcards.case,
+        index=frequency_indices(wildcards.case),
+    )
 
 
 def geometry_file(wildcards):
-    """The geometry files of a case's `file` and `krm` bodies (the body's and those inside it): inputs
+    """The geometry files of a case's `file` and `krm` bodies (the body's and those inside it):
+    inputs
     of its mesh, so editing one re-meshes."""
-    return [body.geometry["path"] for body in body_tree(CASES[wildcards.case], CONFIG["medium"])
-            if body.geometry["kind"] in ("file", "krm")]
+    return [
+        body.geometry["path"]
+        for body in body_tree(CASES[wildcards.case], CONFIG["medium"])
+        if body.geometry["kind"] in ("file", "krm")
+    ]
+
+
+# What a sphere case's exact series depends on (a rerun trigger of reference_farfield).
+REFERENCE_KEYS = ("geometry", "boundary", "inside", "frequencies_hz", "incident", "receivers")
 
 
 def reference_if_sphere(wildcards):
@@ -153,10 +189,63 @@ def reference_if_sphere(wildcards):
     return []
 
 
+def total_cores():
+    """--cores; 1 where the command runs no job and sets none (--report builds the DAG, and
+    with it the solve's MPI resources, without it)."""
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return 1
+
+
 def solve_resource(key):
     """Resource `key` of a solve job, estimated from the case (see wavescat.resources)."""
-    return lambda wildcards: solve_resources(frequency_case(wildcards), CONFIG["medium"],
-                                             workflow.cores, CONFIG["cluster"])[key]
+    return lambda wildcards: solve_resources(
+        frequency_case(wildcards), CONFIG["medium"], total_cores(), CONFIG["cluster"]
+    )[key]
+
+
+# Snakemake's MPI support: a case with solver.ranks > 1 starts its solve as that many MPI
+# ranks. The solve rule's `tasks` resource is the ranks and its `mpi` resource the launcher
+# (both unset on one rank), which the SLURM executor reads: such a job is submitted with
+# --ntasks and its step runs the command without srun of its own. The launcher is
+# `cluster.mpi_launcher` where the config names one; else inside a SLURM job srun, with the
+# PMI-2 interface MPICH's wheel speaks; elsewhere the mpiexec beside this Python (pip install
+# -e '.[mpi]'), else the PATH's. The command starts with the `launch` resource, `<mpi> -n
+# <tasks> ` or nothing (a resource, not a param: params are a rerun trigger, and the
+# submitting process and the job step name different launchers).
+# Under --sdm conda or apptainer, the mpiexec of the job's environment.
+MPIEXEC = (
+    "mpiexec"
+    if DEPLOYED
+    else shlex.quote(shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec")
+)
+SRUN = "srun --mpi=pmi2"
+
+
+def solve_ranks(wildcards):
+    return CASES[wildcards.case]["solver"]["ranks"]
+
+
+def mpi_launcher(wildcards):
+    """The `mpi` resource of a solve: None on one rank (an ordinary job)."""
+    if solve_ranks(wildcards) == 1:
+        return None
+    return CONFIG["cluster"].get("mpi_launcher") or (
+        SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC
+    )
+
+
+def mpi_launch(wildcards):
+    """The `launch` resource of a solve: how its command starts."""
+    launcher = mpi_launcher(wildcards)
+    return f"{launcher} -n {solve_ranks(wildcards)} " if launcher else ""
+
+
+def cpus_per_rank(wildcards, threads):
+    """A solve's threads shared by its ranks (SLURM's --cpus-per-task of each task)."""
+    ranks = solve_ranks(wildcards)
+    return max(1, threads // ranks) if ranks > 1 else None
 
 
 def gpu_resources(gpus):
@@ -166,8 +255,9 @@ def gpu_resources(gpus):
     resources = {"gpu": gpus}
     if CONFIG["cluster"].get("partitions"):
         count = gpus if callable(gpus) else (lambda wildcards: gpus)
-        resources["slurm_partition"] = lambda wildcards: partition(count(wildcards),
-                                                                   CONFIG["cluster"])
+        resources["slurm_partition"] = lambda wildcards: partition(
+            count(wildcards), CONFIG["cluster"]
+        )
     return resources
 
 
@@ -179,6 +269,79 @@ def mesh_resource(key):
     return resource
 
 
+def study_farfields(wildcards):
+    """Sorted: the order of `--cases` (JSON with sorted keys), so each table gets its case."""
+    return expand("results/{case}/farfield.csv", case=sorted(study_cases(CONFIG, wildcards.study)))
+
+
 def study_cases_json(wildcards):
     names = study_cases(CONFIG, wildcards.study)
     return json.dumps({n: CASES[n] for n in names}, sort_keys=True, separators=(",", ":"))
+
+
+# --- TS averages (wavescat.averages): the cases and studies that have them ---
+AVERAGE_CASES = [c for c, v in CASES.items() if v.get("averages")]
+AVERAGE_STUDIES = [
+    s for s in CONFIG["studies"] if any(CASES[c].get("averages") for c in study_cases(CONFIG, s))
+]
+
+
+def only(names):
+    """A wildcard constraint matching exactly `names` (nothing when empty): a case's and a
+    study's ts_averages.csv share the pattern results/<name>/ts_averages.csv."""
+    return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
+def study_average_cases(study):
+    """Sorted, as the keys of the JSON given with them (sort_keys)."""
+    return sorted(c for c in study_cases(CONFIG, study) if CASES[c].get("averages"))
+
+
+def study_averages_json(wildcards):
+    return json.dumps(
+        {n: {"study": CASES[n]["study"]} for n in study_average_cases(wildcards.study)},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+
+
+# --- near-field maps (wavescat.near_field): the cases that ask for one ---
+NEAR_FIELD_CASES = [c for c, v in CASES.items() if v.get("near_field")]
+
+
+def near_field_solutions(wildcards):
+    """The solutions a case's near-field maps are made of: its highest frequency's, or all."""
+    freqs = CASES[wildcards.case]["frequencies_hz"]
+    which = CASES[wildcards.case]["near_field"]["frequencies"]
+    indices = range(len(freqs)) if which == "all" else [freqs.index(max(freqs))]
+    return [f"results/{wildcards.case}/solutions/f{i:03d}.h5" for i in indices]
+
+
+def near_field_gpus(wildcards):
+    """The potentials run where the case's solves run: ask for a GPU as a solve does."""
+    return gpu_count(CASES[wildcards.case]["solver"]["backend"], CONFIG["cluster"])
+
+
+# --- time-domain verification (timedomain.smk) ---
+VERIFY = CONFIG["verification"]
+VERIFY_FLAGS = f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}" + (
+    " --quick" if VERIFY["quick"] else ""
+)
+
+
+def dg_cross_check(wildcards):
+    return CASES[wildcards.case]["dg_cross_check"]
+
+
+def stale_plan(wildcards):
+    """What this config builds in each of its cases' folders (wavescat stale)."""
+    plan = {
+        case: {
+            "bands": len(mesh_bands(case)),
+            "frequencies": len(CASES[case]["frequencies_hz"]),
+            "near_field": case in NEAR_FIELD_CASES,
+            "averages": case in AVERAGE_CASES,
+        }
+        for case in CASES
+    }
+    return json.dumps(plan, sort_keys=True, separators=(",", ":"))

@@ -1,39 +1,44 @@
-VERIFY = CONFIG["verification"]
-VERIFY_FLAGS = (f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}"
-                + (" --quick" if VERIFY["quick"] else ""))
-
-
 rule hermite_convergence:
     """Hermite-Taylor convergence study (m = 1, 2, 3) against exact solutions."""
     output:
         csv="results/verification/hermite_convergence.csv",
         acoustics="results/verification/hermite_convergence_acoustics.csv",
-        plot=report("results/verification/hermite_convergence.png",
-                    caption="../report/hermite.rst", category="Verification"),
-    params:
-        flags=VERIFY_FLAGS,
+        plot=report(
+            "results/verification/hermite_convergence.png",
+            caption="../report/hermite.rst",
+            category="Verification",
+        ),
     log:
         "results/verification/logs/hermite.log",
+    conda:
+        "../envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
+        flags=VERIFY_FLAGS,
     shell:
-        "{WAVESCAT} verify-hermite --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
+        "{params.python:q} -m wavescat verify-hermite"
+        " --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
 
 
 rule dg_convergence:
     """Nodal DG convergence study (cavity mode in a rigid box, N = 1..5)."""
     output:
         csv="results/verification/dg_convergence.csv",
-        plot=report("results/verification/dg_convergence.png", caption="../report/dg.rst",
-                    category="Verification"),
-    params:
-        flags=VERIFY_FLAGS,
+        plot=report(
+            "results/verification/dg_convergence.png",
+            caption="../report/dg.rst",
+            category="Verification",
+        ),
     log:
         "results/verification/logs/dg.log",
+    conda:
+        "../envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
+        flags=VERIFY_FLAGS,
     shell:
-        "{WAVESCAT} verify-dg --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
-
-
-def dg_cross_check(wildcards):
-    return CASES[wildcards.case]["dg_cross_check"]
+        "{params.python:q} -m wavescat verify-dg"
+        " --csv {output.csv} --plot {output.plot} {params.flags} > {log} 2>&1"
 
 
 rule bem_probes:
@@ -43,12 +48,16 @@ rule bem_probes:
         solutions,
     output:
         "results/{case}/dg/bem_probes.csv",
-    params:
-        points=lambda wc: json.dumps(dg_cross_check(wc)["probes"]),
     log:
         "results/{case}/logs/bem_probes.log",
+    conda:
+        "../envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
+        points=lambda wc: json.dumps(dg_cross_check(wc)["probes"]),
     shell:
-        "{WAVESCAT} bem-probes --solution {input} --points {params.points:q} --out {output}"
+        "{params.python:q} -m wavescat bem-probes"
+        " --solution {input} --points {params.points:q} --out {output}"
         " > {log} 2>&1"
 
 
@@ -60,19 +69,24 @@ rule dg_scatter:
     output:
         amplitudes="results/{case}/dg/dg_probes.csv",
         summary="results/{case}/dg/dg_summary.json",
-    params:
-        case=case_param("geometry", "boundary", "inside", "frequencies_hz", "incident", "dg_cross_check"),
-        medium=MEDIUM,
-        flags=VERIFY_FLAGS + (" --full-on-cpu" if VERIFY["full_on_cpu"] else ""),
+    log:
+        "results/{case}/logs/dg_scatter.log",
+    conda:
+        "../envs/wavescat.yaml"
     resources:
         **gpu_resources(gpu_count(VERIFY["backend"], CONFIG["cluster"])),
         runtime=120,
-    log:
-        "results/{case}/logs/dg_scatter.log",
+    params:
+        python=JOB_PYTHON,
+        case=case_param(
+            "geometry", "boundary", "inside", "frequencies_hz", "incident", "dg_cross_check"
+        ),
+        medium=MEDIUM,
+        flags=VERIFY_FLAGS + (" --full-on-cpu" if VERIFY["full_on_cpu"] else ""),
     shell:
-        "{WAVESCAT} dg-scatter --case {params.case:q} --medium {params.medium:q}"
-        " --out {output.amplitudes} --summary {output.summary}"
-        " {params.flags} > {log} 2>&1"
+        "{params.python:q} -m wavescat dg-scatter"
+        " --case {params.case:q} --medium {params.medium:q}"
+        " --out {output.amplitudes} --summary {output.summary} {params.flags} > {log} 2>&1"
 
 
 rule dg_vs_bem:
@@ -85,10 +99,19 @@ rule dg_vs_bem:
     output:
         csv="results/{case}/dg_vs_bem.csv",
         errors="results/{case}/dg/dg_vs_bem.json",
-        plot=report("results/{case}/dg_vs_bem.png", caption="../report/dg_vs_bem.rst",
-                    category="Verification", subcategory="{case}"),
+        plot=report(
+            "results/{case}/dg_vs_bem.png",
+            caption="../report/dg_vs_bem.rst",
+            category="Verification",
+            subcategory="{case}",
+        ),
     log:
         "results/{case}/logs/dg_vs_bem.log",
+    conda:
+        "../envs/wavescat.yaml"
+    params:
+        python=JOB_PYTHON,
     shell:
-        "{WAVESCAT} dg-vs-bem --dg {input.dg} --bem {input.bem} --out {output.csv}"
-        " --errors {output.errors} --plot {output.plot} --summary {input.summary} > {log} 2>&1"
+        "{params.python:q} -m wavescat dg-vs-bem"
+        " --dg {input.dg} --bem {input.bem} --out {output.csv} --errors {output.errors}"
+        " --plot {output.plot} --summary {input.summary} > {log} 2>&1"

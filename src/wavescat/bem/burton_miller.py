@@ -78,13 +78,10 @@ def solve_real_spd(lu, y):
     return out[:, 0] if flat else out
 
 
-# Blocks of at least this many columns get their sparse (mass and OSRC) solves on the GPU.
-# Level-scheduled on the device (triangular.py), the mass matrix and the NtD map's nine
-# factors cost about 0.28 s a product for 1 to 4 columns and 0.39 s for 361, where SuperLU
-# on 16 host threads takes 0.35 s for one column, 0.55 s for 4, about 1.1 s for 8 (1 kHz
-# submarine, H100: bench/README.md). The factors' device copies cost about 5 s once per
-# frequency (SuperLU hands its L and U over on one thread), more than one direction's
-# GMRES saves, and less than a batch of 8 saves.
+# Blocks of at least this many columns get their sparse (mass and OSRC) solves on the GPU:
+# the factors' one-off device copy costs more than a narrower block's host solves would,
+# and less than a wider one saves (bench/README.md, "The submarine's 361-aspect sweep on one
+# GPU", measured with bench_sweep.py --device-solve-columns).
 DEVICE_SOLVE_COLUMNS = 8
 
 

@@ -38,9 +38,12 @@ def absorption_of(boundary: dict, where: str = "boundary") -> float:
     return float(value)
 
 
-def _osrc_options(osrc: dict) -> dict:
+def _osrc_options(solver: dict) -> dict:
+    """The OSRC maps' settings (`solver.osrc`) and the ranks that share their Padé terms
+    (`solver["group"]`, set by the driver on several ranks)."""
+    osrc = solver["osrc"]
     return {"pade_terms": osrc["pade_terms"], "branch_angle": osrc["branch_angle"],
-            "radius": osrc["radius"]}
+            "radius": osrc["radius"], "group": solver.get("group")}
 
 
 class SoundHardBurtonMiller:
@@ -82,11 +85,11 @@ class SoundHardBurtonMiller:
 
         return spaces.p1(mesh)
 
-    def preconditioner(self, space, k: float, osrc: dict, mass=None, stiffness=None):
+    def preconditioner(self, space, k: float, solver: dict, mass=None, stiffness=None):
         """The OSRC NtD map at wavenumber k (settings `solver.osrc`), factorised once."""
         from .osrc import OsrcNtD  # noqa: PLC0415
 
-        return OsrcNtD(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
+        return OsrcNtD(space, k, mass=mass, stiffness=stiffness, **_osrc_options(solver))
 
     def _system(self, space, k, operators, mass, coupling, xp):
         from .burton_miller import OsrcBurtonMiller  # noqa: PLC0415
@@ -101,7 +104,7 @@ class SoundHardBurtonMiller:
         from .osrc import mass_and_stiffness  # noqa: PLC0415
 
         mass, stiffness = mass_and_stiffness(space)
-        coupling = self.preconditioner(space, k, solver["osrc"], mass, stiffness)
+        coupling = self.preconditioner(space, k, solver, mass, stiffness)
         return self._system(space, k, operators, mass, coupling, xp)
 
     def rhs(self, system, space, k: float, directions):
@@ -117,12 +120,17 @@ class SoundHardBurtonMiller:
 
         return double_layer_far_field(space, directions, k, backend=backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend="cpu", order=None):
         """(n_points, n_dofs) matrix P on the backend: scattered pressure p_s(x) = P @ p at
-        points off the surface."""
+        points off the surface (`order`: of the triangle rule, bem/potentials.py)."""
         from .potentials import double_layer  # noqa: PLC0415
 
-        return double_layer(space, points, k, backend=backend)
+        return double_layer(space, points, k, order=order, backend=backend)
+
+    def surface_fields(self, coefficients, incident) -> dict:
+        """{name: dof values} of the surface fields a viewer shows, from one solution vector
+        and the unit incident pressure p_inc at the dofs: here the total pressure."""
+        return {"p_total": coefficients}
 
     def record(self) -> dict:
         """What the solution records say about the formulation (HDF5 attributes)."""
@@ -151,11 +159,11 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
     unknown = "normal derivative of the total pressure"
     operators = ("single_layer", "adjoint_double_layer")  # V and K', in this order
 
-    def preconditioner(self, space, k: float, osrc: dict, mass=None, stiffness=None):
+    def preconditioner(self, space, k: float, solver: dict, mass=None, stiffness=None):
         """The OSRC DtN map at wavenumber k (settings `solver.osrc`), factorised once."""
         from .osrc import OsrcDtN  # noqa: PLC0415
 
-        return OsrcDtN(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
+        return OsrcDtN(space, k, mass=mass, stiffness=stiffness, **_osrc_options(solver))
 
     def _system(self, space, k, operators, mass, coupling, xp):
         from .burton_miller import OsrcDirichletBurtonMiller  # noqa: PLC0415
@@ -168,10 +176,14 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
 
         return -single_layer_far_field(space, directions, k, backend=backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend="cpu", order=None):
         from .potentials import single_layer  # noqa: PLC0415
 
-        return -single_layer(space, points, k, backend=backend)
+        return -single_layer(space, points, k, order=order, backend=backend)
+
+    def surface_fields(self, coefficients, incident) -> dict:
+        """The total pressure is zero: its normal derivative, the unknown, instead."""
+        return {"dp_total_dn": coefficients}
 
 
 class ImpedanceBurtonMiller(SoundHardBurtonMiller):
@@ -215,12 +227,13 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
         return OsrcImpedanceBurtonMiller(*(ops[n] for n in self.operators), mass, coupling,
                                          k, self.admittance, xp=xp)
 
-    def _with_single_layer(self, double, single, space, points, k, backend):
+    def _with_single_layer(self, double, single, space, points, k, backend, order=None):
         """double(...) + ik beta single(...): the potential (or far field) of p from the
         representation p_s = DL p + ik beta SL p."""
-        out = double(space, points, k, backend=backend)
+        out = double(space, points, k, order=order, backend=backend)
         if self.admittance != 0:
-            out = out + (1j * k * self.admittance) * single(space, points, k, backend=backend)
+            out = out + (1j * k * self.admittance) * single(space, points, k, order=order,
+                                                             backend=backend)
         return out
 
     def far_field(self, space, directions, k: float, backend="cpu"):
@@ -229,10 +242,11 @@ class ImpedanceBurtonMiller(SoundHardBurtonMiller):
         return self._with_single_layer(double_layer_far_field, single_layer_far_field, space,
                                        directions, k, backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend="cpu", order=None):
         from .potentials import double_layer, single_layer  # noqa: PLC0415
 
-        return self._with_single_layer(double_layer, single_layer, space, points, k, backend)
+        return self._with_single_layer(double_layer, single_layer, space, points, k, backend,
+                                       order)
 
 
 class FluidMuller(SoundHardBurtonMiller):
@@ -247,19 +261,19 @@ class FluidMuller(SoundHardBurtonMiller):
     multi-trace (PMCHWT) system needs, and it is uniquely solvable at every real frequency
     for positive g, h (no spurious resonances). Rows scaled by 2/(1 + g) keep the identity
     part 1 from the gas-bubble limit (g -> 0, where the system tends to the interior
-    Dirichlet equation at k1 coupled by g V) to the rigid one (g -> infinity). Measured on
-    spheres (tests/solve/test_fluid_formulation.py): iterations stay low for a gas bubble
-    (g = 0.0012, h = 0.22) through its Minnaert resonance, a weak scatterer and fish flesh.
-    A gas body many interior wavelengths across is the exception: every surface mode that
-    varies more slowly than the interior wave keeps an eigenvalue far from 1 (near 0 close
-    to the gas's weakly damped interior resonances), and GMRES needs up to a step for each
-    mode the incident wave excites (276 on the 7 x 2 cm gas spheroid at 50 kHz of
-    config/examples/boundaries.yaml) with its whole Krylov basis: restarted every 100 steps
-    it stagnates, which is why solver.gmres.restart defaults to maxiter. The block-triangular
-    preconditioner (bem/muller_preconditioner.py, `solver.fluid_preconditioner`, on by
-    default while its two dense n x n factors fit) inverts the interior (Dirichlet-row) and
-    exterior (Neumann-row) diagonal blocks exactly and leaves GMRES only the O(g) coupling:
-    2 to 4 iterations for gas bodies at every frequency measured.
+    Dirichlet equation at k1 coupled by g V) to the rigid one (g -> infinity): iterations
+    stay low for a gas bubble through its Minnaert resonance, a weak scatterer and fish
+    flesh (tests/solve/test_fluid_formulation.py). A gas body many interior wavelengths
+    across is the exception: every surface mode that varies more slowly than the interior
+    wave keeps an eigenvalue far from 1 (near 0 close to the gas's weakly damped interior
+    resonances), and GMRES needs up to a step for each mode the incident wave excites, with
+    its whole Krylov basis: restarted early it stagnates, which is why
+    solver.gmres.restart defaults to maxiter. The block-triangular preconditioner
+    (bem/muller_preconditioner.py, `solver.fluid_preconditioner`, on by default while its
+    two dense n x n factors fit) inverts the interior (Dirichlet-row) and exterior
+    (Neumann-row) diagonal blocks exactly and leaves GMRES only the O(g) coupling. The
+    iteration counts with and without it: bench/README.md, "Gas bodies with and without the
+    fluid preconditioner".
     For the weak scatterer (g, h -> 1) the unknowns are the scattered traces and the data
     are written with operator differences, so both the data and the answer are
     proportional to the contrast: no cancellation between O(1) terms.
@@ -310,27 +324,27 @@ class FluidMuller(SoundHardBurtonMiller):
         block-triangular preconditioner of bem/muller_preconditioner.py for a body of high
         impedance contrast, g h below 1/5 or above 5, while its dense factors take at most
         half the free memory; else none)."""
-        from .muller_preconditioner import chosen, free_bytes  # noqa: PLC0415
+        from .muller_preconditioner import chosen, factor_dtype  # noqa: PLC0415
         from .osrc import mass_and_stiffness  # noqa: PLC0415
         from .transmission import MullerTransmission  # noqa: PLC0415
 
         mass, _ = mass_and_stiffness(space)
-        itemsize = 8 if solver.get("precision") == "single" else 16
+        itemsize = factor_dtype(operators["K0"]).itemsize
         setting = solver.get("fluid_preconditioner", "auto")
         name = chosen(setting, space.n_dofs, itemsize,
-                      free_bytes(xp) if setting == "auto" else np.inf,
+                      _free_bytes(solver, xp) if setting == "auto" else np.inf,
                       self.density_ratio * self.sound_speed_ratio)
         return MullerTransmission(operators, mass, k, self.density_ratio, xp=xp,
                                   preconditioner=name)
 
-    def _traces(self, double, single, space, points, k, backend):
+    def _traces(self, double, single, space, points, k, backend, order=None):
         """[DL, -k SL]: the potential (or far field) of (u, w)."""
         from ..backend import Backend, get_backend  # noqa: PLC0415
         from .transmission import stacked  # noqa: PLC0415
 
         be = backend if isinstance(backend, Backend) else get_backend(backend)
-        return stacked(be.xp, double(space, points, k, backend=be),
-                       -k * single(space, points, k, backend=be))
+        return stacked(be.xp, double(space, points, k, order=order, backend=be),
+                       -k * single(space, points, k, order=order, backend=be))
 
     def far_field(self, space, directions, k: float, backend="cpu"):
         from .potentials import double_layer_far_field, single_layer_far_field  # noqa: PLC0415
@@ -338,10 +352,15 @@ class FluidMuller(SoundHardBurtonMiller):
         return self._traces(double_layer_far_field, single_layer_far_field, space, directions,
                             k, backend)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend="cpu", order=None):
         from .potentials import double_layer, single_layer  # noqa: PLC0415
 
-        return self._traces(double_layer, single_layer, space, points, k, backend)
+        return self._traces(double_layer, single_layer, space, points, k, backend, order)
+
+    def surface_fields(self, coefficients, incident) -> dict:
+        """The total pressure p_s + p_inc (on every surface of nested bodies, whose first
+        trace is p - p_inc on each)."""
+        return {"p_total": coefficients[:len(incident)] + incident}
 
     def record(self) -> dict:
         """The boundary block with the contrasts resolved (absolute values need the medium,
@@ -354,6 +373,14 @@ class FluidMuller(SoundHardBurtonMiller):
         out["boundary"] = json.dumps(resolved, sort_keys=True)
         out["boundary_given"] = json.dumps(self.boundary, sort_keys=True)
         return out
+
+
+def _free_bytes(solver: dict, xp) -> float:
+    """The memory free for the fluid preconditioner's factors: the solve's figure where it
+    gives one (the least over the ranks of a solve on several, solve/parallel.py)."""
+    from .muller_preconditioner import free_bytes  # noqa: PLC0415
+
+    return solver.get("free_bytes") or free_bytes(xp)
 
 
 def sub_space(space, surfaces):
@@ -449,7 +476,7 @@ class NestedTransmission(FluidMuller):
             core, core_dofs[face.index] = sub_space(space, (face.index,))
             k_o = float((k * complex(self.regions[face.outer].wavenumber_factor)).real)
             cls = OsrcNtD if face.kind == "rigid" else OsrcDtN
-            couplings[face.index] = cls(core, k_o, **_osrc_options(solver["osrc"]))
+            couplings[face.index] = cls(core, k_o, **_osrc_options(solver))
         system = MultiDomainTransmission(self.interfaces, self.regions, ops, dofs,
                                          surface_of_dof, mass, k, couplings, core_dofs, xp=xp)
         system.preconditioners = self._interface_preconditioners(system, k, solver, xp)
@@ -462,10 +489,9 @@ class NestedTransmission(FluidMuller):
         sides, factors within half the free memory), each from its own diagonal blocks: the
         interface's rows are the single-body Müller system with g = g_i / g_o and k g_o
         (bem/nested.py), so the single body's preconditioner serves it unchanged."""
-        from .muller_preconditioner import BlockTriangular, chosen, free_bytes  # noqa: PLC0415
+        from .muller_preconditioner import BlockTriangular, chosen, factor_dtype  # noqa: PLC0415
 
         setting = solver.get("fluid_preconditioner", "auto")
-        itemsize = 8 if solver.get("precision") == "single" else 16
         out = {}
         for face in self.interfaces:
             if face.kind != "fluid":
@@ -474,8 +500,9 @@ class NestedTransmission(FluidMuller):
             idx = np.flatnonzero(system.surface_of_dof == face.index)
             g = inner.density_ratio / outer.density_ratio
             h = abs(outer.wavenumber_factor / inner.wavenumber_factor)
-            name = chosen(setting, len(idx), itemsize,
-                          free_bytes(xp) if setting == "auto" else np.inf, g * h)
+            dtype = factor_dtype(system.ops[face.outer]["K"])
+            name = chosen(setting, len(idx), dtype.itemsize,
+                          _free_bytes(solver, xp) if setting == "auto" else np.inf, g * h)
             if name != "block_triangular":
                 continue
             blocks = {}
@@ -485,7 +512,7 @@ class NestedTransmission(FluidMuller):
                     blocks[f"{name_}{sym}"] = system.dense_block(region, name_, pos)
             out[face.index] = (idx, BlockTriangular(
                 blocks, system.mass[idx][:, idx], k * outer.density_ratio, g,
-                lambda op, x: op @ x, np))
+                lambda op, x: op @ x, np, dtype))
         return out
 
     @staticmethod
@@ -511,11 +538,11 @@ class NestedTransmission(FluidMuller):
         be = backend if isinstance(backend, Backend) else get_backend(backend)
         return self._outer_only(super().far_field(space, directions, k, be), space, be.xp)
 
-    def potential(self, space, points, k: float, backend="cpu"):
+    def potential(self, space, points, k: float, backend="cpu", order=None):
         from ..backend import Backend, get_backend  # noqa: PLC0415
 
         be = backend if isinstance(backend, Backend) else get_backend(backend)
-        return self._outer_only(super().potential(space, points, k, be), space, be.xp)
+        return self._outer_only(super().potential(space, points, k, be, order), space, be.xp)
 
     def record(self) -> dict:
         out = super().record()

@@ -187,6 +187,15 @@ def near_pairs(mesh, factor: float) -> tuple[np.ndarray, np.ndarray]:
     return _mesh_cached(mesh, ("near", float(factor)), make)
 
 
+def kept(keep, pa, pb, *more):
+    """(pa, pb, *more) at the element pairs `keep(pa, pb)` selects (all where keep is None):
+    a process that holds part of an H-matrix computes only the pairs of its blocks."""
+    if keep is None:
+        return (pa, pb, *more)
+    sel = keep(pa, pb)
+    return tuple(a[sel] for a in (pa, pb, *more))
+
+
 class EntryEvaluator:
     """Galerkin entries of one operator on (trial, test) as a service: element-pair local
     matrices, blocks rows x cols, and the dense matrix, on the CPU (Numba) or GPU (CuPy).
@@ -234,13 +243,14 @@ class EntryEvaluator:
     def _singular(self, pa, pb):
         return self.kernels.singular(pa, pb, *self.classify(pa, pb))
 
-    def special_pairs(self):
+    def special_pairs(self, keep=None):
         """(pa, pb, re, im) of the touching pairs (singular rules) and of the near pairs (near
-        rule), every ordered pair: added to the regular pairs of the dense matrix."""
+        rule), every ordered pair, or those `keep(pa, pb)` (a mask) selects: added to the
+        regular pairs of the dense matrix."""
         mesh = self.test.mesh
-        pa, pb = touching_pairs(mesh)
-        out = [(pa, pb, *self.kernels.singular(pa, pb, *touching_kinds(mesh)))]
-        pa, pb = near_pairs(mesh, self.near_factor)
+        pa, pb, *kinds = kept(keep, *touching_pairs(mesh), *touching_kinds(mesh))
+        out = [(pa, pb, *self.kernels.singular(pa, pb, *kinds))]
+        pa, pb = kept(keep, *near_pairs(mesh, self.near_factor))
         out.append((pa, pb, *self.kernels.regular(pa, pb, near=True)))
         return out
 

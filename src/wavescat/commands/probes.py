@@ -13,8 +13,7 @@ import numpy as np
 
 from ..bem.formulations import formulation_of_record
 from ..errors import ConfigError
-from ..solve.records import read_solution
-from ..surface import SurfaceMesh
+from ..solve.records import read_solution, solution_mesh
 from ..files import atomic_path
 
 
@@ -25,7 +24,7 @@ def scattered_pressure(solution: dict, points, incidence: int = 0, backend="cpu"
         raise ConfigError(f"--incidence = {incidence}: the solution has {len(pressure)} "
                           "incidence direction(s)")
     formulation = formulation_of_record(solution)
-    space = formulation.space(SurfaceMesh(solution["vertices"], solution["triangles"]))
+    space = formulation.space(solution_mesh(solution))
     potential = formulation.potential(space, np.asarray(points, float),
                                       float(solution["wavenumber"]), backend=backend)
     return np.asarray(potential @ pressure[incidence])

@@ -1,5 +1,5 @@
 """`wavescat solve` (one case, one frequency -> HDF5) and `wavescat collect` (all
-frequencies of a case -> farfield.csv, summary.json, plots)."""
+frequencies of a case -> farfield.csv, summary.json, plots, surface fields in VTU)."""
 from __future__ import annotations
 
 import json
@@ -27,22 +27,28 @@ def _json_arg(text: str, name: str) -> dict:
 
 
 def run_solve(args) -> int:
-    from ..solve.driver import solve_frequency  # noqa: PLC0415
+    from ..solve.driver import solve_frequency, solver_settings  # noqa: PLC0415
+    from ..solve.parallel import start  # noqa: PLC0415
     from ..sensitivity import solve_preflight  # noqa: PLC0415
     from ..solve.records import write_solution  # noqa: PLC0415
     from ..surface import SurfaceMesh  # noqa: PLC0415
 
     case = _json_arg(args.case, "case")
     medium = _json_arg(args.medium, "medium")
-    mesh = SurfaceMesh.from_file(args.mesh)
-    # before any assembly: refuse a mesh far too coarse, warn of a hypersensitive case
-    cautions = solve_preflight(case, medium, mesh, float(args.frequency), args.name or "")
-    for w in cautions:
-        log.warning(w)
-    announce_compilation(log)
-    result = solve_frequency(case, medium, mesh, float(args.frequency))
-    result.warnings.extend(w for w in cautions if w not in result.warnings)
-    write_solution(args.out, result, mesh, case_name=args.name or "")
+    # the MPI ranks first (solver.ranks), before anything starts CuPy: one GPU per rank
+    ranks = start(solver_settings(case.get("solver"))["ranks"])
+    with ranks.stop_all_on_error("solve"):
+        mesh = SurfaceMesh.from_file(args.mesh)
+        # before any assembly: refuse a mesh far too coarse, warn of a hypersensitive case
+        cautions = solve_preflight(case, medium, mesh, float(args.frequency), args.name or "")
+        for w in cautions:
+            log.warning(w)
+        announce_compilation(log)
+        result = solve_frequency(case, medium, mesh, float(args.frequency), ranks=ranks)
+        if not ranks.is_root:  # rank 0 writes what every rank solved
+            return 0
+        result.warnings.extend(w for w in cautions if w not in result.warnings)
+        write_solution(args.out, result, mesh, case_name=args.name or "")
     t = result.timings
     log.info("wrote %s: %d DOFs, iterations %s, assembly %.2f s, preconditioner %.2f s, "
              "solve %.2f s, far field %.2f s", args.out, result.dofs, result.iterations.tolist(),
@@ -67,6 +73,11 @@ def run_collect(args) -> int:
     if args.plots:
         make_plots(solutions, Path(args.plots), args.name or "", reference,
                    _json_arg(args.case, "case").get("description", ""), summary["warnings"])
+    if args.surface:
+        folder = Path(args.surface)
+        folder.mkdir(parents=True, exist_ok=True)  # the rule's output directory
+        for s in solutions:  # named as the solution files, f<index>.vtu
+            records.write_surface_vtu(folder / f"{Path(s['path']).stem}.vtu", s)
     log.info("wrote %s and %s", args.farfield, args.summary)
     return 0
 
@@ -79,7 +90,8 @@ def make_plots(solutions, folder: Path, name: str, reference=None, description="
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("solve", help="OSRC Burton-Miller solve of one case at one frequency")
+    p = subparsers.add_parser("solve", help="BEM solve of one case at one frequency (the "
+                              "formulation of its boundary)")
     p.add_argument("--case", required=True, help="case config as JSON (inline or a .json file)")
     p.add_argument("--medium", required=True, help="medium as JSON: {sound_speed, density}")
     p.add_argument("--mesh", required=True, help="surface mesh (.msh)")
@@ -95,6 +107,8 @@ def register(subparsers) -> None:
     c.add_argument("--farfield", required=True, help="farfield.csv to write")
     c.add_argument("--summary", required=True, help="summary.json to write")
     c.add_argument("--plots", default="", help="folder for the PNG plots")
+    c.add_argument("--surface", default="",
+                   help="folder for each solution's surface fields (<solution>.vtu)")
     c.add_argument("--reference", default="", help="exact reference_farfield.csv (sphere cases)")
     c.add_argument("--mesh-stats", nargs="*", default=[],
                    help="mesh statistics (.json) of the case's meshes; their warnings go into "

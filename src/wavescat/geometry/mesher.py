@@ -37,16 +37,18 @@ def _volume_error(mesh: SurfaceMesh) -> float:
 
 
 def _volume_retry(mesh: SurfaceMesh, options) -> float | None:
-    """Factor on the geometry sizes for a second try, where the first mesh missed the
-    volume tolerance (refine) or met it with a wide margin (coarsen: fewer unknowns);
-    None where it is fine or the geometry sizing is off. The error goes as size^2."""
+    """Factor (< 1) on the geometry sizes for a second try where the first mesh missed the
+    volume tolerance; None where it met it or the geometry sizing is off. The error goes as
+    size^2. A mesh within the tolerance is kept as it is: coarsening the geometry sizes of
+    one that met it with a margin saved few vertices, where the wavelength sets most sizes,
+    for a second meshing as long as the first."""
     tol = options.volume_error
     if not tol or not mesh.meta.get("exact_volume"):
         return None
     err = abs(_volume_error(mesh))
-    if 0.6 * tol <= err <= tol or err < 0.05 * tol:  # fine, or flat (a box): as it is
+    if err <= tol:
         return None
-    return min(max(math.sqrt(0.85 * tol / max(err, 1e-12)), 0.5), 1.6)
+    return max(math.sqrt(0.85 * tol / err), 0.5)
 
 
 def matches_volume(case: dict, boundary: dict | None = None) -> bool:
@@ -78,8 +80,7 @@ def _mesh_body(case: dict, geometry: dict, boundary: dict | None, options, sourc
         log.info("%s: meshed volume %.3f%% off the body's; geometry sizes times %.3g",
                  source, 100 * _volume_error(mesh), retry)
         again = builders[kind](geometry, replace(options, geometry_refinement=retry))
-        if abs(_volume_error(again)) <= options.volume_error or retry < 1:
-            mesh = again
+        mesh = again
     seconds = time.perf_counter() - start
     mesh = check_surface(mesh, source=source)
     offset = None

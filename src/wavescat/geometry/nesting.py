@@ -82,6 +82,21 @@ class _Reach:
         d, i = self.tree.query(points)
         return np.maximum(d - self.radius, 0.0), i
 
+    def within(self, points: np.ndarray, cap: float) -> np.ndarray:
+        """Each point's distance to the surface where it is below `cap`, else inf."""
+        out = np.full(len(points), np.inf)
+        lists = self.tree.query_ball_point(points, cap + self.radius)
+        counts = np.fromiter((len(x) for x in lists), np.int64, len(lists))
+        if counts.sum():
+            tri = np.concatenate([np.asarray(x, np.int64) for x in lists if len(x)])
+            pt = np.repeat(np.arange(len(points)), counts)
+            for c in range(0, len(tri), CHUNK_PAIRS):
+                d = _point_triangle_distance(points[pt[c:c + CHUNK_PAIRS]],
+                                             self.mesh.corners[tri[c:c + CHUNK_PAIRS]])
+                np.minimum.at(out, pt[c:c + CHUNK_PAIRS], d)
+        out[out >= cap] = np.inf
+        return out
+
     def smallest(self, points: np.ndarray) -> tuple[float, int]:
         """(the smallest distance of any of `points` to the surface, that point's index).
         Points go nearest first (by lower bound), each against the triangles within the

@@ -14,6 +14,7 @@ import numpy as np
 from .. import defaults, farfield
 from ..backend import get_backend
 from ..errors import ConfigError, SolverError
+from . import parallel
 from .gmres import gmres
 
 log = logging.getLogger(__name__)
@@ -41,17 +42,22 @@ def solver_settings(solver: dict | None) -> dict:
     return out
 
 
-def operator_format_for(requested: str, n_dofs: int, dense_below: int) -> str:
-    """The format `auto` resolves to: dense below `dense_below` DOFs, else H-matrices."""
+def operator_format_for(requested: str, n_dofs: int, dense_below: int, ranks: int = 1) -> str:
+    """The format `auto` resolves to: dense below `dense_below` DOFs, else H-matrices; on
+    several ranks H-matrices (their blocks are what the ranks share)."""
+    if ranks > 1 and requested == "dense":
+        raise ConfigError(f"solver.operator_format = 'dense' with {ranks} ranks: a solve over "
+                          "several ranks shares H-matrix blocks (use hmatrix or auto)")
     if requested != "auto":
         return requested
-    return "hmatrix" if n_dofs >= dense_below else "dense"
+    return "hmatrix" if n_dofs >= dense_below or ranks > 1 else "dense"
 
 
 def boundary_operator(name, space, k, *, operator_format, backend, precision, quadrature=None,
-                      hmatrix_options=None):
+                      hmatrix_options=None, ranks=parallel.ONE):
     """The seam between formats: an object with `shape`, `dtype` and `op @ X` for (n, r)
-    arrays of the backend, for boundary operator `name` on `space` (trial = test)."""
+    arrays of the backend, for boundary operator `name` on `space` (trial = test); on
+    several `ranks` this rank's share of an H-matrix whose products sum over the ranks."""
     from ..bem import operators  # noqa: PLC0415
     from ..bem.hmatrix import assemble_hmatrix  # noqa: PLC0415
 
@@ -60,6 +66,11 @@ def boundary_operator(name, space, k, *, operator_format, backend, precision, qu
                                   quadrature=quadrature)
     if operator_format == "hmatrix":
         opts = {key: v for key, v in (hmatrix_options or {}).items() if key != "dense_below"}
+        if ranks.size > 1:
+            from ..bem.hmatrix.distributed import assemble_distributed  # noqa: PLC0415
+
+            return assemble_distributed(name, space, k, ranks, backend=backend,
+                                        precision=precision, quadrature=quadrature, **opts)
         return assemble_hmatrix(name, space, space, k, backend=backend, precision=precision,
                                 quadrature=quadrature, **opts)
     raise ConfigError(f"solver.operator_format = {operator_format!r}: must be dense or hmatrix")
@@ -135,10 +146,14 @@ class FrequencyResult:
     mesh_fingerprint: str
     warnings: list = field(default_factory=list)
     residual_history: list = field(default_factory=list)
+    parallel: dict = field(default_factory=dict)  # ranks, reductions, per-rank times and memory
 
 
-def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> FrequencyResult:
-    """Solve case `case` (validated config dict) on `mesh` at `frequency_hz`."""
+def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float,
+                    ranks: parallel.Ranks | None = None) -> FrequencyResult:
+    """Solve case `case` (validated config dict) on `mesh` at `frequency_hz`, on `ranks`
+    (default: those `solver.ranks` asks for, solve/parallel.py); every rank calls it, and
+    rank 0's result holds the far field."""
     from ..bem.formulations import formulation_for_case  # noqa: PLC0415
 
     formulation = formulation_for_case(case, medium)
@@ -149,6 +164,7 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
         raise ConfigError(f"medium.sound_speed = {c!r}: must be positive")
     k = 2 * math.pi * frequency_hz / c
     settings = solver_settings(case.get("solver"))
+    ranks = ranks or parallel.start(settings["ranks"])  # before CuPy: binds a GPU per rank
     be = get_backend(settings["backend"])
     precision = settings["precision"]
     incidence = farfield.incident_directions(case.get("incident", defaults.INCIDENT))
@@ -168,18 +184,24 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     timings = {}
     space = formulation.space(mesh)
     fmt = operator_format_for(settings["operator_format"], space.n_dofs,
-                              settings["hmatrix"]["dense_below"])
+                              settings["hmatrix"]["dense_below"], ranks.size)
     log.info("%d DOFs, %d elements, k = %.6g, %.2f elements per wavelength, %s on %s (%s)",
              space.n_dofs, mesh.n_triangles, k, epw, fmt, be.name, be.device_name)
 
     t0 = time.perf_counter()
     ops = assemble_operators(formulation, space, k, fmt, backend=be, precision=precision,
-                             quadrature=quadrature, hmatrix_options=settings["hmatrix"])
+                             quadrature=quadrature, hmatrix_options=settings["hmatrix"],
+                             ranks=ranks)
     be.synchronize()
     timings["assembly"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    system = formulation.system(space, k, ops, settings, xp=be.xp)
+    # on several ranks the fluid preconditioner's choice from the least free memory of any
+    # rank, so that every rank takes the same path
+    # and the ranks sharing the OSRC maps' Padé terms (bem/osrc.py)
+    agreed = {} if ranks.size == 1 else {"free_bytes": ranks.min(available_memory(be)),
+                                         "group": ranks}
+    system = formulation.system(space, k, ops, {**settings, **agreed}, xp=be.xp)
     rhs = formulation.rhs(system, space, k, incidence.directions)
     timings["preconditioner"] = time.perf_counter() - t0
 
@@ -187,7 +209,7 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     gm = settings["gmres"]
     n_inc = len(incidence.directions)
     n_unknowns = formulation.n_unknowns(space)
-    batch, basis_bytes = krylov_batches(n_unknowns, n_inc, gm, available_memory(be),
+    batch, basis_bytes = krylov_batches(n_unknowns, n_inc, gm, ranks.min(available_memory(be)),
                                         np.dtype(rhs.dtype).itemsize)
     log.info("GMRES: %d incidence direction(s) in batches of %d (Krylov basis grown as "
              "needed, at most %.3g GiB)", n_inc, batch, basis_bytes / 2**30)
@@ -211,12 +233,13 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
     log.info("GMRES iterations %s, residuals <= %.2e", iterations.tolist(), residuals.max())
 
     t0 = time.perf_counter()
-    ff = be.asnumpy(formulation.far_field(space, receivers.vectors, k, backend=be))
-    far = ff @ pressure
-    mono = None
-    if incidence.monostatic:
-        fm = be.asnumpy(formulation.far_field(space, -incidence.directions, k, backend=be))
-        mono = np.einsum("ij,ji->i", fm, pressure)
+    far = mono = None
+    if ranks.is_root:  # every rank holds the same solution: one computes its far field
+        ff = be.asnumpy(formulation.far_field(space, receivers.vectors, k, backend=be))
+        far = ff @ pressure
+        if incidence.monostatic:
+            fm = be.asnumpy(formulation.far_field(space, -incidence.directions, k, backend=be))
+            mono = np.einsum("ij,ji->i", fm, pressure)
     timings["far_field"] = time.perf_counter() - t0
 
     return FrequencyResult(
@@ -226,4 +249,5 @@ def solve_frequency(case: dict, medium: dict, mesh, frequency_hz: float) -> Freq
         settings=settings, operator_format=fmt, backend=be.describe(),
         formulation=formulation, dofs=space.n_dofs,
         elements=mesh.n_triangles, elements_per_wavelength=epw,
-        mesh_fingerprint=mesh.fingerprint(), warnings=warnings, residual_history=history)
+        mesh_fingerprint=mesh.fingerprint(), warnings=warnings, residual_history=history,
+        parallel=ranks.record(timings, ops, be))

@@ -8,8 +8,10 @@ HDF5 layout (all angles in degrees, complex data as complex128):
          bem/formulations.py), solver_settings
          (JSON), operator_format, mesh_fingerprint, dofs, elements, elements_per_wavelength,
          backend, device, precision, time_<stage>_s for assembly/preconditioner/solve/far_field,
-         warnings (JSON list), monostatic (bool), wavescat_version
+         warnings (JSON list), parallel (JSON: MPI ranks, reductions, each rank's stage times
+         and memory, solve/parallel.py), monostatic (bool), wavescat_version
   vertices (nv, 3), triangles (m, 3)                          the mesh the solution lives on
+  surface_ids (m,) [nested bodies]     the surface of each triangle (surface.py)
   incident_directions (ni, 3), aspect_deg (ni,) [aspect sweeps]
   surface_pressure (ni, n_unknowns)    the formulation's unknown, P1 coefficients (vertex
                                        values): the total pressure (rigid, impedance) or its
@@ -20,6 +22,8 @@ HDF5 layout (all angles in degrees, complex data as complex128):
   receivers/{theta_deg, phi_deg, directions, angle_deg [plane receivers]}
   far_field (ni, nr)                   F(xhat_r; d_i) in metres
   monostatic_far_field (ni,)           F(-d_i; d_i) [aspect sweeps]
+surface/<solution>.vtu (write_surface_vtu), for ParaView: the solution's mesh with the
+magnitude and phase of its surface fields per incidence direction.
 Every file is written to a temporary name beside the target and moved into place.
 """
 from __future__ import annotations
@@ -31,8 +35,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__, farfield
+from ..bem.formulations import formulation_of_record
 from ..errors import WavescatError
 from ..files import atomic_path
+from ..surface import SurfaceMesh
 
 FARFIELD_HEADER = ["frequency_hz", "theta_deg", "phi_deg", "re_F", "im_F", "ts_db"]
 STAGES = ("assembly", "preconditioner", "solve", "far_field")
@@ -61,9 +67,12 @@ def write_solution(path, result, mesh, case_name: str = "") -> None:
         for stage in STAGES:
             a[f"time_{stage}_s"] = result.timings[stage]
         a["warnings"] = json.dumps(result.warnings)
+        a["parallel"] = json.dumps(result.parallel)
         a["monostatic"] = bool(result.incidence.monostatic)
         a["wavescat_version"] = __version__
         f["vertices"], f["triangles"] = mesh.vertices, mesh.triangles
+        if mesh.surface_ids is not None:
+            f["surface_ids"] = mesh.surface_ids
         f["incident_directions"] = result.incidence.directions
         if result.incidence.aspect_deg is not None:
             f["aspect_deg"] = result.incidence.aspect_deg
@@ -90,7 +99,7 @@ def read_solution(path) -> dict:
         raise WavescatError(f"solution file {str(path)!r} does not exist")
     with h5py.File(path, "r") as f:
         out = {key: (v.decode() if isinstance(v, bytes) else v) for key, v in f.attrs.items()}
-        for key in ("vertices", "triangles", "incident_directions", "aspect_deg",
+        for key in ("vertices", "triangles", "surface_ids", "incident_directions", "aspect_deg",
                     "surface_pressure", "iterations", "residuals", "far_field",
                     "monostatic_far_field"):
             if key in f:
@@ -99,8 +108,55 @@ def read_solution(path) -> dict:
         out["receivers"].update(dict(f["receivers"].attrs))
     out["solver_settings"] = json.loads(out["solver_settings"])
     out["warnings"] = json.loads(out["warnings"])
+    out["parallel"] = json.loads(out.get("parallel", "{}"))
     out["path"] = str(path)
     return out
+
+
+def solution_mesh(solution: dict) -> SurfaceMesh:
+    """The mesh a solution lives on, with its surfaces."""
+    if solution.get("bodies") and "surface_ids" not in solution:
+        raise WavescatError(f"{solution.get('path', 'solution')}: a solution of nested bodies "
+                            "written before wavescat stored each triangle's surface; delete it "
+                            "and run its solve again")
+    return SurfaceMesh(solution["vertices"], solution["triangles"],
+                       {"source": solution.get("path", "solution")}, solution.get("surface_ids"))
+
+
+def surface_fields(solution: dict) -> dict:
+    """{array name: vertex values (float32)} of one solution for a viewer: for each surface
+    field of its formulation (the total pressure; on a pressure-release body, whose pressure
+    is zero, its normal derivative) and incidence direction j (the order of
+    incident_directions), `abs_<field>_d<j>` (Pa, or Pa/m) and `phase_deg_<field>_d<j>`
+    (degrees, exp(-i w t)), for a unit incident wave."""
+    mesh = solution_mesh(solution)
+    form = formulation_of_record(solution)
+    used = np.unique(mesh.triangles)  # the P1 dofs, in vertex order
+    k = float(solution["wavenumber"])
+    out = {}
+    for j, (d, x) in enumerate(zip(np.atleast_2d(solution["incident_directions"]),
+                                   np.atleast_2d(solution["surface_pressure"]))):
+        incident = np.exp(1j * k * (mesh.vertices[used] @ d))
+        for name, values in form.surface_fields(x, incident).items():
+            full = np.full(mesh.n_vertices, np.nan, complex)
+            full[used] = values
+            out[f"abs_{name}_d{j:03d}"] = np.abs(full).astype(np.float32)
+            out[f"phase_deg_{name}_d{j:03d}"] = np.degrees(np.angle(full)).astype(np.float32)
+    return out
+
+
+def write_surface_vtu(path, solution: dict) -> None:
+    """The solution's mesh with its surface fields (surface_fields) as point data, and the
+    surface of each triangle (0: the outer body) as cell data, in VTU through meshio."""
+    import meshio
+
+    mesh = solution_mesh(solution)
+    surface = np.zeros(mesh.n_triangles, np.int32) if mesh.surface_ids is None \
+        else mesh.surface_ids.astype(np.int32)
+    with atomic_path(path) as tmp:
+        meshio.write_points_cells(tmp, mesh.vertices, [("triangle", mesh.triangles)],
+                                  point_data=surface_fields(solution),
+                                  cell_data={"surface": [surface]}, file_format="vtu")
 
 
 def farfield_rows(solution: dict):
@@ -191,6 +247,8 @@ def summary(solutions, case_name: str = "", reference=None, mesh_warnings=()) ->
                  "max_residual": float(np.max(s["residuals"])),
                  "stage_times_s": {stage: float(s[f"time_{stage}_s"]) for stage in STAGES}}
         entry["total_time_s"] = sum(entry["stage_times_s"].values())
+        if s.get("parallel"):  # ranks, reductions, each rank's stage times and memory
+            entry["parallel"] = s["parallel"]
         if reference is not None:
             entry.update(_errors_against(s, reference))
         out["frequencies"].append(entry)

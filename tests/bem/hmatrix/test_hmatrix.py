@@ -141,12 +141,15 @@ def test_each_device_gets_the_corrections_of_its_dense_blocks():
     near = {"r0": np.arange(40) * 3, "level": np.repeat([3, 4], 20)}
     block = rng.integers(0, 40, 500).astype(np.int32)
     corr = (rng.integers(0, 99, 500), rng.integers(0, 99, 500), rng.standard_normal(500), block)
-    assert _part_correction(corr, _share(near, 0, 1)) is corr
+    assert _part_correction(corr, _share(near, 0, 1), 40) is corr
     seen = []
     for d in range(3):
         pick = _share(near, d, 3)
-        rows, cols, vals, local = _part_correction(corr, pick)
+        rows, cols, vals, local = _part_correction(corr, pick, 40)
         assert np.array_equal(np.sort(vals), np.sort(corr[2][np.isin(block, pick)]))
         assert np.array_equal(pick[local], block[np.isin(block, pick)])  # local numbering
         seen.append(vals)
     assert np.array_equal(np.sort(np.concatenate(seen)), np.sort(corr[2]))
+    # a share of the first blocks in order (an MPI rank's) is not every block
+    rows, cols, vals, local = _part_correction(corr, np.arange(10), 40)
+    assert np.array_equal(np.sort(vals), np.sort(corr[2][block < 10]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from .report import host_peak_bytes, log_report, rank_histogram
 log = logging.getLogger("wavescat.hmatrix")
 
 
-def check_parameters(eps, eta, leaf_size, kd_max=None):
+def check_parameters(eps, eta, leaf_size, kd_max=None, storage="double"):
     if not (isinstance(eps, (float, int)) and 0 < eps < 1):
         raise WavescatError(f"hmatrix.eps = {eps!r}: must be a number in (0, 1)")
     if not (isinstance(eta, (float, int)) and eta > 0):
@@ -36,6 +37,26 @@ def check_parameters(eps, eta, leaf_size, kd_max=None):
         raise WavescatError(f"hmatrix.leaf_size = {leaf_size!r}: must be an integer >= 2")
     if kd_max is not None and not (isinstance(kd_max, (float, int)) and kd_max > 0):
         raise WavescatError(f"hmatrix.kd_max = {kd_max!r}: must be a positive number or null")
+    if storage not in ("auto", "single", "double"):
+        raise WavescatError(f"hmatrix.storage = {storage!r}: must be auto, single or double")
+
+
+# `storage: auto` stores in single precision while its rounding (2^-24 = 6e-8 relative per
+# entry) stays at most 1/16 of the ACA tolerance: below it the factors would carry more
+# rounding than approximation error
+SINGLE_STORAGE_EPS = 1e-6
+
+
+def stored_dtype(dtype, storage: str, eps: float) -> np.dtype:
+    """The dtype the blocks of entries of `dtype` are stored in: single storage rounds
+    double entries to complex64 (float32 if real) and never raises single ones; auto is
+    single for eps >= SINGLE_STORAGE_EPS, else double."""
+    dtype = np.dtype(dtype)
+    if storage == "auto":
+        storage = "single" if eps >= SINGLE_STORAGE_EPS else "double"
+    if storage == "double" or dtype in (np.complex64, np.float32):
+        return dtype
+    return np.dtype(np.complex64 if dtype.kind == "c" else np.float32)
 
 
 def _resolve(backend) -> Backend:
@@ -69,6 +90,31 @@ def _compressed_share(far: dict, symmetric: bool) -> np.ndarray:
     return every[far["c0"] > far["r0"]]
 
 
+@dataclass(frozen=True, eq=False)
+class BlockPlan:
+    """The cluster trees and block tree of a pair of clouds, and the admissible blocks ACA
+    compresses: all, or (`mirrored`) those above the diagonal of a symmetric operator on one
+    space, each block below being the transpose of its mirror."""
+
+    rows: object  # ClusterTree of the test cloud
+    cols: object  # ClusterTree of the trial cloud
+    blocks: object  # BlockTree
+    compressed: np.ndarray  # indices into blocks.far
+    mirrored: bool
+
+
+def block_plan(name, k, test_cloud, trial_cloud, eta=HMATRIX["eta"],
+               leaf_size=HMATRIX["leaf_size"], kd_max=HMATRIX["kd_max"]) -> BlockPlan:
+    """The trees of operator `name` at wavenumber k between two clouds (host arrays only)."""
+    rtree = build_cluster_tree(test_cloud.lo, test_cloud.hi, leaf_size)
+    ctree = rtree if trial_cloud is test_cloud else build_cluster_tree(trial_cloud.lo, trial_cloud.hi, leaf_size)
+    btree = build_block_tree(rtree, ctree, eta, k=float(np.real(k)), kd_max=kd_max)
+    # V and W of one space: ACA on the blocks above the diagonal, those below transposed
+    compressed = _compressed_share(btree.far, Operator.named(name) in SYMMETRIC_OPERATORS
+                                   and _one_space(test_cloud, trial_cloud))
+    return BlockPlan(rtree, ctree, btree, compressed, len(compressed) < len(btree.far["r0"]))
+
+
 def _share(blocks: dict, part: int, nparts: int) -> np.ndarray:
     """Every nparts-th block of each level: a balanced share of the work per device."""
     order = np.lexsort((np.arange(len(blocks["r0"])), blocks["level"]))
@@ -78,18 +124,22 @@ def _share(blocks: dict, part: int, nparts: int) -> np.ndarray:
 def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
                          backend="auto", precision="double", eps=HMATRIX["eps"],
                          eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
-                         kd_max=HMATRIX["kd_max"], recompression=True, devices=None,
-                         work_bytes=None, label=None):
+                         kd_max=HMATRIX["kd_max"], storage=HMATRIX["storage"], recompression=True,
+                         devices=None, work_bytes=None, label=None, plan=None, share=None):
     """H-matrix of the regular-quadrature kernel matrix between two clouds plus
-    `correction` = (rows, cols, values) in original numbering (touching pairs only)."""
-    check_parameters(eps, eta, leaf_size, kd_max)
+    `correction` = (rows, cols, values) in original numbering (touching pairs only).
+    Entries, ACA and recompression run in `precision`; the blocks are stored in `storage`
+    (`stored_dtype`) and multiplied in `precision`. `plan`: the clouds' BlockPlan, if made
+    already; `share`: the blocks this process assembles and keeps (a BlockShare of
+    distributed.py; None: all of them)."""
+    check_parameters(eps, eta, leaf_size, kd_max, storage)
     be = _resolve(backend)
     t_all = time.perf_counter()
     times = {"trees": 0.0, "near_field": 0.0, "aca": 0.0, "transfers": 0.0, "correction": 0.0}
     t0 = time.perf_counter()
-    rtree = build_cluster_tree(test_cloud.lo, test_cloud.hi, leaf_size)
-    ctree = rtree if trial_cloud is test_cloud else build_cluster_tree(trial_cloud.lo, trial_cloud.hi, leaf_size)
-    btree = build_block_tree(rtree, ctree, eta, k=float(np.real(k)), kd_max=kd_max)
+    if plan is None:
+        plan = block_plan(name, k, test_cloud, trial_cloud, eta, leaf_size, kd_max)
+    rtree, ctree, btree = plan.rows, plan.cols, plan.blocks
     times["trees"] = time.perf_counter() - t0
 
     ndev = 1
@@ -118,9 +168,8 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     del corr
     device_ids = list(range(ndev))
     tcl, scl = test_cloud.permuted(rtree.perm), trial_cloud.permuted(ctree.perm)
-    # V and W of one space: ACA on the blocks above the diagonal, those below transposed
-    compressed = _compressed_share(btree.far, Operator.named(name) in SYMMETRIC_OPERATORS
-                                   and _one_space(test_cloud, trial_cloud))
+    compressed = plan.compressed if share is None else share.far
+    near_ids = np.arange(len(btree.near["r0"])) if share is None else share.near
 
     def build_part(d):
         xp = be.xp
@@ -130,14 +179,18 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             kern = PairKernel(name, k, tcl, scl, be, precision)
             sync(xp)
             st["transfers"] = time.perf_counter() - t0
-            pick = _share(btree.near, d, ndev)
+            pick = near_ids[_share({key: v[near_ids] for key, v in btree.near.items()}, d, ndev)]
             near = {key: v[pick] for key, v in btree.near.items()}
             upper = {key: v[compressed] for key, v in btree.far.items()}
             far = {key: v[_share(upper, d, ndev)] for key, v in upper.items()}
-            itemsize = np.dtype(kern.dtype).itemsize
-            need_near = int(np.sum(len(near["r0"])) * near["m"].max(initial=0)
-                            * near["n"].max(initial=0) * itemsize)
+            store = stored_dtype(kern.dtype, storage, eps)
+            itemsize = store.itemsize
+            near_entries = int(len(near["r0"]) * near["m"].max(initial=0) * near["n"].max(initial=0))
             budget = work_bytes or (2 << 30)
+            # the stored stack, and while it is lower than the kernel's precision a share
+            # of it in the kernel's
+            need_near = near_entries * itemsize + (0 if store == kern.dtype else min(
+                near_entries * np.dtype(kern.dtype).itemsize, budget))
             if be.is_gpu:
                 free = _device_free_bytes(be, d)
                 # low-rank storage is not known before ACA: count rank 2 per block (a
@@ -155,10 +208,10 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
                 budget = min(budget, max(free - need_near - guess, 256 << 20) // 2)
             t0 = time.perf_counter()
             ev0 = kern.evaluations
-            part = _part_correction(held["corr"], pick)
+            part = _part_correction(held["corr"], pick, len(btree.near["r0"]), xp)
             if ndev == 1:
                 held["corr"] = None
-            dense = assemble_near(kern, near, xp, part)
+            dense = assemble_near(kern, near, xp, part, store=store, budget_bytes=budget)
             del part
             sync(xp)
             release_cached(xp)  # the corrections' memory, before ACA's larger arrays
@@ -170,9 +223,9 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             t0 = time.perf_counter()
             ev0, en0 = kern.evaluations, kern.entries
             low = compress_far(kern, far, eps, xp, recompression=recompression,
-                               budget_bytes=budget, zero_tol=zero_tol, stats=st) \
+                               budget_bytes=budget, zero_tol=zero_tol, stats=st, store=store) \
                 if len(far["r0"]) else []
-            if len(compressed) < len(btree.far["r0"]):  # the blocks below the diagonal
+            if plan.mirrored:  # the blocks below the diagonal
                 low += [transposed(g, xp) for g in low]
             sync(xp)
             release_cached(xp)
@@ -203,6 +256,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     H = HMatrix(parts, rtree.perm, ctree.perm, kern.dtype, btree, {})
     H.report = _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label, kern)
     H.report["kd_max"] = kd_max
+    H.report["storage"] = storage
     H.report["corrections_in_admissible_blocks"] = dropped
     log_report(H.report)
     return H
@@ -216,17 +270,21 @@ def _largest_magnitude(D, xp, chunk=1 << 26) -> float:
                default=1.0)
 
 
-def _part_correction(corr, pick):
+def _part_correction(corr, pick, total, xp=np):
     """The corrections (rows, cols, values, block) that fall in this device's share `pick`
-    of the dense blocks, with their blocks numbered within the share."""
+    (host indices) of the `total` dense blocks, with their blocks numbered within the share.
+    The corrections stay where they are: on the host (several devices share them) or on the
+    backend `xp`'s device (one device: a rank's share)."""
     if corr is None:
         return None
-    if np.array_equal(pick, np.arange(len(pick))):  # one device: every block, in order
+    if len(pick) == total and np.array_equal(pick, np.arange(total)):  # every block, in order
         return corr
     rows, cols, vals, block = corr
+    on = np if isinstance(block, np.ndarray) else xp
     local = np.full(int(pick.max(initial=-1)) + 2, -1, np.int64)
     local[pick] = np.arange(len(pick))
-    block = local[np.minimum(block, len(local) - 1)]
+    local = on.asarray(local)
+    block = local[on.minimum(block, len(local) - 1)]
     mine = block >= 0
     return rows[mine], cols[mine], vals[mine], block[mine]
 
@@ -238,14 +296,15 @@ def _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label,
     ranks_all = np.concatenate([ranks, np.zeros(n_far - len(ranks), int)])
     stored = sum(g.stored_entries() for g in H.groups())
     padded = sum(p.nbytes for p in H.parts)  # V and W: the blocks below share their mirrors'
-    item = H.dtype.itemsize
+    item = H.storage_dtype.itemsize
     dev_bytes = padded + kern.device_bytes * len(H.parts) if be.is_gpu else 0
     evals = sum(s["evaluations_near"] + s["evaluations_aca"] for s in stats)
     pairs = sum(s["pairs_near"] + s["pairs_aca"] for s in stats)
     busy = times["near_field"] + times["aca"]
     return {
         "operator": name, "label": label, "wavenumber": float(np.real(k)),
-        "shape": [m, n], "dtype": str(H.dtype), "precision": precision,
+        "shape": [m, n], "dtype": str(H.dtype), "storage_dtype": str(H.storage_dtype),
+        "precision": precision,
         "backend": be.describe(), "devices": len(H.parts),
         "eps": eps, "eta": eta, "leaf_size": leaf_size,
         "blocks": {"admissible": n_far, "dense": int(len(H.block_tree.near["r0"])),

@@ -5,6 +5,10 @@ together by `aca_plus_batched` in chunks sized to a working-memory budget; the f
 are then regrouped by rank (a few rank buckets per level) so the H-matvec multiplies
 padded (B, L, K) stacks with little waste. Dense blocks are evaluated as flat pair lists
 in chunks and receive the singular correction of the touching element pairs.
+
+Both are computed in the kernel's precision and may be stored in a lower one (`store`):
+each chunk's factors, once recompressed, and each share of dense blocks, once corrected,
+are rounded once into the stored stacks.
 """
 from __future__ import annotations
 
@@ -67,10 +71,12 @@ def rank_bucket(rank: np.ndarray) -> np.ndarray:
 
 
 def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
-                 budget_bytes=2 << 30, zero_tol=0.0, stats=None):
-    """Low-rank groups for the admissible blocks `far` (dict of host arrays)."""
+                 budget_bytes=2 << 30, zero_tol=0.0, stats=None, store=None):
+    """Low-rank groups for the admissible blocks `far` (dict of host arrays), their
+    factors stored in `store` (default the kernel's dtype)."""
     stats = stats if stats is not None else {}
     dtype = kernel.dtype
+    store = np.dtype(store or dtype)
     item = np.dtype(dtype).itemsize
     groups = {}
     steps = 0
@@ -117,6 +123,7 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
             t1 = time.perf_counter()
             if recompression:
                 U, V, rank = recompress(xp, U, V, rank, eps)
+            U, V = U.astype(store, copy=False), V.astype(store, copy=False)
             rank_h = to_host(rank)
             k_est = min(L, max(16, int(1.5 * to_host(res.rank).max(initial=0)) + 8))
             t2 = time.perf_counter()
@@ -216,26 +223,48 @@ def _aca_of_whole_blocks(kernel, far, ids, eps, dtype, zero_tol, L):
                             dtype, zero_tol=zero_tol, length=L)
 
 
-def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24):
+def assemble_near(kernel, near: dict, xp, correction=None, chunk_entries=1 << 24, store=None,
+                  budget_bytes=2 << 30):
     """One dense group for the inadmissible blocks `near`, plus `correction` =
     (row positions, col positions, values, block) in the permuted numbering (repeated
-    places summed) added where touching supports need singular quadrature."""
+    places summed) added where touching supports need singular quadrature. Stored in `store`
+    (default the kernel's dtype); a lower precision is reached a share of blocks at a time
+    (at most `budget_bytes` of them in the kernel's), each share's entries and corrections
+    summed in the kernel's precision and rounded once."""
     if len(near["r0"]) == 0:
         return None
     Lr, Lc = int(near["m"].max()), int(near["n"].max())
     B = len(near["r0"])
-    r0, m, c0, n = (xp.asarray(near[key]) for key in ("r0", "m", "c0", "n"))
-    D = xp.zeros((B, Lr, Lc), dtype=kernel.dtype)
-    bar = progress(B, f"near field {kernel.name}", "blocks")
-    if kernel.elements is not None:
-        kernel.add_near_field(near, D, bar)
-    else:
-        _near_by_entries(kernel, near, xp, D, r0, m, c0, n, chunk_entries, bar)
-    bar.close()
+    store = np.dtype(store or kernel.dtype)
+    D = xp.zeros((B, Lr, Lc), dtype=store)
+    step = B if store == kernel.dtype else \
+        max(1, int(budget_bytes // (np.dtype(kernel.dtype).itemsize * Lr * Lc)))
     if correction is not None and len(correction[0]):
-        rows, cols, vals, blk = (xp.asarray(a) for a in correction)
-        flat = blk.astype(xp.int64) * (Lr * Lc) + (rows - r0[blk]) * Lc + (cols - c0[blk])
-        scatter_add(D.reshape(-1), flat, vals.astype(D.dtype, copy=False))
+        correction = tuple(xp.asarray(a) for a in correction)
+    else:
+        correction = None
+    bar = progress(B, f"near field {kernel.name}", "blocks")
+    for s in range(0, B, step):
+        e = min(B, s + step)
+        share = {key: v[s:e] for key, v in near.items()}
+        Ds = D[s:e] if store == kernel.dtype else xp.zeros((e - s, Lr, Lc), dtype=kernel.dtype)
+        r0, m, c0, n = (xp.asarray(share[key]) for key in ("r0", "m", "c0", "n"))
+        if kernel.elements is not None:
+            kernel.add_near_field(share, Ds, bar)
+        else:
+            _near_by_entries(kernel, share, xp, Ds, r0, m, c0, n, chunk_entries, bar)
+        if correction is not None:
+            rows, cols, vals, blk = correction
+            if step < B:  # this share's corrections, their blocks numbered within it
+                mine = xp.nonzero((blk >= s) & (blk < e))[0]
+                rows, cols, vals, blk = rows[mine], cols[mine], vals[mine], blk[mine] - s
+            flat = blk.astype(xp.int64) * (Lr * Lc) + (rows - r0[blk]) * Lc + (cols - c0[blk])
+            scatter_add(Ds.reshape(-1), flat, vals.astype(Ds.dtype, copy=False))
+        if Ds.dtype != store:
+            D[s:e] = Ds
+        del Ds
+    bar.close()
+    r0, m, c0, n = (xp.asarray(near[key]) for key in ("r0", "m", "c0", "n"))
     return BlockGroup(r0, c0, m, n, D=D)
 
 

@@ -11,8 +11,10 @@ one, at a time) and adds its rows of Y with atomics (blocks sharing rows add in 
 The block entries are the same for the 32 lanes: one broadcast load each (through the
 read-only cache, as X's: nothing a launch reads is written by it).
 
-Complex blocks and vectors only, interleaved (re, im), in the blocks' precision; Y must be
-zero (or hold what the products add to) on entry.
+Complex blocks and vectors only, interleaved (re, im). The blocks are read in their stored
+precision (STORE: complex64 blocks are half the bytes to read) and every sum is formed in the
+vectors' precision (REAL: double for a double solve); Y must be zero (or hold what the
+products add to) on entry.
 """
 from __future__ import annotations
 
@@ -33,12 +35,12 @@ _SOURCE = r"""
 
 // s[q] = sum_j a[q qs + j js] X[c0_b + j, c] over the block's columns j < nb, for q < count:
 // CHUNK partial sums in registers, the entries a the same for every lane (broadcast loads)
-__device__ __forceinline__ void sums_times_x(REAL* sr, REAL* si, const REAL* a, int qs, int js,
+__device__ __forceinline__ void sums_times_x(REAL* sr, REAL* si, const STORE* a, int qs, int js,
                                              int count, const REAL* Xb, int nb, int r) {
     for (int q = 0; q < CHUNK; ++q) sr[q] = si[q] = 0;
     for (int j = 0; j < nb; ++j) {
         const REAL xr = __ldg(Xb + 2 * (long long)j * r), xi = __ldg(Xb + 2 * (long long)j * r + 1);
-        const REAL* aj = a + (long long)j * js;
+        const STORE* aj = a + (long long)j * js;
         for (int q = 0; q < CHUNK; ++q) {
             if (q < count) {
                 const REAL ar = __ldg(aj + q * qs), ai = __ldg(aj + q * qs + 1);
@@ -50,11 +52,11 @@ __device__ __forceinline__ void sums_times_x(REAL* sr, REAL* si, const REAL* a, 
 }
 
 // Y[r0_b + i, c] += sum_j D[b, i, j] X[c0_b + j, c]   (D: B x Lr x Lc, rows beyond m_b unused)
-extern "C" __global__ void dense_blocks(const REAL* D, const int* r0, const int* c0,
+extern "C" __global__ void dense_blocks(const STORE* D, const int* r0, const int* c0,
                                         const int* m, const int* n, int B, int Lr, int Lc,
                                         const REAL* X, REAL* Y, int r) {
     WARP_SETUP
-    const REAL* Db = D + 2 * (long long)b * Lr * Lc;
+    const STORE* Db = D + 2 * (long long)b * Lr * Lc;
     for (int i0 = 0; i0 < mb; i0 += CHUNK) {
         const int rows = mb - i0 < CHUNK ? mb - i0 : CHUNK;
         REAL sr[CHUNK], si[CHUNK];
@@ -68,18 +70,18 @@ extern "C" __global__ void dense_blocks(const REAL* D, const int* r0, const int*
 
 // Y[r0_b + i, c] += sum_l U[b, i, l] (sum_j V[b, j, l] X[c0_b + j, c])
 // (U: B x Lu x K, V: B x Lv x K; V^T X taken CHUNK columns of the rank at a time)
-extern "C" __global__ void lowrank_blocks(const REAL* U, const REAL* V, const int* r0,
+extern "C" __global__ void lowrank_blocks(const STORE* U, const STORE* V, const int* r0,
                                           const int* c0, const int* m, const int* n, int B,
                                           int Lu, int Lv, int K, const REAL* X, REAL* Y, int r) {
     WARP_SETUP
-    const REAL* Ub = U + 2 * (long long)b * Lu * K;
-    const REAL* Vb = V + 2 * (long long)b * Lv * K;
+    const STORE* Ub = U + 2 * (long long)b * Lu * K;
+    const STORE* Vb = V + 2 * (long long)b * Lv * K;
     for (int l0 = 0; l0 < K; l0 += CHUNK) {
         const int ranks = K - l0 < CHUNK ? K - l0 : CHUNK;
         REAL tr[CHUNK], ti[CHUNK];
         sums_times_x(tr, ti, Vb + 2 * l0, 2, 2 * K, ranks, Xb, nb, r);
         for (int i = 0; i < mb; ++i) {
-            const REAL* u = Ub + 2 * ((long long)i * K + l0);
+            const STORE* u = Ub + 2 * ((long long)i * K + l0);
             REAL yr = 0, yi = 0;
             for (int q = 0; q < CHUNK; ++q) {
                 if (q < ranks) {
@@ -99,19 +101,22 @@ THREADS = 128  # four warps per thread block
 
 
 class BlockProducts:
-    """The two kernels for one precision of one array module (compiled once per module)."""
+    """The two kernels for one pair of precisions of one array module: the vectors' `dtype`
+    (the sums') and the stored blocks' `store` (default the same); compiled once per pair."""
 
     _compiled: dict = {}
 
-    def __init__(self, xp, dtype):
+    def __init__(self, xp, dtype, store=None):
         self.xp = xp
         self.dtype = np.dtype(dtype)
-        if self.dtype.kind != "c":
-            raise TypeError(f"block products take complex stacks, not {self.dtype}")
-        real = "double" if self.dtype == np.complex128 else "float"
-        key = (id(xp), real)
+        self.store = np.dtype(store or dtype)
+        for dt in (self.dtype, self.store):
+            if dt.kind != "c":
+                raise TypeError(f"block products take complex stacks, not {dt}")
+        real, stored = ("double" if dt == np.complex128 else "float" for dt in (self.dtype, self.store))
+        key = (id(xp), real, stored)
         if key not in self._compiled:
-            module = xp.RawModule(code=f"typedef {real} REAL;\n" + _SOURCE)
+            module = xp.RawModule(code=f"typedef {real} REAL;\ntypedef {stored} STORE;\n" + _SOURCE)
             self._compiled[key] = (module.get_function("dense_blocks"),
                                    module.get_function("lowrank_blocks"))
         self._dense, self._lowrank = self._compiled[key]
@@ -121,8 +126,9 @@ class BlockProducts:
         kernel(((warps * 32 + THREADS - 1) // THREADS,), (THREADS,), args)
 
     def add(self, group, places, X, Y):
-        """Y += (the blocks of `group`) X for X (n_cols, r) and Y (n_rows, r), C-contiguous
-        arrays of this precision; `places` = (r0, c0, m, n) of the group as int32 arrays."""
+        """Y += (the blocks of `group`, stored in `store`) X for X (n_cols, r) and Y
+        (n_rows, r), C-contiguous arrays of `dtype`; `places` = (r0, c0, m, n) of the group as
+        int32 arrays."""
         r = np.int32(X.shape[1])
         B = int(places[0].shape[0])
         if B == 0:

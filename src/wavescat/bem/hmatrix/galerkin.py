@@ -16,7 +16,7 @@ import numpy as np
 
 from ...backend import Backend, get_backend
 from ...defaults import HMATRIX
-from .assembly import assemble_from_clouds
+from .assembly import assemble_from_clouds, block_plan
 from .clouds import element_rule, space_cloud
 from .elementwise import ElementSums
 from .kernels import PairKernel
@@ -31,15 +31,17 @@ def element_space(space):
                            n_dofs=m * nloc)
 
 
-def singular_correction(ev, name, k, trial, test, rule, backend, precision, chunk=1 << 21):
+def singular_correction(ev, name, k, trial, test, rule, backend, precision, chunk=1 << 21,
+                        keep=None):
     """(rows, cols, values) of exact - regular over the touching and near element pairs
     (touching pairs get singular rules, close disjoint pairs a higher-order rule), as
-    backend arrays (the GPU's stay on the device), repeated (row, col) places to be summed."""
+    backend arrays (the GPU's stay on the device), repeated (row, col) places to be summed;
+    only the pairs `keep(pa, pb)` selects where it is given (operators.kept)."""
     if backend.is_gpu:
         pa, pb, vals = _correction_by_entries(ev, name, k, trial, test, rule, backend,
-                                              precision, chunk)
+                                              precision, chunk, keep)
     else:
-        pa, pb, vals = _correction_by_elements(ev, k, trial, test, rule)
+        pa, pb, vals = _correction_by_elements(ev, k, trial, test, rule, keep)
     xp = backend.xp
     ka, kb = test.element_dofs.shape[1], trial.element_dofs.shape[1]
     pa, pb = xp.asarray(pa), xp.asarray(pb)
@@ -50,16 +52,16 @@ def singular_correction(ev, name, k, trial, test, rule, backend, precision, chun
     return rows, cols, vals
 
 
-def _correction_by_entries(ev, name, k, trial, test, rule, backend, precision, chunk):
+def _correction_by_entries(ev, name, k, trial, test, rule, backend, precision, chunk, keep=None):
     """(pa, pb, values) on the GPU, the values on the device: the exact local matrices of the
     touching pairs (singular rules) and of the near pairs (near rule) less their regular
     ones as entries of the element spaces' clouds (the H-matrix's pair kernel)."""
     from .. import operators  # noqa: PLC0415
 
     mesh = test.mesh
-    ta, tb = operators.touching_pairs(mesh)
-    kinds = operators.touching_kinds(mesh)
-    na, nb = operators.near_pairs(mesh, float(ev.orders.near_factor))
+    ta, tb, *kinds = operators.kept(keep, *operators.touching_pairs(mesh),
+                                    *operators.touching_kinds(mesh))
+    na, nb = operators.kept(keep, *operators.near_pairs(mesh, float(ev.orders.near_factor)))
     ka, kb = test.element_dofs.shape[1], trial.element_dofs.shape[1]
     kern = PairKernel(name, k, space_cloud(element_space(test), rule=rule),
                       space_cloud(element_space(trial), rule=rule), backend, precision)
@@ -79,10 +81,10 @@ def _correction_by_entries(ev, name, k, trial, test, rule, backend, precision, c
             xp.concatenate(vals) if vals else xp.zeros(0, dtype=kern.dtype))
 
 
-def _correction_by_elements(ev, k, trial, test, rule):
+def _correction_by_elements(ev, k, trial, test, rule, keep=None):
     """(pa, pb, values) on the CPU: the exact local matrices of every ordered pair (as the
     GPU computes them), the regular ones by element pairs (36 kernel values for 9 entries)."""
-    special = ev.special_pairs()
+    special = ev.special_pairs(keep)
     sums = ElementSums(ev.op, k, element_rule(test, rule), element_rule(trial, rule),
                        (test.n_dofs, trial.n_dofs))
     pa, pb, vals = [], [], []
@@ -97,14 +99,17 @@ def _correction_by_elements(ev, k, trial, test, rule):
 
 def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double",
                      eps=HMATRIX["eps"], eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
-                     kd_max=HMATRIX["kd_max"], recompression=True, quadrature=None, devices=None,
-                     work_bytes=None):
+                     kd_max=HMATRIX["kd_max"], storage=HMATRIX["storage"], recompression=True,
+                     quadrature=None, devices=None, work_bytes=None, distribution=None):
     """H-matrix of A[i, j] = <test_i, Op trial_j> (Op = `name`, see docs/conventions.md).
 
     backend: "auto" | "cpu" | "gpu" | Backend; precision: "double" | "single"; eps: ACA+
     (and recompression) relative tolerance; eta: admissibility parameter; leaf_size:
     largest cluster that is not split; kd_max: bound on k max(diam) of admissible blocks
-    (None: none); their defaults are the workflow's (`solver.hmatrix`).
+    (None: none); storage: "auto" | "single" | "double", the stored blocks' precision
+    (assembly.stored_dtype); their defaults are the workflow's (`solver.hmatrix`).
+    distribution: `(plan, test, trial) -> (share, keep)` where this process assembles only
+    part of the blocks (bem/hmatrix/distributed.py); None: all of them.
     Returns an HMatrix (matvec, LinearOperator, report).
     """
     from .. import operators  # noqa: PLC0415
@@ -115,15 +120,24 @@ def assemble_hmatrix(name, trial, test, k, *, backend="auto", precision="double"
     ev = operators.EntryEvaluator(name, trial, test, k, backend=be, precision=precision,
                                   quadrature=quadrature)
     rule = q.triangle_rule(ev.orders.regular)
-    corr = [singular_correction(ev, name, k, trial, test, rule, be, precision)]
-    t_corr = time.perf_counter() - t0
+    t_trees = time.perf_counter()
+    clouds = space_cloud(test, rule=rule), space_cloud(trial, rule=rule)
+    plan = share = keep = None
+    if distribution is not None:  # the trees first: they say which pairs this share needs
+        plan = block_plan(name, k, *clouds, eta, leaf_size, kd_max)
+        share, keep = distribution(plan, test, trial)
+    t_trees = time.perf_counter() - t_trees
+    corr = [singular_correction(ev, name, k, trial, test, rule, be, precision, keep=keep)]
+    t_corr = time.perf_counter() - t0 - t_trees
     # handed over, not kept: the assembly drops the corrections (GBs at high frequency)
     # once the near field has them
-    H = assemble_from_clouds(name, k, space_cloud(test, rule=rule), space_cloud(trial, rule=rule),
+    H = assemble_from_clouds(name, k, *clouds,
                              correction=corr.pop(), backend=be, precision=precision, eps=eps,
-                             eta=eta, leaf_size=leaf_size, kd_max=kd_max,
+                             eta=eta, leaf_size=leaf_size, kd_max=kd_max, storage=storage,
                              recompression=recompression,
-                             devices=devices, work_bytes=work_bytes, label=f"{test.kind}-{trial.kind}")
+                             devices=devices, work_bytes=work_bytes, label=f"{test.kind}-{trial.kind}",
+                             plan=plan, share=share)
     H.report["time_s"]["singular_quadrature"] = t_corr
-    H.report["time_s"]["total"] += t_corr
+    H.report["time_s"]["trees"] += t_trees
+    H.report["time_s"]["total"] += t_corr + t_trees
     return H

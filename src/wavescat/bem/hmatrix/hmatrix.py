@@ -3,6 +3,10 @@ product with a vector or a block of vectors (batched GEMM over each stack, the r
 into place by one sparse-dense product per stack), so that r right-hand sides read the
 stored blocks once, not r times.
 
+The blocks may be stored in a lower precision than the matrix's `dtype` (complex64 blocks
+of a complex128 operator: `solver.hmatrix.storage`); products are then formed in `dtype`,
+each chunk of blocks cast up as it is multiplied, so every sum is a double one.
+
 `HMatrix.matvec(x)` takes and returns NumPy arrays (n,) or (n, r) in the original dof
 numbering (CuPy arrays stay on the device); the permutation, the transfers and the
 per-device partial products stay inside.
@@ -39,16 +43,19 @@ def scatter_matrix(xp, idx, keep, n_rows, dtype):
 
 def stack_product(xp, M, xs):
     """M[b] @ xs[b] for a stack M (B, L, K) and vectors xs (B, K) or blocks of vectors
-    xs (B, K, r), in M's precision: the vectors are cast to the stored blocks, never the
-    blocks (tens of GB) to the vectors. Real blocks times complex vectors multiply the real
-    and imaginary parts together."""
+    xs (B, K, r), in the vectors' precision: blocks stored in a lower one are cast up (the
+    caller passes a chunk of a stack, not the whole), so the sums are those of the vectors'
+    precision. Real blocks times complex vectors multiply the real and imaginary parts
+    together."""
     vector = xs.ndim == 2
     xs = xs[:, :, None] if vector else xs
     if M.dtype.kind != "c" and xs.dtype.kind == "c":
         r = xs.shape[2]
+        M = M.astype(np.result_type(M.dtype, xs.real.dtype), copy=False)
         y = xp.matmul(M, xp.concatenate([xs.real, xs.imag], axis=2).astype(M.dtype))
         y = y[:, :, :r] + 1j * y[:, :, r:]
     else:
+        M = M.astype(np.result_type(M.dtype, xs.dtype), copy=False)
         y = xp.matmul(M, xs.astype(M.dtype, copy=False))
     return y[:, :, 0] if vector else y
 
@@ -79,9 +86,10 @@ class DevicePart:
 
     def apply(self, x, dtype):
         """Partial product of a backend vector (n,) or block of vectors (n, r) (permuted
-        numbering), on the backend. Every block of a stack multiplies all r vectors at once
-        (batched GEMM instead of r GEMVs), in chunks of blocks that bound the gathered
-        copies of the vectors to `_CHUNK_BYTES`."""
+        numbering), on the backend, every sum in `dtype`. Every block of a stack multiplies
+        all r vectors at once (batched GEMM instead of r GEMVs), in chunks of blocks that
+        bound the gathered copies of the vectors, and the copies of blocks stored in a lower
+        precision cast up to `dtype`, to `_CHUNK_BYTES`."""
         xp = self.backend.xp
         with self._ctx():
             x = xp.asarray(x).astype(dtype, copy=False)
@@ -89,15 +97,18 @@ class DevicePart:
             r = X.shape[1]
             blocks = self._complex_blocks_dtype() if self.backend.is_gpu and r >= WIDE_COLUMNS else None
             if blocks is not None:
-                Y = self._apply_in_place(X, blocks)
-                return (Y[:, 0] if x.ndim == 1 else Y).astype(dtype, copy=False)
+                Y = self._apply_in_place(X, dtype, blocks)
+                return Y[:, 0] if x.ndim == 1 else Y
             y = xp.zeros((self.shape[0], r), dtype=dtype)
             item = np.dtype(dtype).itemsize
             for g in self.dense + self.lowrank:
                 low = g.D is None
                 Lr, Lc = (g.U.shape[1], g.V.shape[1]) if low else g.D.shape[1:]
+                per_block = r * (Lr + Lc)
+                if (g.U if low else g.D).dtype.itemsize < item:  # cast up a chunk at a time
+                    per_block += (Lr + Lc) * g.U.shape[2] if low else Lr * Lc
                 # a power of two: few distinct chunkings, so few cached scatter matrices
-                chunk = 1 << max(0, int(_CHUNK_BYTES // (item * r * (Lr + Lc))).bit_length() - 1)
+                chunk = 1 << max(0, int(_CHUNK_BYTES // (item * per_block)).bit_length() - 1)
                 for start in range(0, len(g.r0), chunk):
                     sel = slice(start, start + chunk)
                     n, m = g.n[sel, None], g.m[sel, None]
@@ -118,13 +129,13 @@ class DevicePart:
         kinds = {(g.D if g.D is not None else g.U).dtype for g in self.dense + self.lowrank}
         return kinds.pop() if len(kinds) == 1 and next(iter(kinds)).kind == "c" else None
 
-    def _apply_in_place(self, X, dtype):
-        """The product of every stack with X (n, r) by block_products, in the blocks'
-        precision `dtype` (the vectors cast to it, as stack_product does)."""
+    def _apply_in_place(self, X, dtype, store):
+        """The product of every stack (stored in `store`) with X (n, r) by block_products,
+        its sums in `dtype`."""
         xp = self.backend.xp
         X = xp.ascontiguousarray(X.astype(dtype, copy=False))
         Y = xp.zeros((self.shape[0], X.shape[1]), dtype=dtype)
-        products = BlockProducts(xp, dtype)
+        products = BlockProducts(xp, dtype, store)
         places = self.__dict__.setdefault("_places", {})
         for g in self.dense + self.lowrank:
             if id(g) not in places:  # int32 copies of the group's block places, kept
@@ -156,7 +167,8 @@ class DevicePart:
 class HMatrix:
     """H-matrix approximation of a Galerkin matrix (rows: test dofs, columns: trial dofs).
 
-    `.matvec(x)` (NumPy in/out), `.shape`, `.dtype`, `.aslinearoperator()`, `.report`
+    `.matvec(x)` (NumPy in/out), `.shape`, `.dtype` (the entries' and the products'
+    precision), `.storage_dtype` (the stored blocks'), `.aslinearoperator()`, `.report`
     (dict: compression, memory, rank histogram, time split, evaluation rates)."""
 
     def __init__(self, parts, row_perm, col_perm, dtype, block_tree, report):
@@ -169,6 +181,12 @@ class HMatrix:
     @property
     def shape(self) -> tuple[int, int]:
         return len(self.row_perm), len(self.col_perm)
+
+    @property
+    def storage_dtype(self) -> np.dtype:
+        """The dtype the blocks are stored in (`dtype` or a lower precision of it)."""
+        kinds = {np.dtype((g.D if g.D is not None else g.U).dtype) for g in self.groups()}
+        return min(kinds, key=lambda dt: dt.itemsize) if kinds else self.dtype
 
     def matvec(self, x):
         """H x for x of shape (n,) or (n, r): NumPy in, NumPy out; a CuPy array stays on
@@ -229,8 +247,9 @@ class HMatrix:
             r0, c0, m, n = (to_host(a) for a in (g.r0, g.c0, g.m, g.n))
             if g.D is not None:
                 blocks = to_host(g.D)
-            else:
-                blocks = np.matmul(to_host(g.U), np.swapaxes(to_host(g.V), 1, 2))
+            else:  # the stored factors' product in the matrix's precision
+                U, V = (to_host(F).astype(self.dtype, copy=False) for F in (g.U, g.V))
+                blocks = np.matmul(U, np.swapaxes(V, 1, 2))
             for b in range(len(r0)):
                 A[r0[b]:r0[b] + m[b], c0[b]:c0[b] + n[b]] += blocks[b, :m[b], :n[b]]
         return A[np.ix_(np.argsort(self.row_perm), np.argsort(self.col_perm))]

@@ -1,0 +1,183 @@
+"""One H-matrix over several processes (MPI ranks, solve/parallel.py): each rank assembles
+and keeps a share of the blocks, and a product is the sum of the ranks' partial products.
+
+Every rank builds the same cluster and block trees (host arrays, cheap beside the blocks)
+and cuts the same partition from them, with no communication:
+- the dense (near-field) blocks in units of a block and its mirror (the block at the
+  transposed place: for one space both come from the same kernel values, elementwise.py),
+  costed by their entries;
+- the admissible blocks that ACA compresses (those above the diagonal of V and W, whose
+  mirrors are their transposes) costed by their estimated low-rank entries, r (m + n) with
+  r = min(m, n, RANK_GUESS + k diam) (twice that with the mirror: its product is the
+  transpose's);
+- each list in the order of its blocks' places (row, then column, in the trees' numbering)
+  cut into `size` runs of equal cost, run p to rank p.
+A rank then computes the singular and near-pair corrections only of the element pairs with
+an entry in its dense blocks (`pair_filter`), and assembles its blocks alone
+(assembly.assemble_from_clouds with `share`): no rank holds the whole operator.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .batched_aca import near_block_of
+from .elementwise import mirror_blocks
+
+# rank estimate of an admissible block of diameter d at wavenumber k (for the partition's
+# cost only): a floor for Laplace-like blocks plus the Helmholtz growth with k d
+RANK_GUESS = 10
+
+
+@dataclass(frozen=True, eq=False)
+class BlockShare:
+    """The blocks one rank assembles: indices into a BlockPlan's near blocks and into its
+    compressed admissible blocks (increasing)."""
+
+    near: np.ndarray
+    far: np.ndarray
+
+
+def cut(cost: np.ndarray, size: int) -> np.ndarray:
+    """The part (0..size-1) of each item, in order: runs of about equal total cost (each
+    item to the run its cost midpoint falls in)."""
+    cost = np.asarray(cost, float)
+    total = cost.sum()
+    if total <= 0:
+        return (np.arange(len(cost)) * size) // max(len(cost), 1)
+    middle = np.cumsum(cost) - 0.5 * cost
+    return np.minimum((middle * size / total).astype(np.int64), size - 1)
+
+
+def _in_order(blocks: dict, ids: np.ndarray) -> np.ndarray:
+    """ids sorted by their blocks' places (row start, then column start)."""
+    return ids[np.lexsort((blocks["c0"][ids], blocks["r0"][ids]))]
+
+
+def near_units(near: dict) -> np.ndarray:
+    """The unit of each dense block: the smaller index of it and its mirror (itself on the
+    diagonal, or where the partition is not symmetric)."""
+    idx = np.arange(len(near["r0"]))
+    if not len(idx):
+        return idx
+    mirror = mirror_blocks(near, partial=True)
+    return np.where(mirror >= 0, np.minimum(idx, mirror), idx)
+
+
+def share_of(plan, k: float, rank: int, size: int) -> BlockShare:
+    """Rank `rank`'s share of the blocks of `plan` (assembly.BlockPlan) at wavenumber k."""
+    near, far = plan.blocks.near, plan.blocks.far
+    unit = near_units(near)
+    heads = _in_order(near, np.unique(unit))
+    weight = np.bincount(unit, weights=near["m"] * near["n"], minlength=len(unit))
+    owner = np.zeros(len(unit), np.int64)
+    owner[heads] = cut(weight[heads], size)
+    mine_near = np.flatnonzero(owner[unit] == rank)
+
+    ids = _in_order(far, np.asarray(plan.compressed, np.int64))
+    m, n = far["m"][ids], far["n"][ids]
+    r = np.minimum(np.minimum(m, n), RANK_GUESS + abs(k) * far["diam"][ids])
+    cost = r * (m + n) * (2 if plan.mirrored else 1)
+    mine_far = np.sort(ids[cut(cost, size) == rank])
+    return BlockShare(mine_near, mine_far)
+
+
+def pair_filter(plan, share: BlockShare, test, trial, chunk: int = 1 << 20):
+    """keep(pa, pb): the element pairs (test element pa, trial element pb) with at least one
+    entry in a dense block of `share` (the corrections this rank needs)."""
+    near = plan.blocks.near
+    mine = np.zeros(len(near["r0"]) + 1, bool)  # the last slot: "no dense block" (-1)
+    mine[share.near] = True
+    rows = plan.rows.iperm[test.element_dofs]
+    cols = plan.cols.iperm[trial.element_dofs]
+
+    def keep(pa, pb):
+        out = np.zeros(len(pa), bool)
+        if not len(near["r0"]):
+            return out
+        for s in range(0, len(pa), chunk):
+            r, c = np.broadcast_arrays(rows[pa[s:s + chunk]][:, :, None],
+                                       cols[pb[s:s + chunk]][:, None, :])
+            blk = near_block_of(near, r.ravel(), c.ravel(), strict=False)
+            out[s:s + chunk] = mine[blk].reshape(len(r), -1).any(axis=1)
+        return out
+
+    return keep
+
+
+def distribution(ranks, k: float):
+    """The `distribution` hook of galerkin.assemble_hmatrix for this rank of `ranks`."""
+    def share(plan, test, trial):
+        mine = share_of(plan, k, ranks.rank, ranks.size)
+        return mine, pair_filter(plan, mine, test, trial)
+
+    return share
+
+
+class DistributedHMatrix:
+    """H = the sum over the ranks of their H-matrices of disjoint blocks: `local` is this
+    rank's (an HMatrix), `ranks` sums (solve/parallel.Ranks). Every rank must call `@`,
+    `to_dense` and `T` together, with the same x."""
+
+    def __init__(self, local, ranks, report=None):
+        self.local, self.ranks = local, ranks
+        self.report = report if report is not None else combined_report(local.report, ranks)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.local.shape
+
+    @property
+    def dtype(self):
+        return self.local.dtype
+
+    @property
+    def block_tree(self):
+        return self.local.block_tree
+
+    def matvec(self, x):
+        return self.ranks.sum(self.local.matvec(x))
+
+    __matmul__ = matvec
+
+    @property
+    def T(self) -> "DistributedHMatrix":
+        """The transpose (K' = K^T): each rank's blocks transposed, shared not copied."""
+        return DistributedHMatrix(self.local.T, self.ranks, self.report)
+
+    def to_dense(self) -> np.ndarray:
+        return self.ranks.sum(self.local.to_dense())
+
+    def aslinearoperator(self):
+        import scipy.sparse.linalg as spla  # noqa: PLC0415
+
+        return spla.LinearOperator(self.shape, matvec=self.matvec, dtype=self.dtype)
+
+
+PER_RANK = ("stored_entries", "storage_bytes", "device_bytes", "host_bytes")
+
+
+def combined_report(local: dict, ranks) -> dict:
+    """This rank's assembly report with the totals over the ranks (entries, bytes,
+    compression) and each rank's own figures under `per_rank` (collective)."""
+    mine = {key: local[key] for key in PER_RANK}
+    mine["time_s"] = local["time_s"]["total"]
+    per_rank = ranks.allgather(mine)
+    out = dict(local)
+    for key in ("stored_entries", "storage_bytes"):
+        out[key] = sum(r[key] for r in per_rank)
+    m, n = local["shape"]
+    out["compression_ratio"] = out["stored_entries"] / (m * n)
+    out["per_rank"] = per_rank
+    return out
+
+
+def assemble_distributed(name, space, k, ranks, **options) -> DistributedHMatrix:
+    """This rank's share of the H-matrix of operator `name` on `space` (trial = test);
+    `options` those of galerkin.assemble_hmatrix."""
+    from .galerkin import assemble_hmatrix  # noqa: PLC0415 - needs wavescat.bem
+
+    local = assemble_hmatrix(name, space, space, k, devices=1,
+                             distribution=distribution(ranks, float(np.real(k))), **options)
+    return DistributedHMatrix(local, ranks)

@@ -1,0 +1,118 @@
+"""One solve over several MPI ranks (solve/parallel.py, bem/hmatrix/distributed.py): the
+ranks' shares of the blocks, their partial operators, and a 2-rank solve under mpiexec
+against the 1-rank solve."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import h5py
+import numpy as np
+import pytest
+
+from wavescat import cli
+from wavescat.bem import spaces
+from wavescat.bem.hmatrix import assemble_hmatrix
+from wavescat.bem.hmatrix.assembly import block_plan
+from wavescat.bem.hmatrix.clouds import space_cloud
+from wavescat.bem.hmatrix.distributed import distribution, near_units, share_of
+from wavescat.geometry.icosphere import icosphere
+
+# MPICH's wheel puts mpiexec beside the environment's python (pip install -e '.[test]')
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+# a small sphere whose H-matrices have admissible blocks to share: small leaves, eta 3
+HMATRIX = {"leaf_size": 8, "eta": 3.0}
+K = 2.0
+
+
+@pytest.fixture(scope="module")
+def space():
+    return spaces.p1(icosphere(2))
+
+
+@pytest.mark.parametrize("name", ["double_layer", "hypersingular"])
+def test_shares_take_every_block_once_and_keep_mirrors_together(space, name):
+    cloud = space_cloud(space)
+    plan = block_plan(name, K, cloud, cloud, eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"])
+    near, far = plan.blocks.near, plan.blocks.far
+    assert plan.mirrored == (name == "hypersingular") and len(plan.compressed) > 20
+    unit = near_units(near)
+    assert np.any(unit != np.arange(len(unit)))  # one space: blocks paired with mirrors
+    for size in (1, 2, 3, 4):
+        shares = [share_of(plan, K, r, size) for r in range(size)]
+        for key, every in (("near", np.arange(len(near["r0"]))), ("far", plan.compressed)):
+            taken = np.concatenate([getattr(s, key) for s in shares])
+            assert np.array_equal(np.sort(taken), np.sort(every))  # each block exactly once
+        for s in shares:  # a block and its mirror on one rank
+            assert np.isin(unit[s.near], s.near).all()
+        entries = [int(np.sum(near["m"][s.near] * near["n"][s.near])) for s in shares]
+        assert max(entries) <= 1.6 * sum(entries) / size  # balanced within a unit or two
+
+
+@pytest.mark.parametrize("name", ["double_layer", "hypersingular"])
+def test_the_ranks_partial_operators_sum_to_the_whole(space, name):
+    """Each rank assembles only its blocks and the corrections of its element pairs: the
+    ranks' matrices add up to the one-process H-matrix, and none holds it all. Double
+    storage: the identity is exact to rounding, which single storage's one rounding per
+    entry would blur (a share's ACA may differ from the whole's in the last bits)."""
+    opts = {**HMATRIX, "storage": "double"}
+    whole = assemble_hmatrix(name, space, space, K, backend="cpu", **opts)
+    parts = [assemble_hmatrix(name, space, space, K, backend="cpu", devices=1,
+                              distribution=distribution(SimpleNamespace(rank=r, size=2), K),
+                              **opts) for r in range(2)]
+    A = whole.to_dense()
+    assert np.linalg.norm(sum(p.to_dense() for p in parts) - A) <= 1e-12 * np.linalg.norm(A)
+    stored = [p.report["storage_bytes"] for p in parts]
+    assert max(stored) < 0.6 * whole.report["storage_bytes"]
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install -e '.[mpi]' brings MPICH's)")
+def test_two_ranks_under_mpiexec_give_the_far_field_of_one(tmp_path, space):
+    icosphere(2).write(tmp_path / "mesh.msh")
+    args = ["--medium", json.dumps({"sound_speed": 1500.0}), "--mesh", str(tmp_path / "mesh.msh"),
+            "--frequency", repr(K * 1500.0 / (2 * np.pi))]
+
+    def case(ranks):
+        return json.dumps({"incident": {"direction": [0, 0, 1]},
+                           "receivers": {"plane": "xz", "count": 37},
+                           "solver": {"operator_format": "hmatrix", "backend": "cpu",
+                                      "ranks": ranks, "hmatrix": HMATRIX}})
+
+    assert cli.main(["solve", "--case", case(1), *args, "--out", str(tmp_path / "one.h5")]) == 0
+    done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "wavescat", "solve",
+                           "--case", case(2), *args, "--out", str(tmp_path / "two.h5")],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with h5py.File(tmp_path / "one.h5") as one, h5py.File(tmp_path / "two.h5") as two:
+        F1, F2 = one["far_field"][()], two["far_field"][()]
+        assert np.array_equal(one["iterations"][()], two["iterations"][()])
+        par1, par2 = (json.loads(f.attrs["parallel"]) for f in (one, two))
+    assert np.linalg.norm(F2 - F1) <= 1e-6 * np.linalg.norm(F1)
+    assert par1["ranks"] == 1 and par2["ranks"] == 2
+    whole = par1["per_rank"][0]["operator_bytes"]
+    assert [r["rank"] for r in par2["per_rank"]] == [0, 1]
+    assert all(r["operator_bytes"] < 0.6 * whole for r in par2["per_rank"])
+    assert par2["reductions"]["calls"] > 0 and par2["reductions"]["method"] == "mpi"
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install -e '.[mpi]' brings MPICH's)")
+def test_an_error_on_one_rank_stops_every_rank(tmp_path):
+    """Rank 1 is given a mesh that does not exist: it says so and aborts the run, and rank 0,
+    which would otherwise wait in a collective for ever, is stopped with it."""
+    icosphere(2).write(tmp_path / "mesh.msh")
+    case = json.dumps({"solver": {"operator_format": "hmatrix", "backend": "cpu", "ranks": 2,
+                                  "hmatrix": HMATRIX}})
+
+    def rank(mesh):
+        return ["-n", "1", sys.executable, "-m", "wavescat", "solve", "--case", case,
+                "--medium", "{}", "--mesh", str(mesh), "--frequency", "300",
+                "--out", str(tmp_path / "out.h5")]
+
+    done = subprocess.run([MPIEXEC, *rank(tmp_path / "mesh.msh"), ":",
+                           *rank(tmp_path / "missing.msh")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    assert "(rank 1 of 2): error: MeshError: mesh file" in done.stderr + done.stdout
+    assert not (tmp_path / "out.h5").exists()

@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -67,8 +68,7 @@ def main(argv=None) -> list[dict]:
     ka = np.linspace(min(a.ka), max(a.ka), a.count) if a.count > 1 else np.array(a.ka[:1])
     rows = [run(kind, ka, a.backend, argv[split + 1:]) for kind in a.kinds]
     if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+        Path(a.json).write_text(json.dumps(rows, indent=2))
     return rows
 
 

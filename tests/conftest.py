@@ -2,6 +2,7 @@
 Tests that run Snakemake do so in a temporary copy of the repository (`repo`, `snakemake`),
 never in the user's working tree: results/ or .snakemake/ left there by a real run must
 neither change a test's outcome nor be touched by it."""
+import os
 import shutil
 import subprocess
 import sys
@@ -9,7 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from wavescat.backend import get_backend, gpu_available
+from wavescat.backend import follow_job_threads, get_backend, gpu_available
+
+
+def _share_the_cores() -> None:
+    """`pytest -n N` runs N workers on the machine's cores: each one's Numba pool takes its share,
+    as a Snakemake job's does (backend.follow_job_threads). Two workers of two threads each on
+    two cores stall on each other's parallel-loop barriers (tests/timedomain/dg/test_scattering.py
+    with -n 2 on the shared 2-core machine: 195 CPU seconds so, 20 with one thread each)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+        follow_job_threads()
+
+
+_share_the_cores()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -37,6 +37,8 @@ from .geometry.kinds import GEOMETRIES
 from .geometry.shape import Geometry
 from .medium import Medium
 from .schema import raise_first, show, validator
+from .timedomain.dg.scatterer import SHAPES
+from .timedomain.dg.scatterer import Body as ScatteringBody
 
 BODY_KEYS = {"description", "geometry", "boundary", "inside"}
 
@@ -408,7 +410,7 @@ def normalise(case: dict, where: str, base_dir: Path, medium: Medium) -> None:
     for node, _, _, path in _body_blocks(case, where):
         if "geometry" in node:
             _geometry_block(node["geometry"], f"{path}.geometry", base_dir)
-    bodies(case, medium, where)  # kinds and keys of every boundary
+    tree = bodies(case, medium, where)  # kinds and keys of every boundary
     spec = case.get("frequencies_hz")
     if spec is not None:
         if isinstance(spec, dict) and spec["stop"] < spec["start"]:
@@ -426,7 +428,7 @@ def normalise(case: dict, where: str, base_dir: Path, medium: Medium) -> None:
         if "directions" in inc:
             inc["directions"] = [_unit(d, f"{where}.incident.directions[{i}]")
                                  for i, d in enumerate(inc["directions"])]
-    _normalise_dg(case, where)
+    _normalise_dg(case, where, tree, medium)
     rec = case.get("receivers")
     if rec is not None:
         if ("directions_deg" in rec) == ("plane" in rec):
@@ -450,26 +452,31 @@ def normalise(case: dict, where: str, base_dir: Path, medium: Medium) -> None:
                               f" the case has {count} incidence direction(s), numbered from 0")
 
 
-def _normalise_dg(case: dict, where: str) -> None:
+def _normalise_dg(case: dict, where: str, tree: tuple[Body, ...], medium: Medium) -> None:
+    """A time-domain cross-check models one sphere, spheroid or box of any boundary kind (a
+    real admittance, a lossless fluid); its probes lie outside the body (default: six points
+    at 1.5 times the body's extent)."""
     check = case.get("dg_cross_check")
     if not (check and check.get("enabled", True)):
         return
     geo = case.get("geometry") or {}
-    if geo.get("kind") != "sphere":
-        raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check needs a "
-                          f"sphere, not geometry kind {geo.get('kind')!r}")
-    boundary_kind = case["boundary"]["kind"]
-    if boundary_kind != "rigid":  # the time-domain solver models a rigid scatterer only
-        raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check models a "
-                          f"rigid sphere, not boundary kind {boundary_kind!r}")
-    c, a = np.asarray(geo["center"], float), float(geo["radius"])
+    if geo.get("kind") not in SHAPES:
+        raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check meshes a sphere, "
+                          f"spheroid or box, not geometry kind {geo.get('kind')!r}")
+    if len(tree) > 1:
+        raise ConfigError(f"{where}.dg_cross_check: the time-domain cross-check models one body, "
+                          "not bodies inside it")
+    try:
+        body = ScatteringBody(tree[0].geometry, tree[0].boundary, medium)
+    except InputError as exc:
+        raise ConfigError(f"{where}.dg_cross_check: {exc}") from None
     if "probes" not in check:
         axes = np.vstack([np.eye(3), -np.eye(3)])
-        check["probes"] = (c + 1.5 * a * axes).tolist()
+        check["probes"] = (body.center + 1.5 * body.extent() * axes).tolist()
     for i, x in enumerate(check["probes"]):
-        if np.linalg.norm(np.asarray(x, float) - c) <= a:
+        if body.contains(np.asarray(x, float))[0]:
             raise ConfigError(f"{where}.dg_cross_check.probes[{i}] = {show(x)}: must lie "
-                              "outside the sphere")
+                              f"outside the {geo['kind']}")
 
 
 def _normalise_averages(where: str, case: dict) -> None:

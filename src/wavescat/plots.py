@@ -633,6 +633,36 @@ def probe_comparison(path, points, p_dg, p_bem, err: float) -> Path:
     return _save(fig, path)
 
 
+def band_comparison(path, freqs, points, p_dg, p_bem, errors, tolerance=None) -> Path:
+    """DG (one pulse run) against BEM over a band: |p| at each probe against frequency, and
+    the relative L2 difference over the probes at each frequency (with the tolerance)."""
+    plt = _pyplot()
+    freqs = np.asarray(freqs, float)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.3), layout="constrained")
+    colours = _colours(len(points))
+    for i, (x, y, z) in enumerate(points):
+        ax.plot(freqs, np.abs(p_bem[:, i]), "-", color=colours[i], lw=1.2,
+                label=f"probe {i} ({x:.3g}, {y:.3g}, {z:.3g})")
+        ax.plot(freqs, np.abs(p_dg[:, i]), "o", color=colours[i], mfc="none", ms=6)
+    ax.plot([], [], "k-", label="BEM (frequency domain)")
+    ax.plot([], [], "ko", mfc="none", label="DG (time domain, one pulse, DFT)")
+    ax.set_xlabel("frequency (Hz)")
+    ax.set_ylabel("|scattered pressure|\n(per unit incident amplitude)")
+    ax.set_title("Scattered pressure at the probes over the band", fontsize=10)
+    ax.legend(fontsize=7, frameon=False)
+    ax.grid(alpha=0.3)
+    bx.plot(freqs, errors, "o-", color="C3", label="DG vs BEM")
+    if tolerance is not None:
+        bx.axhline(tolerance, color="k", ls="--", lw=1.0, label=f"tolerance {tolerance:g}")
+    bx.set_ylim(0.0, max(max(errors), tolerance or 0.0) * 1.15)
+    bx.set_xlabel("frequency (Hz)")
+    bx.set_ylabel("relative L2 difference over the probes")
+    bx.set_title(f"Difference of DG and BEM (largest {max(errors):.3f})", fontsize=10)
+    bx.legend(fontsize=8, frameon=False)
+    bx.grid(alpha=0.3)
+    return _save(fig, path)
+
+
 # --- averages (issue 26): TS averaged over bands and tilt distributions ---------------------
 
 def averages_plot(path, rows, freqs, aspect_deg, plane, ts, tilts=(), title="") -> Path:

@@ -238,17 +238,3 @@ def test_monostatic_sweep_against_the_series(boundary):
     exact = _series(boundary).monostatic_far_field(ka, 1.0, d, c)
     # measured 4.9% (pressure-release), the rigid sphere 6.5% on this coarse mesh
     assert np.linalg.norm(res.monostatic_far_field - exact) < 0.06 * np.linalg.norm(exact)
-
-
-def test_time_domain_cross_check_refuses_a_non_rigid_body():
-    """The DG time-domain solver models a rigid scatterer: its cross-check would compare
-    different bodies."""
-    from wavescat.errors import ConfigError
-
-    config = {"run": ["ball"], "cases": {"ball": {
-        "geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [200.0],
-        "boundary": SOFT, "dg_cross_check": {"enabled": True}}}}
-    with pytest.raises(ConfigError, match=r"cases.ball.dg_cross_check: the time-domain "
-                                          r"cross-check models a rigid sphere, not boundary "
-                                          r"kind 'pressure_release'"):
-        prepare_config(config)

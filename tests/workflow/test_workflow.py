@@ -58,11 +58,28 @@ def test_dry_run_shows_whole_pipeline(tmp_path):
 
 
 def test_dry_run_of_verify(tmp_path):
-    out = snakemake(["-n", "verify"], tmp_path)
+    """`verify` of the default config: the convergence studies, the sphere series, and one DG
+    job, one BEM-probes job and one comparison per dg_cross_check case (of every boundary kind,
+    a body with no series, a band: one DG pulse against a BEM solve per frequency)."""
+    import yaml
+
+    cases = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["cases"]
+    dg = [c for c, v in cases.items() if "dg_cross_check" in v and v["dg_cross_check"].get("enabled", True)]
+    out = subprocess.run(SNAKEMAKE + ["-n", "verify", "--cores", "1"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     counts = jobs(out.stdout)
     assert counts["hermite_convergence"] == 1 and counts["dg_convergence"] == 1
     assert counts["reference_farfield"] == 1
+    kinds = {v.get("boundary", {}).get("kind", "rigid") for c, v in cases.items() if c in dg}
+    assert kinds == {"rigid", "pressure_release", "impedance", "fluid"}
+    assert {v["geometry"]["kind"] for c, v in cases.items() if c in dg} >= {"sphere", "spheroid"}
+    assert counts["dg_scatter"] == counts["bem_probes"] == counts["dg_vs_bem"] == len(dg)
+    band = [c for c in dg if isinstance(cases[c]["frequencies_hz"], dict)]
+    assert band and all(f"results/{c}/dg_vs_bem.csv" in out.stdout for c in dg)
+    frequencies = sum(cases[c]["frequencies_hz"]["count"] if c in band else len(cases[c]["frequencies_hz"])
+                      for c in set(dg) | {"sphere_ka5"})
+    assert counts["solve"] == frequencies
 
 
 def test_default_config_dry_run(tmp_path):

@@ -27,7 +27,6 @@ from wavescat.studies import study_cases
 from wavescat.reference.sphere import has_series
 from wavescat.errors import ConfigError
 from wavescat.geometry.sizing import frequency_bands, sizing_frequencies
-from wavescat.medium import Medium
 from wavescat.notices import config_warning_lines, print_run_warnings
 from wavescat.preflight import check_limits, check_resolution
 from wavescat.resources import gpu_count, mesh_resources, partition, solve_resources
@@ -60,11 +59,7 @@ STUDIES = run_studies(CONFIG)
 CASES = CONFIG["cases"]
 TYPED = {name: Case.from_config(CONFIG, name) for name in CASES}  # what the helpers read
 SPHERE_CASES = [c for c in RUN if has_series(TYPED[c])]  # spheres, concentric spheres
-DG_CASES = [
-    c
-    for c, v in CASES.items()
-    if v.get("dg_cross_check", {}).get("enabled", False) and v["geometry"]["kind"] == "sphere"
-]
+DG_CASES = [c for c, v in CASES.items() if v.get("dg_cross_check", {}).get("enabled", False)]
 
 # Refuse a case whose mesh or solve cannot fit the machine (config key `limits`).
 try:
@@ -330,25 +325,6 @@ VERIFY_FLAGS = f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}
 
 def dg_cross_check(wildcards):
     return CASES[wildcards.case]["dg_cross_check"]
-
-
-def dg_scatter_flags(wildcards):
-    """Wavenumber, incidence and DG resolution of a case's time-domain run."""
-    case, check = CASES[wildcards.case], dg_cross_check(wildcards)
-    medium = Medium.from_dict(CONFIG["medium"])
-    c, k = medium.sound_speed, medium.wavenumber(case["frequencies_hz"][0])
-    order, ppw = check["order"], check["points_per_wavelength"]
-    if VERIFY["quick"]:
-        order, ppw = min(order, 2), min(ppw, 8.0)
-    d = case["incident"].get("direction") or case["incident"]["directions"][0]
-    geo = case["geometry"]
-    return (
-        f"--radius {geo['radius']} --center {' '.join(map(str, geo['center']))}"
-        f" --k {k!r} --sound-speed {c!r} --density {CONFIG['medium']['density']!r}"
-        f" --direction {' '.join(map(str, d))} --order {order} --points-per-wavelength {ppw}"
-        f" --backend {VERIFY['backend']} --precision {VERIFY['precision']}"
-        + (" --full-on-cpu" if VERIFY["full_on_cpu"] else "")
-    )
 
 
 def stale_plan(wildcards):

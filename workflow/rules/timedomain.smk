@@ -42,9 +42,10 @@ rule dg_convergence:
 
 
 rule bem_probes:
-    """BEM scattered pressure (double-layer potential of the surface solution) at the probes."""
+    """BEM scattered pressure (the potential of the surface solution) at the probes, at every
+    frequency of the case."""
     input:
-        "results/{case}/solutions/f000.h5",
+        solutions,
     output:
         "results/{case}/dg/bem_probes.csv",
     log:
@@ -61,10 +62,10 @@ rule bem_probes:
 
 
 rule dg_scatter:
-    """Time-domain DG run of the sphere to a time-harmonic state; amplitudes at the probes.
-    On the CPU it runs smaller sizes (logged; verification.full_on_cpu keeps the case's)."""
-    input:
-        probes="results/{case}/dg/bem_probes.csv",
+    """Time-domain DG run of the case's body: to a time-harmonic state (one frequency) or
+    through one pulse (several); amplitudes at the probes (the case's: it needs nothing of
+    the BEM, and runs beside its jobs). On the CPU it runs smaller sizes (logged;
+    verification.full_on_cpu keeps the case's)."""
     output:
         amplitudes="results/{case}/dg/dg_probes.csv",
         summary="results/{case}/dg/dg_summary.json",
@@ -77,21 +78,27 @@ rule dg_scatter:
         runtime=120,
     params:
         python=JOB_PYTHON,
-        flags=dg_scatter_flags,
+        case=case_param(
+            "geometry", "boundary", "inside", "frequencies_hz", "incident", "dg_cross_check"
+        ),
+        medium=MEDIUM,
+        flags=VERIFY_FLAGS + (" --full-on-cpu" if VERIFY["full_on_cpu"] else ""),
     shell:
-        "{params.python:q} -m wavescat dg-scatter --probes {input.probes} --out {output.amplitudes}"
-        " --summary {output.summary} {params.flags} > {log} 2>&1"
+        "{params.python:q} -m wavescat dg-scatter"
+        " --case {params.case:q} --medium {params.medium:q}"
+        " --out {output.amplitudes} --summary {output.summary} {params.flags} > {log} 2>&1"
 
 
 rule dg_vs_bem:
-    """DG time-domain against BEM scattered pressure at the probe points; fails beyond the
-    tolerance of the DG run's sizes (in dg_summary.json)."""
+    """DG time-domain against BEM scattered pressure at the probe points, at each frequency;
+    fails beyond the tolerance of the DG run's sizes (in dg_summary.json)."""
     input:
         dg="results/{case}/dg/dg_probes.csv",
         bem="results/{case}/dg/bem_probes.csv",
         summary="results/{case}/dg/dg_summary.json",
     output:
         csv="results/{case}/dg_vs_bem.csv",
+        errors="results/{case}/dg/dg_vs_bem.json",
         plot=report(
             "results/{case}/dg_vs_bem.png",
             caption="../report/dg_vs_bem.rst",
@@ -106,5 +113,5 @@ rule dg_vs_bem:
         python=JOB_PYTHON,
     shell:
         "{params.python:q} -m wavescat dg-vs-bem"
-        " --dg {input.dg} --bem {input.bem} --out {output.csv}"
+        " --dg {input.dg} --bem {input.bem} --out {output.csv} --errors {output.errors}"
         " --plot {output.plot} --summary {input.summary} > {log} 2>&1"

@@ -1,5 +1,7 @@
-"""`wavescat verify-dg` (DG convergence on a rigid-box cavity mode) and `wavescat dg-scatter`
-(time-domain rigid-sphere scattering at one frequency, amplitudes at probe points)."""
+"""`wavescat verify-dg` (DG convergence on a rigid-box cavity mode), `wavescat dg-scatter`
+(time-domain scattering by a case's body at its frequency or, from one pulse, its band of
+frequencies; amplitudes at probe points) and `wavescat dg-vs-bem` (the comparison with the BEM
+at the same probes, which fails beyond the run's tolerance)."""
 from __future__ import annotations
 
 import csv
@@ -11,16 +13,18 @@ import time
 import numpy as np
 
 from ..backend import get_backend
+from ..bem.formulations import formulation_for
+from ..case import Case
 from ..defaults import DG_CROSS_CHECK
-from ..errors import ConfigError, MeshError
+from ..errors import ConfigError, InputError, MeshError
 from ..files import atomic_path
-from ..plots import convergence, probe_comparison
-from ..reference.rigid_sphere import scattered_field
+from ..plots import band_comparison, convergence, probe_comparison
 from ..timedomain.checks import order_shortfalls, require, round_off_floor
 from ..timedomain.dg import cavity  # (cavity.convergence_study: tests replace it)
-from ..timedomain.dg.gmsh_volume import shell_volume_mesh
+from ..timedomain.dg.gmsh_volume import scattering_volume_mesh
 from ..timedomain.dg.mesh import TetMesh
 from ..timedomain.dg.reference import check_order
+from ..timedomain.dg.scatterer import Body
 from ..timedomain.dg.scattering import (ScatteringSetup, read_probes, relative_l2,
                                         run_scattering, scattering_mesh_sizes,
                                         write_csv_atomic, write_dg_amplitudes, write_dg_vs_bem)
@@ -43,44 +47,57 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true", help="drop the finest mesh of each order")
     p.set_defaults(func=verify_dg)
 
-    s = subparsers.add_parser("dg-scatter", help="time-domain DG run of a rigid sphere at one frequency")
-    s.add_argument("--radius", type=float, required=True)
-    s.add_argument("--k", type=float, required=True, help="wavenumber (rad/m), c = 1 unless --sound-speed")
-    s.add_argument("--direction", type=float, nargs=3, required=True, metavar=("DX", "DY", "DZ"))
-    s.add_argument("--center", type=float, nargs=3, default=[0.0, 0.0, 0.0])
-    s.add_argument("--probes", required=True, help="CSV with columns x,y,z")
-    s.add_argument("--out", required=True, help="CSV x,y,z,re_p_dg,im_p_dg")
-    s.add_argument("--order", type=int, default=DG_CROSS_CHECK["order"])
+    s = subparsers.add_parser("dg-scatter", help="time-domain DG run of a case's body (its frequency, or "
+                              "a band of them from one pulse), amplitudes at probe points")
+    s.add_argument("--case", required=True, help="the case as JSON: geometry (sphere, spheroid, box), "
+                   "boundary, frequencies_hz, incident, dg_cross_check")
+    s.add_argument("--medium", default=None, help="JSON {density, sound_speed} (default: the config's)")
+    s.add_argument("--probes", default=None, help="CSV with columns x,y,z (rows repeated per frequency "
+                   "are read once); default: the case's dg_cross_check.probes")
+    s.add_argument("--out", required=True, help="CSV frequency_hz,x,y,z,re_p_dg,im_p_dg")
+    s.add_argument("--order", type=int, default=None, help="DG order (default: dg_cross_check.order)")
     s.add_argument("--outer", default="sphere", choices=["sphere", "box"])
     s.add_argument("--outer-size", type=float, default=None,
                    help="outer radius / box half-width (default: sponge start + sponge width)")
     s.add_argument("--sponge-gap", type=float, default=0.5,
-                   help="wavelengths between the farthest probe (or the sphere) and the sponge layer")
-    s.add_argument("--sponge-width", type=float, default=1.0, help="sponge thickness in wavelengths")
-    s.add_argument("--points-per-wavelength", type=float,
-                   default=DG_CROSS_CHECK["points_per_wavelength"],
-                   help="N * wavelength / h near the sphere")
-    s.add_argument("--h-surface", type=float, default=None, help="element size at the sphere")
-    s.add_argument("--mesh", default=None, help="use this volume mesh (.npz with vertices, tets, or .msh)")
+                   help="wavelengths (of the highest frequency) between the farthest probe and the "
+                   "sponge layer")
+    s.add_argument("--sponge-width", type=float, default=1.0,
+                   help="sponge thickness in wavelengths of the lowest frequency")
+    s.add_argument("--sponge-decay", type=float, default=3.0,
+                   help="one-way amplitude decay exp(-decay) of a wave across the sponge")
+    s.add_argument("--sponge-coarsening", type=float, default=2.0,
+                   help="element size at the outer boundary over the lowest frequency's element "
+                   "size (the sponge absorbs, it need not resolve)")
+    s.add_argument("--points-per-wavelength", type=float, default=None,
+                   help="N * wavelength / h at the highest frequency (default: "
+                   "dg_cross_check.points_per_wavelength)")
+    s.add_argument("--h-surface", type=float, default=None,
+                   help="element size at the body (default: 0.2 of its smallest half-axis)")
+    s.add_argument("--mesh", default=None, help="use this volume mesh (.npz with vertices, tets[, "
+                   "regions], or .msh)")
     s.add_argument("--save-mesh", default=None, help="write the gmsh volume mesh to this .npz")
-    s.add_argument("--sound-speed", type=float, default=1.0)
-    s.add_argument("--density", type=float, default=1.0)
-    s.add_argument("--settle-periods", type=float, default=4.0)
+    s.add_argument("--settle-periods", type=float, default=4.0, help="one frequency: periods after the "
+                   "ramp and the transit before the DFT")
     s.add_argument("--dft-periods", type=int, default=2)
     s.add_argument("--backend", default="auto", choices=["auto", "cpu", "gpu"])
     s.add_argument("--precision", default="double", choices=["double", "single"])
     s.add_argument("--summary", default=None, help="JSON with run sizes, timing, the error "
-                   "against the exact rigid-sphere series and the DG-vs-BEM tolerance")
+                   "against the exact sphere series and the DG-vs-BEM tolerance")
     s.add_argument("--full-on-cpu", action="store_true",
                    help="keep the given sizes on the CPU too (default: the CPU sizes, see "
                    "config/README.md; the GPU sizes take hours on a few cores)")
+    s.add_argument("--quick", action="store_true", help="order at most 2, at most 8 points per wavelength")
     s.set_defaults(func=dg_scatter)
 
     c = subparsers.add_parser("dg-vs-bem", help="join DG and BEM probe amplitudes into dg_vs_bem.csv")
-    c.add_argument("--dg", required=True, help="CSV x,y,z,re_p_dg,im_p_dg (from dg-scatter)")
-    c.add_argument("--bem", required=True, help="CSV x,y,z,re_p_bem,im_p_bem at the same points")
-    c.add_argument("--out", required=True, help="dg_vs_bem.csv")
-    c.add_argument("--plot", default=None, help="plot of both amplitudes per probe")
+    c.add_argument("--dg", required=True, help="CSV [frequency_hz,]x,y,z,re_p_dg,im_p_dg (from dg-scatter)")
+    c.add_argument("--bem", required=True, help="CSV [frequency_hz,]x,y,z,re_p_bem,im_p_bem at the same "
+                   "frequencies and points")
+    c.add_argument("--out", required=True, help="dg_vs_bem.csv (rows frequency by frequency)")
+    c.add_argument("--errors", default=None, help="JSON: the relative L2 difference at each frequency")
+    c.add_argument("--plot", default=None, help="plot of both amplitudes per probe (one frequency) "
+                   "or over the band, with their differences")
     c.add_argument("--summary", default=None,
                    help="dg_summary.json of dg-scatter: fail if the relative L2 difference "
                    "exceeds its `tolerance`")
@@ -132,108 +149,172 @@ def _plot_convergence(rows, path, t_final: float) -> None:
 
 
 def _load_mesh(path):
+    """(mesh, regions) from an .npz (vertices, tets[, regions]) or a gmsh file (physical
+    volume tags as regions where it has them)."""
     if not os.path.exists(path):
         raise ConfigError(f"--mesh = {path!r}: file not found")
     if path.endswith(".npz"):
         data = np.load(path)
-        return TetMesh(data["vertices"], data["tets"].astype(np.int64))
+        regions = data["regions"] if "regions" in data else None
+        return TetMesh(data["vertices"], data["tets"].astype(np.int64)), regions
     import meshio
 
     m = meshio.read(path)
     tets = [c.data for c in m.cells if c.type == "tetra"]
     if not tets:
         raise MeshError(f"--mesh = {path!r}: no tetrahedra in the file")
-    return TetMesh(np.asarray(m.points, float), np.concatenate(tets).astype(np.int64))
+    return TetMesh(np.asarray(m.points, float), np.concatenate(tets).astype(np.int64)), None
 
 
-# The cross-check on the CPU: the GPU sizes (order 4, 16 points per wavelength, a sponge
-# one wavelength thick half a wavelength beyond the probes: 36,502 tetrahedra and 25,597
-# steps for sphere_ka2, 1.2 s a step) take about nine hours on 2 cores. These caps make it
-# 4,700 tetrahedra and 4,040 steps (50 CPU seconds), 8.4% from the exact series at its probes.
-CPU_SIZES = {"order": 2, "points_per_wavelength": 6.0, "sponge_gap": 0.25, "sponge_width": 0.5,
-             "settle_periods": 2.0, "h_surface_radii": 0.3}
-# Relative L2 difference at the probes that DG and BEM must stay within: the BEM's own error
-# there (3.4% for sphere_ka2's 180 unknowns) plus the DG run's (8.4% at the CPU sizes; far
-# less at the full ones) with room to spare, and far below what a wrong wavenumber,
+# The cross-check on the CPU: the case's sizes (order 4, 16 points per wavelength) take an
+# hour or more on 2 cores; these caps (bench/README.md) take sphere_soft_ka2 to about 2,600
+# tetrahedra and 2,500 steps (about 25 CPU seconds), 2% from the exact series at its probes.
+CPU_SIZES = {"order": 2, "points_per_wavelength": 6.0, "sponge_gap": 0.5, "sponge_width": 1.0,
+             "settle_periods": 1.0, "dft_periods": 1, "h_surface_radii": 0.3}
+# Relative L2 difference at the probes, at each frequency, that DG and BEM must stay within:
+# the BEM's own error there (below 0.2% for the default cases' volume-matched meshes) plus the
+# DG run's (1-2% at the CPU sizes), with room to spare, and far below what a wrong wavenumber,
 # direction, sign or boundary condition gives (tens of percent).
-DG_VS_BEM_TOLERANCE = {"full": 0.08, "cpu": 0.15}
+DG_VS_BEM_TOLERANCE = {"full": 0.05, "cpu": 0.05}
 
 
-def _cpu_sizes(args, backend) -> str:
-    """Cap the run's sizes at CPU_SIZES when it runs on the CPU; log what and why."""
+def _cpu_sizes(args, backend, body_scale: float) -> str:
+    """Cap the run's sizes at CPU_SIZES when it runs on the CPU; log what and why.
+    body_scale: the body's smallest half-axis (h_surface_radii's unit)."""
     if backend.is_gpu or args.full_on_cpu:
         return "full"
     asked = {"order": args.order, "points_per_wavelength": args.points_per_wavelength,
              "sponge_gap": args.sponge_gap, "sponge_width": args.sponge_width,
-             "settle_periods": args.settle_periods,
-             "h_surface_radii": (args.h_surface or 0.2 * args.radius) / args.radius}
+             "settle_periods": args.settle_periods, "dft_periods": args.dft_periods,
+             "h_surface_radii": (args.h_surface or 0.2 * body_scale) / body_scale}
     used = {key: (max if key == "h_surface_radii" else min)(value, CPU_SIZES[key])
             for key, value in asked.items()}
     args.order, args.points_per_wavelength = used["order"], used["points_per_wavelength"]
     args.sponge_gap, args.sponge_width = used["sponge_gap"], used["sponge_width"]
-    args.settle_periods, args.h_surface = used["settle_periods"], used["h_surface_radii"] * args.radius
+    args.settle_periods, args.h_surface = used["settle_periods"], used["h_surface_radii"] * body_scale
+    args.dft_periods = int(used["dft_periods"])
     log.info("dg-scatter on the CPU (%s): CPU sizes %s instead of %s (sponge in wavelengths, "
-             "element size at the sphere in radii): the asked ones take hours on a few cores; "
-             "--full-on-cpu (verification.full_on_cpu) keeps them", backend.reason,
+             "element size at the body in its smallest half-axis): the asked ones take hours on a "
+             "few cores; --full-on-cpu (verification.full_on_cpu) keeps them", backend.reason,
              ", ".join(f"{k} {v:g}" for k, v in used.items()),
              ", ".join(f"{k} {v:g}" for k, v in asked.items()))
     return "cpu"
 
 
-def dg_scatter(args) -> int:
+def _case_run(args):
+    """The case's Body, frequencies (Hz), incident direction and probes (None if it has none);
+    args.order, args.points_per_wavelength from its dg_cross_check where not given (the
+    schema's defaults where it has none)."""
+    case = Case.from_json(args.case, args.medium or "{}",
+                          required=("geometry", "frequencies_hz", "incident"))
+    if case.nested:
+        raise ConfigError("case.inside: the time-domain cross-check models one body, not nested ones")
+    try:
+        body = Body(case.geometry, case.boundary, case.medium)
+    except InputError as exc:
+        raise ConfigError(f"case: {exc}") from None
+    freqs = np.atleast_1d(np.asarray(case.frequencies_hz, float))
+    direction = case.incidence.directions[0]
+    check = case.dg_cross_check
+    if args.order is None:
+        args.order = check.order if check else int(DG_CROSS_CHECK["order"])
+    if args.points_per_wavelength is None:
+        args.points_per_wavelength = (check.points_per_wavelength if check
+                                      else float(DG_CROSS_CHECK["points_per_wavelength"]))
+    if args.quick:
+        args.order, args.points_per_wavelength = min(args.order, 2), min(args.points_per_wavelength, 8.0)
+    probes = np.asarray(check.probes, float).reshape(-1, 3) if check else None
+    return body, freqs, direction, probes
+
+
+def _exact(body, freqs, direction, probes):
+    """(frequencies, probes) exact scattered pressure of a sphere (its boundary condition's
+    series), or None for other bodies."""
+    if body.shape != "sphere":
+        return None
+    series = formulation_for(body.boundary).sphere_series()
+    c, a = body.medium.sound_speed, float(body.geometry.radius)
+    return np.array([series.scattered_field(2 * np.pi * f / c, a, direction, probes, body.center)
+                     for f in freqs])
+
+
+def scattering_problem(args):
+    """(body, frequencies, probes, setup, sizes) of a dg-scatter run: the case's, capped at the
+    CPU sizes where it runs on the CPU (args.order and the other sizes updated in place)."""
+    body, freqs, direction, probes = _case_run(args)
     check_order(args.order)
     backend = get_backend(args.backend)
-    sizes = _cpu_sizes(args, backend)
-    order = args.order
-    probes = read_probes(args.probes)
-    center = np.asarray(args.center, float)
-    if not args.k > 0:
-        raise ConfigError(f"--k = {args.k!r}: must be positive")
-    wavelength = 2 * np.pi / args.k
-    reach = float(np.max(np.linalg.norm(probes - center, axis=1)))
-    sponge_start = max(reach, args.radius) + args.sponge_gap * wavelength
-    outer = args.outer_size or sponge_start + args.sponge_width * wavelength
-    setup = ScatteringSetup(args.radius, args.k, args.direction, outer, args.outer, center,
-                            sponge_start=sponge_start, c=args.sound_speed, rho=args.density,
+    sizes = _cpu_sizes(args, backend, body.inner())
+    if args.probes:
+        probes = read_probes(args.probes)
+    if probes is None:
+        raise ConfigError("no probe points: give --probes or the case's dg_cross_check.probes")
+    c = body.medium.sound_speed
+    # The sponge starts a gap (in the shortest wavelength) beyond the probes and is as thick as
+    # the longest: its damping, equal on p and v, reflects a spherical wave's near-field part
+    # where it changes within a wavelength (bench/README.md); its elements grow to a multiple
+    # of the longest wavelength's, whose waves are the ones it must absorb
+    reach = float(np.max(np.linalg.norm(probes - body.center, axis=1)))
+    sponge_start = max(reach, body.extent()) + args.sponge_gap * c / freqs.max()
+    outer = args.outer_size or sponge_start + args.sponge_width * c / freqs.min()
+    setup = ScatteringSetup(body, 2 * np.pi * freqs, direction, outer, args.outer,
+                            sponge_start=sponge_start, sponge_decay=args.sponge_decay,
                             settle_periods=args.settle_periods, dft_periods=args.dft_periods)
-    t0 = time.perf_counter()
-    if args.mesh:
-        mesh = _load_mesh(args.mesh)
-    else:
+    return body, freqs, probes, setup, sizes, backend
 
-        h_in, h_out = scattering_mesh_sizes(setup, order, args.points_per_wavelength,
-                                             args.h_surface)
-        mesh = shell_volume_mesh(args.radius, outer, h_in, h_out, args.outer, center)
-        if args.save_mesh:
-            np.savez(args.save_mesh, vertices=mesh.vertices, tets=mesh.tets)
-    t_mesh = time.perf_counter() - t0
-    log.info("dg-scatter: %d tetrahedra, order %d, outer %s %.3f, sponge from %.3f",
-             mesh.n_elements, order, args.outer, outer, sponge_start)
+
+def scattering_mesh(args, setup):
+    """(mesh, regions) of the run: --mesh, or gmsh's at the run's sizes."""
+    if args.mesh:
+        return _load_mesh(args.mesh)
+    freqs = setup.omegas / (2 * np.pi)
+    h_in, h_out, h_fill = scattering_mesh_sizes(setup, args.order, args.points_per_wavelength, args.h_surface)
+    h_far = args.sponge_coarsening * h_out * freqs.max() / freqs.min()
+    mesh, regions = scattering_volume_mesh(setup.body, setup.outer_size, h_in, h_out, args.outer, h_fill,
+                                           sponge=(setup.sponge_start, h_far))
+    if args.save_mesh:
+        np.savez(args.save_mesh, vertices=mesh.vertices, tets=mesh.tets, regions=regions)
+    return mesh, regions
+
+
+def dg_scatter(args) -> int:
+    body, freqs, probes, setup, sizes, backend = scattering_problem(args)
+    order, outer, sponge_start = args.order, setup.outer_size, setup.sponge_start
     t0 = time.perf_counter()
-    res = run_scattering(setup, mesh, order, probes, backend, args.precision)
+    mesh, regions = scattering_mesh(args, setup)
+    t_mesh = time.perf_counter() - t0
+    log.info("dg-scatter: %s %s body, %d tetrahedra, order %d, outer %s %.3f, sponge from %.3f, "
+             "%s", body.kind, body.shape, mesh.n_elements, order, args.outer, outer, sponge_start,
+             f"a pulse over {len(freqs)} frequencies" if setup.band else "one frequency")
+    t0 = time.perf_counter()
+    res = run_scattering(setup, mesh, order, probes, backend, args.precision, regions=regions)
     t_run = time.perf_counter() - t0
-    write_dg_amplitudes(args.out, probes, res.amplitude)
+    write_dg_amplitudes(args.out, freqs, probes, res.amplitude)
     summary = {"elements": res.elements, "nodes": res.nodes, "order": order, "steps": res.steps,
                "dt": res.dt, "t_final": res.t_final, "mesh_s": t_mesh, "run_s": t_run,
+               "body": body.shape, "boundary": body.kind, "frequencies_hz": freqs.tolist(),
+               "signal": "pulse" if setup.band else "harmonic",
                "outer": args.outer, "outer_size": outer, "sponge_start": sponge_start,
                "backend": backend.name, "device": backend.device_name, "precision": args.precision,
                "sizes": sizes, "points_per_wavelength": args.points_per_wavelength,
                "sponge_gap": args.sponge_gap, "sponge_width": args.sponge_width,
-               "settle_periods": args.settle_periods, "tolerance": DG_VS_BEM_TOLERANCE[sizes]}
-
-    exact = scattered_field(args.k, args.radius, setup.direction, probes, center)
-    summary["relative_l2_vs_exact"] = relative_l2(res.amplitude, exact)
-    print(f"dg-scatter: relative L2 difference to the exact series at {len(probes)} probes: "
-          f"{summary['relative_l2_vs_exact']:.4f}")
+               "sponge_decay": args.sponge_decay, "sponge_coarsening": args.sponge_coarsening,
+               "settle_periods": args.settle_periods, "dft_periods": args.dft_periods,
+               "tolerance": DG_VS_BEM_TOLERANCE[sizes]}
+    exact = _exact(body, freqs, setup.direction, probes)
+    if exact is not None:
+        summary["relative_l2_vs_exact"] = [relative_l2(a, e) for a, e in zip(res.amplitude, exact)]
+        print("dg-scatter: relative L2 difference to the exact series at "
+              f"{len(probes)} probes: " + ", ".join(f"{e:.4f}" for e in summary["relative_l2_vs_exact"]))
     if args.summary:
-
         with atomic_path(args.summary) as tmp:
             tmp.write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary))
     return 0
 
 
-def _read_columns(path, names):
+def _read_columns(path, names, optional=()):
+    """The columns `names` (and those of `optional` that the file has, else NaN) of a CSV."""
     if not os.path.exists(path):
         raise ConfigError(f"{path!r}: file not found")
     with open(path, newline="") as fh:
@@ -241,30 +322,50 @@ def _read_columns(path, names):
         missing = set(names) - set(reader.fieldnames or ())
         if missing:
             raise ConfigError(f"{path}: missing columns {sorted(missing)}")
-        return np.array([[float(r[n]) for n in names] for r in reader]).reshape(-1, len(names))
+        cols = list(optional) + list(names)
+        return np.array([[float(r.get(n) or "nan") for n in cols] for r in reader]).reshape(-1, len(cols))
 
 
 def dg_vs_bem(args) -> int:
-    dg = _read_columns(args.dg, ["x", "y", "z", "re_p_dg", "im_p_dg"])
-    bem = _read_columns(args.bem, ["x", "y", "z", "re_p_bem", "im_p_bem"])
-    if dg.shape != bem.shape or not np.allclose(dg[:, :3], bem[:, :3], rtol=0, atol=1e-9):
-        raise ConfigError(f"--dg {args.dg} and --bem {args.bem} must list the same probe points in order")
-    p_dg, p_bem = dg[:, 3] + 1j * dg[:, 4], bem[:, 3] + 1j * bem[:, 4]
-    write_dg_vs_bem(args.out, dg[:, :3], p_dg, p_bem)
-    err = relative_l2(p_dg, p_bem)
-    print(f"dg-vs-bem: relative L2 difference {err:.4f} at {len(p_dg)} probes")
-    tolerance = None
+    dg = _read_columns(args.dg, ["x", "y", "z", "re_p_dg", "im_p_dg"], ["frequency_hz"])
+    bem = _read_columns(args.bem, ["x", "y", "z", "re_p_bem", "im_p_bem"], ["frequency_hz"])
+    if dg.shape == bem.shape:  # a file without frequencies matches any (one frequency)
+        dg[:, 0] = np.where(np.isnan(dg[:, 0]), bem[:, 0], dg[:, 0])
+        bem[:, 0] = np.where(np.isnan(bem[:, 0]), dg[:, 0], bem[:, 0])
+    if dg.shape != bem.shape or not np.allclose(dg[:, 0], bem[:, 0], rtol=1e-9, equal_nan=True) \
+            or not np.allclose(dg[:, 1:4], bem[:, 1:4], rtol=0, atol=1e-9):
+        raise ConfigError(f"--dg {args.dg} and --bem {args.bem} must list the same frequencies and "
+                          "probe points in order")
+    p_dg, p_bem = dg[:, 4] + 1j * dg[:, 5], bem[:, 4] + 1j * bem[:, 5]
+    write_dg_vs_bem(args.out, dg[:, 1:4], p_dg, p_bem)
+    freqs, blocks = np.unique(dg[:, 0], return_inverse=True) if not np.isnan(dg[:, 0]).any() \
+        else (np.array([np.nan]), np.zeros(len(dg), int))
+    errors = [relative_l2(p_dg[blocks == i], p_bem[blocks == i]) for i in range(len(freqs))]
+    for f, err in zip(freqs, errors):
+        at = "" if np.isnan(f) else f" at {f:.6g} Hz"
+        print(f"dg-vs-bem: relative L2 difference {err:.4f} at {np.sum(blocks == 0)} probes{at}")
+    tolerance, run = None, {}
     if args.summary:
         with open(args.summary) as fh:
             run = json.load(fh)
         tolerance = run.get("tolerance")
+    if args.errors:
+        with atomic_path(args.errors) as tmp:
+            tmp.write_text(json.dumps({"frequencies_hz": [None if np.isnan(f) else float(f) for f in freqs],
+                                       "relative_l2": errors, "tolerance": tolerance}, indent=2))
     if args.plot:
-
-        probe_comparison(args.plot, dg[:, :3], p_dg, p_bem, err)
+        if len(freqs) > 1:
+            band_comparison(args.plot, freqs, dg[blocks == 0, 1:4],
+                            np.array([p_dg[blocks == i] for i in range(len(freqs))]),
+                            np.array([p_bem[blocks == i] for i in range(len(freqs))]), errors, tolerance)
+        else:
+            probe_comparison(args.plot, dg[:, 1:4], p_dg, p_bem, errors[0])
     if tolerance is not None:
-        require([] if err <= tolerance else
-                [f"relative L2 difference {err:.4f} at {len(p_dg)} probes exceeds {tolerance:g} "
-                 f"({run.get('sizes')} sizes: order {run.get('order')}, {run.get('elements')} "
-                 "elements)"], "DG vs BEM")
-        print(f"dg-vs-bem: within the tolerance {tolerance:g} of the {run.get('sizes')} sizes")
+        n = int(np.sum(blocks == 0))
+        require([f"relative L2 difference {err:.4f} at {n} probes"
+                 + ("" if np.isnan(f) else f" at {f:.6g} Hz") + f" exceeds {tolerance:g} "
+                 f"({run.get('sizes')} sizes: order {run.get('order')}, {run.get('elements')} elements)"
+                 for f, err in zip(freqs, errors) if not err <= tolerance], "DG vs BEM")
+        print(f"dg-vs-bem: within the tolerance {tolerance:g} of the {run.get('sizes')} sizes"
+              + (f" at all {len(freqs)} frequencies" if len(freqs) > 1 else ""))
     return 0

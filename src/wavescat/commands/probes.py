@@ -32,18 +32,22 @@ def scattered_pressure(solution: dict, points, incidence: int = 0, backend="cpu"
 
 def bem_probes(args) -> None:
     points = np.asarray(json.loads(args.points), float).reshape(-1, 3)
-    p = scattered_pressure(read_solution(args.solution), points, args.incidence)
+    rows = []
+    for path in args.solution:
+        solution = read_solution(path)
+        p = scattered_pressure(solution, points, args.incidence)
+        rows += [[float(solution["frequency_hz"]), *x, v.real, v.imag] for x, v in zip(points, p)]
     with atomic_path(args.out) as tmp, open(tmp, "w", newline="") as fh:
         out = csv.writer(fh)
-        out.writerow(["x", "y", "z", "re_p_bem", "im_p_bem"])
-        for x, v in zip(points, p):
-            out.writerow([repr(float(c)) for c in x] + [repr(float(v.real)), repr(float(v.imag))])
+        out.writerow(["frequency_hz", "x", "y", "z", "re_p_bem", "im_p_bem"])
+        out.writerows([[repr(float(v)) for v in row] for row in rows])
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("bem-probes", help="BEM scattered pressure at probe points")
-    p.add_argument("--solution", required=True, help="HDF5 file of `wavescat solve`")
+    p.add_argument("--solution", required=True, nargs="+",
+                   help="HDF5 files of `wavescat solve` (one row per file and point, in this order)")
     p.add_argument("--points", required=True, help="JSON list of [x, y, z] points off the surface")
     p.add_argument("--incidence", type=int, default=0, help="incidence direction index")
-    p.add_argument("--out", required=True, help="CSV x,y,z,re_p_bem,im_p_bem")
+    p.add_argument("--out", required=True, help="CSV frequency_hz,x,y,z,re_p_bem,im_p_bem")
     p.set_defaults(func=bem_probes)

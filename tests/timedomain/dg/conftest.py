@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from wavescat.backend import get_backend
-from wavescat.timedomain.dg import BC_ABSORBING, BC_RIGID, BC_SCATTERER, AcousticsDG, box_tet_mesh, build_space
+from wavescat.timedomain.dg import (BC_ABSORBING, BC_IMPEDANCE, BC_RIGID, BC_SCATTERER, BC_SOFT, AcousticsDG,
+                                    box_tet_mesh, build_space)
 from wavescat.timedomain.dg.layout import VolumeTuning
 
 # (order, variant) of the volume kernel beyond the per-order defaults: each option value at
@@ -89,25 +90,32 @@ def pytest_generate_tests(metafunc):
 
 
 @functools.lru_cache(maxsize=None)
-def _case(order):
-    """All three boundary kinds on one 72-element mesh (scatterer at x=0, absorbing at x=1,
-    rigid else), with a random state, sponge and boundary data seeded by the order."""
+def _case(order, media=True):
+    """Every boundary kind on one 72-element mesh: scatterer faces at x = 0 (rigid, pressure
+    release and impedance by quadrant), absorbing at x = 1, rigid else; with media, the
+    elements of x < 1/3 are of a second medium (interface faces to the others). A random
+    state, sponge and boundary data seeded by the order."""
     def rule(centroids, normals):
-        return np.where(centroids[:, 0] < 1e-9, BC_SCATTERER,
+        y, z = centroids[:, 1], centroids[:, 2]
+        scatterer = np.where(y < 0.5, np.where(z < 0.5, BC_SCATTERER, BC_SOFT), BC_IMPEDANCE)
+        return np.where(centroids[:, 0] < 1e-9, scatterer,
                         np.where(centroids[:, 0] > 1 - 1e-9, BC_ABSORBING, BC_RIGID))
-    space = build_space(box_tet_mesh((3, 2, 2)), order, rule)
+    mesh = box_tet_mesh((3, 2, 2))
+    regions = (mesh.vertices[mesh.tets].mean(axis=1)[:, 0] < 1 / 3).astype(int) if media else None
+    space = build_space(mesh, order, rule, regions)
     rng = np.random.default_rng(order)
     q0 = rng.standard_normal((4, space.n_elements, space.ref.n_nodes))
     sigma = rng.uniform(0, 2, (space.n_elements, space.ref.n_nodes))
-    bvn = rng.standard_normal(len(space.boundary_codes))
-    return space, q0, sigma, bvn
+    data = rng.standard_normal((len(space.boundary_codes), 2))
+    return space, q0, sigma, data
 
 
-def make_solver(order, backend, precision, **gpu_tuning):
-    space, q0, sigma, bvn = _case(order)
+def make_solver(order, backend, precision, media=True, **gpu_tuning):
+    space, q0, sigma, data = _case(order, media)
     be = get_backend(backend)
     dg = AcousticsDG(space, be, precision, rho=1.3, c=0.7, sigma=sigma,
-                     boundary_velocity=lambda t: be.xp.asarray(bvn * np.cos(t)), **gpu_tuning)
+                     boundary_data=lambda t: be.xp.asarray(data * np.cos(t)),
+                     media={1: (2.1, 1.4)} if media else None, beta=0.6, **gpu_tuning)
     dg.set_state(q0)
     return dg
 

@@ -25,6 +25,21 @@ def test_verify_dg_writes_convergence_table(tmp_path):
     assert float(rows[2][4]) > 2.3 and plot.stat().st_size > 0
 
 
+def sphere_case(boundary=None, frequencies=(1 / (2 * np.pi),), order=1, ppw=3.0):
+    """A unit sphere in a unit medium (c = 1: k = 2 pi f) with incidence along +z."""
+    case = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": list(frequencies),
+            "incident": {"direction": [0, 0, 1]},
+            "dg_cross_check": {"order": order, "points_per_wavelength": ppw}}
+    if boundary:
+        case["boundary"] = boundary
+    return json.dumps(case)
+
+
+COARSE = ["--h-surface", "0.7", "--settle-periods", "0", "--dft-periods", "1", "--backend", "cpu",
+          "--sponge-gap", "0.1", "--sponge-width", "0.5"]
+UNIT_MEDIUM = json.dumps({"density": 1.0, "sound_speed": 1.0})
+
+
 def test_dg_scatter_coarse_run_near_exact_series(tmp_path, monkeypatch, capsys, caplog):
     """A deliberately coarse (N = 1, ~5k nodes) end-to-end run at ka = 1: amplitudes within
     20% of the exact rigid-sphere series; the time stepping reports rate and ETA."""
@@ -32,10 +47,8 @@ def test_dg_scatter_coarse_run_near_exact_series(tmp_path, monkeypatch, capsys, 
     probes = tmp_path / "probes.csv"
     probes.write_text("x,y,z\n1.4,0,0\n0,0,1.4\n0,0,-1.4\n")
     out, bem, summary = tmp_path / "dg.csv", tmp_path / "bem.csv", tmp_path / "dg_summary.json"
-    args = ["dg-scatter", "--radius", "1", "--k", "1", "--direction", "0", "0", "1",
-            "--probes", str(probes), "--out", str(out), "--order", "1", "--points-per-wavelength", "3",
-            "--h-surface", "0.7", "--settle-periods", "0", "--dft-periods", "1", "--backend", "cpu",
-            "--sponge-gap", "0.1", "--sponge-width", "0.5", "--summary", str(summary)]
+    args = ["dg-scatter", "--case", sphere_case(), "--medium", UNIT_MEDIUM,
+            "--probes", str(probes), "--out", str(out), "--summary", str(summary), *COARSE]
     with caplog.at_level("INFO"):
         assert main(args) == 0
     steps = [line for line in capsys.readouterr().err.splitlines() if line.startswith("DG scattering N=1")]
@@ -46,13 +59,14 @@ def test_dg_scatter_coarse_run_near_exact_series(tmp_path, monkeypatch, capsys, 
     assert run["sizes"] == "cpu" and run["tolerance"] == dg.DG_VS_BEM_TOLERANCE["cpu"]
     assert "dg-scatter on the CPU (requested cpu): CPU sizes order 1," in caplog.text
     rows = read(out)
-    assert rows[0] == ["x", "y", "z", "re_p_dg", "im_p_dg"]
+    assert rows[0] == ["frequency_hz", "x", "y", "z", "re_p_dg", "im_p_dg"]
     from wavescat.reference.rigid_sphere import scattered_field
 
-    pts = np.array([[float(v) for v in r[:3]] for r in rows[1:]])
-    p = np.array([float(r[3]) + 1j * float(r[4]) for r in rows[1:]])
+    pts = np.array([[float(v) for v in r[1:4]] for r in rows[1:]])
+    p = np.array([float(r[4]) + 1j * float(r[5]) for r in rows[1:]])
     exact = scattered_field(1.0, 1.0, [0, 0, 1], pts)
     assert np.linalg.norm(p - exact) / np.linalg.norm(exact) < 0.2
+    assert run["relative_l2_vs_exact"][0] == pytest.approx(np.linalg.norm(p - exact) / np.linalg.norm(exact))
     # the join with BEM values (here: the exact series standing in for them)
     bem.write_text("x,y,z,re_p_bem,im_p_bem\n" + "".join(
         f"{a},{b},{c},{float(e.real)!r},{float(e.imag)!r}\n" for (a, b, c), e in zip(pts, exact)))
@@ -69,21 +83,24 @@ def test_bad_order_is_reported_not_raised(tmp_path, capsys):
 
 
 def _scatter_args(**kw):
-    base = dict(order=4, points_per_wavelength=16.0, sponge_gap=0.5, sponge_width=1.0,
-                settle_periods=4.0, h_surface=None, radius=2.0, full_on_cpu=False)
+    base = dict(order=4, points_per_wavelength=16.0, sponge_gap=0.5, sponge_width=2.0,
+                settle_periods=4.0, dft_periods=2, h_surface=None, full_on_cpu=False)
     return argparse.Namespace(**{**base, **kw})
 
 
 def test_cpu_sizes_cap_the_gpu_sizes_only_on_the_cpu():
     cpu, gpu = Backend("cpu", np, "test cpu", reason="auto: no GPU"), Backend("gpu", np, "test gpu")
     args = _scatter_args()
-    assert dg._cpu_sizes(args, cpu) == "cpu"
+    assert dg._cpu_sizes(args, cpu, 2.0) == "cpu"
+    caps = dg.CPU_SIZES
     assert (args.order, args.points_per_wavelength, args.sponge_gap, args.sponge_width,
-            args.settle_periods) == (2, 6.0, 0.25, 0.5, 2.0)
-    assert args.h_surface == pytest.approx(0.3 * 2.0)  # coarser than 0.2 radii at the sphere
+            args.settle_periods, args.dft_periods) == (caps["order"], caps["points_per_wavelength"],
+                                                       caps["sponge_gap"], caps["sponge_width"],
+                                                       caps["settle_periods"], caps["dft_periods"])
+    assert args.h_surface == pytest.approx(caps["h_surface_radii"] * 2.0)  # coarser than 0.2 radii
     for backend, kw in ((gpu, {}), (cpu, {"full_on_cpu": True})):
         args = _scatter_args(**kw)
-        assert dg._cpu_sizes(args, backend) == "full"
+        assert dg._cpu_sizes(args, backend, 2.0) == "full"
         assert (args.order, args.points_per_wavelength, args.h_surface) == (4, 16.0, None)
 
 

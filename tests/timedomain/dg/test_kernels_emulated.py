@@ -50,6 +50,8 @@ def emulated(tmp_path_factory):
     cases = [(order, None) for order in range(1, 7)] + VOLUME_VARIANTS
     for (order, tuning), precision in itertools.product(cases, PRECISIONS):
         gpu_kernels(cuda, make_solver(order, "cpu", precision), order, tuning, precision)
+    for order, precision in itertools.product(range(1, 7), PRECISIONS):  # one medium: MEDIA 0
+        gpu_kernels(cuda, make_solver(order, "cpu", precision, media=False), order, None, precision)
     cuda.build()
     return cuda
 
@@ -59,12 +61,12 @@ def emulated_rhs(cuda, dg, order, tuning, precision, t):
     kernels = gpu_kernels(cuda, dg, order, tuning, precision)
     rhs = np.zeros_like(dg.q)
     kernels.volume(dg.q, rhs)
-    kernels.surface(dg.q, rhs, np.asarray(dg.boundary_velocity(t), dtype=dg.dtype))
+    kernels.surface(dg.q, rhs, np.asarray(dg.boundary_data(t), dtype=dg.dtype))
     return rhs
 
 
-def check(emulated, dg_solver, order, tuning, precision):
-    dg = dg_solver(order, "cpu", precision)
+def check(emulated, dg_solver, order, tuning, precision, media=True):
+    dg = dg_solver(order, "cpu", precision, media)
     want = dg.rhs(dg.q, 0.3).copy()
     got = emulated_rhs(emulated, dg, order, tuning, precision, 0.3)
     tol = 1e-11 if precision == "double" else 1e-5  # 3xTF32 included: one TF32 product fails
@@ -73,8 +75,10 @@ def check(emulated, dg_solver, order, tuning, precision):
 
 @pytest.mark.parametrize("precision", list(PRECISIONS))
 @pytest.mark.parametrize("order", range(1, 7))
-def test_default_kernels_match_cpu_twin(emulated, dg_solver, order, precision):
-    check(emulated, dg_solver, order, None, precision)
+@pytest.mark.parametrize("media", [True, False])
+def test_default_kernels_match_cpu_twin(emulated, dg_solver, order, precision, media):
+    """Every boundary kind, with and without a second medium (the surface kernel's MEDIA)."""
+    check(emulated, dg_solver, order, None, precision, media)
 
 
 @pytest.mark.parametrize("precision", list(PRECISIONS))

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 
-def rhs_pair(dg_solver, order, precision, **tuning):
-    cpu = dg_solver(order, "cpu", precision)
-    gpu = dg_solver(order, "gpu", precision, **tuning)
+def rhs_pair(dg_solver, order, precision, media=True, **tuning):
+    cpu = dg_solver(order, "cpu", precision, media)
+    gpu = dg_solver(order, "gpu", precision, media, **tuning)
     a = cpu.backend.asnumpy(cpu.rhs(cpu.q, 0.3)).copy()
     return a, gpu.backend.asnumpy(gpu.rhs(gpu.q, 0.3))
 
@@ -17,8 +17,10 @@ def tolerance(precision):
 @pytest.mark.gpu
 @pytest.mark.parametrize("order", range(1, 7))
 @pytest.mark.parametrize("precision", ["double", "single"])
-def test_rhs_cpu_and_gpu_agree(dg_solver, order, precision):
-    a, b = rhs_pair(dg_solver, order, precision)
+@pytest.mark.parametrize("media", [True, False])
+def test_rhs_cpu_and_gpu_agree(dg_solver, order, precision, media):
+    """Every boundary kind, with and without a second medium (the surface kernel's MEDIA)."""
+    a, b = rhs_pair(dg_solver, order, precision, media)
     np.testing.assert_allclose(b, a, atol=tolerance(precision) * np.abs(a).max())
 
 

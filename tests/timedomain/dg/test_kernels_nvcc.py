@@ -27,7 +27,9 @@ def sources(dtype, variants, tuner):
         ref = reference_tetrahedron(order)
         npn, itemsize = ref.n_nodes, np.dtype(dtype).itemsize
         kbs = default_elements_per_block(max(npn, 4 * ref.n_face_nodes))
-        yield f"N{order} surface", surface_source(npn, ref.n_face_nodes, ref.face_mask, dtype, kbs)
+        for media in (False, True):
+            yield f"N{order} surface{' media' if media else ''}", surface_source(npn, ref.n_face_nodes, ref.face_mask,
+                                                                                dtype, kbs, media)
         default = default_volume_tuning(npn, dtype)
         tunings = [default] + [t for o, t in variants if o == order]
         if tuner:

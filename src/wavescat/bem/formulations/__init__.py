@@ -63,10 +63,12 @@ class Boundary:
 
 
 def _series(module, **params) -> SimpleNamespace:
-    """`far_field(k, a, d, xhat, center)` and `monostatic_far_field(k, a, ds, center)` of a
-    sphere series module of reference/ with this boundary condition's parameters bound."""
+    """`far_field(k, a, d, xhat, center)`, `monostatic_far_field(k, a, ds, center)` and
+    `scattered_field(k, a, d, points, center)` of a sphere series module of reference/ with
+    this boundary condition's parameters bound."""
     return SimpleNamespace(far_field=partial(module.far_field, **params),
-                           monostatic_far_field=partial(module.monostatic_far_field, **params))
+                           monostatic_far_field=partial(module.monostatic_far_field, **params),
+                           scattered_field=partial(module.scattered_field, **params))
 
 
 def _osrc_options(osrc, group=None) -> dict:

@@ -39,35 +39,66 @@ def _volume(q, geo, D, sigma, out, inv_rho, rhoc2):
                     out[fld, k, n] -= sigma[k, n] * q[fld, k, n]
 
 
+@njit(cache=True, fastmath=True, inline="always")
+def _ghost(code, pm, um, uinc, pinc, z, beta):
+    """Exterior (p, u) of a boundary node from the interior (pm, um) of impedance z = rho c:
+    u the normal velocity along the outward normal, (uinc, pinc) the incident field there."""
+    if code == 2:  # absorbing: zero exterior state
+        return 0.0, 0.0
+    if code == 3:  # pressure-release scatterer: p_s = -p_inc, mirrored
+        return -pm - 2.0 * pinc, um
+    if code == 4:  # admittance beta: the total field's outgoing characteristic w = p + z u
+        w = pm + pinc + z * (um + uinc)  # meets u = beta p / z on the wall
+        return w / (1.0 + beta) - pinc, beta * w / (z * (1.0 + beta)) - uinc
+    if code == 1:  # rigid scatterer: v_s.n = -v_inc.n
+        return pm, -um - 2.0 * uinc
+    return pm, -um  # rigid wall
+
+
 @njit(parallel=True, cache=True, fastmath=True)
-def _surface(q, vmap_m, vmap_p, face_geo, bvn, lift, out, rho, c, rhoc2, alpha):
+def _surface(q, vmap_m, vmap_p, face_geo, bdata, partner, mat, lift, out, rho, c, rhoc2, alpha, beta):
     n_el, npn = q.shape[1], q.shape[2]
     nfn = vmap_m.shape[1]
     nfp = nfn // 4
     qf = q.reshape(4, n_el * npn)
+    z0 = rho * c
+    media = mat.shape[0] > 0
     for k in prange(n_el):
         flux = np.empty((4, nfn), dtype=q.dtype)
+        zm = mat[k, 0] if media else 1.0
+        sm = mat[k, 1] if media else 1.0
         for fn in range(nfn):
             f = fn // nfp
             nx, ny, nz, fs = face_geo[k, f, 0], face_geo[k, f, 1], face_geo[k, f, 2], face_geo[k, f, 3]
             im = vmap_m[k, fn]
             pm = qf[0, im]
-            vnm = nx * qf[1, im] + ny * qf[2, im] + nz * qf[3, im]
+            um = (nx * qf[1, im] + ny * qf[2, im] + nz * qf[3, im]) / zm
             ip = vmap_p[k, fn]
-            if ip >= 0:
-                dp = pm - qf[0, ip]
-                dvn = vnm - (nx * qf[1, ip] + ny * qf[2, ip] + nz * qf[3, ip])
-            else:
+            zp = zm
+            code = j = 0
+            if ip < 0:
                 dec = -1 - ip
-                code = dec & 3
-                if code == 2:  # absorbing: zero exterior state
-                    dp, dvn = pm, vnm
-                else:  # rigid wall / scatterer: mirrored normal velocity
-                    dp, dvn = 0.0, 2.0 * vnm
-                    if code == 1:
-                        dvn += 2.0 * bvn[dec >> 2]
-            fp = 0.5 * (rhoc2 * dvn - alpha * c * dp) * fs
-            fv = 0.5 * (dp / rho - alpha * c * dvn) * fs
+                code, j = dec & 7, dec >> 3
+                if code == 5:  # interface: the neighbour's field plus the data (signed incident field)
+                    ip = partner[j]
+            if ip >= 0:
+                if media:
+                    zp = mat[ip // npn, 0]
+                pp = qf[0, ip]
+                up = (nx * qf[1, ip] + ny * qf[2, ip] + nz * qf[3, ip]) / zp
+                if vmap_p[k, fn] < 0:
+                    up += bdata[j, 0]
+                    pp += bdata[j, 1]
+            else:
+                uinc = bdata[j, 0] if bdata.shape[0] else 0.0
+                pinc = bdata[j, 1] if bdata.shape[0] else 0.0
+                pp, up = _ghost(code, pm, um, uinc, pinc, z0 * zm, beta)
+            # upwind flux between impedances zm, zp (relative to z0): u_m - u*, p_m - p*
+            dp, du = pm - pp, um - up
+            a = (zp * du - alpha * dp / z0) / (zm + zp)
+            b = zm * (dp - alpha * z0 * zp * du) / (zm + zp)
+            fp = sm * zm * rhoc2 * a * fs
+            fv = sm * b / rho * fs
             flux[0, fn], flux[1, fn], flux[2, fn], flux[3, fn] = fp, nx * fv, ny * fv, nz * fv
         for n in range(npn):
             a0 = a1 = a2 = a3 = 0.0
@@ -97,17 +128,19 @@ class CpuKernels:
         self.ops = ops
         self.D = np.ascontiguousarray(np.stack([ops.Dr, ops.Ds, ops.Dt]))
         self.no_sigma = np.zeros((0, 0), dtype=ops.geo.dtype)
-        self.no_bvn = np.zeros(0, dtype=ops.geo.dtype)
+        self.no_data = np.zeros((0, 2), dtype=ops.geo.dtype)
+        self.mat = self.no_data if ops.media is None else ops.media
 
     def volume(self, q, out):
         o = self.ops
         sigma = self.no_sigma if o.sigma is None else o.sigma
         _volume(q, o.geo, self.D, sigma, out, 1.0 / o.rho, o.rhoc2)
 
-    def surface(self, q, out, boundary_vn):
+    def surface(self, q, out, boundary_data):
         o = self.ops
-        bvn = self.no_bvn if boundary_vn is None else np.asarray(boundary_vn, dtype=o.geo.dtype)
-        _surface(q, o.vmap_m, o.vmap_p, o.face_geo, bvn, o.lift, out, o.rho, o.c, o.rhoc2, o.alpha)
+        data = self.no_data if boundary_data is None else np.asarray(boundary_data, dtype=o.geo.dtype)
+        _surface(q, o.vmap_m, o.vmap_p, o.face_geo, data, o.partner, self.mat, o.lift, out, o.rho, o.c,
+                 o.rhoc2, o.alpha, o.beta)
 
     @staticmethod
     def update(q, res, rhs, a, b, dt):

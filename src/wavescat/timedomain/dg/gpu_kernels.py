@@ -43,8 +43,8 @@ class GpuKernels:
         self._dynamic_shared = self.layout.shared_bytes if self.layout.shared_bytes > STATIC_SHARED_LIMIT else 0
         if self._dynamic_shared:
             self._vol.max_dynamic_shared_size_bytes = self._dynamic_shared
-        surf = xp.RawModule(code=surface_source(npn, nfn // 4, ops.face_mask, self.dtype, self.kbs),
-                            options=NVRTC_OPTIONS)
+        surf = xp.RawModule(code=surface_source(npn, nfn // 4, ops.face_mask, self.dtype, self.kbs,
+                                                ops.media is not None), options=NVRTC_OPTIONS)
         self._surf = surf.get_function("dg_surface")
         self._upd = surf.get_function("lserk_update")
         self.D = volume_operators(ops.Dr, ops.Ds, ops.Dt, self.tuning, self.layout, xp)
@@ -53,6 +53,8 @@ class GpuKernels:
         self.scalar = self.dtype.type
         self.sms = xp.cuda.Device().attributes["MultiProcessorCount"]
         self._empty = xp.zeros(1, dtype=self.dtype)
+        self._partner = ops.partner if ops.partner.size else xp.full(1, -1, dtype=np.int64)
+        self._media = ops.media if ops.media is not None else self._empty
 
     def volume(self, q, out):
         o, k = self.ops, self.ops.geo.shape[0]
@@ -61,13 +63,13 @@ class GpuKernels:
                   (np.int32(k), q, o.geo, self.D, sigma, out, self.scalar(1 / o.rho), self.scalar(o.rhoc2)),
                   shared_mem=self._dynamic_shared)
 
-    def surface(self, q, out, boundary_vn):
+    def surface(self, q, out, boundary_data):
         o, k = self.ops, self.ops.geo.shape[0]
-        bvn = boundary_vn if boundary_vn is not None and boundary_vn.size else self._empty
+        data = boundary_data if boundary_data is not None and boundary_data.size else self._empty
         s = self.scalar
         self._surf((-(-k // self.kbs),), (self.surf_threads,),
-                   (np.int32(k), q, o.vmap_p, o.face_geo, bvn, self.L, out,
-                    s(o.rho), s(o.c), s(o.rhoc2), s(o.alpha)))
+                   (np.int32(k), q, o.vmap_p, o.face_geo, data, self._partner, self._media, self.L, out,
+                    s(o.rho), s(o.c), s(o.rhoc2), s(o.alpha), s(o.beta)))
 
     def update(self, q, res, rhs, a, b, dt):
         s = self.scalar

@@ -3,6 +3,12 @@ upwind flux), advanced by the 5-stage low-storage RK4 of Carpenter & Kennedy.
 
 `AcousticsDG` holds the state q[4, K, Np] = (p, v_x, v_y, v_z) on the chosen backend and
 calls the volume / surface / update kernels (GPU RawKernels or their NumPy twin).
+
+Several media (a fluid body in the surrounding fluid): an element of impedance and sound-speed
+ratios z = rho c / (rho0 c0), s = c / c0 to the reference medium (rho0, c0) stores v' = z v.
+Its equations p_t + s rho0 c0^2 div v' = 0, v'_t + (s / rho0) grad p = 0 are the reference
+medium's with the affine factors scaled by s, so the volume kernel is that of one medium; the
+surface kernel's upwind flux between impedances z_m, z_p couples the media.
 """
 from __future__ import annotations
 
@@ -42,9 +48,12 @@ class DeviceOperators:
     vmap_p: Any  # (K, 4 Nfp) int64
     face_mask: np.ndarray  # host copy (baked into the GPU source)
     sigma: Any  # (K, Np) sponge damping rate or None
+    partner: Any  # (Nb,) int64: the neighbour's node of interface face nodes (space.boundary_partner)
+    media: Any  # (K, 2) impedance and sound-speed ratios (z, s) of each element, or None: one medium
     rho: float
     c: float
     alpha: float
+    beta: float  # admittance of BC_IMPEDANCE faces
 
     @property
     def rhoc2(self) -> float:
@@ -52,19 +61,27 @@ class DeviceOperators:
 
 
 class AcousticsDG:
-    """Nodal DG acoustics on `space`.
+    """Nodal DG acoustics on `space`, in the medium (rho, c) and, in the space's regions r > 0,
+    media[r] = (rho_r, c_r).
 
-    boundary_velocity(t) -> (Nb,) array of the backend: the normal incident velocity
-    v_inc . n at the boundary face nodes (used at scatterer nodes, where the ghost state
-    makes v_scat . n = -v_inc . n). sigma: optional (K, Np) damping rate of a sponge layer.
+    boundary_data(t) -> (Nb, 2) array of the backend: the incident field (v_inc . n, p_inc) at
+    the boundary face nodes, n the element's outward normal (read at scatterer nodes; at
+    interface nodes the sign that turns the neighbour's field into the element's: + inside a
+    body, - outside). sigma: optional (K, Np) damping rate of a sponge layer. beta: the
+    admittance of impedance faces (v_tot . n = beta p_tot / (rho c), n into the body).
     """
 
     def __init__(self, space: DGSpace, backend: Backend | str = "cpu", precision: str = "double",
                  rho: float = 1.0, c: float = 1.0, upwind: float = 1.0, sigma=None,
-                 boundary_velocity: Callable[[float], Any] | None = None, **gpu_tuning):
+                 boundary_data: Callable[[float], Any] | None = None, media: dict | None = None,
+                 beta: float = 0.0, **gpu_tuning):
         for name, value in (("rho", rho), ("c", c)):
             if not (np.isfinite(value) and value > 0):
                 raise InputError(f"medium {name} = {value!r}: must be positive")
+        if not (np.isfinite(beta) and beta >= 0):
+            raise InputError(f"admittance beta = {beta!r}: the time domain takes a real, passive "
+                              "admittance (a finite number >= 0)")
+        ratios = _media_ratios(space.regions, rho, c, media)
         self.space = space
         self.backend = backend if isinstance(backend, Backend) else get_backend(backend)
         self.dtype = real_dtype(precision)
@@ -72,15 +89,19 @@ class AcousticsDG:
         ref = space.ref
         put = lambda a: xp.asarray(np.ascontiguousarray(a, dtype=self.dtype))  # noqa: E731
         face_geo = np.concatenate([space.normals, space.fscale[..., None]], axis=2)
+        geo = space.geo if ratios is None else space.geo * ratios[:, 1:]
+        self._speed = np.ones(space.n_elements) if ratios is None else ratios[:, 1]
         self.ops = DeviceOperators(
-            put(ref.Dr), put(ref.Ds), put(ref.Dt), put(ref.lift), put(space.geo), put(face_geo),
+            put(ref.Dr), put(ref.Ds), put(ref.Dt), put(ref.lift), put(geo), put(face_geo),
             xp.asarray(space.vmap_m), xp.asarray(space.vmap_p), ref.face_mask,
-            None if sigma is None else put(sigma), float(rho), float(c), float(upwind))
+            None if sigma is None else put(sigma), xp.asarray(space.boundary_partner),
+            None if ratios is None else put(ratios), float(rho), float(c), float(upwind), float(beta))
         if self.backend.is_gpu:
             self.kernels = GpuKernels(self.ops, xp, **gpu_tuning)
         else:
             self.kernels = CpuKernels(self.ops)
-        self.boundary_velocity = boundary_velocity
+        self.boundary_data = boundary_data
+        self._no_data = xp.zeros((len(space.boundary_codes), 2), dtype=self.dtype)
         shape = (4, space.n_elements, ref.n_nodes)
         self.q = xp.zeros(shape, dtype=self.dtype)
         self._res = xp.zeros(shape, dtype=self.dtype)
@@ -88,6 +109,8 @@ class AcousticsDG:
         self.t = 0.0
         mass = put(ref.mass)
         self._mass_j = (mass, put(space.jacobian))
+        # energy weight of an element: 1 / (z s) (its rho c^2 and rho over the reference's, and v = v' / z)
+        self._energy_weight = np.ones(space.n_elements) if ratios is None else 1 / ratios.prod(axis=1)
 
     # -- state -------------------------------------------------------------
     def set_state(self, q: np.ndarray, t: float = 0.0) -> None:
@@ -101,18 +124,19 @@ class AcousticsDG:
     def rhs(self, q, t: float, out=None):
         out = self._rhs if out is None else out
         self.kernels.volume(q, out)
-        bvn = None
-        if self.boundary_velocity is not None:
-            bvn = self.xp.asarray(self.boundary_velocity(t), dtype=self.dtype)
-        self.kernels.surface(q, out, bvn)
+        if self.boundary_data is not None:
+            data = self.xp.asarray(self.boundary_data(t), dtype=self.dtype)
+        else:  # no incident field: zeros where the kernels read one (scatterer, interface nodes)
+            data = self._no_data
+        self.kernels.surface(q, out, data)
         return out
 
     def stable_dt(self, cfl: float = 0.75) -> float:
         """CFL step dt = cfl / (c N^2 max Fscale): the fastest mode scales with c N^2 / h
         (N^2 replaced by 2 at N = 1, whose spectral radius is relatively larger; cfl = 1 is
-        unstable there, 0.75 is stable for N = 1..6 on gmsh meshes)."""
+        unstable there, 0.75 is stable for N = 1..6 on gmsh meshes); c the element's."""
         n = self.space.ref.order
-        return cfl / (self.ops.c * max(n * n, 2) * float(self.space.fscale.max()))
+        return cfl / (self.ops.c * max(n * n, 2) * float((self.space.fscale.max(axis=1) * self._speed).max()))
 
     def step(self, dt: float) -> None:
         for a, b, c in zip(LSERK4_A, LSERK4_B, LSERK4_C):
@@ -137,7 +161,7 @@ class AcousticsDG:
         xp, (mass, jac) = self.xp, self._mass_j
         q = self.q.astype(np.float64)
         mq = q @ mass.astype(np.float64)
-        per = (mq * q).sum(axis=2) * jac.astype(np.float64)  # (4, K)
+        per = (mq * q).sum(axis=2) * jac.astype(np.float64) * xp.asarray(self._energy_weight)  # (4, K)
         o = self.ops
         return float(0.5 * (per[0].sum() / o.rhoc2 + o.rho * per[1:].sum()))
 
@@ -147,3 +171,22 @@ class AcousticsDG:
         e = self.backend.asnumpy(self.q[field]).astype(np.float64) - exact
         m = self.backend.asnumpy(mass).astype(np.float64)
         return float(np.sqrt(((e @ m) * e).sum(axis=1) @ self.backend.asnumpy(jac).astype(np.float64)))
+
+
+def _media_ratios(regions: np.ndarray, rho: float, c: float, media: dict | None):
+    """(K, 2) impedance and sound-speed ratios (z, s) of each element to (rho, c), or None
+    where every element is in that medium."""
+    media = dict(media or {})
+    used = set(np.unique(regions).tolist()) - {0}
+    if used - set(media):
+        raise InputError(f"mesh regions {sorted(used - set(media))} have no medium (rho, c)")
+    if not used:
+        return None
+    table = np.ones((max(used) + 1, 2))
+    for r in used:
+        rho_r, c_r = (float(v) for v in media[r])
+        if not (np.isfinite(rho_r) and rho_r > 0 and np.isfinite(c_r) and c_r > 0):
+            raise InputError(f"medium of region {r}: density {rho_r!r} and sound speed {c_r!r} "
+                              "must be positive")
+        table[r] = rho_r * c_r / (rho * c), c_r / c
+    return table[regions]

@@ -1,9 +1,12 @@
 """The nodal DG space on a tetrahedral mesh: physical nodes, affine geometric factors,
 outward normals and face scalings, and the face-node maps vmapM / vmapP.
 
-Boundary face nodes carry a code instead of a neighbour: vmapP = -1 - (4 j + code), with j
-the node's index among all boundary face nodes (into boundary data such as the incident
-normal velocity) and code one of BC_RIGID, BC_SCATTERER, BC_ABSORBING.
+Boundary face nodes carry a code instead of a neighbour: vmapP = -1 - (8 j + code), with j
+the node's index among all boundary face nodes (into boundary data: the incident normal
+velocity and pressure) and code one of the BC_* below. Faces between elements of different
+regions (a fluid body inside the surrounding medium) are boundary faces too, of code
+BC_INTERFACE: their data turn the neighbour's field into the element's own (the total field
+inside a body, the scattered field outside), and `boundary_partner` holds the neighbour's node.
 """
 from __future__ import annotations
 
@@ -16,7 +19,12 @@ from ...errors import InputError, MeshError
 from .mesh import FACE_VERTICES, TetMesh, face_connectivity
 from .reference import ReferenceTetrahedron, reference_tetrahedron
 
-BC_RIGID, BC_SCATTERER, BC_ABSORBING = 0, 1, 2
+# rigid wall; the scatterer's surface, rigid (v_s.n = -v_inc.n), pressure-release
+# (p_s = -p_inc) or of an admittance (the impedance condition on the total field); the
+# characteristic absorbing boundary; the interface of two regions
+BC_RIGID, BC_SCATTERER, BC_ABSORBING, BC_SOFT, BC_IMPEDANCE, BC_INTERFACE = 0, 1, 2, 3, 4, 5
+BC_CODES = (BC_RIGID, BC_SCATTERER, BC_ABSORBING, BC_SOFT, BC_IMPEDANCE)  # of outer faces
+CODE_BITS = 3  # vmapP = -1 - (j << CODE_BITS | code)
 BoundaryRule = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
@@ -34,6 +42,9 @@ class DGSpace:
     boundary_xyz: np.ndarray  # (Nb, 3) boundary face nodes, in the order of j
     boundary_normals: np.ndarray  # (Nb, 3)
     boundary_codes: np.ndarray  # (Nb,)
+    boundary_elements: np.ndarray  # (Nb,) element of each boundary face node
+    boundary_partner: np.ndarray  # (Nb,) BC_INTERFACE: the neighbour's node index; else -1
+    regions: np.ndarray  # (K,) region of each element (0: the surrounding medium)
 
     @property
     def n_elements(self) -> int:
@@ -75,11 +86,16 @@ def _match_face_nodes(xm: np.ndarray, xp: np.ndarray, tol: float, chunk: int = 8
     return perm
 
 
-def build_space(mesh: TetMesh, order: int, boundary: BoundaryRule | int = BC_RIGID) -> DGSpace:
+def build_space(mesh: TetMesh, order: int, boundary: BoundaryRule | int = BC_RIGID,
+                regions: np.ndarray | None = None) -> DGSpace:
     """DG space of `order` on `mesh`; `boundary` is one code for every boundary face or a
-    function (face centroids (F, 3), outward normals (F, 3)) -> codes (F,)."""
+    function (face centroids (F, 3), outward normals (F, 3)) -> codes (F,); `regions` (K,)
+    ints, default all 0: faces between regions become BC_INTERFACE faces."""
     ref = reference_tetrahedron(order)
     k, npn, nfp = mesh.n_elements, ref.n_nodes, ref.n_face_nodes
+    regions = np.zeros(k, np.int64) if regions is None else np.asarray(regions, np.int64)
+    if regions.shape != (k,):
+        raise InputError(f"regions: one per element ({k}), got shape {regions.shape}")
     v = mesh.vertices[mesh.tets]  # (K, 4, 3)
     lam = np.stack([-(1 + ref.r + ref.s + ref.t), 1 + ref.r, 1 + ref.s, 1 + ref.t]) / 2  # (4, Np)
     xyz = np.einsum("vn,kvd->dkn", lam, v)
@@ -103,19 +119,24 @@ def build_space(mesh: TetMesh, order: int, boundary: BoundaryRule | int = BC_RIG
     vmap_p[ki, fi] = k2[:, None] * npn + ref.face_mask[f2[:, None], perm]
 
     kb, fb = np.nonzero(~interior)
+    codes = np.zeros(0, np.int64)
     if kb.size:
         centroids = v[kb[:, None], FACE_VERTICES[fb]].mean(axis=1)
         codes = np.broadcast_to(np.asarray(boundary(centroids, normals[kb, fb]) if callable(boundary)
                                            else boundary, dtype=np.int64), (kb.size,))
-        if not np.isin(codes, (BC_RIGID, BC_SCATTERER, BC_ABSORBING)).all():
+        if not np.isin(codes, BC_CODES).all():
             raise InputError(f"boundary codes {np.unique(codes).tolist()}: must be rigid (0), "
-                              "scatterer (1) or absorbing (2)")
-        node_codes = np.repeat(codes, nfp)
-        j = np.arange(kb.size * nfp)
-        vmap_p[kb, fb] = (-1 - (4 * j + node_codes)).reshape(kb.size, nfp)
-        b_xyz = x_face[kb, fb].reshape(-1, 3)
-        b_normals = np.repeat(normals[kb, fb], nfp, axis=0)
-    else:
-        node_codes, b_xyz, b_normals = np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))
+                              "scatterer (1), absorbing (2), pressure-release scatterer (3) or "
+                              "impedance scatterer (4)")
+    # faces between regions, seen from each side, after the boundary faces
+    across = interior & (regions[e2e] != regions[:, None])
+    ka, fa = np.nonzero(across)
+    kb, fb = np.concatenate([kb, ka]), np.concatenate([fb, fa])
+    partner = np.concatenate([np.full(codes.size * nfp, -1, np.int64), vmap_p[ka, fa].ravel()])
+    node_codes = np.repeat(np.concatenate([codes, np.full(ka.size, BC_INTERFACE)]), nfp)
+    j = np.arange(kb.size * nfp)
+    vmap_p[kb, fb] = (-1 - ((j << CODE_BITS) | node_codes)).reshape(kb.size, nfp)
+    b_xyz = x_face[kb, fb].reshape(-1, 3)
+    b_normals = np.repeat(normals[kb, fb], nfp, axis=0).reshape(-1, 3)
     return DGSpace(mesh, ref, xyz, geo, jac, normals, fscale, vmap_m, vmap_p.reshape(k, 4 * nfp),
-                   b_xyz, b_normals, node_codes)
+                   b_xyz, b_normals, node_codes, np.repeat(kb, nfp), partner, regions)

@@ -2,6 +2,7 @@
 Tests that run Snakemake do so in a temporary copy of the repository (`repo`, `snakemake`),
 never in the user's working tree: results/ or .snakemake/ left there by a real run must
 neither change a test's outcome nor be touched by it."""
+import os
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,18 @@ from pathlib import Path
 import pytest
 
 from wavescat.backend import get_backend, gpu_available
+
+
+def pytest_configure(config):
+    """Where a SLURM client is installed but no controller answers `scontrol ping`, the tests'
+    Snakemake runs see no SLURM configuration (SLURM_CONF=/dev/null): Snakemake loads the SLURM
+    executor plugin on every start, and the plugin asks `scontrol show config` for MinJobAge,
+    which waits 9 s for the controller that is down (then gives up, as it does at once
+    without a configuration). The runs that use SLURM skip without a controller anyway
+    (test_cluster._slurm_ready)."""
+    if shutil.which("scontrol") and subprocess.run(
+            ["scontrol", "ping"], capture_output=True, timeout=60).returncode != 0:
+        os.environ["SLURM_CONF"] = os.devnull
 
 
 def pytest_collection_modifyitems(config, items):

@@ -102,6 +102,8 @@ def run(args, case, medium, mesh, ranks, reduction):
         res["iterations"] = f["iterations"][()]
     res["parallel"] = json.loads(res["parallel"])
     res["wall"] = wall
+    res["osrc"] = [line.strip() for line in (Path(args.work) / f"{tag}.log").read_text().splitlines()
+                   if "OSRC:" in line]
     return res
 
 
@@ -122,7 +124,10 @@ def report(res, first):
         device = f", device pool {r['device_pool_bytes'] / GIB:.2f} GiB" \
             if "device_pool_bytes" in r else ""
         say(f"  rank {r['rank']}: operators {r['operator_bytes'] / GIB:.3f} GiB, host peak "
-            f"{r['host_peak_bytes'] / GIB:.2f} GiB{device}")
+            f"{r['host_peak_bytes'] / GIB:.2f} GiB{device}, {r.get('threads', '?')} threads ({r.get('blas_threads', '?')} "
+            f"BLAS) on {r.get('cpus', '?')} CPUs")
+    for line in res.get("osrc", []):
+        say(f"  rank 0: {line}")
     if first is not None and first is not res:
         a, b = first["far_field"], res["far_field"]
         rel = float(np.linalg.norm(b - a) / np.linalg.norm(a))

@@ -1,7 +1,8 @@
 """The block-triangular preconditioner of the Müller system
-(bem/formulations/muller_preconditioner.py): the preconditioned product is A P^{-1}, the preconditioned gas sphere matches the exact
-series as the unpreconditioned one does, in far fewer GMRES iterations (counts are
-deterministic), on the dense and the H-matrix format, and the setting's choices."""
+(bem/formulations/muller_preconditioner.py): the preconditioned product is A P^{-1}, the
+preconditioned gas sphere matches the exact series as the unpreconditioned one does, in far
+fewer GMRES iterations (counts are deterministic), on the dense and the H-matrix format,
+and the setting's choices."""
 import dataclasses
 import importlib.util
 import math
@@ -10,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from wavescat.bem.assembly.hmatrix import assemble_hmatrix
 from wavescat.bem.discretisation.spaces import p1
 from wavescat.bem.formulations.burton_miller import plane_wave_data
-from wavescat.bem.formulations.muller_preconditioner import chosen
+from wavescat.bem.formulations.muller_preconditioner import chosen, factor_dtype
 from wavescat.bem.formulations.osrc import mass_and_stiffness
 from wavescat.bem.formulations.transmission import MullerTransmission
 from wavescat.bem.linalg.gmres import gmres
@@ -125,17 +127,32 @@ def _solves(mesh, ka, direction, receivers, solver=None, tols=(1e-5,)):
 
 
 def test_hmatrix_format_gives_the_same_iterations():
-    """The H-matrix operators are densified for the factors: the same few iterations."""
+    """The H-matrix operators are densified for the factors: the same few iterations, and
+    the factors take the precision the blocks are stored in (complex64 for single storage),
+    with the answer of double storage."""
     mesh = match_volume(icosphere(2), 4 / 3 * math.pi)[0]
     its = {}
-    for fmt in ("dense", "hmatrix"):
-        solves = _solves(mesh, KA, D, 7, {"operator_format": fmt,
-                                          "hmatrix": {"leaf_size": 16, "eps": 1e-6}})
-        its.update({(fmt, name): value for (name, _), value in solves.items()})
-    assert its["hmatrix", "block_triangular"][0] <= 4, its
-    assert its["hmatrix", "none"][0] > 2 * its["hmatrix", "block_triangular"][0], its
-    np.testing.assert_allclose(its["hmatrix", "block_triangular"][1], its["dense", "none"][1],
-                               rtol=1e-3)
+    for fmt, storage in (("dense", "double"), ("hmatrix", "double"), ("hmatrix", "single")):
+        solves = _solves(mesh, KA, D, 7, {"operator_format": fmt, "hmatrix": {
+            "leaf_size": 16, "eps": 1e-6, "storage": storage}})
+        its.update({(fmt, storage, name): value for (name, _), value in solves.items()})
+    assert its["hmatrix", "double", "block_triangular"][0] <= 4, its
+    assert its["hmatrix", "double", "none"][0] > 2 * its["hmatrix", "double", "block_triangular"][0]
+    np.testing.assert_allclose(its["hmatrix", "double", "block_triangular"][1],
+                               its["dense", "double", "none"][1], rtol=1e-3)
+    single = its["hmatrix", "single", "block_triangular"]
+    double = its["hmatrix", "double", "block_triangular"]
+    assert single[0] <= double[0] + 1, its
+    assert np.abs(single[1] - double[1]).max() <= 1e-4 * np.abs(double[1]).max(), its
+
+
+def test_factor_precision_follows_the_storage():
+    space = p1(icosphere(1))
+    for storage, dtype in (("double", np.complex128), ("single", np.complex64)):
+        op = assemble_hmatrix("double_layer", space, space, 2.0, backend="cpu", leaf_size=8,
+                              eta=3.0, eps=1e-4, storage=storage)
+        assert factor_dtype(op) == dtype
+    assert factor_dtype(np.zeros((2, 2))) == np.complex128  # a dense operator's own precision
 
 
 def test_setting_choices():

@@ -4,6 +4,8 @@ import pytest
 import scipy.special as ss
 
 from wavescat.bem.discretisation import spaces
+from wavescat.bem.formulations import osrc
+from wavescat.bem.formulations.burton_miller import solve_real_spd
 from wavescat.bem.formulations.osrc import (OsrcNtD, characteristic_radius, mass_and_stiffness,
                                             pade_coefficients, pade_sqrt)
 from wavescat.errors import InputError
@@ -92,3 +94,73 @@ def test_damping_scales_with_the_given_radius(radius):
         y = ss.eval_legendre(l, z)
         lam = (op.apply(y) @ op.mass @ y) / (y @ op.mass @ y)
         assert abs(lam - _osrc_symbol(l, k, radius)) < 1e-3 * abs(_osrc_symbol(l, k, radius))
+
+
+
+class _Ranks:
+    """R ranks of one solve played in one process, twice: in the first pass each rank's
+    `sum` records its partial sum, in the second it returns the sum of the recorded ones
+    (what MPI's allreduce gives every rank)."""
+
+    def __init__(self, size):
+        self.size, self.partials, self.reducing = size, {}, False
+
+    def rank(self, r):
+        ranks = self
+
+        class Rank:
+            rank, size = r, ranks.size
+
+            @staticmethod
+            def sum(partial):
+                if ranks.reducing:
+                    return sum(ranks.partials.values())
+                ranks.partials[r] = partial
+                return partial
+        return Rank()
+
+
+def _shared_maps(space, ranks, terms):
+    group = _Ranks(ranks)
+    maps = [OsrcNtD(space, 3.0, pade_terms=terms, group=group.rank(r)) for r in range(ranks)]
+    assert sorted(len(m._terms) for m in maps) == sorted(len(range(r, terms, ranks))
+                                                         for r in range(ranks))
+    return group, maps
+
+
+@pytest.mark.parametrize("ranks, terms, columns", [(2, 8, 1), (3, 8, 5), (3, 2, 2)])
+def test_ranks_sharing_the_pade_terms_give_the_whole_map(ranks, terms, columns):
+    """Each rank factorises its own Padé terms (none where there are more ranks than
+    terms), and with the sum over the ranks of their partial series every rank applies the
+    one-process NtD map, to narrow and wide blocks."""
+    space = spaces.p1(icosphere(2))
+    want_map = OsrcNtD(space, 3.0, pade_terms=terms)
+    group, maps = _shared_maps(space, ranks, terms)
+    y = np.random.default_rng(3).standard_normal((space.n_dofs, columns)) + 0j
+    for m in maps:
+        m.apply_to_weak(y)
+    group.reducing = True
+    want = want_map.apply_to_weak(y)
+    for m in maps:
+        assert np.abs(m.apply_to_weak(y) - want).max() <= 1e-12 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("ranks, terms", [(3, 2)])
+def test_ranks_sharing_the_pade_terms_on_the_device(emulated_gpu, monkeypatch, ranks, terms):
+    """The device's one-launch solve of a rank's own terms (and of the mass matrix beside
+    them), summed over the ranks, is the one-process map."""
+    space = spaces.p1(icosphere(2))
+    want_map = OsrcNtD(space, 3.0, pade_terms=terms)
+    mass_lu = osrc.factorise(want_map.mass)
+    rng = np.random.default_rng(5)
+    y, b = (rng.standard_normal((space.n_dofs, 4)) + 1j * rng.standard_normal((space.n_dofs, 4))
+            for _ in range(2))
+    want = want_map.apply_to_weak(y), solve_real_spd(mass_lu, b)
+    group, maps = _shared_maps(space, ranks, terms)
+    monkeypatch.setattr(osrc, "array_module", lambda a: emulated_gpu.xp)
+    for m in maps:
+        m.apply_to_weak_beside(y, mass_lu, b)
+    group.reducing = True
+    for m in maps:
+        for g, w in zip(m.apply_to_weak_beside(y, mass_lu, b), want):
+            assert np.abs(g - w).max() <= 1e-11 * np.abs(w).max()

@@ -106,9 +106,10 @@ def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None,
     timings["assembly"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     # on several ranks the fluid preconditioner's choice from the least free memory of any
-    # rank, so that every rank takes the same path
+    # rank, so that every rank takes the same path; the ranks share the OSRC Padé terms
     free = None if ranks.size == 1 else ranks.min(available_bytes(be))
-    system = formulation.system(space, k, ops, settings, xp=be.xp, free_bytes=free)
+    system = formulation.system(space, k, ops, settings, xp=be.xp, free_bytes=free,
+                                group=None if ranks.size == 1 else ranks)
     timings["preconditioner"] = time.perf_counter() - t0
     return Assembled(formulation, space, fmt, ops, system, be, timings)
 

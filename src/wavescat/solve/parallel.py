@@ -5,11 +5,12 @@ a workstation, `srun` on a SLURM cluster; workflow/rules/bem.smk). Every rank ru
 solve (solve/driver.py) with the same inputs, except for the operators: each rank assembles
 and keeps only its share of every H-matrix's blocks (bem/assembly/hmatrix/distributed.py), and
 a product with an operator is the sum over the ranks of their partial products (`Ranks.sum`,
-an allreduce). Everything else is replicated, identical on every rank, because it is cheap
-beside the operators (bench/README.md, "One solve over several ranks"): the OSRC
-preconditioner's sparse factors, GMRES and its Krylov basis (each rank's GMRES sees the same
-reduced products, so every rank takes the same steps and no vector is sent besides the
-products). The far field is computed and the result written by rank 0 alone.
+an allreduce). The OSRC preconditioner's Padé terms are shared out too (each rank factorises
+and solves its own, bem/formulations/osrc.py; an allreduce sums them). Everything else is
+replicated, identical on every rank, because it is cheap beside the operators: GMRES and its
+Krylov basis (each rank's GMRES sees the same reduced products, so every rank takes the same
+steps and no vector is sent besides the products). The far field is computed and the result
+written by rank 0 alone.
 
 Decisions taken from the memory a rank finds free (Krylov batch widths, the fluid
 preconditioner's `auto`) use the least over the ranks (`Ranks.min`), so that all ranks take
@@ -31,6 +32,7 @@ import traceback
 
 import numba
 import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from ..bem.assembly.hmatrix.report import host_peak_bytes
 from ..errors import ConfigError, WavescatError
@@ -156,7 +158,10 @@ class Ranks:
     def record(self, timings: dict, operators: dict, backend) -> dict:
         """{ranks, reductions, per_rank: [{stage times, operator bytes, host peak bytes,
         device pool bytes}]} gathered from every rank (collective)."""
-        mine = {"rank": self.rank, "timings_s": dict(timings),
+        mine = {"rank": self.rank, "timings_s": dict(timings), "threads": numba.get_num_threads(),
+                "cpus": len(os.sched_getaffinity(0)),
+                "blas_threads": max((i["num_threads"] for i in threadpool_info()
+                                     if i["user_api"] == "blas"), default=0),
                 "operator_bytes": int(sum(operator_bytes(op) for op in operators.values())),
                 "host_peak_bytes": host_peak_bytes()}
         if backend.is_gpu:
@@ -244,8 +249,11 @@ def bind_gpu(local_rank: int) -> str | None:
 
 def share_cores(ranks: Ranks) -> int:
     """Threads of this rank: its CPUs (affinity) over the ranks of the node whose CPUs
-    overlap its own, and no more than OMP_NUM_THREADS (the job's threads). mpiexec without
-    binding gives every rank every core; srun gives each its cpus_per_task."""
+    overlap its own, and no more than OMP_NUM_THREADS (the job's threads), for Numba and
+    for BLAS. mpiexec without binding gives every rank every core; srun gives each its
+    cpus_per_task. BLAS is limited through threadpoolctl because it started its threads
+    when NumPy was imported, one per core, and their idle threads spin: two ranks of them
+    slowed the OSRC set-up's sparse factorisations tenfold and more (bench/README.md)."""
     cpus = os.sched_getaffinity(0)
     sharing = sum(1 for other in ranks.local.allgather(sorted(cpus)) if cpus & set(other))
     want = os.environ.get("OMP_NUM_THREADS", "")
@@ -253,4 +261,5 @@ def share_cores(ranks: Ranks) -> int:
                    len(cpus) // max(sharing, 1)))
     os.environ["OMP_NUM_THREADS"] = str(n)
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    threadpool_limits(limits=n)
     return n

@@ -38,7 +38,7 @@ from ..assembly.potentials import (double_layer, double_layer_far_field, single_
 from ..discretisation import spaces
 from .burton_miller import (OsrcBurtonMiller, OsrcDirichletBurtonMiller, OsrcImpedanceBurtonMiller,
                             plane_wave_data)
-from .muller_preconditioner import BlockTriangular, chosen
+from .muller_preconditioner import BlockTriangular, chosen, factor_dtype
 from .muller_preconditioner import free_bytes as free_bytes_of
 from .nested import MultiDomainTransmission, interfaces_and_regions, region_surfaces
 from .osrc import OsrcDtN, OsrcNtD, mass_and_stiffness
@@ -69,9 +69,11 @@ def _series(module, **params) -> SimpleNamespace:
                            monostatic_far_field=partial(module.monostatic_far_field, **params))
 
 
-def _osrc_options(osrc) -> dict:
+def _osrc_options(osrc, group=None) -> dict:
+    """The OSRC maps' settings (OsrcSettings) and the ranks that share their Padé terms
+    (solve/parallel.Ranks of a solve on several, else None)."""
     return {"pade_terms": osrc.pade_terms, "branch_angle": osrc.branch_angle,
-            "radius": osrc.radius}
+            "radius": osrc.radius, "group": group}
 
 
 class SoundHardBurtonMiller:
@@ -117,21 +119,24 @@ class SoundHardBurtonMiller:
         """The function space of the unknown on `mesh`."""
         return spaces.p1(mesh)
 
-    def preconditioner(self, space, k: float, osrc, mass=None, stiffness=None):
-        """The OSRC NtD map at wavenumber k (OsrcSettings), factorised once."""
-        return OsrcNtD(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
+    def preconditioner(self, space, k: float, osrc, mass=None, stiffness=None, group=None):
+        """The OSRC NtD map at wavenumber k (OsrcSettings), factorised once; `group`: the
+        ranks sharing its Padé terms."""
+        return OsrcNtD(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc, group))
 
     def _system(self, space, k, operators, mass, coupling, xp):
         return OsrcBurtonMiller(*(operators[n] for n in self.operators), mass, coupling, xp=xp)
 
-    def system(self, space, k: float, operators: dict, solver, xp=np, free_bytes=None):
+    def system(self, space, k: float, operators: dict, solver, xp=np, free_bytes=None,
+               group=None):
         """The preconditioned system with `matvec(x)` and `rhs(g, h)` (burton_miller.py)
         for the assembled operators {name: op} (dense or H-matrix, on the backend `xp`);
         `solver`: the case's SolverSettings, of which this formulation reads `osrc`;
         `free_bytes`: the memory free for a fluid preconditioner's factors (None: what
-        `xp`'s device has; a solve on several ranks gives the least over them)."""
+        `xp`'s device has; a solve on several ranks gives the least over them); `group`:
+        the ranks of such a solve, which share the OSRC maps' Padé terms (osrc.py)."""
         mass, stiffness = mass_and_stiffness(space)
-        coupling = self.preconditioner(space, k, solver.osrc, mass, stiffness)
+        coupling = self.preconditioner(space, k, solver.osrc, mass, stiffness, group)
         return self._system(space, k, operators, mass, coupling, xp)
 
     def rhs(self, system, space, k: float, directions):
@@ -185,9 +190,10 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
     unknown = "normal derivative of the total pressure"
     operators = ("single_layer", "adjoint_double_layer")  # V and K', in this order
 
-    def preconditioner(self, space, k: float, osrc, mass=None, stiffness=None):
-        """The OSRC DtN map at wavenumber k (OsrcSettings), factorised once."""
-        return OsrcDtN(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc))
+    def preconditioner(self, space, k: float, osrc, mass=None, stiffness=None, group=None):
+        """The OSRC DtN map at wavenumber k (OsrcSettings), factorised once; `group`: the
+        ranks sharing its Padé terms."""
+        return OsrcDtN(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc, group))
 
     def _system(self, space, k, operators, mass, coupling, xp):
         return OsrcDirichletBurtonMiller(*(operators[n] for n in self.operators), mass, coupling,
@@ -354,14 +360,15 @@ class FluidMuller(SoundHardBurtonMiller):
         return {f"{self._symbols[n]}{i}": (n, kk) for i, kk in enumerate(
             (k, k1 if k1.imag else k1.real)) for n in names}
 
-    def system(self, space, k: float, operators: dict, solver, xp=np, free_bytes=None):
+    def system(self, space, k: float, operators: dict, solver, xp=np, free_bytes=None,
+               group=None):
         """The Müller system (transmission.py) for the operators of `operator_specs`,
         right-preconditioned as `solver.fluid_preconditioner` says (auto: the
         block-triangular preconditioner of muller_preconditioner.py for a body of high
         impedance contrast, g h below 1/5 or above 5, while its dense factors take at most
         half the free memory; else none)."""
         mass, _ = mass_and_stiffness(space)
-        itemsize = 8 if solver.precision == "single" else 16
+        itemsize = factor_dtype(operators["K0"]).itemsize
         setting = solver.fluid_preconditioner
         name = chosen(setting, space.n_dofs, itemsize,
                       (free_bytes or free_bytes_of(xp)) if setting == "auto" else np.inf,
@@ -468,7 +475,8 @@ class NestedTransmission(FluidMuller):
             raise WavescatError(f"the mesh holds {mesh.n_surfaces} surface(s); the body "
                                 f"tree has {len(self.bodies)}")
 
-    def system(self, space, k: float, operators: dict, solver, xp=np, free_bytes=None):
+    def system(self, space, k: float, operators: dict, solver, xp=np, free_bytes=None,
+               group=None):
         self.check_mesh(space.mesh)
         mass, _ = mass_and_stiffness(space)
         surface_of_dof = self.surface_of_dof(space)
@@ -484,7 +492,7 @@ class NestedTransmission(FluidMuller):
             core, core_dofs[face.index] = sub_space(space, (face.index,))
             k_o = float((k * complex(self.regions[face.outer].wavenumber_factor)).real)
             cls = OsrcNtD if face.kind == "rigid" else OsrcDtN
-            couplings[face.index] = cls(core, k_o, **_osrc_options(solver.osrc))
+            couplings[face.index] = cls(core, k_o, **_osrc_options(solver.osrc, group))
         system = MultiDomainTransmission(self.interfaces, self.regions, ops, dofs,
                                          surface_of_dof, mass, k, couplings, core_dofs, xp=xp)
         system.preconditioners = self._interface_preconditioners(system, k, solver, xp,
@@ -498,9 +506,7 @@ class NestedTransmission(FluidMuller):
         sides, factors within half the free memory), each from its own diagonal blocks: the
         interface's rows are the single-body Müller system with g = g_i / g_o and k g_o
         (nested.py), so the single body's preconditioner serves it unchanged."""
-
         setting = solver.fluid_preconditioner
-        itemsize = 8 if solver.precision == "single" else 16
         out = {}
         for face in self.interfaces:
             if face.kind != "fluid":
@@ -509,8 +515,9 @@ class NestedTransmission(FluidMuller):
             idx = np.flatnonzero(system.surface_of_dof == face.index)
             g = inner.density_ratio / outer.density_ratio
             h = abs(outer.wavenumber_factor / inner.wavenumber_factor)
+            dtype = factor_dtype(system.ops[face.outer]["K"])
             free = (free_bytes or free_bytes_of(xp)) if setting == "auto" else np.inf
-            name = chosen(setting, len(idx), itemsize, free, g * h)
+            name = chosen(setting, len(idx), dtype.itemsize, free, g * h)
             if name != "block_triangular":
                 continue
             blocks = {}
@@ -520,7 +527,7 @@ class NestedTransmission(FluidMuller):
                     blocks[f"{name_}{sym}"] = system.dense_block(region, name_, pos)
             out[face.index] = (idx, BlockTriangular(
                 blocks, system.mass[idx][:, idx], k * outer.density_ratio, g,
-                lambda op, x: op @ x, np))
+                lambda op, x: op @ x, np, dtype))
         return out
 
     @staticmethod

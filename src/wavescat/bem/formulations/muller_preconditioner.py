@@ -53,6 +53,16 @@ PRECONDITIONERS = ("auto", "none", "block_triangular")
 AUTO_SHARE = 0.5
 
 
+def factor_dtype(op) -> np.dtype:
+    """The dtype of the factors made from operator `op`: the precision its entries are
+    stored in (an H-matrix's `storage_dtype`, solver.hmatrix.storage), complex. Single
+    precision halves their memory and their LU's time; the preconditioner stays the same
+    linear map in every GMRES step, so the answer keeps the accuracy of the operators
+    (right preconditioning: the residual GMRES drives down is the system's own)."""
+    local = getattr(op, "local", op)  # a rank's share of a DistributedHMatrix
+    return np.result_type(getattr(local, "storage_dtype", local.dtype), np.complex64)
+
+
 def _dense(op, xp):
     """An operator as a dense array of the backend (an H-matrix expanded once)."""
     if hasattr(op, "to_dense"):
@@ -115,18 +125,19 @@ class BlockTriangular:
     K1 (dense or H-matrix; densified here) and W0, W1 of that surface, `mass` its P1 mass
     matrix, k the outside wavenumber, g the density ratio inside over outside; `apply(op, x)`
     returns op @ x on the host (a StrongForm's `_applied_on_host`). Factorised on the
-    backend `xp`. A nested body composes one per interface, each solving its own slice."""
+    backend `xp`, in `dtype` (default: factor_dtype of K0). A nested body composes one per interface, each solving its own slice."""
 
     name = "block_triangular"
 
-    def __init__(self, operators: dict, mass, k: float, density_ratio: float, apply, xp=np):
+    def __init__(self, operators: dict, mass, k: float, density_ratio: float, apply, xp=np,
+                 dtype=None):
         self.xp, self.k, self.g, self._apply = xp, float(k), float(density_ratio), apply
         self.scale = a = 2.0 / (1.0 + self.g)
         self.w0, self.w1 = operators["W0"], operators["W1"]
         self.mass = mass.tocsr()
         self.n_dofs = self.mass.shape[0]
+        dtype = factor_dtype(operators["K0"]) if dtype is None else np.dtype(dtype)
         k0, k1 = _dense(operators["K0"], xp), _dense(operators["K1"], xp)
-        dtype = np.result_type(k0.dtype, np.complex64)
         coo = self.mass.tocoo()
         coo.sum_duplicates()
         lu = _lu_module(xp)

@@ -17,23 +17,32 @@ inverse is a sparse LU factorisation made once per frequency.
 
 The DtN map ik (1 + X)^(1/2) needs the square root alone, with the same Padé terms.
 
+On several ranks of one solve (solve/parallel.py) the Padé terms are shared out: each rank
+factorises and solves its own terms (j = rank, rank + size, ...), and the sum over j is an
+allreduce of the ranks' partial sums; the inverse (1 + X)^(-1) is factorised on every rank.
+
 On a sphere of radius R a spherical harmonic of degree l is an eigenfunction with
 eigenvalue (1/ik) (1 - l(l+1)/(k_eps R)^2)^(-1/2); the exact NtD eigenvalue is
 h_l(kR) / (k h_l'(kR)), close to it for l << kR.
 """
 from __future__ import annotations
 
+import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from threadpoolctl import ThreadpoolController
 
 from ...backend import array_module, sparse_module
 from ...defaults import OSRC
 from ...errors import InputError
 from ..linalg.triangular import SharedPatternLU
+
+log = logging.getLogger(__name__)
 
 
 def mass_and_stiffness(space) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -52,6 +61,20 @@ def mass_and_stiffness(space) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     mass = sp.coo_matrix((local_mass.ravel(), (rows, cols)), shape=shape).tocsr()
     stiff = sp.coo_matrix((local_stiff.ravel(), (rows, cols)), shape=shape).tocsr()
     return mass, stiff
+
+
+_BLAS = []  # the ThreadpoolController, made at the first sparse factorisation or solve
+
+
+def one_blas_thread():
+    """A context in which BLAS runs on one thread. SuperLU makes many small BLAS calls (one
+    per supernode), whose thread start-ups and spinning idle threads cost far more than the
+    calls themselves: one factorisation of 21,000 unknowns took 0.26 s on one BLAS thread and
+    14 s on two (bench/README.md, "Sparse factorisations and BLAS threads"). Entered by the
+    thread that starts the solves, before any runs beside it (threaded_map)."""
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 class SparseLU:
@@ -73,7 +96,8 @@ class SparseLU:
         if not isinstance(b, np.ndarray):
             return self.triangular_solve(b)
         if b.ndim == 1 or b.shape[1] <= self.COLUMNS:
-            return self.lu.solve(np.ascontiguousarray(b))
+            with one_blas_thread():
+                return self.lu.solve(np.ascontiguousarray(b))
         return by_column_pairs(self.solve, b)
 
     def triangular_solve(self, b):
@@ -105,11 +129,12 @@ def threaded_map(fn, items) -> list:
     threaded_map itself (a pool waiting on its own workers can deadlock)."""
     items = list(items)
     n = min(solve_threads(), len(items))
-    if n <= 1:
-        return [fn(item) for item in items]
-    if n not in _POOLS:
-        _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="sparse-solve")
-    return list(_POOLS[n].map(fn, items))
+    with one_blas_thread():
+        if n <= 1:
+            return [fn(item) for item in items]
+        if n not in _POOLS:
+            _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="sparse-solve")
+        return list(_POOLS[n].map(fn, items))
 
 
 def by_column_pairs(fn, y):
@@ -130,8 +155,10 @@ def factorise(matrix) -> SparseLU:
     A^T + A and diagonal pivots, 10-100x faster than SuperLU's default (COLAMD with
     partial pivoting) on surface meshes, and stable here (M is SPD, the shifts complex)."""
     matrix = sp.csc_matrix(matrix)
-    return SparseLU(spla.splu(matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                              options={"SymmetricMode": True}), matrix.dtype)
+    with one_blas_thread():
+        lu = spla.splu(matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                       options={"SymmetricMode": True})
+    return SparseLU(lu, matrix.dtype)
 
 
 def pade_coefficients(n_terms: int, branch_angle: float):
@@ -178,7 +205,7 @@ class OsrcSquareRoot:
 
     def __init__(self, space, k: float, pade_terms: int = OSRC["pade_terms"],
                  branch_angle: float = OSRC["branch_angle"],
-                 radius: float | None = None, mass=None, stiffness=None):
+                 radius: float | None = None, mass=None, stiffness=None, group=None):
         if k <= 0:
             raise InputError(f"wavenumber = {k!r}: OSRC needs k > 0")
         if mass is None or stiffness is None:
@@ -188,12 +215,20 @@ class OsrcSquareRoot:
         self.k_eps = damped_wavenumber(self.k, self.radius)
         self.mass, self.stiffness = mass.tocsr(), stiffness.tocsr()
         self.c0, a, b = pade_coefficients(pade_terms, branch_angle)
+        # the ranks sharing the terms (`rank`, `size`, `sum(partial)`; None: one process)
+        self.group = group if group is not None and group.size > 1 else None
+        if self.group is not None:
+            a, b = a[self.group.rank::self.group.size], b[self.group.rank::self.group.size]
         s = self.stiffness / self.k_eps**2
         m = self.mass.astype(complex)
         # X -> -S/k_eps^2: sqrt(1+X) = c0 - Σ a_j (S/k_eps^2) (M - b_j S/k_eps^2)^{-1} M
         # the shifted matrices are factorised side by side (SuperLU releases the GIL)
         shifted = [m - b_j * s for b_j in b] + self._more_matrices(m, s)
+        t0 = time.perf_counter()
         factors = threaded_map(factorise, shifted)
+        log.info("OSRC: %d sparse factorisations of %d unknowns (%d of %d Padé terms) on %d "
+                 "threads in %.2f s", len(shifted), self.mass.shape[0], len(b), pade_terms,
+                 min(solve_threads(), len(shifted)), time.perf_counter() - t0)
         self._terms = list(zip(a, factors[:len(b)]))
         self._more = factors[len(b):]
         self._scaled_stiffness = s.tocsr()
@@ -212,12 +247,24 @@ class OsrcSquareRoot:
             return self._sqrt_weak_device(y)
         y = np.asarray(y, dtype=complex)
         if _wide(y):
-            return by_column_pairs(self._sqrt_weak_serial, y)
-        # one or two columns: the Padé terms' solves side by side instead
-        return self._series(y, threaded_map(lambda term: term[1].solve(y), self._terms))
+            correction = by_column_pairs(self._correction, y)
+        else:  # one or two columns: the Padé terms' solves side by side instead
+            correction = self._weighted(threaded_map(lambda term: term[1].solve(y), self._terms), y)
+        return self.c0 * y - self._summed(correction)
 
-    def _sqrt_weak_serial(self, y):
-        return self._series(y, [lu.solve(y) for _, lu in self._terms])
+    def _correction(self, y):
+        """Σ a_j S (M - b_j S)^{-1} y over this rank's terms, one solve after the other."""
+        return self._weighted([lu.solve(y) for _, lu in self._terms], y)
+
+    def _weighted(self, solutions, y):
+        correction = np.zeros_like(y)
+        for (a_j, _), x in zip(self._terms, solutions):
+            correction += a_j * (self._scaled_stiffness @ x)
+        return correction
+
+    def _summed(self, partial):
+        """The sum over the ranks of their terms' `partial` sums (collective)."""
+        return partial if self.group is None else self.group.sum(partial)
 
     def _sqrt_weak_device(self, y, beside=None):
         """The series for a device block: the Padé terms' factors share one pattern, so one
@@ -226,6 +273,10 @@ class OsrcSquareRoot:
         pattern (the mass matrix's) whose solve of b rides in the same launch; then
         (series, its solution)."""
         xp = array_module(y)
+        if not self._terms:  # more ranks than terms: this one adds nothing
+            zero = self._summed(xp.zeros_like(y, dtype=np.complex128))
+            series = self.c0 * y - zero
+            return series if beside is None else (series, beside[0].triangular_solve(beside[1]))
         extra = [] if beside is None else [beside[0]]
         key = tuple(id(lu) for lu in extra)
         solvers = self.__dict__.setdefault("_device_solvers", {})
@@ -247,16 +298,10 @@ class OsrcSquareRoot:
             weights = np.zeros((1 + len(pade), 2), complex)
             weights[0, 1], weights[1:, 0] = 1.0, pade
             z, other = solvers[key].solve([beside[1].reshape(y2.shape)] + [y2] * len(pade), weights)
-        series = self.c0 * y2 - self._device_stiffness @ z
+        series = self.c0 * y2 - self._summed(self._device_stiffness @ z)
         series = series[:, 0] if flat else series
         return series if beside is None else (series, other.reshape(beside[1].shape))
 
-    def _series(self, y, solutions):
-        stiffness = self._scaled_stiffness
-        series = self.c0 * y
-        for (a_j, _), x in zip(self._terms, solutions):
-            series -= a_j * (stiffness @ x)
-        return series
 
 
 class OsrcNtD(OsrcSquareRoot):
@@ -267,8 +312,8 @@ class OsrcNtD(OsrcSquareRoot):
     """
 
     def __init__(self, space, k: float, pade_terms: int = 8, branch_angle: float = np.pi / 3,
-                 radius: float | None = None, mass=None, stiffness=None):
-        super().__init__(space, k, pade_terms, branch_angle, radius, mass, stiffness)
+                 radius: float | None = None, mass=None, stiffness=None, group=None):
+        super().__init__(space, k, pade_terms, branch_angle, radius, mass, stiffness, group)
         self._inverse = self._more[0]  # (1+X)^-1
 
     def _more_matrices(self, mass, scaled_stiffness):
@@ -282,10 +327,6 @@ class OsrcNtD(OsrcSquareRoot):
         Burton-Miller needs no mass solve for the hypersingular term or the Neumann data."""
         if not isinstance(y, np.ndarray):
             return self._inverse.solve(self._sqrt_weak_device(y)) / (1j * self.k)
-        y = np.asarray(y, dtype=complex)
-        if _wide(y):
-            return by_column_pairs(lambda c: self._inverse.solve(self._sqrt_weak_serial(c)),
-                                   y) / (1j * self.k)
         return self._inverse.solve(self.sqrt_weak(y)) / (1j * self.k)
 
     def apply_to_weak_beside(self, y, lu, b):

@@ -2,8 +2,13 @@
 with g++ after a shim of the CUDA built-ins, and launches them with the grid, block and
 arguments the production code passes, so CI (which has no GPU) runs the GPU code paths.
 
-The shim runs one std::thread per CUDA thread of a block (made once per launch) and the blocks
-(of 1-D, 2-D or 3-D grids) one after another:
+The shim runs the CUDA threads of a block as fibers (ucontext) on the launching thread, and
+the blocks (of 1-D, 2-D or 3-D grids) one after another: a thread runs until it reaches a
+barrier or ends, then the next one runs (in index order, and in reverse order every other
+round, so which of two threads runs first between two barriers changes from round to round);
+a barrier lets its threads go on once all the threads still running have reached it (one
+that has returned counts as arrived), and a block whose threads all wait at barriers the
+others never reach fails the launch instead of hanging.
 `__syncthreads` is a block barrier, `__shared__` is `static` (`extern __shared__` a pool of
 the launch's size), warp shuffles and a warp's `mma` exchange values between two warp
 barriers (the mma summed lane by lane from every lane's fragments, in the PTX layouts),
@@ -41,14 +46,13 @@ def compiler() -> str:
 
 
 SHIM = r"""
-#include <barrier>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
+#include <ucontext.h>
 #define WAVESCAT_EMULATION 1
 /* the shared pool between two guard bands that every launch checks (a pool sized too small,
    or an index past it, breaks them) */
@@ -59,8 +63,41 @@ SHIM = r"""
 struct uint3_ { unsigned x, y, z; };
 static thread_local uint3_ threadIdx, blockIdx;
 static uint3_ blockDim, gridDim;
-static std::barrier<>* g_barrier;
-static std::vector<std::unique_ptr<std::barrier<>>> g_warp_barriers;  /* one per warp of the block */
+/* Fibers: the threads of the block being run, each with its own stack, and the barriers
+   (the block's, one per warp) they wait at. */
+struct Fiber { ucontext_t context; bool done, waiting; };
+struct Barrier { unsigned live, arrived; std::vector<unsigned> waiting; };
+static std::vector<Fiber> g_fibers;
+static std::vector<std::unique_ptr<char[]>> g_stacks;
+static const size_t STACK_BYTES = 512 * 1024;
+static ucontext_t g_scheduler;
+static unsigned g_current;
+static Barrier g_block_barrier;
+static std::vector<Barrier> g_warp_barriers;
+static void (*g_body)(void*);
+static void* g_body_arg;
+static int g_deadlock = 0;
+extern "C" int deadlocked() { const int d = g_deadlock; g_deadlock = 0; return d; }  /* and clear */
+static void release(Barrier& b) {
+    for (unsigned t : b.waiting) g_fibers[t].waiting = false;
+    b.waiting.clear(); b.arrived = 0;
+}
+static void arrive_and_wait(Barrier& b) {
+    if (++b.arrived == b.live) { release(b); return; }  /* the last one goes on */
+    b.waiting.push_back(g_current);
+    g_fibers[g_current].waiting = true;
+    swapcontext(&g_fibers[g_current].context, &g_scheduler);
+}
+static void arrive_and_drop(Barrier& b) {  /* a thread that returns */
+    --b.live;
+    if (b.arrived && b.arrived == b.live) release(b);
+}
+static void fiber_main() {
+    g_body(g_body_arg);
+    g_fibers[g_current].done = true;
+    arrive_and_drop(g_block_barrier);
+    arrive_and_drop(g_warp_barriers[g_current / 32]);
+}  /* returns to the scheduler (uc_link) */
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -69,7 +106,7 @@ static std::vector<std::unique_ptr<std::barrier<>>> g_warp_barriers;  /* one per
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 template <class T> static inline T __ldg(const T* p) { return *p; }
-static inline void __syncthreads() { g_barrier->arrive_and_wait(); }
+static inline void __syncthreads() { arrive_and_wait(g_block_barrier); }
 static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 struct alignas(8) float2 { float x, y; };
@@ -95,7 +132,7 @@ static void warp_mma(T* c, const U* a, const U* b, int ar, int br, int cr, int k
     const int w = threadIdx.x / 32, l = threadIdx.x % 32, g = l / 4, t = l % 4;
     for (int r = 0; r < ar; ++r) g_frag_a[w][l][r] = value(a[r]);
     for (int r = 0; r < br; ++r) g_frag_b[w][l][r] = value(b[r]);
-    g_warp_barriers[w]->arrive_and_wait();
+    arrive_and_wait(g_warp_barriers[w]);
     for (int r = 0; r < cr; ++r) {
         const int row = g + 8 * (r >> 1), col = 2 * t + (r & 1);
         double s = c[r];
@@ -104,7 +141,7 @@ static void warp_mma(T* c, const U* a, const U* b, int ar, int br, int cr, int k
                  * g_frag_b[w][col * 4 + kk % 4][kk / 4];  /* B (kk, col): lane (col, kk % 4), register kk / 4 */
         c[r] = (T)s;
     }
-    g_warp_barriers[w]->arrive_and_wait();
+    arrive_and_wait(g_warp_barriers[w]);
 }
 static double tf32_value(unsigned u) { return __uint_as_float(u & 0xFFFFE000u); }  /* the mma reads 19 bits */
 static double f64_value(double x) { return x; }
@@ -118,10 +155,10 @@ static unsigned char g_shfl[32][32][8];
 template <class T> static T shfl_from(T v, int (*source)(int lane, int arg, int width), int arg, int width) {
     const int w = threadIdx.x / 32, l = threadIdx.x % 32;
     std::memcpy(g_shfl[w][l], &v, sizeof(T));
-    g_warp_barriers[w]->arrive_and_wait();
+    arrive_and_wait(g_warp_barriers[w]);
     T out;
     std::memcpy(&out, g_shfl[w][source(l, arg, width)], sizeof(T));
-    g_warp_barriers[w]->arrive_and_wait();
+    arrive_and_wait(g_warp_barriers[w]);
     return out;
 }
 static int lane_of(int l, int src, int width) { return l - l % width + src % width; }
@@ -157,33 +194,39 @@ static void check_dynamic_pool() {
 }
 template <class F> static void launch(uint3_ grid, unsigned block, F kernel) {
     blockDim = {block, 1, 1}; gridDim = grid;
-    const unsigned blocks = grid.x * grid.y * grid.z;
-    /* The block's threads are made once per launch and go through the blocks together, one
-       block after another; each block gets fresh barriers (a thread leaves them on return),
-       made while every thread waits at the end of the block before. */
-    std::unique_ptr<std::barrier<>> bar;
-    auto fresh = [&]() noexcept {
-        g_warp_barriers.clear();
-        for (unsigned w = 0; w * 32 < block; ++w)
-            g_warp_barriers.emplace_back(new std::barrier<>(block - 32 * w < 32 ? block - 32 * w : 32));
-        bar.reset(new std::barrier<>(block));
-        g_barrier = bar.get();
-    };
-    fresh();
-    unsigned current = 0;
-    auto next = [&]() noexcept { if (++current < blocks) fresh(); };
-    std::barrier<decltype(next)> done(block, next);
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < block; ++t)
-        threads.emplace_back([&, t] {
-            threadIdx = {t, 0, 0};
-            for (unsigned b = 0; b < blocks; ++b) {
-                blockIdx = {b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};
-                kernel(); g_barrier->arrive_and_drop(); g_warp_barriers[t / 32]->arrive_and_drop();
-                done.arrive_and_wait();
+    while (g_stacks.size() < block) g_stacks.emplace_back(new char[STACK_BYTES]);
+    g_fibers.resize(block);
+    g_body = [](void* k) { (*static_cast<F*>(k))(); };
+    g_body_arg = &kernel;
+    for (unsigned b = 0; b < grid.x * grid.y * grid.z && !g_deadlock; ++b) {
+        blockIdx = {b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};
+        g_block_barrier = {block, 0, {}};
+        g_warp_barriers.assign((block + 31) / 32, Barrier{32, 0, {}});
+        if (block % 32) g_warp_barriers.back().live = block % 32;
+        for (unsigned t = 0; t < block; ++t) {
+            Fiber& f = g_fibers[t];
+            f.done = f.waiting = false;
+            getcontext(&f.context);
+            f.context.uc_stack.ss_sp = g_stacks[t].get();
+            f.context.uc_stack.ss_size = STACK_BYTES;
+            f.context.uc_link = &g_scheduler;
+            makecontext(&f.context, fiber_main, 0);
+        }
+        unsigned running = block;
+        for (bool reverse = false; running; reverse = !reverse) {
+            bool moved = false;
+            for (unsigned i = 0; i < block; ++i) {
+                const unsigned t = reverse ? block - 1 - i : i;
+                if (g_fibers[t].done || g_fibers[t].waiting) continue;
+                g_current = t;
+                threadIdx = {t, 0, 0};
+                swapcontext(&g_scheduler, &g_fibers[t].context);
+                moved = true;
+                running -= g_fibers[t].done;
             }
-        });
-    for (auto& th : threads) th.join();
+            if (!moved) { g_deadlock = 1; break; }  /* all wait at barriers the others never reach */
+        }
+    }
     check_dynamic_pool();
     for (auto& [raw, bytes] : g_guards)
         for (int i = 0; i < GUARD_BYTES; ++i)
@@ -366,6 +409,8 @@ class EmulatedCuda:
             if a.flags.writeable:
                 a.reshape(-1).view(np.uint8)[:] = inner
         assert not library.guard_broken(), f"{kernel}: write outside a block's shared memory"
+        assert not library.deadlocked(), \
+            f"{kernel}: threads of a block wait at barriers that the others never reach"
 
 
 class _Kernel:

@@ -252,8 +252,8 @@ def share_cores(ranks: Ranks) -> int:
     overlap its own, and no more than OMP_NUM_THREADS (the job's threads), for Numba and
     for BLAS. mpiexec without binding gives every rank every core; srun gives each its
     cpus_per_task. BLAS is limited through threadpoolctl because it started its threads
-    when NumPy was imported, one per core, and their idle threads spin: two ranks of them
-    slowed the OSRC set-up's sparse factorisations tenfold and more (bench/README.md)."""
+    when NumPy was imported, one per core, and their idle threads spin, slowing the ranks
+    beside them (bench/README.md, "Sparse factorisations and BLAS threads")."""
     cpus = os.sched_getaffinity(0)
     sharing = sum(1 for other in ranks.local.allgather(sorted(cpus)) if cpus & set(other))
     want = os.environ.get("OMP_NUM_THREADS", "")

@@ -27,6 +27,7 @@ h_l(kR) / (k h_l'(kR)), close to it for l << kR.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -63,18 +64,18 @@ def mass_and_stiffness(space) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     return mass, stiff
 
 
-_BLAS = []  # the ThreadpoolController, made at the first sparse factorisation or solve
+@functools.cache
+def _blas() -> ThreadpoolController:
+    """The BLAS libraries loaded (scanned once, at the first sparse factorisation or solve)."""
+    return ThreadpoolController()
 
 
 def one_blas_thread():
     """A context in which BLAS runs on one thread. SuperLU makes many small BLAS calls (one
     per supernode), whose thread start-ups and spinning idle threads cost far more than the
-    calls themselves: one factorisation of 21,000 unknowns took 0.26 s on one BLAS thread and
-    14 s on two (bench/README.md, "Sparse factorisations and BLAS threads"). Entered by the
-    thread that starts the solves, before any runs beside it (threaded_map)."""
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
+    calls themselves (bench/README.md, "Sparse factorisations and BLAS threads"). Entered by
+    the thread that starts the solves, before any runs beside it (threaded_map)."""
+    return _blas().limit(limits=1, user_api="blas")
 
 
 class SparseLU:

@@ -636,7 +636,6 @@ def probe_comparison(path, points, p_dg, p_bem, err: float) -> Path:
 def band_comparison(path, freqs, points, p_dg, p_bem, errors, tolerance=None) -> Path:
     """DG (one pulse run) against BEM over a band: |p| at each probe against frequency, and
     the relative L2 difference over the probes at each frequency (with the tolerance)."""
-    plt = _pyplot()
     freqs = np.asarray(freqs, float)
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.3), layout="constrained")
     colours = _colours(len(points))

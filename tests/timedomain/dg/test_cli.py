@@ -141,3 +141,26 @@ def test_verify_dg_fails_when_an_order_is_missed(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert ("DG convergence check failed: N = 2: observed order 2.00 from h = 0.25 to 0.125, "
             "expected 3 (at least 2.5); N = 3: observed order 3.00") in err
+
+
+def test_dg_vs_bem_over_a_band_plots_each_frequency(tmp_path, capsys):
+    """A pulse run's table (a frequency column): one difference per frequency, each against
+    the tolerance, and the band plot (DG and BEM at every probe over the band)."""
+    pts = [(1.5, 0, 0), (0, 1.5, 0), (0, 0, 1.5)]
+    p_bem = {100.0: np.array([1 + 1j, -0.5 + 0.2j, 0.3 - 0.7j]),
+             200.0: np.array([0.2 - 1j, 0.4 + 0.1j, -0.6 - 0.3j])}
+    scale = {100.0: 1.02, 200.0: 1.04}  # relative L2 differences 0.02 and 0.04
+    for name, column in (("dg", "dg"), ("bem", "bem")):
+        rows = "".join(f"{f},{x},{y},{z},{q.real!r},{q.imag!r}\n" for f, p in p_bem.items()
+                       for (x, y, z), q in zip(pts, (complex(q) for q in p * (scale[f] if name == "dg" else 1.0))))
+        (tmp_path / f"{name}.csv").write_text(
+            f"frequency_hz,x,y,z,re_p_{column},im_p_{column}\n" + rows)
+    (tmp_path / "s.json").write_text(json.dumps({"tolerance": 0.05, "sizes": "cpu"}))
+    plot = tmp_path / "band.png"
+    assert main(["dg-vs-bem", "--dg", str(tmp_path / "dg.csv"), "--bem", str(tmp_path / "bem.csv"),
+                 "--out", str(tmp_path / "out.csv"), "--errors", str(tmp_path / "e.json"),
+                 "--plot", str(plot), "--summary", str(tmp_path / "s.json")]) == 0
+    errors = json.loads((tmp_path / "e.json").read_text())
+    np.testing.assert_allclose(errors["relative_l2"], [0.02, 0.04], rtol=1e-9)
+    assert "within the tolerance 0.05 of the cpu sizes at all 2 frequencies" in capsys.readouterr().out
+    assert plot.stat().st_size > 0

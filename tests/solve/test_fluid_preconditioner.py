@@ -14,7 +14,8 @@ import pytest
 from wavescat.bem.assembly.hmatrix import assemble_hmatrix
 from wavescat.bem.discretisation.spaces import p1
 from wavescat.bem.formulations.burton_miller import plane_wave_data
-from wavescat.bem.formulations.muller_preconditioner import chosen, factor_dtype
+from wavescat.bem.formulations.muller_preconditioner import (chosen, dense_of, factor_dtype,
+                                                             restricted)
 from wavescat.bem.formulations.osrc import mass_and_stiffness
 from wavescat.bem.formulations.transmission import MullerTransmission
 from wavescat.bem.linalg.gmres import gmres
@@ -24,6 +25,7 @@ from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
 from wavescat.reference import fluid_sphere
 from wavescat.solve.driver import assemble_system, boundary_operator, solve_frequency
+from wavescat.surface import SurfaceMesh
 
 _spec = importlib.util.spec_from_file_location(
     "scattering_tests", Path(__file__).with_name("test_scattering.py"))
@@ -153,6 +155,31 @@ def test_factor_precision_follows_the_storage():
                               eta=3.0, eps=1e-4, storage=storage)
         assert factor_dtype(op) == dtype
     assert factor_dtype(np.zeros((2, 2))) == np.complex128  # a dense operator's own precision
+
+
+def test_dense_of_an_hmatrix_and_of_its_restriction():
+    """The factors' dense blocks come from the H-matrix's own products with unit columns,
+    in any chunking: the matrix it approximates (to_dense), and an interface's own block of
+    a region spanning two surfaces (Restricted), in the factors' precision."""
+    space = p1(SurfaceMesh.union([icosphere(2), icosphere(1, 0.5)]))
+    op = assemble_hmatrix("double_layer", space, space, 2.0, backend="cpu", leaf_size=16,
+                          eta=1.0, eps=1e-6, storage="single")
+    full = op.to_dense()
+    scale = np.abs(full).max()
+    np.testing.assert_allclose(dense_of(op, np, np.complex128, width=37), full, rtol=0,
+                               atol=1e-12 * scale)
+    pos = np.flatnonzero(np.arange(space.n_dofs) % 3 != 1)
+    part = restricted(op, pos)
+    sub = dense_of(part, np, np.complex64, width=50)
+    assert sub.dtype == np.complex64 and sub.shape == (len(pos), len(pos))
+    np.testing.assert_allclose(sub, full[np.ix_(pos, pos)], rtol=0, atol=1e-6 * scale)
+    x = np.random.default_rng(1).standard_normal((len(pos), 3)) + 0j
+    np.testing.assert_allclose(part @ x, full[np.ix_(pos, pos)] @ x, rtol=0,
+                               atol=1e-11 * scale * np.abs(x).sum(axis=0).max())
+    assert restricted(op, np.arange(space.n_dofs)) is op
+    dense = np.asarray(full)
+    np.testing.assert_array_equal(dense_of(restricted(dense, pos), np, np.complex128),
+                                  dense[np.ix_(pos, pos)])
 
 
 def test_setting_choices():

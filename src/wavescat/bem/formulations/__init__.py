@@ -38,7 +38,7 @@ from ..assembly.potentials import (double_layer, double_layer_far_field, single_
 from ..discretisation import spaces
 from .burton_miller import (OsrcBurtonMiller, OsrcDirichletBurtonMiller, OsrcImpedanceBurtonMiller,
                             plane_wave_data)
-from .muller_preconditioner import BlockTriangular, chosen, factor_dtype
+from .muller_preconditioner import BlockTriangular, chosen, factor_dtype, restricted
 from .muller_preconditioner import free_bytes as free_bytes_of
 from .nested import MultiDomainTransmission, interfaces_and_regions, region_surfaces
 from .osrc import OsrcDtN, OsrcNtD, mass_and_stiffness
@@ -499,7 +499,6 @@ class NestedTransmission(FluidMuller):
                                          surface_of_dof, mass, k, couplings, core_dofs, xp=xp)
         system.preconditioners = self._interface_preconditioners(system, k, solver, xp,
                                                                  free_bytes)
-        system.__dict__.pop("_dense", None)  # the dense blocks were for the factors only
         return system
 
     def _interface_preconditioners(self, system, k, solver, xp, free_bytes=None) -> dict:
@@ -522,14 +521,14 @@ class NestedTransmission(FluidMuller):
             name = chosen(setting, len(idx), dtype.itemsize, free, g * h)
             if name != "block_triangular":
                 continue
-            blocks = {}
+            blocks = {}  # the interface's own blocks of the regions on either side
             for sym, region in (("0", face.outer), ("1", face.inner)):
                 pos = np.searchsorted(system.dofs[region], idx)
                 for name_ in ("K", "W"):
-                    blocks[f"{name_}{sym}"] = system.dense_block(region, name_, pos)
+                    blocks[f"{name_}{sym}"] = restricted(system.ops[region][name_], pos)
             out[face.index] = (idx, BlockTriangular(
                 blocks, system.mass[idx][:, idx], k * outer.density_ratio, g,
-                lambda op, x: op @ x, np, dtype))
+                system._applied_on_host, xp, dtype))  # noqa: SLF001
         return out
 
     @staticmethod

@@ -27,10 +27,11 @@ With right preconditioning (GMRES on A P^{-1}, unknowns x = P^{-1} z, residuals 
 the unpreconditioned system) and A = P + [[0, A_DN], [0, 0]], a product is
     A P^{-1} z = z + [A_DN y_N, 0],   A_DN = a g k M^{-1} (V0 - V1),
 four boundary-operator products (W0, W1, V0, V1) and two dense triangular solve pairs in
-place of the system's eight products. The factors cost O(n^3) once and 2 n^2 entries (an
-H-matrix system densifies K0 and K1 for them, on the host): the winner while 2 n^2 entries
-fit, i.e. up to some 25,000 vertices (50,000 unknowns, 20 GB of factors in double
-precision) on an 80 GB GPU with H-matrix operators, some 15,000 in 16 GB of host memory.
+place of the system's eight products. The factors cost O(n^3) once and 2 n^2 entries,
+built where the solve runs (the GPU for a GPU solve) in the operators' storage precision,
+with no other n x n array: K0 and K1 densified by the H-matrices' own products with unit
+columns (`dense_of`), each then turned into its factor in place. The winner while 2 n^2
+entries fit: some 40,000 vertices in complex64 on an 80 GB GPU beside the H-matrices.
 
 Per surface: P is built from the diagonal (self-interaction) blocks of one interface only,
 so a nested body composes it block-diagonally over its interfaces (block Jacobi/Gauss-Seidel
@@ -41,15 +42,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from ...backend import to_host
+from ...backend import array_module, to_host
 from ...errors import InputError
 from ...memory import available_gpu_bytes, available_host_bytes
 
 PRECONDITIONERS = ("auto", "none", "block_triangular")
 
 # `auto` factorises the blocks while their 2 n^2 entries take at most this share of the
-# memory free where they live (after the operators' assembly; an H-matrix system needs as
-# much again for the densified K0 and K1 while the blocks are built).
+# memory free where they live (after the operators' assembly): the rest keeps room for the
+# solve's Krylov basis and the LU's workspace.
 AUTO_SHARE = 0.5
 
 
@@ -63,23 +64,73 @@ def factor_dtype(op) -> np.dtype:
     return np.result_type(getattr(local, "storage_dtype", local.dtype), np.complex64)
 
 
-def _dense(op, xp):
-    """An operator as a dense array of the backend (an H-matrix expanded once)."""
-    if hasattr(op, "to_dense"):
-        return xp.asarray(op.to_dense())
-    return xp.asarray(op)
+class Restricted:
+    """Operator `op` of a region (square, on the region's dofs) between the dofs at
+    `positions` only, e.g. an interface's own block of a region that several surfaces bound:
+    a product pads x with zeros and keeps the rows at `positions`."""
+
+    def __init__(self, op, positions):
+        self.op, self.positions = op, np.asarray(positions)
+        self.shape = (len(self.positions),) * 2
+        self.dtype = op.dtype
+
+    def __matmul__(self, x):
+        if isinstance(self.op, np.ndarray):  # a host operator takes host vectors
+            x = to_host(x)
+        xp = array_module(x)
+        positions = xp.asarray(self.positions)
+        full = xp.zeros((self.op.shape[1],) + x.shape[1:], x.dtype)
+        full[positions] = x
+        return (self.op @ full)[positions]
 
 
-def _weak_block(xp, mass, a, first, b, second, dtype, rows=1024):
-    """M + a first + b second as a new dense array (mass a SciPy COO matrix), built in
-    slabs of `rows` rows so that no n x n temporary is made."""
-    n = first.shape[0]
-    out = xp.empty((n, n), dtype=dtype)
-    for r in range(0, n, rows):
-        out[r:r + rows] = a * first[r:r + rows]
-        out[r:r + rows] += b * second[r:r + rows]
-    out[xp.asarray(mass.row), xp.asarray(mass.col)] += xp.asarray(mass.data.astype(dtype))
+def restricted(op, positions):
+    """`op` between the dofs at `positions` (op itself where they are all of its dofs)."""
+    positions = np.asarray(positions)
+    if len(positions) == op.shape[0] and np.array_equal(positions, np.arange(op.shape[0])):
+        return op
+    return Restricted(op, positions)
+
+
+def dense_of(op, xp, dtype, width=1024):
+    """`op` (a dense array, an H-matrix, a rank's share of one, or one of them Restricted) as
+    a new dense array of backend `xp` in `dtype`. An H-matrix is multiplied by `width` unit
+    columns at a time where the factors live (its own products, on the GPU for a GPU
+    solve), so neither a whole operator of a larger region nor a host copy in double
+    precision is ever made: the array itself is the only n x n memory."""
+    positions = None
+    if isinstance(op, Restricted):
+        op, positions = op.op, op.positions
+    if not hasattr(op, "matvec"):  # a dense array, on the host or the device
+        out = xp.asarray(op)
+        if positions is not None:
+            p = xp.asarray(positions)
+            out = out[p[:, None], p]
+        return out.astype(dtype)
+    n = op.shape[1]
+    columns = np.arange(n) if positions is None else positions
+    rows = xp.asarray(columns)
+    out = xp.empty((len(columns), len(columns)), dtype)
+    for start in range(0, len(columns), width):
+        chunk = columns[start:start + width]
+        unit = xp.zeros((n, len(chunk)), op.dtype)
+        unit[xp.asarray(chunk), xp.arange(len(chunk))] = 1
+        out[:, start:start + len(chunk)] = (op @ unit)[rows]
     return out
+
+
+def _combine(out, alpha, other, beta, rows=1024):
+    """out = alpha out + beta other in place, `rows` rows at a time (no n x n temporary)."""
+    for r in range(0, out.shape[0], rows):
+        slab = out[r:r + rows]
+        slab *= alpha
+        slab += beta * other[r:r + rows]
+
+
+def _add_mass(xp, out, mass, factor):
+    """out += factor M (mass a SciPy COO matrix with summed duplicates)."""
+    out[xp.asarray(mass.row), xp.asarray(mass.col)] += xp.asarray(
+        (factor * mass.data).astype(out.dtype))
 
 
 def _lu_module(xp):
@@ -122,10 +173,12 @@ def free_bytes(xp) -> int:
 
 class BlockTriangular:
     """P^{-1} of the module docstring for one surface's Müller block: `operators` holds K0,
-    K1 (dense or H-matrix; densified here) and W0, W1 of that surface, `mass` its P1 mass
-    matrix, k the outside wavenumber, g the density ratio inside over outside; `apply(op, x)`
-    returns op @ x on the host (a StrongForm's `_applied_on_host`). Factorised on the
-    backend `xp`, in `dtype` (default: factor_dtype of K0). A nested body composes one per interface, each solving its own slice."""
+    K1 (dense, H-matrix or Restricted: densified by dense_of) and W0, W1 of that surface,
+    `mass` its P1 mass matrix, k the outside wavenumber, g the density ratio inside over
+    outside; `apply(op, x)` returns op @ x on the host (a StrongForm's `_applied_on_host`).
+    Factorised on the backend `xp`, in `dtype` (default: factor_dtype of K0). A nested body
+    composes one per interface, each from its own blocks (Restricted) and solving its own
+    slice."""
 
     name = "block_triangular"
 
@@ -137,19 +190,22 @@ class BlockTriangular:
         self.mass = mass.tocsr()
         self.n_dofs = self.mass.shape[0]
         dtype = factor_dtype(operators["K0"]) if dtype is None else np.dtype(dtype)
-        k0, k1 = _dense(operators["K0"], xp), _dense(operators["K1"], xp)
         coo = self.mass.tocoo()
         coo.sum_duplicates()
         lu = _lu_module(xp)
         self._lu, self.dtype = lu, dtype
-        # one block at a time: two operators and one block, never more n x n arrays
+        # Two n x n arrays in all, the factors themselves: D = M A_DD = M + a K1 - a g K0
+        # built in K1's place, then M A_NN^T = M + a K0 - a g K1 = a (1 - g^2) K0 - g D +
+        # (1 + g) M in K0's (solved transposed)
         g = self.g
-        dirichlet = _weak_block(xp, coo, a, k1, -a * g, k0, dtype)
+        k0 = dense_of(operators["K0"], xp, dtype)
+        dirichlet = dense_of(operators["K1"], xp, dtype)
+        _combine(dirichlet, a, k0, -a * g)
+        _add_mass(xp, dirichlet, coo, 1.0)
+        _combine(k0, a * (1 - g * g), dirichlet, -g)
+        _add_mass(xp, k0, coo, 1.0 + g)
         self._dirichlet = lu.lu_factor(dirichlet, overwrite_a=True, check_finite=False)
-        del dirichlet
-        neumann = _weak_block(xp, coo.T, a, k0.T, -a * g, k1.T, dtype)
-        del k0, k1
-        self._neumann = lu.lu_factor(neumann, overwrite_a=True, check_finite=False)
+        self._neumann_t = lu.lu_factor(k0, overwrite_a=True, check_finite=False)
 
     @classmethod
     def for_system(cls, system):
@@ -157,9 +213,10 @@ class BlockTriangular:
         return cls(system.ops, system.mass, system.k, system.g,
                    system._applied_on_host, system.xp)  # noqa: SLF001
 
-    def _solve(self, factors, y):
+    def _solve(self, factors, y, trans=0):
         y = self.xp.asarray(y)
-        return self._lu.lu_solve(factors, y.astype(self.dtype, copy=False), check_finite=False)
+        return self._lu.lu_solve(factors, y.astype(self.dtype, copy=False), trans=trans,
+                                 check_finite=False)
 
     def solve(self, z):
         """P^{-1} z for z (2n, r) on the backend: (y_D, y_N) stacked."""
@@ -167,6 +224,6 @@ class BlockTriangular:
         zd, zn = to_host(z[:n]), to_host(z[n:])
         yd = self._solve(self._dirichlet, self.mass @ zd)
         wy = self._apply(self.w0, yd) - self._apply(self.w1, yd)
-        yn = self._solve(self._neumann, self.mass @ zn - (self.scale / self.k) * wy)
+        yn = self._solve(self._neumann_t, self.mass @ zn - (self.scale / self.k) * wy, trans=1)
         return self.xp.concatenate([self.xp.asarray(yd), self.xp.asarray(yn)]).astype(
             z.dtype, copy=False)

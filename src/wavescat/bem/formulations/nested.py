@@ -169,15 +169,6 @@ class MultiDomainTransmission(StrongForm):
             nsum[rows] += nn[bounded]
         return dsum, nsum
 
-    def dense_block(self, region, name, positions) -> np.ndarray:
-        """Operator `name` of a region between the dofs at `positions` of its space, dense
-        on the host (an H-matrix expanded once per region and operator)."""
-        cache = self.__dict__.setdefault("_dense", {})
-        if (region, name) not in cache:
-            op = self.ops[region][name]
-            cache[(region, name)] = to_host(op.to_dense() if hasattr(op, "to_dense") else op)
-        return cache[(region, name)][np.ix_(positions, positions)]
-
     def solution(self, z):
         """The traces from GMRES's unknowns: P^-1 z on each preconditioned interface."""
         if not self.preconditioners:

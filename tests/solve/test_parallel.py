@@ -16,7 +16,10 @@ from wavescat import cli
 from wavescat.bem.assembly.hmatrix import assemble_hmatrix
 from wavescat.bem.assembly.hmatrix.assembly import block_plan
 from wavescat.bem.assembly.hmatrix.clouds import space_cloud
-from wavescat.bem.assembly.hmatrix.distributed import distribution, near_units, share_of
+from wavescat.bem.assembly.hmatrix.batched_aca import near_block_of
+from wavescat.bem.assembly.hmatrix.distributed import (distribution, near_units, pair_filter,
+                                                       share_of)
+from wavescat.bem.discretisation import pairs
 from wavescat.bem.discretisation import spaces
 from wavescat.geometry.icosphere import icosphere
 
@@ -49,6 +52,30 @@ def test_shares_take_every_block_once_and_keep_mirrors_together(space, name):
             assert np.isin(unit[s.near], s.near).all()
         entries = [int(np.sum(near["m"][s.near] * near["n"][s.near])) for s in shares]
         assert max(entries) <= 1.6 * sum(entries) / size  # balanced within a unit or two
+
+
+def test_pair_filter_keeps_the_pairs_with_an_entry_in_the_ranks_dense_blocks(space):
+    """A rank computes the corrections of the element pairs with an entry in one of its dense
+    blocks: the filter's pairs are those whose entries' blocks (near_block_of, entry by
+    entry) include one of the rank's, and the ranks' pairs cover every pair."""
+    cloud = space_cloud(space)
+    plan = block_plan("double_layer", K, cloud, cloud, eta=HMATRIX["eta"],
+                      leaf_size=HMATRIX["leaf_size"])
+    pa, pb = (np.concatenate(x) for x in zip(pairs.touching_pairs(space.mesh),
+                                             pairs.near_pairs(space.mesh, 2.0)))
+    rows = plan.rows.iperm[space.element_dofs][pa][:, :, None]
+    cols = plan.cols.iperm[space.element_dofs][pb][:, None, :]
+    rows, cols = np.broadcast_arrays(rows, cols)
+    block = near_block_of(plan.blocks.near, rows.ravel(), cols.ravel(), strict=False)
+    block = block.reshape(len(pa), -1)
+    size, covered = 3, np.zeros(len(pa), bool)
+    for rank in range(size):
+        share = share_of(plan, K, rank, size)
+        kept = pair_filter(plan, share, space, space)(pa, pb)
+        assert np.array_equal(kept, np.isin(block, share.near).any(axis=1))
+        assert 0 < kept.sum() < len(pa)
+        covered |= kept
+    assert covered.all()
 
 
 @pytest.mark.parametrize("name", ["double_layer", "hypersingular"])

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 import scipy.sparse.linalg as spla
 
-from .batched_aca import near_block_of
 from .elementwise import mirror_blocks
 from .galerkin import assemble_hmatrix
 
@@ -85,27 +85,44 @@ def share_of(plan, k: float, rank: int, size: int) -> BlockShare:
     return BlockShare(mine_near, mine_far)
 
 
-def pair_filter(plan, share: BlockShare, test, trial, chunk: int = 1 << 20):
+def pair_filter(plan, share: BlockShare, test, trial):
     """keep(pa, pb): the element pairs (test element pa, trial element pb) with at least one
-    entry in a dense block of `share` (the corrections this rank needs)."""
+    entry in a dense block of `share` (the corrections this rank needs). Dense blocks pair
+    leaf clusters (batched_aca.near_block_of), so an entry's block is the pair of its row's
+    and its column's leaves: each dof's leaf is found once, and a pair's 3 x 3 leaf pairs are
+    looked up among this rank's in a compiled loop (every rank filters all the touching and
+    near pairs of the mesh, millions at 2 kHz on the submarine)."""
     near = plan.blocks.near
-    mine = np.zeros(len(near["r0"]) + 1, bool)  # the last slot: "no dense block" (-1)
-    mine[share.near] = True
-    rows = plan.rows.iperm[test.element_dofs]
-    cols = plan.cols.iperm[trial.element_dofs]
+    rstarts, cstarts = np.unique(near["r0"]), np.unique(near["c0"])
+    row_leaf = np.searchsorted(rstarts, plan.rows.iperm, side="right") - 1
+    col_leaf = np.searchsorted(cstarts, plan.cols.iperm, side="right") - 1
+    rows = np.ascontiguousarray(row_leaf[test.element_dofs])
+    cols = np.ascontiguousarray(col_leaf[trial.element_dofs])
+    mine = np.sort(np.searchsorted(rstarts, near["r0"][share.near]) * len(cstarts)
+                   + np.searchsorted(cstarts, near["c0"][share.near])).astype(np.int64)
 
     def keep(pa, pb):
-        out = np.zeros(len(pa), bool)
-        if not len(near["r0"]):
-            return out
-        for s in range(0, len(pa), chunk):
-            r, c = np.broadcast_arrays(rows[pa[s:s + chunk]][:, :, None],
-                                       cols[pb[s:s + chunk]][:, None, :])
-            blk = near_block_of(near, r.ravel(), c.ravel(), strict=False)
-            out[s:s + chunk] = mine[blk].reshape(len(r), -1).any(axis=1)
-        return out
+        return _pairs_in_blocks(np.asarray(pa, np.int64), np.asarray(pb, np.int64), rows,
+                                cols, len(cstarts), mine)
 
     return keep
+
+
+@nb.njit(parallel=True, cache=True)
+def _pairs_in_blocks(pa, pb, rows, cols, n_cols, mine):
+    """Whether any (rows[pa[i], a], cols[pb[i], b]) leaf pair is one of `mine` (sorted keys
+    row leaf * n_cols + column leaf)."""
+    out = np.zeros(len(pa), np.bool_)
+    if len(mine) == 0:
+        return out
+    for i in nb.prange(len(pa)):
+        for a in range(rows.shape[1]):
+            for b in range(cols.shape[1]):
+                key = rows[pa[i], a] * n_cols + cols[pb[i], b]
+                at = np.searchsorted(mine, key)
+                if at < len(mine) and mine[at] == key:
+                    out[i] = True
+    return out
 
 
 def distribution(ranks, k: float):

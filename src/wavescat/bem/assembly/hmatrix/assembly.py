@@ -121,7 +121,8 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
                          backend=None, precision="double", eps=HMATRIX["eps"],
                          eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
                          kd_max=HMATRIX["kd_max"], storage=HMATRIX["storage"], recompression=True,
-                         devices=None, work_bytes=None, label=None, plan=None, share=None):
+                         devices=None, work_bytes=None, label=None, plan=None, share=None,
+                         quiet=False):
     """H-matrix of the regular-quadrature kernel matrix between two clouds plus
     `correction` = (rows, cols, values) in original numbering (touching pairs only).
     Entries, ACA and recompression run in `precision`; the blocks are stored in `storage`
@@ -254,7 +255,8 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
     H.report["kd_max"] = kd_max
     H.report["storage"] = storage
     H.report["corrections_in_admissible_blocks"] = dropped
-    log_report(H.report)
+    if not quiet:  # galerkin.assemble_hmatrix logs it with its own stages added
+        log_report(H.report)
     return H
 
 

@@ -23,6 +23,7 @@ from .assembly import assemble_from_clouds, block_plan
 from .clouds import element_rule, space_cloud
 from .elementwise import ElementSums
 from .kernels import PairKernel
+from .report import log_report
 
 
 def element_space(space):
@@ -133,8 +134,9 @@ def assemble_hmatrix(name, trial, test, k, *, backend=None, precision="double",
                              eta=eta, leaf_size=leaf_size, kd_max=kd_max, storage=storage,
                              recompression=recompression,
                              devices=devices, work_bytes=work_bytes, label=f"{test.kind}-{trial.kind}",
-                             plan=plan, share=share)
+                             plan=plan, share=share, quiet=True)
     H.report["time_s"]["singular_quadrature"] = t_corr
     H.report["time_s"]["trees"] += t_trees
     H.report["time_s"]["total"] += t_corr + t_trees
+    log_report(H.report)
     return H

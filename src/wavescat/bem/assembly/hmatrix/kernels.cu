@@ -1,5 +1,5 @@
-// hm_pairs, the CUDA twin of kernels.py's _pairs_cpu; after green.cu and green.cuda_defines'
-// #defines (T, OP, LAPLACE, ...).
+// hm_pairs, the CUDA twin of kernels.py's _pairs_cpu; after green.cuda_defines' #defines
+// (OP, LAPLACE, ...) and green.cu (the real type T, kernel_value).
 // One point pair's term of an entry: x (test point, its normal na, weight wa, weighted curl
 // ca) against y (trial point: nb, wb, cb).
 __device__ __forceinline__ void pair_term(const T* x, const T* na, T wa, const T* ca,

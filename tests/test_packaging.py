@@ -1,5 +1,6 @@
 """What a non-editable install gets: the package's data files (the config schema, the
 symmetric triangle rules, the CUDA sources, py.typed)."""
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_schema_and_py_typed_are_package_data(tmp_path):
     """setuptools' build_py (the step that fills a wheel's package tree, with pyproject.toml's
     package-data), run on a copy of the project: the built package holds the schema that
-    defaults.SCHEMA_PATH names, the triangle rules' table and py.typed."""
+    defaults.SCHEMA_PATH names, the triangle rules' table, py.typed and every CUDA source the
+    modules read."""
     src = tmp_path / "project"
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -28,10 +30,20 @@ def test_schema_and_py_typed_are_package_data(tmp_path):
     package = lib / "wavescat"
     assert (package / "py.typed").is_file()
     assert (package / "bem" / "discretisation" / "symmetric_triangle_rules.json").is_file()
-    for kernel in ("kernels/green", "kernels/gpu", "linalg/triangular"):  # the CUDA sources
-        assert (package / "bem" / f"{kernel}.cu").is_file(), kernel
+    assert {p.relative_to(package) for p in package.rglob("*.cu")} == cuda_sources()
     built = package / SCHEMA_PATH.relative_to(ROOT / "src" / "wavescat")
     assert yaml.safe_load(built.read_text()) == load_schema()
+
+
+def cuda_sources() -> set[Path]:
+    """The .cu files the package's modules name (read beside themselves, as
+    Path(__file__).with_name(...)), relative to the package; each exists in the tree, and
+    every .cu of the tree is named."""
+    package = ROOT / "src" / "wavescat"
+    named = {module.with_name(name).relative_to(package) for module in package.rglob("*.py")
+             for name in re.findall(r"[\"']([\w.]+\.cu)[\"']", module.read_text())}
+    assert {p.relative_to(package) for p in package.rglob("*.cu")} == named
+    return named
 
 
 def test_the_workflow_validates_against_the_package_schema():

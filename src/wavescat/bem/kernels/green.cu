@@ -1,5 +1,5 @@
-// The CUDA twin of green.py's green, radial and kernel (included by kernels_gpu.cu and
-// hmatrix/kernels.py); the including source defines IS_DOUBLE, OP, LAPLACE (k = 0) and
+// The CUDA twin of green.py's green, radial and kernel (put before gpu.cu and
+// hmatrix/kernels.cu); the including source defines IS_DOUBLE, OP, LAPLACE (k = 0) and
 // DAMPED (Im k != 0): green.cuda_defines.
 #define INV4PI 0.079577471545947667884441881686257181
 #if IS_DOUBLE

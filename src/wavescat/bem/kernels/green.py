@@ -119,8 +119,9 @@ def radial_array(g, r, k):
     return g * (1j * k * r - 1) / r**2
 
 
-# The CUDA twin of `green`, `radial` and `kernel`: included by kernels_gpu.py and
-# hmatrix/kernels.py, whose sources define IS_DOUBLE, OP, LAPLACE (k = 0) and DAMPED (Im k != 0).
+# The CUDA twin of `green`, `radial` and `kernel`: put before gpu.cu and hmatrix/kernels.cu
+# (by gpu.py and hmatrix/kernels.py), whose #defines (cuda_defines) set IS_DOUBLE, OP,
+# LAPLACE (k = 0) and DAMPED (Im k != 0).
 CUDA_GREEN = Path(__file__).with_name("green.cu").read_text()
 
 

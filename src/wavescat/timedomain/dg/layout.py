@@ -15,7 +15,7 @@ TENSOR_CORES_MIN_CC = 80  # mma.sync TF32 m16n8k8 and DMMA m8n8k4: compute capab
 
 
 class VolumeTuning(NamedTuple):
-    """One variant of the volume kernel (see kernel_source's _ROWS and _MMA). With tensor, the
+    """One variant of the volume kernel (see volume_rows.cu and volume_mma.cu). With tensor, the
     counts mean: kb_volume element groups per batch, elements_per_thread element tiles (16
     elements fp32, 8 fp64 or transposed) and nodes_per_thread node tiles (8 nodes, 16 fp32
     transposed) per warp."""

@@ -1,0 +1,76 @@
+// dense_blocks and lowrank_blocks (block_products.py), after the typedefs of REAL (the
+// vectors' and the sums' precision) and STORE (the blocks').
+#define CHUNK 16
+// the warp of this thread: block b of the stack, columns tile * 32 + lane of X and Y
+#define WARP_SETUP                                                                       \
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;      \
+    const int lane = threadIdx.x % 32, tiles = (r + 31) / 32;                             \
+    if (warp >= (long long)B * tiles) return;                                             \
+    const int b = (int)(warp / tiles), c = (int)(warp % tiles) * 32 + lane;               \
+    if (c >= r) return;                                                                   \
+    const REAL* Xb = X + 2 * ((long long)c0[b] * r + c);                                  \
+    REAL* Yb = Y + 2 * ((long long)r0[b] * r + c);                                        \
+    const int mb = m[b], nb = n[b];
+
+// s[q] = sum_j a[q qs + j js] X[c0_b + j, c] over the block's columns j < nb, for q < count:
+// CHUNK partial sums in registers, the entries a the same for every lane (broadcast loads)
+__device__ __forceinline__ void sums_times_x(REAL* sr, REAL* si, const STORE* a, int qs, int js,
+                                             int count, const REAL* Xb, int nb, int r) {
+    for (int q = 0; q < CHUNK; ++q) sr[q] = si[q] = 0;
+    for (int j = 0; j < nb; ++j) {
+        const REAL xr = __ldg(Xb + 2 * (long long)j * r), xi = __ldg(Xb + 2 * (long long)j * r + 1);
+        const STORE* aj = a + (long long)j * js;
+        for (int q = 0; q < CHUNK; ++q) {
+            if (q < count) {
+                const REAL ar = __ldg(aj + q * qs), ai = __ldg(aj + q * qs + 1);
+                sr[q] += ar * xr - ai * xi;
+                si[q] += ar * xi + ai * xr;
+            }
+        }
+    }
+}
+
+// Y[r0_b + i, c] += sum_j D[b, i, j] X[c0_b + j, c]   (D: B x Lr x Lc, rows beyond m_b unused)
+extern "C" __global__ void dense_blocks(const STORE* D, const int* r0, const int* c0,
+                                        const int* m, const int* n, int B, int Lr, int Lc,
+                                        const REAL* X, REAL* Y, int r) {
+    WARP_SETUP
+    const STORE* Db = D + 2 * (long long)b * Lr * Lc;
+    for (int i0 = 0; i0 < mb; i0 += CHUNK) {
+        const int rows = mb - i0 < CHUNK ? mb - i0 : CHUNK;
+        REAL sr[CHUNK], si[CHUNK];
+        sums_times_x(sr, si, Db + 2 * (long long)i0 * Lc, 2 * Lc, 2, rows, Xb, nb, r);
+        for (int q = 0; q < rows; ++q) {
+            atomicAdd(Yb + 2 * (long long)(i0 + q) * r, sr[q]);
+            atomicAdd(Yb + 2 * (long long)(i0 + q) * r + 1, si[q]);
+        }
+    }
+}
+
+// Y[r0_b + i, c] += sum_l U[b, i, l] (sum_j V[b, j, l] X[c0_b + j, c])
+// (U: B x Lu x K, V: B x Lv x K; V^T X taken CHUNK columns of the rank at a time)
+extern "C" __global__ void lowrank_blocks(const STORE* U, const STORE* V, const int* r0,
+                                          const int* c0, const int* m, const int* n, int B,
+                                          int Lu, int Lv, int K, const REAL* X, REAL* Y, int r) {
+    WARP_SETUP
+    const STORE* Ub = U + 2 * (long long)b * Lu * K;
+    const STORE* Vb = V + 2 * (long long)b * Lv * K;
+    for (int l0 = 0; l0 < K; l0 += CHUNK) {
+        const int ranks = K - l0 < CHUNK ? K - l0 : CHUNK;
+        REAL tr[CHUNK], ti[CHUNK];
+        sums_times_x(tr, ti, Vb + 2 * l0, 2, 2 * K, ranks, Xb, nb, r);
+        for (int i = 0; i < mb; ++i) {
+            const STORE* u = Ub + 2 * ((long long)i * K + l0);
+            REAL yr = 0, yi = 0;
+            for (int q = 0; q < CHUNK; ++q) {
+                if (q < ranks) {
+                    const REAL ar = __ldg(u + 2 * q), ai = __ldg(u + 2 * q + 1);
+                    yr += ar * tr[q] - ai * ti[q];
+                    yi += ar * ti[q] + ai * tr[q];
+                }
+            }
+            atomicAdd(Yb + 2 * (long long)i * r, yr);
+            atomicAdd(Yb + 2 * (long long)i * r + 1, yi);
+        }
+    }
+}

@@ -157,29 +157,44 @@ def test_factor_precision_follows_the_storage():
     assert factor_dtype(np.zeros((2, 2))) == np.complex128  # a dense operator's own precision
 
 
+class _Share:
+    """An operator known only by its products (as a rank's share of a distributed H-matrix)."""
+
+    def __init__(self, op):
+        self.op, self.shape, self.dtype = op, op.shape, op.dtype
+
+    def matvec(self, x):
+        return self.op @ x
+
+    __matmul__ = matvec
+
+
 def test_dense_of_an_hmatrix_and_of_its_restriction():
-    """The factors' dense blocks come from the H-matrix's own products with unit columns,
-    in any chunking: the matrix it approximates (to_dense), and an interface's own block of
-    a region spanning two surfaces (Restricted), in the factors' precision."""
+    """The factors' dense blocks: an H-matrix's copied from its blocks (dense_part), and an
+    operator known only by its products from unit columns in any chunking, both the matrix
+    the H-matrix's products apply, also for an interface's own block of a region spanning
+    two surfaces (Restricted), in the factors' precision."""
     space = p1(SurfaceMesh.union([icosphere(2), icosphere(1, 0.5)]))
     op = assemble_hmatrix("double_layer", space, space, 2.0, backend="cpu", leaf_size=16,
                           eta=1.0, eps=1e-6, storage="single")
-    full = op.to_dense()
+    full = op @ np.eye(space.n_dofs, dtype=complex)  # by products
     scale = np.abs(full).max()
-    np.testing.assert_allclose(dense_of(op, np, np.complex128, width=37), full, rtol=0,
-                               atol=1e-12 * scale)
     pos = np.flatnonzero(np.arange(space.n_dofs) % 3 != 1)
+    for each in (op, _Share(op)):
+        np.testing.assert_allclose(dense_of(each, np, np.complex128, width=37), full,
+                                   rtol=0, atol=1e-12 * scale)
+        sub = dense_of(restricted(each, pos), np, np.complex64, width=50)
+        assert sub.dtype == np.complex64 and sub.shape == (len(pos), len(pos))
+        np.testing.assert_allclose(sub, full[np.ix_(pos, pos)], rtol=0, atol=1e-6 * scale)
+    np.testing.assert_allclose(op.dense_part(pos[::-1], pos), full[np.ix_(pos[::-1], pos)],
+                               rtol=0, atol=1e-12 * scale)  # rows and columns in any order
     part = restricted(op, pos)
-    sub = dense_of(part, np, np.complex64, width=50)
-    assert sub.dtype == np.complex64 and sub.shape == (len(pos), len(pos))
-    np.testing.assert_allclose(sub, full[np.ix_(pos, pos)], rtol=0, atol=1e-6 * scale)
     x = np.random.default_rng(1).standard_normal((len(pos), 3)) + 0j
     np.testing.assert_allclose(part @ x, full[np.ix_(pos, pos)] @ x, rtol=0,
                                atol=1e-11 * scale * np.abs(x).sum(axis=0).max())
     assert restricted(op, np.arange(space.n_dofs)) is op
-    dense = np.asarray(full)
-    np.testing.assert_array_equal(dense_of(restricted(dense, pos), np, np.complex128),
-                                  dense[np.ix_(pos, pos)])
+    np.testing.assert_array_equal(dense_of(restricted(full, pos), np, np.complex128),
+                                  full[np.ix_(pos, pos)])
 
 
 def test_setting_choices():

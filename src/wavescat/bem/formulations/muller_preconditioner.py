@@ -94,13 +94,16 @@ def restricted(op, positions):
 
 def dense_of(op, xp, dtype, width=1024):
     """`op` (a dense array, an H-matrix, a rank's share of one, or one of them Restricted) as
-    a new dense array of backend `xp` in `dtype`. An H-matrix is multiplied by `width` unit
-    columns at a time where the factors live (its own products, on the GPU for a GPU
-    solve), so neither a whole operator of a larger region nor a host copy in double
-    precision is ever made: the array itself is the only n x n memory."""
+    a new dense array of backend `xp` in `dtype`, with no other n x n array made: on the
+    host an H-matrix copies its blocks' entries (HMatrix.dense_part); on the GPU, and for a
+    rank's share whose other blocks the other ranks hold, the operator is multiplied by
+    `width` unit columns at a time where its blocks live (the fish at 120 kHz measured this
+    way, bench/README.md)."""
     positions = None
     if isinstance(op, Restricted):
         op, positions = op.op, op.positions
+    if hasattr(op, "dense_part") and xp is np:  # an H-matrix: its blocks' entries, copied
+        return op.dense_part(positions, positions, dtype)
     if not hasattr(op, "matvec"):  # a dense array, on the host or the device
         out = xp.asarray(op)
         if positions is not None:

@@ -241,18 +241,56 @@ class HMatrix:
             yield from p.lowrank
 
     def to_dense(self) -> np.ndarray:
-        """The approximated matrix in full (tests on small sizes)."""
-        A = np.zeros(self.shape, dtype=self.dtype)
+        """The approximated matrix in full, on the host in `dtype` (tests on small sizes)."""
+        return self.dense_part()
+
+    def dense_part(self, rows=None, cols=None, dtype=None) -> np.ndarray:
+        """H[rows][:, cols] (original numbering, in the given order; None: all) as a new
+        host array in `dtype` (default: the matrix's), block by block: each block's
+        selected entries (a low-rank block's from its U V^T, formed in the higher of `dtype`
+        and the stored precision) copied to their places. Costs the blocks' entries times
+        their ranks, where products with unit vectors would cost the stored entries times
+        the columns."""
+        dtype = np.dtype(self.dtype if dtype is None else dtype)
+        places = []
+        for perm, chosen_, n in ((self.row_perm, rows, self.shape[0]),
+                                 (self.col_perm, cols, self.shape[1])):
+            chosen_ = np.arange(n) if chosen_ is None else np.asarray(chosen_)
+            where = np.full(n, -1, np.int64)
+            where[chosen_] = np.arange(len(chosen_))
+            places.append((where[perm], len(chosen_)))  # output index of each permuted place
+        (out_rows, n_rows), (out_cols, n_cols) = places
+        out = np.zeros((n_rows, n_cols), dtype)
         for g in self.groups():
-            r0, c0, m, n = (to_host(a) for a in (g.r0, g.c0, g.m, g.n))
-            if g.D is not None:
-                blocks = to_host(g.D)
-            else:  # the stored factors' product in the matrix's precision
-                U, V = (to_host(F).astype(self.dtype, copy=False) for F in (g.U, g.V))
-                blocks = np.matmul(U, np.swapaxes(V, 1, 2))
-            for b in range(len(r0)):
-                A[r0[b]:r0[b] + m[b], c0[b]:c0[b] + n[b]] += blocks[b, :m[b], :n[b]]
-        return A[np.ix_(np.argsort(self.row_perm), np.argsort(self.col_perm))]
+            _copy_selected(g, out_rows, out_cols, out)
+        return out
+
+
+def _copy_selected(g: BlockGroup, out_rows, out_cols, out):
+    """Copy the entries of group g's blocks (brought to the host) at selected places
+    (out_rows / out_cols: the output index of each permuted row / column, -1 where not
+    selected) into `out`, a chunk of blocks at a time."""
+    r0, c0, m, n = (to_host(a) for a in (g.r0, g.c0, g.m, g.n))
+    low = g.D is None
+    U, V, D = ((to_host(g.U), to_host(g.V), None) if low else (None, None, to_host(g.D)))
+    Lr, Lc = (U.shape[1], V.shape[1]) if low else D.shape[1:]
+    work = np.result_type(out.dtype, (U if low else D).dtype)
+    step = max(1, _CHUNK_BYTES // (Lr * Lc * work.itemsize))
+    ar, ac = np.arange(Lr)[None, :], np.arange(Lc)[None, :]
+    for start in range(0, len(r0), step):
+        sel = slice(start, start + step)
+        r = np.where(ar < m[sel, None], out_rows[np.minimum(r0[sel, None] + ar,
+                                                            len(out_rows) - 1)], -1)
+        c = np.where(ac < n[sel, None], out_cols[np.minimum(c0[sel, None] + ac,
+                                                            len(out_cols) - 1)], -1)
+        b, i, j = np.nonzero((r >= 0)[:, :, None] & (c >= 0)[:, None, :])
+        if len(b) == 0:
+            continue
+        if low:  # the chunk's U V^T (the chunk size bounds it), then its selected entries
+            values = np.matmul(U[sel].astype(work), np.swapaxes(V[sel], 1, 2).astype(work))
+        else:
+            values = D[sel]
+        out[r[b, i], c[b, j]] = values[b, i, j]
 
 
 __all__ = ["HMatrix", "DevicePart", "BlockGroup", "scatter_matrix"]

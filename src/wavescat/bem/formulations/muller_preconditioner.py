@@ -29,8 +29,9 @@ the unpreconditioned system) and A = P + [[0, A_DN], [0, 0]], a product is
 four boundary-operator products (W0, W1, V0, V1) and two dense triangular solve pairs in
 place of the system's eight products. The factors cost O(n^3) once and 2 n^2 entries,
 built where the solve runs (the GPU for a GPU solve) in the operators' storage precision,
-with no other n x n array: K0 and K1 densified by the H-matrices' own products with unit
-columns (`dense_of`), each then turned into its factor in place. The winner while 2 n^2
+with no other n x n array: K0 and K1 densified (`dense_of`: the H-matrix's blocks copied on
+the host, its products with unit columns on the GPU), each then turned into its factor in
+place. The winner while 2 n^2
 entries fit: some 40,000 vertices in complex64 on an 80 GB GPU beside the H-matrices.
 
 Per surface: P is built from the diagonal (self-interaction) blocks of one interface only,

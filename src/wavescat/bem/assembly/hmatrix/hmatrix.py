@@ -252,18 +252,21 @@ class HMatrix:
         their ranks, where products with unit vectors would cost the stored entries times
         the columns."""
         dtype = np.dtype(self.dtype if dtype is None else dtype)
-        places = []
-        for perm, chosen_, n in ((self.row_perm, rows, self.shape[0]),
-                                 (self.col_perm, cols, self.shape[1])):
-            chosen_ = np.arange(n) if chosen_ is None else np.asarray(chosen_)
-            where = np.full(n, -1, np.int64)
-            where[chosen_] = np.arange(len(chosen_))
-            places.append((where[perm], len(chosen_)))  # output index of each permuted place
-        (out_rows, n_rows), (out_cols, n_cols) = places
+        out_rows, n_rows = _output_places(self.row_perm, rows)
+        out_cols, n_cols = _output_places(self.col_perm, cols)
         out = np.zeros((n_rows, n_cols), dtype)
         for g in self.groups():
             _copy_selected(g, out_rows, out_cols, out)
         return out
+
+
+def _output_places(perm, picked):
+    """(the output index of each permuted place, -1 where not picked; how many are picked)
+    for the original indices `picked` (None: all) of a numbering permuted by `perm`."""
+    picked = np.arange(len(perm)) if picked is None else np.asarray(picked)
+    where = np.full(len(perm), -1, np.int64)
+    where[picked] = np.arange(len(picked))
+    return where[perm], len(picked)
 
 
 def _copy_selected(g: BlockGroup, out_rows, out_cols, out):

@@ -5,6 +5,7 @@ at every receiver (or aspect) against `reference.sphere.case_series`.
     python bench/bench_series_cases.py config/examples/shells.yaml [--cases a b]
         [--frequencies 12000 38000] [--set mesh.elements_per_wavelength=6 ...]
         [--backend cpu|gpu] [--meshes DIR] [--write-meshes] [--ts-out ts.csv]
+    mpiexec -n 4 python bench/bench_series_cases.py ... --ranks 4   # one solve on 4 ranks
 
 Each case goes as the workflow sends it: `prepare_config` fills the schema's defaults (mesh
 sizing, quadrature, GMRES, `operator_format: auto`), `mesh_case` makes the mesh of the
@@ -13,6 +14,8 @@ the case as `wavescat solve` receives it (`solve_case`). `--set key=value` (dott
 YAML values) changes every selected case, e.g. `boundary.absorption_db_per_wavelength=1.364`
 or `mesh.resolve_interior=false`. On a machine without gmsh (the GPU machine) `--meshes DIR`
 reads DIR/<case>_f<hz>.npz, which `--write-meshes` makes where gmsh is installed.
+`--ranks N` (under `mpiexec -n N`) solves each case on N ranks the way `solver.ranks: N`
+does (solve/parallel.py: each rank holds its share of the operators); rank 0 prints.
 Prints one row per case and frequency and, per case, the RMS and largest TS error (dB);
 cases without a series (a spheroid, a fish) print their TS alone (`--ts-out` keeps all).
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import logging
 import time
 from pathlib import Path
 
@@ -30,6 +34,7 @@ from wavescat.case import Case
 from wavescat.config import prepare_config, solve_case
 from wavescat.config_files import load_config_files
 from wavescat.reference.sphere import case_series, has_series
+from wavescat.solve import parallel
 from wavescat.solve.driver import solve_frequency
 from wavescat.surface import SurfaceMesh
 
@@ -70,7 +75,13 @@ def main() -> None:
     ap.add_argument("--meshes")
     ap.add_argument("--write-meshes", action="store_true")
     ap.add_argument("--ts-out", help="append every TS (case,f,dofs,dx,dz,ts_db) to this CSV")
+    ap.add_argument("--ranks", type=int, default=1, help="MPI ranks of each solve (mpiexec -n)")
+    ap.add_argument("--log", action="store_true", help="the solver's log (stages, GMRES) on stderr")
     args = ap.parse_args()
+    if args.log:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    ranks = parallel.start(args.ranks)  # before CuPy: binds a GPU per rank
+    say = print if ranks.is_root else (lambda *a, **k: None)
 
     raw = copy.deepcopy(load_config_files([args.config]))  # over the default config
     names = args.cases or raw["run"]
@@ -78,12 +89,13 @@ def main() -> None:
         for item in args.set:
             key, value = item.split("=", 1)
             _set(raw["cases"][name], key, yaml.safe_load(value))
+        raw["cases"][name].setdefault("solver", {})["ranks"] = ranks.size
         if args.backend:
             raw["cases"][name].setdefault("solver", {})["backend"] = args.backend
         if args.frequencies:
             raw["cases"][name]["frequencies_hz"] = list(args.frequencies)
     config = prepare_config(raw)
-    print(f"{'case':28s} {'f Hz':>8s} {'dofs':>7s} {'its':>5s} {'mesh s':>7s} {'asm s':>7s} "
+    say(f"{'case':28s} {'f Hz':>8s} {'dofs':>7s} {'its':>5s} {'mesh s':>7s} {'asm s':>7s} "
           f"{'gmres s':>7s} {'TS dB':>8s} {'exact':>8s} {'max err':>8s}")
     for name in names:
         case = Case.from_config(config, name)
@@ -92,9 +104,11 @@ def main() -> None:
         for f in case.frequencies_hz:
             mesh, mesh_s = _mesh(config, name, case, f, args)
             if args.write_meshes:
-                print(f"{name:28s} {f:8g} mesh {mesh.n_vertices} vertices, {mesh_s:.1f} s")
+                say(f"{name:28s} {f:8g} mesh {mesh.n_vertices} vertices, {mesh_s:.1f} s")
                 continue
-            res = solve_frequency(solve_case(config, name), mesh, f)
+            res = solve_frequency(solve_case(config, name), mesh, f, ranks=ranks)
+            if not ranks.is_root:  # rank 0 holds the far field
+                continue
             k = case.medium.wavenumber(f)
             mono = res.monostatic_far_field is not None
             bem = res.monostatic_far_field if mono else res.far_field[:, 0]
@@ -109,6 +123,10 @@ def main() -> None:
                   f"{mesh_s:7.1f} {t['assembly']:7.1f} {t['solve']:7.1f} "
                   f"{20 * np.log10(abs(bem[0])):8.3f} {20 * np.log10(abs(exact[0])):8.3f} "
                   f"{np.abs(err).max():8.4f}", flush=True)
+            for share in res.parallel.get("per_rank", []) if ranks.size > 1 else []:
+                print(f"  rank {share['rank']}: operators {share['operator_bytes'] / 1e9:.1f} GB"
+                      + (f", device pool {share['device_pool_bytes'] / 1e9:.1f} GB"
+                         if "device_pool_bytes" in share else ""), flush=True)
             if args.ts_out:  # every TS of the case (aspect sweeps: one per direction)
                 with open(args.ts_out, "a") as out:
                     for d, value in zip(res.incidence.directions if mono else

@@ -10,6 +10,7 @@ hybrid Hermite-DG scheme: bench/README.md.
     PYTHONPATH=src NUMBA_NUM_THREADS=1 python bench/bench_hermite_vs_dg.py [--mode 4]
         [--periods 4] [--backend cpu|gpu] [--precision double] [--targets 1e-2 1e-3]
         [--dg-orders 2 3 4] [--hermite-degrees 1 2 3] [--sphere cpu full] [--json out.json]
+        [--costs earlier.json]
 
 DG runs at the CFL number of the scattering runs (0.75) on Kuhn cubes of 6 tetrahedra,
 Hermite at its default (0.9) with q = 3(2m + 1) Taylor stages. DOFs are nodal values per field
@@ -196,6 +197,9 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--overlap-cells", type=float, nargs="+", default=[1.0, 2.0],
                    help="DG shell around the body, in Hermite cells (the hybrid's overlap)")
     p.add_argument("--json", default=None)
+    p.add_argument("--costs", default=None, metavar="JSON",
+                   help="no cavity runs: take the costs at accuracy from the --json of an earlier run "
+                   "(e.g. a GPU's, for --sphere where gmsh runs)")
     a = p.parse_args(argv)
     backend = get_backend(a.backend)
     wavelength = 2.0 / (math.sqrt(3.0) * a.mode)  # |k| = pi l sqrt(3); c = 1: also the period
@@ -208,6 +212,10 @@ def main(argv=None) -> list[dict]:
     runs = [(dg_run, "DG", n, grids(DG_CELLS[n])) for n in a.dg_orders] + \
         [(hermite_run, "Hermite", m, grids(HERMITE_CELLS[m])) for m in a.hermite_degrees]
     rows, summary = [], []
+    if a.costs:
+        earlier = json.loads(open(a.costs).read())
+        print(f"costs from {a.costs}: {earlier['device']}, {earlier['precision']}, mode {earlier['mode']}")
+        runs, rows, summary = [], earlier["runs"], earlier["at_accuracy"]
     for run, method, degree, cells in runs:
         run(degree, cells[0], a.mode, t_final, backend, a.precision)  # compile, untimed
         these = []

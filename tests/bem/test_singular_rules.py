@@ -10,6 +10,8 @@ peak; for k = 0 in the plane the integrand is constant, i.e. Wilton's closed for
 triangle with a tanh-sinh rule in Duffy coordinates, which puts the edges and the shared
 vertex, where Phi has its log-type derivative singularities, at the ends of the intervals.
 """
+import itertools
+
 import numpy as np
 import pytest
 
@@ -247,8 +249,16 @@ def _octahedron_pairs():
     return ta, tb
 
 
-def test_classify_pairs_kinds_and_canonical_orders():
-    ta, tb = _octahedron_pairs()
+def _every_pair_over_six_vertices():
+    """Every ordered pair of triangles, each in every vertex order, on 6 vertices: all kinds,
+    every way two triangles can share their vertices."""
+    tris = np.array(list(itertools.permutations(range(6), 3)))
+    return np.repeat(tris, len(tris), axis=0), np.tile(tris, (len(tris), 1))
+
+
+@pytest.mark.parametrize("pairs", [_octahedron_pairs, _every_pair_over_six_vertices])
+def test_classify_pairs_kinds_and_canonical_orders(pairs):
+    ta, tb = pairs()
     kind, pa, pb = classify_pairs(ta, tb)
     shared = np.array([len(set(a) & set(b)) for a, b in zip(ta, tb)])
     np.testing.assert_array_equal(kind, shared)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numba as nb
 import numpy as np
 
 from ...errors import InputError, MeshError
@@ -161,7 +162,7 @@ def per_kind_orders(order) -> dict:
 # --- pair classification ------------------------------------------------------------------
 
 def classify_pairs(tri_a, tri_b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Kind and canonical vertex permutations of triangle pairs, vectorised.
+    """Kind and canonical vertex permutations of triangle pairs.
 
     tri_a, tri_b: (n, 3) global vertex indices of the test and trial triangle of each pair.
     Returns kind (n,) int64 in {REGULAR, VERTEX, EDGE, COINCIDENT} (number of shared vertices)
@@ -183,29 +184,49 @@ def classify_pairs(tri_a, tri_b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                             f"{t[i]}")
     if a.shape != b.shape:
         raise MeshError(f"tri_a and tri_b must have the same shape, got {a.shape} and {b.shape}")
-    n = len(a)
-    match = a[:, :, None] == b[:, None, :]  # (n, 3, 3): A's vertex i equals B's vertex j
-    in_b = match.any(axis=2)  # A's vertices that are shared
-    kind = in_b.sum(axis=1).astype(np.int64)
-    rot = np.arange(3)
-    # A: rotate so that the shared vertex comes first (vertex) or the unshared one last (edge).
-    first = np.zeros(n, np.int64)
-    first[kind == VERTEX] = np.argmax(in_b[kind == VERTEX], axis=1)
-    first[kind == EDGE] = (np.argmin(in_b[kind == EDGE], axis=1) + 1) % 3
-    perm_a = (first[:, None] + rot) % 3
-    perm_b = np.tile(rot, (n, 1))
-    # B, vertex: rotate so that the shared vertex comes first.
-    vert = kind == VERTEX
-    perm_b[vert] = (np.argmax(match[vert, perm_a[vert, 0]], axis=1)[:, None] + rot) % 3
-    # B, edge/coincident: B's match of A's canonical vertex c goes to position c; for an edge
-    # the unshared canonical vertex 2 takes the remaining position.
-    multi = kind >= EDGE
-    m = np.take_along_axis(match[multi], perm_a[multi][:, :, None], axis=1)
-    pb = np.argmax(m, axis=2)
-    edge = ~m[:, 2].any(axis=1)
-    pb[edge, 2] = 3 - pb[edge, 0] - pb[edge, 1]
-    perm_b[multi] = pb
-    return kind, perm_a.astype(np.int64), perm_b.astype(np.int64)
+    return _classify(np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64))
+
+
+@nb.njit(parallel=True, cache=True)
+def _classify(a, b):
+    """classify_pairs on validated (n, 3) int64 arrays, a pair per iteration (the millions of
+    touching pairs of a large mesh, on every MPI rank of a solve)."""
+    n = a.shape[0]
+    kind = np.zeros(n, np.int64)
+    perm_a = np.empty((n, 3), np.int64)
+    perm_b = np.empty((n, 3), np.int64)
+    for p in nb.prange(n):
+        shared = np.zeros(3, np.bool_)  # A's vertices that B has
+        for i in range(3):
+            for j in range(3):
+                if a[p, i] == b[p, j]:
+                    shared[i] = True
+        count = shared[0] + shared[1] + shared[2]
+        kind[p] = count
+        # A: the shared vertex first (vertex), the unshared one last (edge), else as it is
+        first = 0
+        if count == VERTEX:
+            first = 0 if shared[0] else (1 if shared[1] else 2)
+        elif count == EDGE:
+            first = ((0 if not shared[0] else (1 if not shared[1] else 2)) + 1) % 3
+        for c in range(3):
+            perm_a[p, c] = (first + c) % 3
+            perm_b[p, c] = c
+        if count == VERTEX:  # B: rotated so that the shared vertex comes first
+            j0 = 0
+            while b[p, j0] != a[p, perm_a[p, 0]]:
+                j0 += 1
+            for c in range(3):
+                perm_b[p, c] = (j0 + c) % 3
+        elif count >= EDGE:  # B's match of A's canonical vertex c at position c
+            for c in range(count):
+                j = 0
+                while b[p, j] != a[p, perm_a[p, c]]:
+                    j += 1
+                perm_b[p, c] = j
+            if count == EDGE:  # B's unshared vertex last
+                perm_b[p, 2] = 3 - perm_b[p, 0] - perm_b[p, 1]
+    return kind, perm_a, perm_b
 
 
 def canonical_to_element(points, perm) -> np.ndarray:

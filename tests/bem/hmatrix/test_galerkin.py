@@ -25,6 +25,22 @@ def test_hmatrix_matches_dense_galerkin(name, k):
     assert err <= 10 * eps, err
 
 
+def test_the_operators_of_one_space_share_their_trees():
+    """A solve's operators on one space at one k are built on one cluster and block tree
+    (made once per mesh), and the reused trees give the H-matrix that fresh ones give."""
+    mesh = icosphere(2)
+    space = spaces.p1(mesh)
+    options = dict(backend="cpu", eps=1e-6, eta=2.0, leaf_size=8)
+    K = assemble_hmatrix("double_layer", space, space, 2.0, **options)
+    W = assemble_hmatrix("hypersingular", space, space, 2.0, **options)
+    assert K.block_tree is W.block_tree and K.report["blocks"]["admissible"] > 0
+    assert assemble_hmatrix("double_layer", space, space, 3.0, **options).block_tree is not K.block_tree
+    fresh = spaces.p1(icosphere(2))  # another mesh: trees of its own
+    W_fresh = assemble_hmatrix("hypersingular", fresh, fresh, 2.0, **options)
+    assert W_fresh.block_tree is not W.block_tree
+    np.testing.assert_array_equal(W.to_dense(), W_fresh.to_dense())
+
+
 def test_transpose_of_the_double_layer_is_the_adjoint(backend):
     """K' = K^T with one space as trial and test: the transposed H-matrix of K (factors
     shared, dense blocks transposed) is K^T block for block and applies the dense K' to

@@ -100,11 +100,14 @@ class BlockPlan:
 
 
 def block_plan(name, k, test_cloud, trial_cloud, eta=HMATRIX["eta"],
-               leaf_size=HMATRIX["leaf_size"], kd_max=HMATRIX["kd_max"]) -> BlockPlan:
-    """The trees of operator `name` at wavenumber k between two clouds (host arrays only)."""
-    rtree = build_cluster_tree(test_cloud.lo, test_cloud.hi, leaf_size)
-    ctree = rtree if trial_cloud is test_cloud else build_cluster_tree(trial_cloud.lo, trial_cloud.hi, leaf_size)
-    btree = build_block_tree(rtree, ctree, eta, k=float(np.real(k)), kd_max=kd_max)
+               leaf_size=HMATRIX["leaf_size"], kd_max=HMATRIX["kd_max"], trees=None) -> BlockPlan:
+    """The trees of operator `name` at wavenumber k between two clouds (host arrays only);
+    `trees`: (rows, cols, blocks) of another plan of the same clouds and parameters, reused."""
+    if trees is None:
+        rtree = build_cluster_tree(test_cloud.lo, test_cloud.hi, leaf_size)
+        ctree = rtree if trial_cloud is test_cloud else build_cluster_tree(trial_cloud.lo, trial_cloud.hi, leaf_size)
+        trees = rtree, ctree, build_block_tree(rtree, ctree, eta, k=float(np.real(k)), kd_max=kd_max)
+    rtree, ctree, btree = trees
     # V and W of one space: ACA on the blocks above the diagonal, those below transposed
     compressed = _compressed_share(btree.far, Operator.named(name) in SYMMETRIC_OPERATORS
                                    and _one_space(test_cloud, trial_cloud))

@@ -18,6 +18,7 @@ an entry in its dense blocks (`pair_filter`), and assembles its blocks alone
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numba as nb
@@ -100,10 +101,16 @@ def pair_filter(plan, share: BlockShare, test, trial):
     cols = np.ascontiguousarray(col_leaf[trial.element_dofs])
     mine = np.sort(np.searchsorted(rstarts, near["r0"][share.near]) * len(cstarts)
                    + np.searchsorted(cstarts, near["c0"][share.near])).astype(np.int64)
+    seen = []  # (pa, pb, mask): the mesh's pair lists are asked again by every operator
 
     def keep(pa, pb):
-        return _pairs_in_blocks(np.asarray(pa, np.int64), np.asarray(pb, np.int64), rows,
+        for a, b, mask in seen:
+            if a is pa and b is pb:
+                return mask
+        mask = _pairs_in_blocks(np.asarray(pa, np.int64), np.asarray(pb, np.int64), rows,
                                 cols, len(cstarts), mine)
+        seen.append((pa, pb, mask))
+        return mask
 
     return keep
 
@@ -125,11 +132,20 @@ def _pairs_in_blocks(pa, pb, rows, cols, n_cols, mine):
     return out
 
 
+# per block tree (shared by the operators of one space and wavenumber, galerkin._plan): the
+# pair filter of each (rank, size), whose near-field share depends on the tree alone
+_FILTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def distribution(ranks, k: float):
     """The `distribution` hook of galerkin.assemble_hmatrix for this rank of `ranks`."""
     def share(plan, test, trial):
         mine = share_of(plan, k, ranks.rank, ranks.size)
-        return mine, pair_filter(plan, mine, test, trial)
+        filters = _FILTERS.setdefault(plan.blocks, {})
+        key = (ranks.rank, ranks.size, test.kind, trial.kind)
+        if key not in filters:
+            filters[key] = pair_filter(plan, mine, test, trial)
+        return mine, filters[key]
 
     return share
 

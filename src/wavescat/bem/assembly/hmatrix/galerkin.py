@@ -10,6 +10,7 @@ value, whose error is below the regular rule's ~1e-5 at two diameters).
 from __future__ import annotations
 
 import time
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
@@ -98,6 +99,22 @@ def _correction_by_elements(ev, k, trial, test, rule, keep=None):
     return np.concatenate(pa), np.concatenate(pb), np.concatenate(vals)
 
 
+# per mesh: the cluster and block trees of one space at each (space kind, regular rule, k, eta,
+# leaf_size, kd_max), which the two to six operators of a solve on one space share (seconds
+# at 2 kHz on the submarine, on every rank of a distributed solve)
+_TREES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _plan(name, k, test, trial, clouds, order, eta, leaf_size, kd_max):
+    if trial is not test:
+        return block_plan(name, k, *clouds, eta, leaf_size, kd_max)
+    cache = _TREES.setdefault(test.mesh, {})
+    key = (test.kind, int(order), complex(k), eta, leaf_size, kd_max)
+    plan = block_plan(name, k, *clouds, eta, leaf_size, kd_max, trees=cache.get(key))
+    cache[key] = plan.rows, plan.cols, plan.blocks
+    return plan
+
+
 def assemble_hmatrix(name, trial, test, k, *, backend=None, precision="double",
                      eps=HMATRIX["eps"], eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
                      kd_max=HMATRIX["kd_max"], storage=HMATRIX["storage"], recompression=True,
@@ -119,10 +136,11 @@ def assemble_hmatrix(name, trial, test, k, *, backend=None, precision="double",
                                   quadrature=quadrature)
     rule = q.triangle_rule(ev.orders.regular)
     t_trees = time.perf_counter()
-    clouds = space_cloud(test, rule=rule), space_cloud(trial, rule=rule)
-    plan = share = keep = None
+    cloud = space_cloud(test, rule=rule)
+    clouds = (cloud, cloud) if trial is test else (cloud, space_cloud(trial, rule=rule))
+    plan = _plan(name, k, test, trial, clouds, ev.orders.regular, eta, leaf_size, kd_max)
+    share = keep = None
     if distribution is not None:  # the trees first: they say which pairs this share needs
-        plan = block_plan(name, k, *clouds, eta, leaf_size, kd_max)
         share, keep = distribution(plan, test, trial)
     t_trees = time.perf_counter() - t_trees
     corr = [singular_correction(ev, name, k, trial, test, rule, be, precision, keep=keep)]

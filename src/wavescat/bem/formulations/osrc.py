@@ -19,7 +19,8 @@ The DtN map ik (1 + X)^(1/2) needs the square root alone, with the same Padé te
 
 On several ranks of one solve (solve/parallel.py) the Padé terms are shared out: each rank
 factorises and solves its own terms (j = rank, rank + size, ...), and the sum over j is an
-allreduce of the ranks' partial sums; the inverse (1 + X)^(-1) is factorised on every rank.
+allreduce of the ranks' partial sums; the inverse (1 + X)^(-1) is factorised on every rank,
+and so is the mass matrix of a Burton-Miller strong form, beside the map's own (`mass_factor`).
 
 On a sphere of radius R a spherical harmonic of degree l is an eigenfunction with
 eigenvalue (1/ik) (1 - l(l+1)/(k_eps R)^2)^(-1/2); the exact NtD eigenvalue is

@@ -14,7 +14,9 @@ shared memory. This replaces cuSPARSE's triangular solves, whose analysis of the
 alone cost about 0.3 s a call (bench/README.md).
 
 Each factor's values are kept on the device (complex, its L and U and the inverse of U's
-diagonal); the pattern and the levels once for all.
+diagonal); the pattern and the levels once for all. Every rank of a solve builds these for its
+own factors, so the host does little: one compiled pass over the CSC columns of the pattern
+gives the rows and levels, and the values are put in row order on the device.
 """
 from __future__ import annotations
 

@@ -3,10 +3,14 @@ factorisation with SuperLU's BLAS calls on 1 thread (what wavescat does, bem/for
 `one_blas_thread`) against BLAS's own thread count.
 
     PYTHONPATH=src python bench/bench_osrc_setup.py MESH [--k K] [--blas-threads 1 2 ...]
+        [--ranks R]
 
 MESH: any surface mesh file (meshio). Prints the unknowns, each factorisation's seconds per
 BLAS thread count, and the OsrcNtD set-up (all Padé terms and the inverse) as the solve
-makes it.
+makes it. With --ranks, also what one rank of a solve on R ranks repeats (issue 28): its
+share of the factorisations, with the mass matrix beside them, SciPy's CSC copies of their L
+and U, the host's part of their level-ordered device copy (triangular.py), and, on a GPU,
+that whole copy.
 """
 from __future__ import annotations
 
@@ -14,13 +18,17 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from wavescat.backend import get_backend  # noqa: E402
 from wavescat.bem.discretisation import spaces  # noqa: E402
+from wavescat.bem.linalg import triangular  # noqa: E402
 from wavescat.bem.formulations.osrc import OsrcNtD, mass_and_stiffness, solve_threads  # noqa: E402
 from wavescat.surface import SurfaceMesh  # noqa: E402
 
@@ -30,6 +38,7 @@ def main(argv=None):
     p.add_argument("mesh")
     p.add_argument("--k", type=float, default=4.18879)
     p.add_argument("--blas-threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--ranks", type=int, default=0, help="also one rank's set-up on this many")
     args = p.parse_args(argv)
     space = spaces.p1(SurfaceMesh.from_file(args.mesh))
     mass, stiffness = mass_and_stiffness(space)
@@ -45,6 +54,35 @@ def main(argv=None):
     OsrcNtD(space, args.k, mass=mass, stiffness=stiffness)
     print(f"  OsrcNtD set-up (8 Padé terms and the inverse, {solve_threads()} solve threads): "
           f"{time.perf_counter() - t0:.2f} s")
+    if args.ranks:
+        rank_setup(space, args.k, mass, stiffness, args.ranks)
+
+
+def rank_setup(space, k, mass, stiffness, ranks):
+    """Rank 0 of `ranks`: its Padé terms, the inverse and the mass matrix factorised side by
+    side, and the device copy of the mass and Padé factors (one pattern) piece by piece."""
+    t0 = time.perf_counter()
+    ntd = OsrcNtD(space, k, mass=mass, stiffness=stiffness, mass_factor=True,
+                  group=SimpleNamespace(rank=0, size=ranks))
+    lus = [ntd.mass_lu.lu] + [lu.lu for _, lu in ntd._terms]
+    print(f"  rank 0 of {ranks}: {len(ntd._terms)} Padé terms, the inverse and the mass matrix "
+          f"factorised in {time.perf_counter() - t0:.2f} s")
+    t0 = time.perf_counter()
+    factors = {"L": [lu.L for lu in lus], "U": [lu.U for lu in lus]}
+    print(f"  SciPy's CSC copies of L and U of {len(lus)} factors: {time.perf_counter() - t0:.2f} s")
+    triangular._by_rows(np.array([0, 1], np.int32), np.array([0], np.int32), True)  # compiled
+    for name, tri in factors.items():
+        t0 = time.perf_counter()
+        triangular._by_rows(tri[0].indptr, tri[0].indices, name == "L")
+        print(f"  {name}: rows and levels on the host {time.perf_counter() - t0:.2f} s, "
+              f"{tri[0].nnz} entries")
+    be = get_backend("auto")
+    if be.is_gpu:
+        be.synchronize()
+        t0 = time.perf_counter()
+        triangular.SharedPatternLU(be.xp, lus)
+        be.synchronize()
+        print(f"  their device copy (SharedPatternLU): {time.perf_counter() - t0:.2f} s")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 emulation, against SuperLU's solves with the same factors."""
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from wavescat.backend import get_backend
 from wavescat.bem.discretisation import spaces
@@ -75,3 +76,74 @@ def test_mass_solve_rides_with_the_ntd_map(emulated_gpu, monkeypatch):
     assert [s.count for s in ntd._device_solvers.values()] == [9]  # one launch, not a fallback
     for g, w in zip(got, want):
         assert np.abs(g - w).max() <= 1e-11 * np.abs(w).max()
+
+
+def by_scipy(factors, lower):
+    """The level-ordered rows of a triangle built the plain way, through scipy's CSR: the
+    reference for _Triangle's compiled construction from the CSC columns."""
+    first = factors[0]
+    n = first.shape[0]
+    place = sp.csc_matrix((np.arange(first.nnz), first.indices, first.indptr), shape=first.shape).tocsr()
+    place.sort_indices()
+    level = np.zeros(n, np.int64)
+    for i in (range(n) if lower else range(n - 1, -1, -1)):
+        cols = place.indices[place.indptr[i]:place.indptr[i + 1]]
+        level[i] = max([level[j] + 1 for j in cols if j != i], default=0)
+    order = np.argsort(level, kind="stable")
+    rows = np.repeat(np.arange(n), np.diff(place.indptr))
+    off = place.indices != rows
+    vals = np.stack([a.data.astype(complex)[place.data[off]] for a in factors])
+    dinv = (np.zeros(2) if lower else
+            np.stack([1.0 / a.data.astype(complex)[place.data[~off]] for a in factors]))
+    return dict(order=order, lptr=np.searchsorted(level[order], np.arange(level.max() + 2)),
+                ip=np.concatenate([[0], np.cumsum(np.bincount(rows[off], minlength=n))]),
+                ix=place.indices[off], vals=vals, dinv=dinv, nlev=level.max() + 1, nnz=off.sum())
+
+
+def random_triangles(n, seed):
+    """L and U factors (CSC) of one random pattern, rows of each column shuffled as in
+    SuperLU's supernodes, and three value sets: one real, two complex."""
+    rng = np.random.default_rng(seed)
+    pattern = sp.random(n, n, density=0.2, random_state=rng) + sp.eye(n)
+    lower, upper = (sp.csc_matrix(t(pattern)) for t in (sp.tril, sp.triu))
+    for a in (lower, upper):
+        for j in range(n):
+            rng.shuffle(a.indices[a.indptr[j]:a.indptr[j + 1]])
+    def values(a):
+        return [sp.csc_matrix((d, a.indices, a.indptr), shape=a.shape) for d in
+                (rng.standard_normal(a.nnz) + 2,
+                 *(rng.standard_normal(a.nnz) + 1j * rng.standard_normal(a.nnz) + 2 for _ in range(2)))]
+    return values(lower), values(upper)
+
+
+def assert_same_triangle(factors, lower):
+    got = triangular._Triangle(np, factors, lower)
+    for name, want in by_scipy(factors, lower).items():
+        have = getattr(got, name)
+        assert np.array_equal(have, want), name
+        if isinstance(have, np.ndarray) and name != "dinv":
+            assert have.dtype == (np.complex128 if name == "vals" else np.int32), name
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_triangle_of_a_random_pattern_is_the_plain_construction(seed):
+    lower, upper = random_triangles(40, seed)
+    assert_same_triangle(lower, lower=True)
+    assert_same_triangle(upper, lower=False)
+
+
+def test_triangles_of_osrc_factors_are_the_plain_construction(factors):
+    lus = [f.lu for f in factors]
+    assert any(np.any(np.diff(lus[0].L.indices[a:b]) < 0)  # SuperLU's columns are not sorted
+               for a, b in zip(lus[0].L.indptr[:-1], lus[0].L.indptr[1:]))
+    assert_same_triangle([lu.L for lu in lus], lower=True)
+    assert_same_triangle([lu.U for lu in lus], lower=False)
+
+
+def test_entries_off_the_triangle_or_diagonal_are_refused():
+    lower, upper = random_triangles(12, 2)
+    with pytest.raises(ValueError, match="wrong side"):
+        triangular._Triangle(np, upper, lower=True)
+    without = sp.csc_matrix(sp.triu(upper[0], k=1))  # no diagonal
+    with pytest.raises(ValueError, match="diagonal"):
+        triangular._Triangle(np, [without], lower=False)

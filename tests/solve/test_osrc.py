@@ -164,3 +164,24 @@ def test_ranks_sharing_the_pade_terms_on_the_device(emulated_gpu, monkeypatch, r
     for m in maps:
         for g, w in zip(m.apply_to_weak_beside(y, mass_lu, b), want):
             assert np.abs(g - w).max() <= 1e-11 * np.abs(w).max()
+
+
+def test_mass_factorised_beside_the_map():
+    """With `mass_factor` the map factorises M itself beside its own matrices: the factors of
+    factorise(M), which the strong form then solves with, and its own factors unchanged."""
+    from wavescat.bem.formulations.burton_miller import OsrcBurtonMiller
+
+    space = spaces.p1(icosphere(2))
+    plain = OsrcNtD(space, 3.0, pade_terms=3)
+    both = OsrcNtD(space, 3.0, pade_terms=3, mass_factor=True)
+    assert plain.mass_lu is None
+    pairs = [(both.mass_lu, osrc.factorise(plain.mass)), (both._inverse, plain._inverse)]
+    pairs += [(x, y) for (_, x), (_, y) in zip(both._terms, plain._terms)]
+    for got, want in pairs:
+        assert got.dtype == want.dtype
+        for name in ("perm_r", "perm_c"):
+            assert np.array_equal(getattr(got.lu, name), getattr(want.lu, name))
+        for g, w in ((got.lu.L, want.lu.L), (got.lu.U, want.lu.U)):
+            assert np.array_equal(g.indptr, w.indptr) and np.array_equal(g.indices, w.indices)
+            assert np.array_equal(g.data, w.data)
+    assert OsrcBurtonMiller(None, None, plain.mass, both)._mass_lu is both.mass_lu

@@ -122,9 +122,10 @@ class SoundHardBurtonMiller:
         return spaces.p1(mesh)
 
     def preconditioner(self, space, k: float, osrc, mass=None, stiffness=None, group=None):
-        """The OSRC NtD map at wavenumber k (OsrcSettings), factorised once; `group`: the
-        ranks sharing its Padé terms."""
-        return OsrcNtD(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc, group))
+        """The OSRC NtD map at wavenumber k (OsrcSettings), factorised once, and the mass
+        matrix with it (the strong form's, `mass_lu`); `group`: the ranks sharing its Padé terms."""
+        return OsrcNtD(space, k, mass=mass, stiffness=stiffness, mass_factor=True,
+                       **_osrc_options(osrc, group))
 
     def _system(self, space, k, operators, mass, coupling, xp):
         return OsrcBurtonMiller(*(operators[n] for n in self.operators), mass, coupling, xp=xp)
@@ -193,9 +194,10 @@ class PressureReleaseBurtonMiller(SoundHardBurtonMiller):
     operators = ("single_layer", "adjoint_double_layer")  # V and K', in this order
 
     def preconditioner(self, space, k: float, osrc, mass=None, stiffness=None, group=None):
-        """The OSRC DtN map at wavenumber k (OsrcSettings), factorised once; `group`: the
-        ranks sharing its Padé terms."""
-        return OsrcDtN(space, k, mass=mass, stiffness=stiffness, **_osrc_options(osrc, group))
+        """The OSRC DtN map at wavenumber k (OsrcSettings), factorised once, and the mass
+        matrix with it (the strong form's, `mass_lu`); `group`: the ranks sharing its Padé terms."""
+        return OsrcDtN(space, k, mass=mass, stiffness=stiffness, mass_factor=True,
+                       **_osrc_options(osrc, group))
 
     def _system(self, space, k, operators, mass, coupling, xp):
         return OsrcDirichletBurtonMiller(*(operators[n] for n in self.operators), mass, coupling,

@@ -84,13 +84,15 @@ DEVICE_SOLVE_COLUMNS = 8
 class StrongForm:
     """What the P1 strong-form systems share: the mass matrix M, factorised once, and the
     application of boundary operators (dense arrays or H-matrices) on the backend `xp`;
-    `operators` (name=operator) become attributes."""
+    `operators` (name=operator) become attributes; `mass_lu`: M's factorisation if made
+    already (an OSRC map's `mass_lu`)."""
 
-    def __init__(self, mass, xp=np, **operators):
+    def __init__(self, mass, xp=np, mass_lu=None, **operators):
         vars(self).update(operators)
         self.mass = mass.tocsc()
         self.xp = xp
-        self._mass_lu = factorise(self.mass)  # real SPD: real and imaginary parts together
+        # real SPD: real and imaginary parts together
+        self._mass_lu = factorise(self.mass) if mass_lu is None else mass_lu
         self.n_dofs = self.mass.shape[0]
 
     def _apply_operator(self, op, x):
@@ -145,7 +147,8 @@ class OsrcBurtonMiller(StrongForm):
     (formulations.SoundHardBurtonMiller builds it for the solver)."""
 
     def __init__(self, double_layer, hypersingular, mass, ntd, xp=np):
-        super().__init__(mass, xp, double_layer=double_layer, hypersingular=hypersingular, ntd=ntd)
+        super().__init__(mass, xp, ntd.mass_lu, double_layer=double_layer, hypersingular=hypersingular,
+                         ntd=ntd)
 
     def weak_traces(self, x):
         """The weak forms of the operators of the exterior Dirichlet and Neumann equations
@@ -208,8 +211,8 @@ class OsrcDirichletBurtonMiller(StrongForm):
     with Λ_w = OsrcDtN.weak_of_weak (weak data in, weak data out)."""
 
     def __init__(self, single_layer, adjoint_double_layer, mass, dtn, xp=np):
-        super().__init__(mass, xp, single_layer=single_layer, adjoint_double_layer=adjoint_double_layer,
-                         dtn=dtn)
+        super().__init__(mass, xp, dtn.mass_lu, single_layer=single_layer,
+                         adjoint_double_layer=adjoint_double_layer, dtn=dtn)
 
     def matvec(self, x):
         vx, kpx = self._applied(self.single_layer, x), self._applied(self.adjoint_double_layer, x)

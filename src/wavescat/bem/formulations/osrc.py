@@ -19,7 +19,8 @@ The DtN map ik (1 + X)^(1/2) needs the square root alone, with the same Padé te
 
 On several ranks of one solve (solve/parallel.py) the Padé terms are shared out: each rank
 factorises and solves its own terms (j = rank, rank + size, ...), and the sum over j is an
-allreduce of the ranks' partial sums; the inverse (1 + X)^(-1) is factorised on every rank.
+allreduce of the ranks' partial sums; the inverse (1 + X)^(-1) is factorised on every rank,
+and so is the mass matrix of a Burton-Miller strong form, beside the map's own (`mass_factor`).
 
 On a sphere of radius R a spherical harmonic of degree l is an eigenfunction with
 eigenvalue (1/ik) (1 - l(l+1)/(k_eps R)^2)^(-1/2); the exact NtD eigenvalue is
@@ -206,7 +207,8 @@ class OsrcSquareRoot:
 
     def __init__(self, space, k: float, pade_terms: int = OSRC["pade_terms"],
                  branch_angle: float = OSRC["branch_angle"],
-                 radius: float | None = None, mass=None, stiffness=None, group=None):
+                 radius: float | None = None, mass=None, stiffness=None, group=None,
+                 mass_factor: bool = False):
         if k <= 0:
             raise InputError(f"wavenumber = {k!r}: OSRC needs k > 0")
         if mass is None or stiffness is None:
@@ -224,14 +226,18 @@ class OsrcSquareRoot:
         m = self.mass.astype(complex)
         # X -> -S/k_eps^2: sqrt(1+X) = c0 - Σ a_j (S/k_eps^2) (M - b_j S/k_eps^2)^{-1} M
         # the shifted matrices are factorised side by side (SuperLU releases the GIL)
-        shifted = [m - b_j * s for b_j in b] + self._more_matrices(m, s)
+        more = self._more_matrices(m, s)
+        # `mass_factor`: M itself too (a strong form's mass solves), beside the others rather
+        # than alone after them, when it would keep one core busy for seconds on every rank
+        shifted = [m - b_j * s for b_j in b] + more + ([self.mass] if mass_factor else [])
         t0 = time.perf_counter()
         factors = threaded_map(factorise, shifted)
         log.info("OSRC: %d sparse factorisations of %d unknowns (%d of %d Padé terms) on %d "
                  "threads in %.2f s", len(shifted), self.mass.shape[0], len(b), pade_terms,
                  min(solve_threads(), len(shifted)), time.perf_counter() - t0)
         self._terms = list(zip(a, factors[:len(b)]))
-        self._more = factors[len(b):]
+        self._more = factors[len(b):len(b) + len(more)]
+        self.mass_lu = factors[-1] if mass_factor else None
         self._scaled_stiffness = s.tocsr()
         self._device_stiffness = None  # on the device, made by the first device block
 
@@ -313,8 +319,10 @@ class OsrcNtD(OsrcSquareRoot):
     """
 
     def __init__(self, space, k: float, pade_terms: int = 8, branch_angle: float = np.pi / 3,
-                 radius: float | None = None, mass=None, stiffness=None, group=None):
-        super().__init__(space, k, pade_terms, branch_angle, radius, mass, stiffness, group)
+                 radius: float | None = None, mass=None, stiffness=None, group=None,
+                 mass_factor: bool = False):
+        super().__init__(space, k, pade_terms, branch_angle, radius, mass, stiffness, group,
+                         mass_factor)
         self._inverse = self._more[0]  # (1+X)^-1
 
     def _more_matrices(self, mass, scaled_stiffness):
@@ -355,5 +363,5 @@ class OsrcDtN(OsrcSquareRoot):
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         y = self.weak_of_weak(self.mass @ np.asarray(x))
-        lu = factorise(self.mass)
+        lu = factorise(self.mass) if self.mass_lu is None else self.mass_lu
         return lu.solve(np.ascontiguousarray(y.real)) + 1j * lu.solve(np.ascontiguousarray(y.imag))

@@ -14,7 +14,9 @@ shared memory. This replaces cuSPARSE's triangular solves, whose analysis of the
 alone cost about 0.3 s a call (bench/README.md).
 
 Each factor's values are kept on the device (complex, its L and U and the inverse of U's
-diagonal); the pattern and the levels once for all.
+diagonal); the pattern and the levels once for all. Every rank of a solve builds these for its
+own factors, so the host does little: one compiled pass over the CSC columns of the pattern
+gives the rows and levels, and the values are put in row order on the device.
 """
 from __future__ import annotations
 
@@ -22,7 +24,6 @@ from pathlib import Path
 
 import numba as nb
 import numpy as np
-import scipy.sparse as sp
 
 _SOURCE = Path(__file__).with_name("triangular.cu").read_text()
 
@@ -30,27 +31,42 @@ THREADS = 1024  # warps per thread block: 32, the most a block holds (MAX_WARPS)
 
 
 @nb.njit(cache=True)
-def _levels(indptr, indices, lower):
-    """Level of each row of a triangular CSR pattern: 0 for rows that need no other row,
-    else one more than the highest level of the rows it needs."""
+def _by_rows(indptr, indices, lower):
+    """The strictly triangular part of a triangular CSC pattern by rows, read straight off
+    its columns (no CSR copy of the factor): row pointers, column indices (ascending in each
+    row), each entry's place in the CSC data, the place of each row's diagonal entry (-1:
+    none), and each row's level: 0 for rows that need no other row, else one more than the
+    highest level of the rows they need. A column's level is final once the columns before it
+    (after it, in an upper factor) are done, so it is pushed to the rows of its entries."""
     n = indptr.size - 1
+    ip = np.zeros(n + 1, np.int32)
+    diag = np.full(n, -1, np.int64)
+    for j in range(n):
+        for p in range(indptr[j], indptr[j + 1]):
+            i = indices[p]
+            if i == j:
+                diag[i] = p
+            elif (i < j) == lower:
+                raise ValueError("an entry on the wrong side of a triangular factor's diagonal")
+            else:
+                ip[i + 1] += 1
+    for i in range(n):
+        ip[i + 1] += ip[i]
+    ix = np.empty(ip[n], np.int32)
+    take = np.empty(ip[n], indptr.dtype)
+    # the columns in the order in which their levels become final; rows fill from their
+    # first place upwards (lower) or from their last downwards (upper): their columns ascend
+    fill, step = (ip[:n].astype(np.int64), 1) if lower else (ip[1:].astype(np.int64) - 1, -1)
     level = np.zeros(n, np.int64)
     for s in range(n):
-        i = s if lower else n - 1 - s
-        top = 0
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            if j != i and level[j] + 1 > top:
-                top = level[j] + 1
-        level[i] = top
-    return level
-
-
-@nb.njit(parallel=True, cache=True)
-def _gather(src, take, out):
-    """out[p] = src[take[p]] on every core (a CSC to CSR reordering of millions of entries)."""
-    for p in nb.prange(take.size):
-        out[p] = src[take[p]]
+        j = s if lower else n - 1 - s
+        for p in range(indptr[j], indptr[j + 1]):
+            i = indices[p]
+            if i != j:
+                ix[fill[i]], take[fill[i]] = j, p
+                fill[i] += step
+                level[i] = max(level[i], level[j] + 1)
+    return ip, ix, take, diag, level
 
 
 class _Triangle:
@@ -63,34 +79,25 @@ class _Triangle:
             if not (np.array_equal(a.indptr, first.indptr) and np.array_equal(a.indices, first.indices)):
                 raise ValueError("factors solved together must share one sparsity pattern")
         n = first.shape[0]
-        # the pattern by rows once, its entries naming their place in every factor's CSC data
-        place = sp.csc_matrix((np.arange(first.nnz), first.indices, first.indptr), shape=first.shape).tocsr()
-        place.sort_indices()
-        rows = np.repeat(np.arange(n), np.diff(place.indptr))
-        off = place.indices != rows
-        level = _levels(place.indptr, place.indices, lower)
+        ip, ix, take, diag, level = _by_rows(first.indptr, first.indices, lower)
         order = np.argsort(level, kind="stable").astype(np.int32)
         self.nlev = int(level.max()) + 1 if n else 0
         lptr = np.searchsorted(level[order], np.arange(self.nlev + 1)).astype(np.int32)
-        strict_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows[off], minlength=n))])
-        self.nnz = int(off.sum())
+        self.nnz = int(ip[-1])
         self.lower = lower
-        self.order, self.lptr, self.ip, self.ix = (
-            xp.asarray(a.astype(np.int32)) for a in (order, lptr, strict_ptr, place.indices[off]))
-        self.vals = xp.asarray(self._values(factors, place.data[off]))
+        self.order, self.lptr, self.ip, self.ix = (xp.asarray(a) for a in (order, lptr, ip, ix))
+        # the values put in row order on the device: each factor crosses as SuperLU made it
+        # (a real one at half the bytes), and the host neither converts nor reorders them
+        take = xp.asarray(take)
+        self.vals = xp.empty((len(factors), self.nnz), np.complex128)
+        for f, a in enumerate(factors):
+            self.vals[f] = xp.asarray(a.data)[take]
         if lower:  # SuperLU's L has a unit diagonal
             self.dinv = xp.zeros(2, dtype=np.float64)
         else:
-            if not np.array_equal(rows[~off], np.arange(n)):
+            if (diag < 0).any():
                 raise ValueError("an upper factor without its whole diagonal")
-            self.dinv = xp.asarray(1.0 / self._values(factors, place.data[~off]))
-
-    @staticmethod
-    def _values(factors, take):
-        out = np.empty((len(factors), len(take)), np.complex128)
-        for f, a in enumerate(factors):
-            _gather(a.data.astype(np.complex128, copy=False), take, out[f])
-        return out
+            self.dinv = xp.asarray(np.stack([1.0 / a.data[diag].astype(np.complex128) for a in factors]))
 
 
 class SharedPatternLU:

@@ -143,3 +143,32 @@ def test_an_error_on_one_rank_stops_every_rank(tmp_path):
     assert done.returncode != 0
     assert "(rank 1 of 2): error: MeshError: mesh file" in done.stderr + done.stdout
     assert not (tmp_path / "out.h5").exists()
+
+
+def test_a_process_assembles_on_one_gpu_of_several(monkeypatch, caplog):
+    """With several GPUs visible a solve's process assembles its H-matrices on one (spread
+    over the GPUs in one process the assembly was slower: issue 28), and a one-rank solve says
+    that solver.ranks uses them all."""
+    from wavescat.backend import Backend
+    from wavescat.case import Case
+    from wavescat.solve import driver
+
+    seen = []
+
+    def assemble(name, trial, test, k, **options):
+        seen.append(options.get("devices"))
+        raise StopIteration  # the options are all this test needs
+
+    monkeypatch.setattr(driver, "get_backend", lambda _name: Backend("cpu", np, "two", 2))
+    monkeypatch.setattr(driver, "assemble_hmatrix", assemble)
+    case = Case.from_dict({"incident": {"direction": [0, 0, 1]},
+                           "receivers": {"plane": "xz", "count": 5},
+                           "solver": {"operator_format": "hmatrix"}},
+                          {"sound_speed": 1500.0, "density": 1000.0})
+    with pytest.raises(StopIteration):
+        driver.assemble_system(case, icosphere(1), 1.0)
+    assert seen == [1]
+    assert "2 GPUs visible: this solve runs on one; solver.ranks: 2" in caplog.text
+    with pytest.raises(StopIteration):  # a benchmark's own choice stays
+        driver.assemble_system(case, icosphere(1), 1.0, hmatrix_options={"devices": 2})
+    assert seen == [1, 2]

@@ -96,12 +96,20 @@ def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None,
     fmt = settings.format_for(space.n_dofs, ranks.size)
     log.info("%d DOFs, %d elements, k = %.6g, %s on %s (%s)", space.n_dofs, mesh.n_triangles,
              k, fmt, be.name, be.device_name)
+    options = {**settings.hmatrix.options(), **(hmatrix_options or {})}
+    if fmt == "hmatrix" and be.device_count > 1 and "devices" not in options:
+        # a process assembles on one GPU: spreading one process's blocks over several GPUs
+        # made the assembly slower (issue 28, bench/README.md), the ranks scale
+        options["devices"] = 1
+        if ranks.size == 1:
+            log.warning("%d GPUs visible: this solve runs on one; solver.ranks: %d runs one "
+                        "rank per GPU (README, \"One solve over several GPUs or nodes\")",
+                        be.device_count, be.device_count)
     timings = {}
     t0 = time.perf_counter()
     ops = assemble_operators(formulation, space, k, fmt, each=each, backend=be,
                              precision=settings.precision, quadrature=settings.quadrature,
-                             hmatrix_options={**settings.hmatrix.options(),
-                                              **(hmatrix_options or {})}, ranks=ranks)
+                             hmatrix_options=options, ranks=ranks)
     be.synchronize()
     timings["assembly"] = time.perf_counter() - t0
     t0 = time.perf_counter()

@@ -209,6 +209,6 @@ def combined_report(local: dict, ranks) -> dict:
 def assemble_distributed(name, space, k, ranks, **options) -> DistributedHMatrix:
     """This rank's share of the H-matrix of operator `name` on `space` (trial = test);
     `options` those of galerkin.assemble_hmatrix."""
-    local = assemble_hmatrix(name, space, space, k, devices=1,
-                             distribution=distribution(ranks, float(np.real(k))), **options)
+    share = distribution(ranks, float(np.real(k)))
+    local = assemble_hmatrix(name, space, space, k, distribution=share, **{**options, "devices": 1})
     return DistributedHMatrix(local, ranks)

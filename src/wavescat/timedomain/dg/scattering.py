@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
+from math import comb
 
 import numpy as np
 
@@ -124,6 +125,30 @@ class ScatteringSetup:
         x = tau - PULSE_LEAD * width
         return xp.where(tau > 0, xp.exp(-0.5 * (x / width) ** 2) * xp.cos(wc * x), 0.0)
 
+    def signal_derivatives(self, s, n: int) -> np.ndarray:
+        """(n+1, ...) S^(k)(s), k = 0..n (the Hermite run's incident data at its box)."""
+        s = np.asarray(s, float)
+        tau = s - self.onset
+        out = np.zeros((n + 1,) + s.shape)
+        if self.band:  # S = Re g on tau > 0, g = exp(a x^2 + b x): g' = (2 a x + b) g
+            width, wc = self.pulse_width(), 0.5 * (self.omegas.min() + self.omegas.max())
+            x = tau - PULSE_LEAD * width
+            a, b = -0.5 / width**2, 1j * wc
+            g = [np.exp(a * x**2 + b * x)]
+            for k in range(n):
+                g.append((2 * a * x + b) * g[k] + (2 * a * k * g[k - 1] if k else 0.0))
+            return np.where(tau > 0, np.real(np.array(g)), 0.0)
+        # S = r(u) cos(w s), u = tau / T clipped to [0, 1], r the smooth step: Leibniz's rule
+        w, period = self.omegas[0], self.ramp_periods * 2 * np.pi / self.omegas[0]
+        u = np.clip(tau / period, 0.0, 1.0)
+        ramp = np.polynomial.Polynomial([0, 0, 0, 10, -15, 6])
+        inside = (tau > 0) & (tau < period)
+        for k in range(n + 1):
+            for j in range(k + 1):
+                r = ramp(u) if j == 0 else np.where(inside, ramp.deriv(j)(u) / period**j, 0.0)
+                out[k] += comb(k, j) * r * w ** (k - j) * np.cos(w * s + (k - j) * np.pi / 2)
+        return out
+
     def incident_pressure(self, x, t: float, xp=np):
         """p_inc(x, t) at points x (n, 3)."""
         return self.signal(t - x @ xp.asarray(self.direction) / self.c, xp)
@@ -185,19 +210,35 @@ def run_scattering(setup: ScatteringSetup, mesh: TetMesh, order: int, probes: np
         return (setup.signal(t - delay, xp)[:, None] * weights).astype(dtype)
 
     dg.boundary_data = boundary_data
-    omegas = setup.omegas
+    rows_d = xp.asarray(rows.astype(dtype))
+    elem_d = xp.asarray(elem)
+    reach = float(np.max(np.linalg.norm(probes - body.center, axis=1)))
+    amplitude, n_steps, dt = record_probes(
+        setup, reach, dg.stable_dt(cfl), dg.step, lambda: (rows_d * dg.q[0][elem_d]).sum(axis=1),
+        lambda: dg.t, f"DG scattering N={order}, {space.n_elements} elements", xp)
+    return ScatteringResult(probes, setup.omegas, amplitude, space.n_elements, space.n_nodes, n_steps, dt, dg.t)
+
+
+def record_probes(setup: ScatteringSetup, reach: float, stable_dt: float, advance, pressure, now,
+                  label: str, xp=np):
+    """Step a time-domain run and DFT its scattered pressure at the probes: (amplitude
+    (frequencies, probes), steps, dt). advance(dt) takes one step, pressure() gives the probes'
+    pressure (a backend array), now() the run's time; reach: the farthest probe's distance from
+    the body's centre. One frequency: equal steps, whole periods, the DFT over the last
+    dft_periods once the field is time-harmonic; a band: the DFT over the whole run, stopped once
+    the probes have been quiet for a period of the lowest frequency."""
+    omegas, body = setup.omegas, setup.body
     if setup.band:
-        dt = dg.stable_dt(cfl)
+        dt = stable_dt
         quiet_steps = int(np.ceil(2 * np.pi / omegas.min() / dt))
         # the pulse passes the body, its scattered field reaches the farthest probe
-        reach = float(np.max(np.linalg.norm(probes - body.center, axis=1)))
         passed = setup.onset + 2 * PULSE_LEAD * setup.pulse_width() + (2 * body.extent() + reach) / setup.c
         n_min = int(np.ceil(passed / dt))
         n_steps = n_min + 20 * quiet_steps  # at most 20 periods of ringing
         start_dft = 0
     else:
         period = 2 * np.pi / omegas[0]
-        steps_per_period = int(np.ceil(period / dg.stable_dt(cfl)))
+        steps_per_period = int(np.ceil(period / stable_dt))
         dt = period / steps_per_period
         # ramp, travel across the domain, settling, then the DFT window
         transit = (setup.outer_size + body.extent()) / setup.c
@@ -205,21 +246,21 @@ def run_scattering(setup: ScatteringSetup, mesh: TetMesh, order: int, probes: np
         start_dft = n_before * steps_per_period
         n_steps = (n_before + setup.dft_periods) * steps_per_period
         n_min = quiet_steps = n_steps  # (the band's stopping rule does not apply)
-    rows_d = xp.asarray(rows.astype(dtype))
-    elem_d = xp.asarray(elem)
-    acc = xp.zeros((len(omegas), len(probes)), dtype=np.complex128)
+    acc = None
     ref = np.zeros(len(omegas), dtype=np.complex128)
     peak, quiet = 0.0, 0
-    with progress(n_steps, f"DG scattering N={order}, {space.n_elements} elements", "steps") as bar:
+    with progress(n_steps, label, "steps") as bar:
         for step in range(n_steps):
-            dg.step(dt)
+            advance(dt)
             bar.update(1)
             if step + 1 <= start_dft:
                 continue
-            phase = np.exp(1j * omegas * dg.t)
-            p = (rows_d * dg.q[0][elem_d]).sum(axis=1).astype(np.complex128)
-            acc += xp.asarray(phase)[:, None] * p[None, :]
-            ref += phase * float(setup.signal(dg.t))
+            t = now()
+            phase = np.exp(1j * omegas * t)
+            p = pressure().astype(np.complex128)
+            term = xp.asarray(phase)[:, None] * p[None, :]
+            acc = term if acc is None else acc + term
+            ref += phase * float(setup.signal(t))
             if setup.band:  # stop once the probes have been quiet for a period
                 size = float(xp.abs(p).max())
                 peak = max(peak, size)
@@ -228,8 +269,8 @@ def run_scattering(setup: ScatteringSetup, mesh: TetMesh, order: int, probes: np
                     bar.update(n_steps - step - 1)
                     n_steps = step + 1
                     break
-    amplitude = dg.backend.asnumpy(acc) / ref[:, None]
-    return ScatteringResult(probes, omegas, amplitude, space.n_elements, space.n_nodes, n_steps, dt, dg.t)
+    amplitude = (acc.get() if hasattr(acc, "get") else np.asarray(acc)) / ref[:, None]
+    return amplitude, n_steps, dt
 
 
 def relative_l2(a: np.ndarray, b: np.ndarray) -> float:

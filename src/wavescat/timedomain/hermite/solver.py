@@ -92,6 +92,10 @@ class HermiteSolver:
         self.time = 0.0
         self._gpu = None
         self._params = None  # (dt, what the kernels take for it)
+        # hooks of an embedded body (box_scattering.py): dual_to_primary(dual data, its time)
+        # replaces the second half step and returns the new primary data; on_step(state) runs
+        # after each step
+        self.dual_to_primary = self.on_step = None
         if self.backend.is_gpu:
             self._gpu = make_kernels(xp, self.m, self.q, system, self.dtype, self.kernel,
                                      cells_per_block=cells_per_block, tile=tile)
@@ -156,33 +160,45 @@ class HermiteSolver:
         bar = progress(n, f"Hermite m={self.m}, {'x'.join(map(str, self.cells))} cells", "steps")
         for _ in range(n):
             self.half_step(self.state, self._work, 0)    # primary -> dual
-            if not any(self.walls):
+            if self.dual_to_primary is not None:
+                self.state[...] = self.dual_to_primary(self._work, self.time + 0.5 * self.dt)
+            elif not any(self.walls):
                 self.half_step(self._work, self.state, -1)   # dual -> primary
             else:
                 self._wall_half_step()
             self.time += self.dt
+            if self.on_step is not None:
+                self.on_step(self.state)
             bar.update(1)
         bar.close()
 
     def _wall_half_step(self) -> None:
-        """dual -> primary with mirrored ghosts past the walls (periodic axes: rolled by one)."""
+        self.state[...] = self.wall_dual_to_primary(self._work)
+
+    def mirror_signs(self, d: int):
+        """(F, m+1, m+1, m+1, 1, 1, 1) signs of the data mirrored across a rigid wall normal to
+        axis d: the field's wall parity times (-1)^k for derivative k along d."""
+        k = np.arange(self.m + 1).reshape([-1 if e == d else 1 for e in range(3)])
+        sign = self.system.wall_parity[d].reshape(-1, 1, 1, 1) * (-1.0) ** k
+        return self.backend.xp.asarray(sign[..., None, None, None], dtype=self.dtype)
+
+    def wall_dual_to_primary(self, dual):
+        """The primary data from `dual` by the dual -> primary half step, with mirrored ghosts
+        past the walls (periodic axes: rolled by one)."""
         xp = self.backend.xp
-        dual = self._work
         for d, (wall, n) in enumerate(zip(self.walls, self.cells)):
             ax = 4 + d
             if not wall:
                 dual = xp.roll(dual, 1, axis=ax)  # then node j sits between dual j-1 and j
                 continue
-            k = np.arange(self.m + 1).reshape([-1 if e == d else 1 for e in range(3)])
-            sign = (self.system.wall_parity[d].reshape(-1, 1, 1, 1) * (-1.0) ** k)[..., None, None, None]
-            sign = xp.asarray(sign, dtype=self.dtype)
+            sign = self.mirror_signs(d)
             def part(a, b, arr=dual, ax=ax):  # plain slices: the same on NumPy and CuPy
                 return arr[(slice(None),) * ax + (slice(a, b),)]
             dual = xp.concatenate([sign * part(0, 1), part(0, n), sign * part(n - 1, n)], axis=ax)
         dual = xp.ascontiguousarray(dual)
         out = xp.empty_like(dual)
         self.half_step(dual, out, 0)
-        self.state[...] = out[(slice(None),) * 4 + tuple(slice(0, n) for n in self.nodes)]
+        return out[(slice(None),) * 4 + tuple(slice(0, n) for n in self.nodes)]
 
     def run_to(self, t_end: float, cfl: float | None = None) -> int:
         """Advance to exactly t_end with equal steps no larger than the current dt (or cfl's)."""

@@ -216,7 +216,8 @@ def run_scattering(setup: ScatteringSetup, mesh: TetMesh, order: int, probes: np
     amplitude, n_steps, dt = record_probes(
         setup, reach, dg.stable_dt(cfl), dg.step, lambda: (rows_d * dg.q[0][elem_d]).sum(axis=1),
         lambda: dg.t, f"DG scattering N={order}, {space.n_elements} elements", xp)
-    return ScatteringResult(probes, setup.omegas, amplitude, space.n_elements, space.n_nodes, n_steps, dt, dg.t)
+    return ScatteringResult(probes, setup.omegas, amplitude, space.n_elements, space.n_nodes, n_steps, dt,
+                            dg.t)
 
 
 def record_probes(setup: ScatteringSetup, reach: float, stable_dt: float, advance, pressure, now,

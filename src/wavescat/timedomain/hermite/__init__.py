@@ -11,6 +11,8 @@ for constant-coefficient linear hyperbolic systems on periodic Cartesian grids.
 - propagator / gpu_propagator: scalar advection at full q, where the half step is a translation
   (three 1D operators; NumPy reference and a bandwidth-bound CUDA kernel)
 - convergence: the verification study behind `wavescat verify-hermite`
+- box_scattering: scattering by a rigid box that the grid holds exactly, against the BEM
+  (bench/bench_hermite_box.py)
 """
 from .equations import LinearSystem, acoustics, advection
 from .interpolation import hermite_matrix_1d, interpolate_1d, interpolate_3d

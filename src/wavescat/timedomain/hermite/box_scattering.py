@@ -140,8 +140,9 @@ class BoxScattering:
         self._shares = {}
         for d in self._passes:
             mine = np.any([lay > 0 for f, lay in zip(self._faces, layers) if f[0] == d], axis=0)
-            self._shares[d] = [self.xp.asarray(np.where(mine, float(f[0] == d) * lay, lay / np.maximum(count, 1)),
-                                               dtype=s.dtype) for f, lay in zip(self._faces, layers)]
+            self._shares[d] = [
+                self.xp.asarray(np.where(mine, float(f[0] == d) * lay, lay / np.maximum(count, 1)), dtype=s.dtype)
+                for f, lay in zip(self._faces, layers)]
         # the surface's nodes: x [n0 - b0, n0 + b0], y [0, b1], z [0, b2]; each pass's weight
         self._surface = (slice(n0 - b[0], n0 + b[0] + 1), slice(0, b[1] + 1), slice(0, b[2] + 1))
         on = np.zeros((3, 2 * b[0] + 1, b[1] + 1, b[2] + 1))

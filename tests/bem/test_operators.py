@@ -177,3 +177,17 @@ def test_symmetric_pair_path_matches_general_path(name, k):
     assert np.abs(a - b)[~reached].max() < 1e-13 * np.abs(b).max()
     if name in ("single_layer", "hypersingular"):
         assert np.abs(a - a.T).max() < 1e-5 * np.abs(a).max()  # coincident rules: not exactly
+
+
+def test_operators_on_one_mesh_share_their_element_data():
+    """Each operator on a mesh reads the same element data (made once per mesh, kind and rule),
+    equal to what element_data makes afresh."""
+    mesh = icosphere(1)
+    a = operators.EntryEvaluator("double_layer", spaces.p1(mesh), spaces.p1(mesh), 2.0)
+    b = operators.EntryEvaluator("hypersingular", spaces.p1(mesh), spaces.p1(mesh), 2.0)
+    c = operators.EntryEvaluator("single_layer", spaces.p0(mesh), spaces.p0(mesh), 2.0)
+    assert a.data_a is b.data_a and a.near_b is b.near_b
+    assert c.data_a is not a.data_a and c.data_a.phi.shape[1] == 1
+    fresh = operators.element_data(spaces.p1(mesh), *operators.rules.triangle_rule(a.orders.regular))
+    for name in ("pts", "wts", "phi", "curl", "dofs"):
+        np.testing.assert_array_equal(getattr(a.data_a, name), getattr(fresh, name))

@@ -14,6 +14,7 @@ blocks rows x cols of the global matrix, and the dense matrix.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -84,6 +85,21 @@ def element_data(space: FunctionSpace, ref_points, ref_weights) -> ElementData:
                        mesh.edge_lengths.max(axis=1))
 
 
+# per mesh: the element data of each (space kind, rule order), which every operator on the
+# mesh reads (a solve assembles two to six; about a second each at 1 kHz on the submarine, on
+# every rank of a distributed solve). Read only: kernels take them as they are.
+_ELEMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def shared_element_data(space: FunctionSpace, order: int) -> ElementData:
+    """element_data of `space` for the triangle rule of `order`, made once per mesh."""
+    cache = _ELEMENTS.setdefault(space.mesh, {})
+    key = (space.kind, int(order))
+    if key not in cache:
+        cache[key] = element_data(space, *rules.triangle_rule(order))
+    return cache[key]
+
+
 @dataclass(frozen=True)
 class SingularRules:
     """The Sauter-Schwab rules stacked: rule of kind code c (quadrature.VERTEX, EDGE,
@@ -125,13 +141,11 @@ class EntryEvaluator:
         self.dtype = np.dtype(self.real_dtype) if self.is_real else np.result_type(self.real_dtype, 1j)
         self.orders = quadrature if quadrature is not None else rules.QuadratureOrders()
         self.near_factor = float(self.orders.near_factor)
-        pts, wts = rules.triangle_rule(self.orders.regular)
-        self.rule_points = len(wts)
-        self.data_a = element_data(test, pts, wts)
-        self.data_b = self.data_a if trial is test else element_data(trial, pts, wts)
-        pts, wts = rules.triangle_rule(self.orders.near)
-        self.near_a = element_data(test, pts, wts)
-        self.near_b = self.near_a if trial is test else element_data(trial, pts, wts)
+        self.rule_points = len(rules.triangle_rule(self.orders.regular)[1])
+        self.data_a = shared_element_data(test, self.orders.regular)
+        self.data_b = shared_element_data(trial, self.orders.regular)
+        self.near_a = shared_element_data(test, self.orders.near)
+        self.near_b = shared_element_data(trial, self.orders.near)
         self.rules = singular_rules(self.orders.singular)
         self.kernels = integrator(self)
 

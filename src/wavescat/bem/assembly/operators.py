@@ -14,7 +14,6 @@ blocks rows x cols of the global matrix, and the dense matrix.
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -26,7 +25,7 @@ from ...errors import WavescatError
 from ...memory import check_dense_allocation
 from ...progress import stage
 from ..discretisation import quadrature as rules
-from ..discretisation.pairs import kept, near_pairs, touching_kinds, touching_pairs  # noqa: F401
+from ..discretisation.pairs import kept, mesh_cached, near_pairs, touching_kinds, touching_pairs  # noqa: F401
 from ..discretisation.spaces import FunctionSpace, same_mesh
 from ..kernels import cpu as kernels_cpu
 from ..kernels.green import OPERATORS, Operator  # noqa: F401 - OPERATORS re-exported
@@ -85,19 +84,12 @@ def element_data(space: FunctionSpace, ref_points, ref_weights) -> ElementData:
                        mesh.edge_lengths.max(axis=1))
 
 
-# per mesh: the element data of each (space kind, rule order), which every operator on the
-# mesh reads (a solve assembles two to six; about a second each at 1 kHz on the submarine, on
-# every rank of a distributed solve). Read only: kernels take them as they are.
-_ELEMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def shared_element_data(space: FunctionSpace, order: int) -> ElementData:
-    """element_data of `space` for the triangle rule of `order`, made once per mesh."""
-    cache = _ELEMENTS.setdefault(space.mesh, {})
-    key = (space.kind, int(order))
-    if key not in cache:
-        cache[key] = element_data(space, *rules.triangle_rule(order))
-    return cache[key]
+    """element_data of `space` for the triangle rule of `order`, made once per mesh (every
+    operator on the mesh reads it; about a second each at 1 kHz on the submarine). Read only:
+    kernels take it as it is."""
+    return mesh_cached(space.mesh, ("elements", space.kind, int(order)),
+                       lambda: element_data(space, *rules.triangle_rule(order)))
 
 
 @dataclass(frozen=True)

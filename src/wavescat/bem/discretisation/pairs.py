@@ -14,13 +14,14 @@ from scipy.spatial import cKDTree
 
 from . import quadrature
 
-# per mesh: its touching and near pairs and the touching pairs' kinds, which every operator
-# on the mesh needs (a solve assembles two to six of them)
-_PAIRS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# per mesh: what every operator on the mesh needs (a solve assembles two to six of them, on
+# every rank): its touching and near pairs, the touching pairs' kinds, the element data
+_PER_MESH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _mesh_cached(mesh, key, make):
-    cache = _PAIRS.setdefault(mesh, {})
+def mesh_cached(mesh, key, make):
+    """make(), once per mesh and key, kept while the mesh lives."""
+    cache = _PER_MESH.setdefault(mesh, {})
     if key not in cache:
         cache[key] = make()
     return cache[key]
@@ -35,7 +36,7 @@ def touching_pairs(mesh) -> tuple[np.ndarray, np.ndarray]:
         adj = (inc @ inc.T).tocoo()
         return adj.row.astype(np.int64), adj.col.astype(np.int64)
 
-    return _mesh_cached(mesh, "touching", make)
+    return mesh_cached(mesh, "touching", make)
 
 
 def touching_kinds(mesh):
@@ -45,7 +46,7 @@ def touching_kinds(mesh):
         pa, pb = touching_pairs(mesh)
         return quadrature.classify_pairs(mesh.triangles[pa], mesh.triangles[pb])
 
-    return _mesh_cached(mesh, "touching_kinds", make)
+    return mesh_cached(mesh, "touching_kinds", make)
 
 
 @nb.njit(parallel=True, cache=True)
@@ -82,7 +83,7 @@ def near_pairs(mesh, factor: float) -> tuple[np.ndarray, np.ndarray]:
         a, b = a[keep], b[keep]
         return np.concatenate([a, b]), np.concatenate([b, a])
 
-    return _mesh_cached(mesh, ("near", float(factor)), make)
+    return mesh_cached(mesh, ("near", float(factor)), make)
 
 
 def kept(keep, pa, pb, *more):

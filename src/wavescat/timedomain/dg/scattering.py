@@ -19,6 +19,7 @@ from math import comb
 
 import numpy as np
 
+from ...backend import to_host
 from ...errors import InputError
 from ...files import atomic_path
 from ...progress import progress
@@ -270,7 +271,7 @@ def record_probes(setup: ScatteringSetup, reach: float, stable_dt: float, advanc
                     bar.update(n_steps - step - 1)
                     n_steps = step + 1
                     break
-    amplitude = (acc.get() if hasattr(acc, "get") else np.asarray(acc)) / ref[:, None]
+    amplitude = to_host(acc) / ref[:, None]
     return amplitude, n_steps, dt
 
 

@@ -153,6 +153,9 @@ class BoxScattering:
         self._weights = [self.xp.asarray(on[d] / on.sum(axis=0), dtype=s.dtype) for d in self._passes]
         # x of the dual nodes from the layer before the box to the layer after it
         self._xdual = (n0 - b[0] - 1 + np.arange(2 * b[0] + 2) + 0.5 - n0) * grid.h
+        # h^k / k! (-1/c)^k: the scaled x-derivatives of S(t - x / c) from S's own
+        self._scale = np.array([(-grid.h / setup.c) ** k / factorial(k)
+                                for k in range(self.m + 1)])[:, None]
         self._sigma = self.xp.asarray(self._sponge_rate(), dtype=s.dtype)
         self._damp = None  # (dt, exp(-sigma dt))
         s.dual_to_primary, s.on_step = self._dual_to_primary, self._after_step
@@ -161,12 +164,10 @@ class BoxScattering:
     def _incident(self, t: float):
         """(F, m+1, m+1, m+1, X, 1, 1) Hermite data of the incident wave at the dual nodes' x from
         the layer before the box to the one after (it varies along x only)."""
-        setup, m, h = self.setup, self.m, self.grid.h
+        setup, m = self.setup, self.m
         # local x is the distance along the incident direction from the box's centre
         delay = (self._xdual + float(setup.direction @ self.frame.center)) / setup.c
-        ders = setup.signal_derivatives(t - delay, m)  # (m+1, X): S^(k)(t - x / c)
-        scale = np.array([(-h / setup.c) ** k / factorial(k) for k in range(m + 1)])[:, None]
-        p = scale * ders
+        p = self._scale * setup.signal_derivatives(t - delay, m)  # h^k / k! d^k/dx^k S(t - x / c)
         data = np.zeros((4, m + 1, m + 1, m + 1, len(delay), 1, 1))
         data[0, :, 0, 0, :, 0, 0] = p  # (no derivatives across the wave)
         data[1, :, 0, 0, :, 0, 0] = p / (setup.rho * setup.c)  # v along the wave: p / (rho c)

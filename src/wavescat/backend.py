@@ -76,19 +76,22 @@ def array_module(a):
 
 
 def scatter_add(target, index, values) -> None:
-    """target[index] += values with repeated indices accumulated (np.add.at), for host or
-    device arrays (on the device complex targets as their real and imaginary parts)."""
+    """target[index] += values with repeated indices accumulated (np.add.at), `index`
+    picking entries of a flat target or rows of a wider one, for host or device arrays (on
+    the device a complex target and its values as real arrays with a trailing (re, im) axis:
+    one atomic pass)."""
     if isinstance(target, np.ndarray):
         np.add.at(target, index, values)
         return
     import cupyx  # noqa: PLC0415
 
+    values = values.astype(target.dtype, copy=False)
     if target.dtype.kind == "c":
-        flat = target.view(target.real.dtype)
-        cupyx.scatter_add(flat, 2 * index, values.real.astype(flat.dtype))
-        cupyx.scatter_add(flat, 2 * index + 1, values.imag.astype(flat.dtype))
-    else:
-        cupyx.scatter_add(target, index, values.astype(target.dtype))
+        real = target.real.dtype
+        values = array_module(values).ascontiguousarray(values)
+        target = target.view(real).reshape(target.shape + (2,))
+        values = values.view(real).reshape(values.shape + (2,))
+    cupyx.scatter_add(target, index, values)
 
 
 def sparse_module(a):

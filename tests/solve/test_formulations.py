@@ -109,6 +109,37 @@ def test_rigid_pieces_reproduce_the_sphere_series(sphere_solution):
         assert np.linalg.norm(pot @ p - exact_s) < 0.03 * np.linalg.norm(exact_s)
 
 
+@pytest.mark.parametrize("kind", ["rigid", "pressure_release"])
+def test_a_preconditioner_made_beside_the_assembly_is_the_same(kind):
+    """start_preconditioner (the GPU driver's, factorised on a host thread while the
+    operators assemble) gives the system the direct path gives, product for product."""
+    ka = 2.0
+    form = formulation_for(boundary_from({"kind": kind}))
+    space = form.space(icosphere(2))
+    settings = SolverSettings.from_dict()
+    ahead = form.start_preconditioner(space, ka, settings)
+    ops = {name: operators.assemble(name, space, space, ka) for name in form.operators}
+    x = np.random.default_rng(2).standard_normal(space.n_dofs) + 0j
+    direct = form.system(space, ka, ops, settings).matvec(x)
+    beside = form.system(space, ka, ops, settings, ahead=ahead).matvec(x)
+    assert np.allclose(beside, direct, rtol=1e-13, atol=1e-13 * np.abs(direct).max())
+
+
+def test_fluid_bodies_make_their_preconditioner_after_the_operators():
+    assert formulation_for(boundary_from({"kind": "fluid", "density_ratio": 2.0,
+                                          "sound_speed_ratio": 0.8})).start_preconditioner is None
+
+
+def test_an_error_in_the_background_reaches_whoever_waits():
+    from wavescat.bem.formulations.osrc import in_background
+
+    def fail():
+        raise InputError("OSRC radius = -1: must be positive")
+
+    with pytest.raises(InputError, match="OSRC radius"):
+        in_background(fail).result(timeout=30)
+
+
 def test_records_carry_the_formulation(tmp_path):
     mesh = icosphere(1)
     case = {"incident": {"direction": [0.0, 0.0, 1.0]}, "receivers": {"plane": "xz", "count": 5},

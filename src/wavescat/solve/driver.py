@@ -106,6 +106,10 @@ def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None,
                         "rank per GPU (README, \"One solve over several GPUs or nodes\")",
                         be.device_count, be.device_count)
     timings = {}
+    group = None if ranks.size == 1 else ranks
+    ahead = getattr(formulation, "start_preconditioner", None)
+    # the preconditioner's factorisations on the host's cores while the GPU assembles
+    ahead = ahead(space, k, settings, group) if ahead is not None and be.is_gpu else None
     t0 = time.perf_counter()
     ops = assemble_operators(formulation, space, k, fmt, each=each, backend=be,
                              precision=settings.precision, quadrature=settings.quadrature,
@@ -116,8 +120,9 @@ def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None,
     # on several ranks the fluid preconditioner's choice from the least free memory of any
     # rank, so that every rank takes the same path; the ranks share the OSRC Padé terms
     free = None if ranks.size == 1 else ranks.min(available_bytes(be))
-    system = formulation.system(space, k, ops, settings, xp=be.xp, free_bytes=free,
-                                group=None if ranks.size == 1 else ranks)
+    system = formulation.system(space, k, ops, settings, xp=be.xp, free_bytes=free, group=group,
+                                **({} if ahead is None else {"ahead": ahead}))
+    # (started beside the assembly: only what was left of it once the assembly was done)
     timings["preconditioner"] = time.perf_counter() - t0
     return Assembled(formulation, space, fmt, ops, system, be, timings)
 

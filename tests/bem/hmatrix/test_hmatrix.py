@@ -153,3 +153,16 @@ def test_each_device_gets_the_corrections_of_its_dense_blocks():
     # a share of the first blocks in order (an MPI rank's) is not every block
     rows, cols, vals, local = _part_correction(corr, np.arange(10), 40)
     assert np.array_equal(np.sort(vals), np.sort(corr[2][block < 10]))
+
+
+def test_rank_buckets_pad_at_most_an_eighth():
+    """Ranks up to 16 are stored as they are, larger ones in eight buckets an octave."""
+    from wavescat.bem.assembly.hmatrix.batched_aca import rank_bucket
+
+    r = np.arange(0, 5000)
+    b = rank_bucket(r)
+    assert np.array_equal(b[:17], r[:17])
+    assert np.all(b >= r) and np.all(np.diff(b) >= 0)
+    assert np.all(b[17:] - r[17:] < r[17:] / 8)
+    for lo in (16, 32, 64, 128, 256, 512, 1024, 2048):  # eight buckets in each octave
+        assert len(np.unique(b[lo + 1:2 * lo + 1])) == 8

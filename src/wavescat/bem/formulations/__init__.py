@@ -41,7 +41,7 @@ from .burton_miller import (OsrcBurtonMiller, OsrcDirichletBurtonMiller, OsrcImp
 from .muller_preconditioner import BlockTriangular, chosen, factor_dtype, restricted
 from .muller_preconditioner import free_bytes as free_bytes_of
 from .nested import MultiDomainTransmission, interfaces_and_regions, region_surfaces
-from .osrc import OsrcDtN, OsrcNtD, mass_and_stiffness
+from .osrc import OsrcDtN, OsrcNtD, in_background, mass_and_stiffness
 from .transmission import MullerTransmission, adjoint_of, stacked
 
 
@@ -130,16 +130,27 @@ class SoundHardBurtonMiller:
     def _system(self, space, k, operators, mass, coupling, xp):
         return OsrcBurtonMiller(*(operators[n] for n in self.operators), mass, coupling, xp=xp)
 
+    def _coupling(self, space, k, solver, group):
+        mass, stiffness = mass_and_stiffness(space)
+        return mass, self.preconditioner(space, k, solver.osrc, mass, stiffness, group)
+
+    def start_preconditioner(self, space, k: float, solver, group=None):
+        """The mass matrix and the OSRC map of `system`, factorised on a host thread: a
+        Future that `system(..., ahead=)` takes. A GPU assembly leaves the host's cores
+        idle, and the factorisations take them (minutes at 4 kHz on the submarine, issue 28)."""
+        return in_background(lambda: self._coupling(space, k, solver, group))
+
     def system(self, space, k: float, operators: dict, solver, xp=np, free_bytes=None,
-               group=None):
+               group=None, ahead=None):
         """The preconditioned system with `matvec(x)` and `rhs(g, h)` (burton_miller.py)
         for the assembled operators {name: op} (dense or H-matrix, on the backend `xp`);
         `solver`: the case's SolverSettings, of which this formulation reads `osrc`;
         `free_bytes`: the memory free for a fluid preconditioner's factors (None: what
         `xp`'s device has; a solve on several ranks gives the least over them); `group`:
-        the ranks of such a solve, which share the OSRC maps' Padé terms (osrc.py)."""
-        mass, stiffness = mass_and_stiffness(space)
-        coupling = self.preconditioner(space, k, solver.osrc, mass, stiffness, group)
+        the ranks of such a solve, which share the OSRC maps' Padé terms (osrc.py);
+        `ahead`: the Future of `start_preconditioner` for the same arguments, if started."""
+        mass, coupling = ahead.result() if ahead is not None else \
+            self._coupling(space, k, solver, group)
         return self._system(space, k, operators, mass, coupling, xp)
 
     def rhs(self, system, space, k: float, directions):
@@ -357,6 +368,10 @@ class FluidMuller(SoundHardBurtonMiller):
     def wavenumber_factor(self) -> complex:
         """k1 / k: 1 / h, times (1 + i delta) with absorption (reference/absorption.py)."""
         return (1 + 1j * loss_factor(self.absorption)) / self.sound_speed_ratio
+
+    # its preconditioner (muller_preconditioner.py) is chosen by the memory the operators
+    # leave free: made after them, never beside
+    start_preconditioner = None
 
     def operator_specs(self, k: float, operator_format: str) -> dict:
         names = [n for n in self.operators if n != "adjoint_double_layer"]  # K' = K^T

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -146,6 +147,23 @@ def by_column_pairs(fn, y):
     blocks = threaded_map(lambda s: fn(np.ascontiguousarray(y[:, s:s + width])),
                           range(0, y.shape[1], width))
     return np.concatenate(blocks, axis=1)
+
+
+def in_background(make):
+    """`make()` on a host thread of its own: a Future of its result. The thread takes the
+    caller's sparse-solve threads (Numba's count is per thread) and is a daemon (an error
+    in the caller ends the process without waiting for it)."""
+    future, threads = Future(), solve_threads()
+
+    def run():
+        numba.set_num_threads(threads)
+        try:
+            future.set_result(make())
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="preconditioner", daemon=True).start()
+    return future
 
 
 def _wide(y) -> bool:

@@ -317,6 +317,8 @@ def _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label,
         "bytes_tight": int(stored * item),
         "device_bytes": int(dev_bytes),
         "host_bytes": int(host_peak_bytes()),
+        # what the device holds beside the blocks (other operators, caches) once this is done
+        "device_pool_used_bytes": _pool_used(be),
         "storage_bytes": int(padded),
         "rank_histogram": rank_histogram(ranks_all),
         "rank_max": int(ranks_all.max(initial=0)),
@@ -333,6 +335,10 @@ def _report(H, name, k, be, precision, eps, eta, leaf_size, times, stats, label,
         "near_field_evaluations_per_s": _rate(stats, "evaluations_near", "near_field"),
         "aca_evaluations_per_s": _rate(stats, "evaluations_aca", "aca"),
     }
+
+
+def _pool_used(be) -> int:
+    return int(be.xp.get_default_memory_pool().used_bytes()) if be.is_gpu else 0
 
 
 def _rate(stats, count, time_key) -> float:

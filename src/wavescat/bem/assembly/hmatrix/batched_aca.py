@@ -22,7 +22,6 @@ from ....errors import WavescatError
 from ....progress import progress
 from .aca import aca_plus_batched, recompress
 
-_RANK_EDGES = (0, 1, 2, 4, 6, 8, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256)
 
 
 @dataclass
@@ -64,11 +63,14 @@ def release_cached(xp):
 
 
 def rank_bucket(rank: np.ndarray) -> np.ndarray:
-    """Padded rank of each block: the smallest edge >= rank (beyond the table: x32)."""
-    edges = np.asarray(_RANK_EDGES)
-    idx = np.searchsorted(edges, rank)
-    big = -(-rank // 32) * 32
-    return np.where(idx < len(edges), edges[np.minimum(idx, len(edges) - 1)], big)
+    """Padded rank of each block: the rank itself up to 16, then eight buckets an octave
+    (17-32 by 2, 33-64 by 4, ...): at most 1/8 of a block's factors are padding (about 1/16
+    on average; four buckets an octave left a tenth of the 4 kHz submarine's factors as
+    padding, issue 28), for twice as many groups to multiply."""
+    rank = np.asarray(rank, dtype=np.int64)
+    octave = np.floor(np.log2(np.maximum(rank - 1, 1))).astype(np.int64) + 1  # bits of rank - 1
+    step = np.left_shift(1, np.maximum(octave - 4, 0))
+    return -(-rank // step) * step
 
 
 def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,

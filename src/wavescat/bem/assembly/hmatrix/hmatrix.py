@@ -1,7 +1,7 @@
 """The H-matrix object: dense and low-rank block stacks on one or more devices, and its
 product with a vector or a block of vectors (batched GEMM over each stack, the results added
-into place by one sparse-dense product per stack), so that r right-hand sides read the
-stored blocks once, not r times.
+into place by one sparse-dense product per stack on the CPU, by atomics on the GPU), so that r
+right-hand sides read the stored blocks once, not r times.
 
 The blocks may be stored in a lower precision than the matrix's `dtype` (complex64 blocks
 of a complex128 operator: `solver.hmatrix.storage`); products are then formed in `dtype`,
@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ....backend import to_host
+from ....backend import scatter_add, to_host
 from .batched_aca import BlockGroup
 from .block_products import BlockProducts
 
@@ -99,7 +99,8 @@ class DevicePart:
             if blocks is not None:
                 Y = self._apply_in_place(X, dtype, blocks)
                 return Y[:, 0] if x.ndim == 1 else Y
-            y = xp.zeros((self.shape[0], r), dtype=dtype)
+            n_rows = self.shape[0]
+            y = xp.zeros((n_rows + 1, r), dtype=dtype)  # row n_rows: the padding's sink
             item = np.dtype(dtype).itemsize
             for g in self.dense + self.lowrank:
                 low = g.D is None
@@ -120,8 +121,15 @@ class DevicePart:
                                            stack_product(xp, xp.swapaxes(g.V[sel], 1, 2), xs))
                     else:  # padded rows and columns of D are zero
                         ys = stack_product(xp, g.D[sel], xs)
-                    ys = ys.reshape(-1, r).astype(dtype, copy=False)  # one dtype for cuSPARSE
-                    y += self._scatter(g, sel, Lr, dtype) @ ys
+                    ys = ys.reshape(-1, r).astype(dtype, copy=False)
+                    if self.backend.is_gpu:
+                        # each row's place found anew and added by atomics: the GPU's
+                        # cached scatter matrices took as much memory as a third of the
+                        # blocks they scatter (issue 28)
+                        scatter_add(y, self._rows(g, sel, Lr), ys)
+                    else:
+                        y[:n_rows] += self._scatter(g, sel, Lr, dtype) @ ys
+            y = y[:n_rows]
             return y[:, 0] if x.ndim == 1 else y
 
     def _complex_blocks_dtype(self):
@@ -144,8 +152,16 @@ class DevicePart:
             products.add(g, places[id(g)], X, Y)
         return Y
 
+    def _rows(self, g, sel, L):
+        """The row of each of the (b, L) product rows of blocks [sel] of group g, flat; the
+        padding's rows go to row n (a sink past the matrix's rows)."""
+        xp = self.backend.xp
+        ar = xp.arange(L)[None, :]
+        return xp.where(ar < g.m[sel, None], g.r0[sel, None] + ar, self.shape[0]).ravel()
+
     def _scatter(self, g, sel, L, dtype):
-        """The scatter matrix of rows [sel] of group g (kept: it is the group's row map)."""
+        """The scatter matrix of rows [sel] of group g (kept: it is the group's row map; the
+        CPU's way, where a sparse product beats np.add.at)."""
         cache = self.__dict__.setdefault("_scatter_cache", {})
         key = (id(g), sel.start, sel.stop, np.dtype(dtype).str)
         if key not in cache:

@@ -111,13 +111,22 @@ class PairKernel:
         self.qq = test_cloud.q * trial_cloud.q
 
         def put(c):
-            return tuple(self.xp.asarray(np.ascontiguousarray(a, dtype=self.rdtype))
-                         for a in (c.pos, c.nrm, c.w, c.curl))
+            pos, nrm, w = (self.xp.asarray(np.ascontiguousarray(a, dtype=self.rdtype))
+                           for a in (c.pos, c.nrm, c.w))
+            # only W reads the curls: the others get the points in their place (GiBs on the
+            # device at 4 kHz on the submarine)
+            curl = self.xp.asarray(np.ascontiguousarray(c.curl, dtype=self.rdtype)) \
+                if self.op == Operator.hypersingular else pos
+            return pos, nrm, w, curl
 
-        self._t, self._s = put(test_cloud), put(trial_cloud)
+        # one space as test and trial: one copy of its cloud
+        self._t = put(test_cloud)
+        self._s = self._t if trial_cloud is test_cloud else put(trial_cloud)
         self._qt, self._qs = test_cloud.q, trial_cloud.q
         # the real points of each dof: clouds are padded to the largest valence
-        self._tcnt, self._scnt = (self.xp.asarray(point_counts(c)) for c in (test_cloud, trial_cloud))
+        self._tcnt = self.xp.asarray(point_counts(test_cloud))
+        self._scnt = self._tcnt if trial_cloud is test_cloud else \
+            self.xp.asarray(point_counts(trial_cloud))
         # the CPU sums the near field and ACA's crosses by element pairs where both clouds
         # know their elements (elementwise.py); the GPU sums entry by entry
         self.elements = None
@@ -132,7 +141,8 @@ class PairKernel:
 
     @property
     def device_bytes(self) -> int:
-        return sum(int(a.nbytes) for a in self._t + self._s)
+        arrays = {id(a): a for a in self._t + self._s}  # shared ones once
+        return sum(int(a.nbytes) for a in arrays.values())
 
     def add_near_field(self, near, D, bar=None):
         """Add the regular entries of the dense blocks `near` (dict of host arrays) into the

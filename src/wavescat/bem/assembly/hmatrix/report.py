@@ -32,9 +32,11 @@ def fit_exponent(n, values) -> float:
 
 def log_report(rep: dict) -> None:
     times = rep["time_s"]
-    log.info("H-matrix %s %dx%d on %s: compression %.4f, %.2f GiB device / %.2f GiB host, "
+    log.info("H-matrix %s %dx%d on %s: compression %.4f, %.2f GiB device (%.2f GiB in use in "
+             "all) / %.2f GiB host, "
              "time trees %.2fs singular %.2fs near %.2fs aca %.2fs transfers %.2fs total %.2fs, "
              "%.3g entries/s", rep["operator"], *rep["shape"], rep["backend"]["device"],
-             rep["compression_ratio"], rep["device_bytes"] / 2**30, rep["host_bytes"] / 2**30,
+             rep["compression_ratio"], rep["device_bytes"] / 2**30,
+             rep.get("device_pool_used_bytes", 0) / 2**30, rep["host_bytes"] / 2**30,
              times["trees"], times.get("singular_quadrature", 0.0), times["near_field"],
              times["aca"], times["transfers"], times["total"], rep["entries_per_s"])

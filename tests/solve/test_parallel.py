@@ -44,7 +44,7 @@ def test_shares_take_every_block_once_and_keep_mirrors_together(space, name):
     unit = near_units(near)
     assert np.any(unit != np.arange(len(unit)))  # one space: blocks paired with mirrors
     for size in (1, 2, 3, 4):
-        shares = [share_of(plan, K, r, size) for r in range(size)]
+        shares = [share_of(plan, r, size) for r in range(size)]
         for key, every in (("near", np.arange(len(near["r0"]))), ("far", plan.compressed)):
             taken = np.concatenate([getattr(s, key) for s in shares])
             assert np.array_equal(np.sort(taken), np.sort(every))  # each block exactly once
@@ -52,6 +52,9 @@ def test_shares_take_every_block_once_and_keep_mirrors_together(space, name):
             assert np.isin(unit[s.near], s.near).all()
         entries = [int(np.sum(near["m"][s.near] * near["n"][s.near])) for s in shares]
         assert max(entries) <= 1.6 * sum(entries) / size  # balanced within a unit or two
+        for level in np.unique(far["level"][plan.compressed]):  # admissible blocks dealt round
+            counts = [np.sum(far["level"][s.far] == level) for s in shares]
+            assert max(counts) - min(counts) <= 1
 
 
 def test_pair_filter_keeps_the_pairs_with_an_entry_in_the_ranks_dense_blocks(space):
@@ -70,7 +73,7 @@ def test_pair_filter_keeps_the_pairs_with_an_entry_in_the_ranks_dense_blocks(spa
     block = block.reshape(len(pa), -1)
     size, covered = 3, np.zeros(len(pa), bool)
     for rank in range(size):
-        share = share_of(plan, K, rank, size)
+        share = share_of(plan, rank, size)
         kept = pair_filter(plan, share, space, space)(pa, pb)
         assert np.array_equal(kept, np.isin(block, share.near).any(axis=1))
         assert 0 < kept.sum() < len(pa)
@@ -87,7 +90,7 @@ def test_the_ranks_partial_operators_sum_to_the_whole(space, name):
     opts = {**HMATRIX, "storage": "double"}
     whole = assemble_hmatrix(name, space, space, K, backend="cpu", **opts)
     parts = [assemble_hmatrix(name, space, space, K, backend="cpu", devices=1,
-                              distribution=distribution(SimpleNamespace(rank=r, size=2), K),
+                              distribution=distribution(SimpleNamespace(rank=r, size=2)),
                               **opts) for r in range(2)]
     A = whole.to_dense()
     assert np.linalg.norm(sum(p.to_dense() for p in parts) - A) <= 1e-12 * np.linalg.norm(A)

@@ -6,12 +6,14 @@ and cuts the same partition from them, with no communication:
 - the dense (near-field) blocks in units of a block and its mirror (the block at the
   transposed place: for one space both come from the same kernel values, elementwise.py),
   costed by their entries;
+- in the order of their places (row, then column, in the trees' numbering), cut into `size`
+  runs of equal cost, run p to rank p: a rank's dense blocks then cover few element pairs
+  that another's cover too (each such pair's corrections are computed by both);
 - the admissible blocks that ACA compresses (those above the diagonal of V and W, whose
-  mirrors are their transposes) costed by their estimated low-rank entries, r (m + n) with
-  r = min(m, n, RANK_GUESS + k diam) (twice that with the mirror: its product is the
-  transpose's);
-- each list in the order of its blocks' places (row, then column, in the trees' numbering)
-  cut into `size` runs of equal cost, run p to rank p.
+  mirrors are their transposes) dealt round in the order of their levels and places,
+  block i to rank i mod size: their ranks, and so their cost, are known only after ACA, and
+  runs cut by an estimate of them (min(m, n, 10 + k diam)) left the 2 kHz submarine's
+  ranks up to 7 s apart per operator, every rank waiting for the slowest (issue 28).
 A rank then computes the singular and near-pair corrections only of the element pairs with
 an entry in its dense blocks (`pair_filter`), and assembles its blocks alone
 (assembly.assemble_from_clouds with `share`): no rank holds the whole operator.
@@ -27,11 +29,6 @@ import scipy.sparse.linalg as spla
 
 from .elementwise import mirror_blocks
 from .galerkin import assemble_hmatrix
-
-# rank estimate of an admissible block of diameter d at wavenumber k (for the partition's
-# cost only): a floor for Laplace-like blocks plus the Helmholtz growth with k d
-RANK_GUESS = 10
-
 
 @dataclass(frozen=True, eq=False)
 class BlockShare:
@@ -68,8 +65,8 @@ def near_units(near: dict) -> np.ndarray:
     return np.where(mirror >= 0, np.minimum(idx, mirror), idx)
 
 
-def share_of(plan, k: float, rank: int, size: int) -> BlockShare:
-    """Rank `rank`'s share of the blocks of `plan` (assembly.BlockPlan) at wavenumber k."""
+def share_of(plan, rank: int, size: int) -> BlockShare:
+    """Rank `rank`'s share of the blocks of `plan` (assembly.BlockPlan)."""
     near, far = plan.blocks.near, plan.blocks.far
     unit = near_units(near)
     heads = _in_order(near, np.unique(unit))
@@ -78,11 +75,9 @@ def share_of(plan, k: float, rank: int, size: int) -> BlockShare:
     owner[heads] = cut(weight[heads], size)
     mine_near = np.flatnonzero(owner[unit] == rank)
 
-    ids = _in_order(far, np.asarray(plan.compressed, np.int64))
-    m, n = far["m"][ids], far["n"][ids]
-    r = np.minimum(np.minimum(m, n), RANK_GUESS + abs(k) * far["diam"][ids])
-    cost = r * (m + n) * (2 if plan.mirrored else 1)
-    mine_far = np.sort(ids[cut(cost, size) == rank])
+    ids = np.asarray(plan.compressed, np.int64)
+    ids = ids[np.lexsort((far["c0"][ids], far["r0"][ids], far["level"][ids]))]
+    mine_far = np.sort(ids[rank::size])
     return BlockShare(mine_near, mine_far)
 
 
@@ -137,10 +132,10 @@ def _pairs_in_blocks(pa, pb, rows, cols, n_cols, mine):
 _FILTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def distribution(ranks, k: float):
+def distribution(ranks):
     """The `distribution` hook of galerkin.assemble_hmatrix for this rank of `ranks`."""
     def share(plan, test, trial):
-        mine = share_of(plan, k, ranks.rank, ranks.size)
+        mine = share_of(plan, ranks.rank, ranks.size)
         filters = _FILTERS.setdefault(plan.blocks, {})
         key = (ranks.rank, ranks.size, test.kind, trial.kind)
         if key not in filters:
@@ -209,6 +204,6 @@ def combined_report(local: dict, ranks) -> dict:
 def assemble_distributed(name, space, k, ranks, **options) -> DistributedHMatrix:
     """This rank's share of the H-matrix of operator `name` on `space` (trial = test);
     `options` those of galerkin.assemble_hmatrix."""
-    share = distribution(ranks, float(np.real(k)))
+    share = distribution(ranks)
     local = assemble_hmatrix(name, space, space, k, distribution=share, **{**options, "devices": 1})
     return DistributedHMatrix(local, ranks)

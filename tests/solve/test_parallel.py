@@ -17,7 +17,7 @@ from wavescat.bem.assembly.hmatrix import assemble_hmatrix
 from wavescat.bem.assembly.hmatrix.assembly import block_plan
 from wavescat.bem.assembly.hmatrix.clouds import space_cloud
 from wavescat.bem.assembly.hmatrix.batched_aca import near_block_of
-from wavescat.bem.assembly.hmatrix.distributed import (distribution, near_units, pair_filter,
+from wavescat.bem.assembly.hmatrix.distributed import (PairFilter, distribution, near_units,
                                                        share_of)
 from wavescat.bem.discretisation import pairs
 from wavescat.bem.discretisation import spaces
@@ -74,11 +74,35 @@ def test_pair_filter_keeps_the_pairs_with_an_entry_in_the_ranks_dense_blocks(spa
     size, covered = 3, np.zeros(len(pa), bool)
     for rank in range(size):
         share = share_of(plan, rank, size)
-        kept = pair_filter(plan, share, space, space)(pa, pb)
+        keep = PairFilter(plan, share, space, space)
+        kept = keep(pa, pb)
         assert np.array_equal(kept, np.isin(block, share.near).any(axis=1))
         assert 0 < kept.sum() < len(pa)
         covered |= kept
+        # the search among the rank's own elements finds exactly the pairs the filter keeps
+        found = [pairs.touching_kept(space.mesh, keep)[:2], pairs.near_kept(space.mesh, 2.0, keep)]
+        got = {(int(a), int(b)) for fa, fb in found for a, b in zip(fa, fb)}
+        assert len(got) == sum(len(f[0]) for f in found)  # each pair once
+        assert got == {(int(a), int(b)) for a, b in zip(pa[kept], pb[kept])}
+        kinds = pairs.touching_kept(space.mesh, keep)[2:]
+        whole = pairs.kept(keep, *pairs.touching_pairs(space.mesh), *pairs.touching_kinds(space.mesh))
+        order = np.lexsort(found[0][::-1]), np.lexsort(whole[1::-1])
+        for x, y in zip(kinds, whole[2:]):
+            assert np.array_equal(np.asarray(x)[order[0]], np.asarray(y)[order[1]])
     assert covered.all()
+
+
+def test_a_rank_searches_the_pairs_of_part_of_the_mesh():
+    """A rank's dense blocks reach the test elements of its run of rows and their near
+    neighbours: on 4 ranks each searches well under half of the mesh's elements, and
+    together they reach every element."""
+    space = spaces.p1(icosphere(4))
+    cloud = space_cloud(space)
+    plan = block_plan("double_layer", K, cloud, cloud, eta=HMATRIX["eta"],
+                      leaf_size=HMATRIX["leaf_size"])
+    reached = [PairFilter(plan, share_of(plan, r, 4), space, space).elements for r in range(4)]
+    assert max(len(e) for e in reached) < 0.45 * space.mesh.n_triangles
+    assert np.array_equal(np.unique(np.concatenate(reached)), np.arange(space.mesh.n_triangles))
 
 
 @pytest.mark.parametrize("name", ["double_layer", "hypersingular"])

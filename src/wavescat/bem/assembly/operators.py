@@ -25,7 +25,7 @@ from ...errors import WavescatError
 from ...memory import check_dense_allocation
 from ...progress import stage
 from ..discretisation import quadrature as rules
-from ..discretisation.pairs import kept, mesh_cached, near_pairs, touching_kinds, touching_pairs  # noqa: F401
+from ..discretisation.pairs import mesh_cached, near_kept, near_pairs, touching_kept, touching_pairs  # noqa: F401
 from ..discretisation.spaces import FunctionSpace, same_mesh
 from ..kernels import cpu as kernels_cpu
 from ..kernels.green import OPERATORS, Operator  # noqa: F401 - OPERATORS re-exported
@@ -159,9 +159,9 @@ class EntryEvaluator:
         rule), every ordered pair, or those `keep(pa, pb)` (a mask) selects: added to the
         regular pairs of the dense matrix."""
         mesh = self.test.mesh
-        pa, pb, *kinds = kept(keep, *touching_pairs(mesh), *touching_kinds(mesh))
+        pa, pb, *kinds = touching_kept(mesh, keep)
         out = [(pa, pb, *self.kernels.singular(pa, pb, *kinds))]
-        pa, pb = kept(keep, *near_pairs(mesh, self.near_factor))
+        pa, pb = near_kept(mesh, self.near_factor, keep)
         out.append((pa, pb, *self.kernels.regular(pa, pb, near=True)))
         return out
 

@@ -15,7 +15,7 @@ and cuts the same partition from them, with no communication:
   runs cut by an estimate of them (min(m, n, 10 + k diam)) left the 2 kHz submarine's
   ranks up to 7 s apart per operator, every rank waiting for the slowest (issue 28).
 A rank then computes the singular and near-pair corrections only of the element pairs with
-an entry in its dense blocks (`pair_filter`), and assembles its blocks alone
+an entry in its dense blocks (`PairFilter`), and assembles its blocks alone
 (assembly.assemble_from_clouds with `share`): no rank holds the whole operator.
 """
 from __future__ import annotations
@@ -81,33 +81,37 @@ def share_of(plan, rank: int, size: int) -> BlockShare:
     return BlockShare(mine_near, mine_far)
 
 
-def pair_filter(plan, share: BlockShare, test, trial):
+class PairFilter:
     """keep(pa, pb): the element pairs (test element pa, trial element pb) with at least one
     entry in a dense block of `share` (the corrections this rank needs). Dense blocks pair
     leaf clusters (batched_aca.near_block_of), so an entry's block is the pair of its row's
     and its column's leaves: each dof's leaf is found once, and a pair's 3 x 3 leaf pairs are
-    looked up among this rank's in a compiled loop (every rank filters all the touching and
-    near pairs of the mesh, millions at 2 kHz on the submarine)."""
-    near = plan.blocks.near
-    rstarts, cstarts = np.unique(near["r0"]), np.unique(near["c0"])
-    row_leaf = np.searchsorted(rstarts, plan.rows.iperm, side="right") - 1
-    col_leaf = np.searchsorted(cstarts, plan.cols.iperm, side="right") - 1
-    rows = np.ascontiguousarray(row_leaf[test.element_dofs])
-    cols = np.ascontiguousarray(col_leaf[trial.element_dofs])
-    mine = np.sort(np.searchsorted(rstarts, near["r0"][share.near]) * len(cstarts)
-                   + np.searchsorted(cstarts, near["c0"][share.near])).astype(np.int64)
-    seen = []  # (pa, pb, mask): the mesh's pair lists are asked again by every operator
+    looked up among this rank's in a compiled loop. `elements`: the test elements with a dof
+    in a row of the rank's dense blocks, the only ones whose pairs need the test (pairs.py
+    searches only theirs: a rank's runs of dense blocks cover about 1/size of the mesh)."""
 
-    def keep(pa, pb):
-        for a, b, mask in seen:
+    def __init__(self, plan, share: BlockShare, test, trial):
+        near = plan.blocks.near
+        rstarts, cstarts = np.unique(near["r0"]), np.unique(near["c0"])
+        row_leaf = np.searchsorted(rstarts, plan.rows.iperm, side="right") - 1
+        col_leaf = np.searchsorted(cstarts, plan.cols.iperm, side="right") - 1
+        self.rows = np.ascontiguousarray(row_leaf[test.element_dofs])
+        self.cols = np.ascontiguousarray(col_leaf[trial.element_dofs])
+        self.n_cols = len(cstarts)
+        my_rows = np.searchsorted(rstarts, near["r0"][share.near])
+        self.mine = np.sort(my_rows * len(cstarts)
+                            + np.searchsorted(cstarts, near["c0"][share.near])).astype(np.int64)
+        self.elements = np.flatnonzero(np.isin(self.rows, my_rows).any(axis=1)).astype(np.int64)
+        self._seen = []  # (pa, pb, mask): the mesh's pair lists are asked again by every operator
+
+    def __call__(self, pa, pb):
+        for a, b, mask in self._seen:
             if a is pa and b is pb:
                 return mask
-        mask = _pairs_in_blocks(np.asarray(pa, np.int64), np.asarray(pb, np.int64), rows,
-                                cols, len(cstarts), mine)
-        seen.append((pa, pb, mask))
+        mask = _pairs_in_blocks(np.asarray(pa, np.int64), np.asarray(pb, np.int64), self.rows,
+                                self.cols, self.n_cols, self.mine)
+        self._seen.append((pa, pb, mask))
         return mask
-
-    return keep
 
 
 @nb.njit(parallel=True, cache=True)
@@ -139,7 +143,7 @@ def distribution(ranks):
         filters = _FILTERS.setdefault(plan.blocks, {})
         key = (ranks.rank, ranks.size, test.kind, trial.kind)
         if key not in filters:
-            filters[key] = pair_filter(plan, mine, test, trial)
+            filters[key] = PairFilter(plan, mine, test, trial)
         return mine, filters[key]
 
     return share

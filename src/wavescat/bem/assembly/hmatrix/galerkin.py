@@ -71,8 +71,8 @@ def _correction_by_entries(ev, name, k, trial, test, rule, backend, precision, c
     touching pairs (singular rules) and of the near pairs (near rule) less their regular
     ones as entries of the element spaces' clouds (the H-matrix's pair kernel)."""
     mesh = test.mesh
-    ta, tb, *kinds = pairs.kept(keep, *pairs.touching_pairs(mesh), *pairs.touching_kinds(mesh))
-    na, nb = pairs.kept(keep, *pairs.near_pairs(mesh, float(ev.orders.near_factor)))
+    ta, tb, *kinds = pairs.touching_kept(mesh, keep)
+    na, nb = pairs.near_kept(mesh, float(ev.orders.near_factor), keep)
     ka, kb = test.element_dofs.shape[1], trial.element_dofs.shape[1]
     order = ev.orders.regular
     ca = shared_cloud(test, order, rule, elements=True)

@@ -111,3 +111,27 @@ def test_frame_puts_the_wave_along_x():
     frame = box_frame(setup)
     assert frame.perm.tolist() == [1, 0, 2] and frame.flip == -1.0
     np.testing.assert_allclose(frame.local([[0.2, 0.7, -0.3]]), [[-0.7, 0.2, -0.3]])
+
+
+def test_the_passes_after_the_first_cover_the_surface_only():
+    """The second and third dual -> primary passes run on the box's surface nodes only: the
+    step's data are those of three whole passes."""
+    setup = setup_for()
+    grid = BoxGrid(0.125, (9, 7, 6), (4, 4, 4), np.full(3, 99.0), 2.0)
+    run = BoxScattering(setup, box_frame(setup), grid, 2)
+    assert run._passes == [0, 1, 2]
+    dual = np.random.default_rng(7).standard_normal(run.solver.state.shape)
+    t = 0.003
+    got = run._dual_to_primary(dual.copy(), t)
+    inc = run._incident(t)
+    assert float(np.abs(inc).max()) > 1e-3
+    outs = []
+    for d in run._passes:
+        work = dual.copy()
+        run._fill_box(work, inc, run._shares[d])
+        outs.append(run.solver.wall_dual_to_primary(work))
+    at = (slice(None),) * 4 + run._surface
+    want = outs[0].copy()
+    want[at] = sum(w * o[at] for w, o in zip(run._weights, outs))
+    assert float(np.abs(want[at] - outs[0][at]).max()) > 1e-3  # the passes differ there
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

@@ -518,9 +518,10 @@ def _normalise_hermite(case: dict, where: str, tree: tuple[Body, ...], medium: M
         body = ScatteringBody(tree[0].geometry, tree[0].boundary, medium)
         if "frequencies_hz" in case:
             shortest = medium.sound_speed / max(case["frequencies_hz"])
-            for cells in {check.get("cells_per_wavelength", defaults.HERMITE_CROSS_CHECK[
-                    "cells_per_wavelength"]), HERMITE_CPU_SIZES["cells_per_wavelength"]}:
-                grid_cell(body.half_axes(), shortest, cells)
+            cells = check.get("cells_per_wavelength",
+                              defaults.HERMITE_CROSS_CHECK["cells_per_wavelength"])
+            for size in {cells, min(cells, HERMITE_CPU_SIZES["cells_per_wavelength"])}:
+                grid_cell(body.half_axes(), shortest, size)
     except InputError as exc:
         raise ConfigError(f"{at}: {exc}") from None
     if "probes" not in check:

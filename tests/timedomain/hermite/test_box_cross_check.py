@@ -103,15 +103,17 @@ def test_the_cpu_sizes_cap_the_grid_on_the_cpu_only():
     cpu, gpu = Backend("cpu", np, "test cpu", reason="auto: no GPU"), Backend("gpu", np, "test gpu")
 
     def args(**kw):
-        return argparse.Namespace(**{"cells_per_wavelength": 16.0, "full_on_cpu": False,
-                                     "quick": False, **kw})
-    for backend, kw, sizes, cells in ((cpu, {}, "cpu", 8.0), (gpu, {}, "full", 16.0),
-                                      (cpu, {"full_on_cpu": True}, "full", 16.0),
-                                      (gpu, {"quick": True}, "cpu", 8.0),
-                                      (cpu, {"cells_per_wavelength": 5.0}, "cpu", 5.0)):
+        return argparse.Namespace(**{"cells_per_wavelength": 16.0, "sponge_gap": 0.5,
+                                     "sponge_width": 1.0, "full_on_cpu": False, "quick": False, **kw})
+    small, full = (8.0, 0.25, 0.5), (16.0, 0.5, 1.0)
+    for backend, kw, sizes, used in ((cpu, {}, "cpu", small), (gpu, {}, "full", full),
+                                     (cpu, {"full_on_cpu": True}, "full", full),
+                                     (gpu, {"quick": True}, "cpu", small),
+                                     (cpu, {"cells_per_wavelength": 5.0, "sponge_gap": 0.1}, "cpu",
+                                      (5.0, 0.1, 0.5))):
         a = args(**kw)
         assert hermite_box._sizes(a, backend) == sizes
-        assert a.cells_per_wavelength == cells
+        assert (a.cells_per_wavelength, a.sponge_gap, a.sponge_width) == used
     assert hermite_box.HERMITE_VS_BEM_TOLERANCE["full"] == 0.05
 
 

@@ -79,7 +79,7 @@ def _sizes(args, backend) -> str:
         why = ("--quick (verification.quick)" if args.quick else
                f"on the CPU ({backend.reason}): the asked sizes take hours on a few cores; "
                "--full-on-cpu (verification.full_on_cpu) keeps them")
-        log.info("hermite-scatter: the CPU sizes %s instead of %s (the sponge in wavelengths), %s; "
+        log.info("hermite-scatter: the CPU sizes, %s (asked: %s; the sponge in wavelengths), %s; "
                  "tolerance %g", ", ".join(f"{k} {getattr(args, k):g}" for k in CPU_SIZES),
                  ", ".join(f"{k} {v:g}" for k, v in asked.items()), why,
                  HERMITE_VS_BEM_TOLERANCE["cpu"])

@@ -135,3 +135,21 @@ def test_the_passes_after_the_first_cover_the_surface_only():
     want[at] = sum(w * o[at] for w, o in zip(run._weights, outs))
     assert float(np.abs(want[at] - outs[0][at]).max()) > 1e-3  # the passes differ there
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_box_passes_on_the_device_are_the_cpus(emulated_gpu, monkeypatch):
+    """The whole pass and the surface passes on the "gpu" backend (the CUDA emulation of
+    tests/cuda_emulation.py) give the CPU's data."""
+    from wavescat.backend import get_backend
+    from wavescat.timedomain.hermite import solver
+
+    monkeypatch.setattr(solver, "get_backend", lambda name: emulated_gpu if name == "gpu" else get_backend(name))
+    setup = setup_for()
+    grid = BoxGrid(0.125, (9, 7, 6), (4, 4, 4), np.full(3, 99.0), 2.0)
+    cpu = BoxScattering(setup, box_frame(setup), grid, 2)
+    gpu = BoxScattering(setup, box_frame(setup), grid, 2, backend="gpu")
+    assert gpu.solver.backend is emulated_gpu
+    dual = np.random.default_rng(7).standard_normal(cpu.solver.state.shape)
+    want = cpu._dual_to_primary(dual.copy(), 0.003)
+    got = gpu.solver.backend.asnumpy(gpu._dual_to_primary(gpu.xp.asarray(dual), 0.003))
+    np.testing.assert_allclose(got, want, atol=1e-11 * np.abs(want).max())

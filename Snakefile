@@ -92,8 +92,11 @@ rule verify_bem:
 
 
 rule verify_hermite:
+    """Hermite-Taylor's convergence against exact solutions, and Hermite-Taylor against the
+    BEM at the probes of every case with hermite_cross_check (rigid boxes)."""
     input:
         "results/verification/hermite_convergence.csv",
+        expand("results/{case}/hermite_vs_bem.csv", case=HERMITE_CASES),
 
 
 rule verify_dg:

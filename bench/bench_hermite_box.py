@@ -4,7 +4,7 @@ several grid sizes (timedomain/hermite/box_scattering.py).
 The BEM side is the workflow's: `results/<case>/dg/bem_probes.csv` of a box case with
 `dg_cross_check.probes` (config/examples/hermite_box.yaml), e.g.
 
-    snakemake --cores 2 --configfile config/examples/hermite_box.yaml results/box_band/dg/bem_probes.csv
+    snakemake results/box_band/dg/bem_probes.csv --cores 2 --configfile config/examples/hermite_box.yaml
     python bench/bench_hermite_box.py --bem results/box_band/dg/bem_probes.csv --cells 4 8 --degrees 2
 
 Prints per run: the grid, steps, seconds, and the relative L2 difference at the probes per

@@ -39,6 +39,8 @@ from .medium import Medium
 from .schema import raise_first, show, validator
 from .timedomain.dg.scatterer import SHAPES
 from .timedomain.dg.scatterer import Body as ScatteringBody
+from .timedomain.hermite.box_checks import CPU_SIZES as HERMITE_CPU_SIZES
+from .timedomain.hermite.box_checks import check_rigid_box, grid_cell, incidence_axis
 
 BODY_KEYS = {"description", "geometry", "boundary", "inside"}
 
@@ -147,6 +149,18 @@ class DgCrossCheck:
 
 
 @dataclass(frozen=True)
+class HermiteCrossCheck:
+    """`hermite_cross_check`: the time-domain Hermite-Taylor run (a rigid box on a Cartesian
+    grid) compared with the BEM at probe points."""
+
+    degree: int
+    cells_per_wavelength: float
+    probes: tuple[tuple[float, float, float], ...]
+    sponge_gap: float
+    sponge_width: float
+
+
+@dataclass(frozen=True)
 class NearFieldSettings:
     """`near_field`: a map of the pressure on a plane through the body (wavescat.near_field)."""
 
@@ -174,6 +188,7 @@ class Case:
     solver: SolverSettings = field(default_factory=SolverSettings.from_dict)
     description: str = ""
     dg_cross_check: DgCrossCheck | None = None
+    hermite_cross_check: HermiteCrossCheck | None = None
     near_field: NearFieldSettings | None = None
     bands: tuple[Band, ...] = ()  # averages.band
     tilts: tuple[Tilt, ...] = ()  # averages.tilt
@@ -429,6 +444,7 @@ def normalise(case: dict, where: str, base_dir: Path, medium: Medium) -> None:
             inc["directions"] = [_unit(d, f"{where}.incident.directions[{i}]")
                                  for i, d in enumerate(inc["directions"])]
     _normalise_dg(case, where, tree, medium)
+    _normalise_hermite(case, where, tree, medium)
     rec = case.get("receivers")
     if rec is not None:
         if ("directions_deg" in rec) == ("plane" in rec):
@@ -477,6 +493,46 @@ def _normalise_dg(case: dict, where: str, tree: tuple[Body, ...], medium: Medium
         if body.contains(np.asarray(x, float))[0]:
             raise ConfigError(f"{where}.dg_cross_check.probes[{i}] = {show(x)}: must lie "
                               f"outside the {geo['kind']}")
+
+
+def _normalise_hermite(case: dict, where: str, tree: tuple[Body, ...], medium: Medium) -> None:
+    """The Hermite-Taylor cross-check models one rigid box, the incident wave along one of its
+    axes, on a grid whose cell divides its half-sides (at the configured size and at the CPU
+    size); its probes (default: dg_cross_check.probes) lie outside the box."""
+    check = case.get("hermite_cross_check")
+    if not (check and check.get("enabled", True)):
+        return
+    at = f"{where}.hermite_cross_check"
+    geo = case.get("geometry") or {}
+    try:
+        check_rigid_box(geo.get("kind"), tree[0].boundary.kind)
+        if len(tree) > 1:
+            raise InputError("the Hermite cross-check models one body, not bodies inside it")
+        inc = case.get("incident")
+        if inc is not None:
+            directions = incident_directions(inc).directions
+            if len(directions) != 1:
+                raise InputError(f"the case has {len(directions)} incidence directions: the "
+                                 "Hermite cross-check runs one, along one of the box's axes")
+            incidence_axis(directions[0])
+        body = ScatteringBody(tree[0].geometry, tree[0].boundary, medium)
+        if "frequencies_hz" in case:
+            shortest = medium.sound_speed / max(case["frequencies_hz"])
+            cells = check.get("cells_per_wavelength",
+                              defaults.HERMITE_CROSS_CHECK["cells_per_wavelength"])
+            for size in {cells, min(cells, HERMITE_CPU_SIZES["cells_per_wavelength"])}:
+                grid_cell(body.half_axes(), shortest, size)
+    except InputError as exc:
+        raise ConfigError(f"{at}: {exc}") from None
+    if "probes" not in check:
+        dg = case.get("dg_cross_check") or {}
+        if "probes" not in dg:
+            raise ConfigError(f"{at}.probes: required (the case has no dg_cross_check.probes "
+                              "to take)")
+        check["probes"] = copy.deepcopy(dg["probes"])
+    for i, x in enumerate(check["probes"]):
+        if body.contains(np.asarray(x, float))[0]:
+            raise ConfigError(f"{at}.probes[{i}] = {show(x)}: must lie outside the box")
 
 
 def _normalise_averages(where: str, case: dict) -> None:
@@ -537,6 +593,13 @@ def build(case: dict, medium: Medium, name: str = "", where: str | None = None) 
             float(check.get("points_per_wavelength",
                             defaults.DG_CROSS_CHECK["points_per_wavelength"])),
             tuple(tuple(float(c) for c in p) for p in check["probes"]))
+    check = case.get("hermite_cross_check")
+    if check and check.get("enabled", True):
+        hermite = {**defaults.HERMITE_CROSS_CHECK, **check}
+        out["hermite_cross_check"] = HermiteCrossCheck(
+            int(hermite["degree"]), float(hermite["cells_per_wavelength"]),
+            tuple(tuple(float(c) for c in p) for p in check["probes"]),
+            float(hermite["sponge_gap"]), float(hermite["sponge_width"]))
     near = case.get("near_field")
     if near:
         out["near_field"] = NearFieldSettings(

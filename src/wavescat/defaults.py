@@ -84,4 +84,5 @@ INCIDENT = _CASE["incident"]
 RECEIVERS = _CASE["receivers"]
 ASPECT = block_defaults("incident", "aspect")
 DG_CROSS_CHECK = block_defaults("dg_cross_check")
+HERMITE_CROSS_CHECK = block_defaults("hermite_cross_check")
 MEDIUM = _schema_defaults()[1]

@@ -613,29 +613,31 @@ def convergence(path, series: dict, xlabel: str, ylabel: str, title: str) -> Pat
     return _save(fig, path)
 
 
-def probe_comparison(path, points, p_dg, p_bem, err: float) -> Path:
-    """Real and imaginary scattered pressure at each probe: DG (time domain) against BEM."""
+def probe_comparison(path, points, p_dg, p_bem, err: float, label: str = "DG") -> Path:
+    """Real and imaginary scattered pressure at each probe: DG (time domain; `label`: the
+    time-domain method) against BEM."""
     fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
     i = np.arange(len(p_dg))
     for f, name in ((np.real, "Re"), (np.imag, "Im")):
         line, = ax.plot(i, f(p_bem), "x", ms=8, label=f"{name} p, BEM (frequency domain)")
         ax.plot(i, f(p_dg), "o", color=line.get_color(), mfc="none", ms=8,
-                label=f"{name} p, DG (time domain, DFT)")
+                label=f"{name} p, {label} (time domain, DFT)")
     ax.set_xticks(i, [f"{k}\n({x:.3g}, {y:.3g}, {z:.3g})" for k, (x, y, z) in enumerate(points)],
                   fontsize=7.5)
     ax.set_xlabel("probe number (x, y, z in m)")
     ax.set_ylabel("scattered pressure\n(per unit incident amplitude)")
     ax.axhline(0.0, color="k", lw=0.6)
-    ax.set_title(f"Scattered pressure at the probes: DG time domain against BEM\n"
+    ax.set_title(f"Scattered pressure at the probes: {label} time domain against BEM\n"
                  f"relative L2 difference {err:.3f}", fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.grid(alpha=0.3)
     return _save(fig, path)
 
 
-def band_comparison(path, freqs, points, p_dg, p_bem, errors, tolerance=None) -> Path:
-    """DG (one pulse run) against BEM over a band: |p| at each probe against frequency, and
-    the relative L2 difference over the probes at each frequency (with the tolerance)."""
+def band_comparison(path, freqs, points, p_dg, p_bem, errors, tolerance=None, label="DG") -> Path:
+    """DG (one pulse run; `label`: the time-domain method) against BEM over a band: |p| at each
+    probe against frequency, and the relative L2 difference over the probes at each frequency
+    (with the tolerance)."""
     freqs = np.asarray(freqs, float)
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.3), layout="constrained")
     colours = _colours(len(points))
@@ -644,19 +646,19 @@ def band_comparison(path, freqs, points, p_dg, p_bem, errors, tolerance=None) ->
                 label=f"probe {i} ({x:.3g}, {y:.3g}, {z:.3g})")
         ax.plot(freqs, np.abs(p_dg[:, i]), "o", color=colours[i], mfc="none", ms=6)
     ax.plot([], [], "k-", label="BEM (frequency domain)")
-    ax.plot([], [], "ko", mfc="none", label="DG (time domain, one pulse, DFT)")
+    ax.plot([], [], "ko", mfc="none", label=f"{label} (time domain, one pulse, DFT)")
     ax.set_xlabel("frequency (Hz)")
     ax.set_ylabel("|scattered pressure|\n(per unit incident amplitude)")
     ax.set_title("Scattered pressure at the probes over the band", fontsize=10)
     ax.legend(fontsize=7, frameon=False)
     ax.grid(alpha=0.3)
-    bx.plot(freqs, errors, "o-", color="C3", label="DG vs BEM")
+    bx.plot(freqs, errors, "o-", color="C3", label=f"{label} vs BEM")
     if tolerance is not None:
         bx.axhline(tolerance, color="k", ls="--", lw=1.0, label=f"tolerance {tolerance:g}")
     bx.set_ylim(0.0, max(max(errors), tolerance or 0.0) * 1.15)
     bx.set_xlabel("frequency (Hz)")
     bx.set_ylabel("relative L2 difference over the probes")
-    bx.set_title(f"Difference of DG and BEM (largest {max(errors):.3f})", fontsize=10)
+    bx.set_title(f"Difference of {label} and BEM (largest {max(errors):.3f})", fontsize=10)
     bx.legend(fontsize=8, frameon=False)
     bx.grid(alpha=0.3)
     return _save(fig, path)

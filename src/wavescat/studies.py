@@ -28,7 +28,7 @@ import re
 from .errors import ConfigError
 
 CASE_KEYS = {"description", "geometry", "boundary", "inside", "frequencies_hz", "incident",
-             "receivers", "mesh", "solver", "dg_cross_check",
+             "receivers", "mesh", "solver", "dg_cross_check", "hermite_cross_check",
              "averages", "near_field"}
 
 

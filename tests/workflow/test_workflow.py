@@ -70,6 +70,7 @@ def test_dry_run_of_verify(tmp_path):
     assert out.returncode == 0, out.stderr
     counts = jobs(out.stdout)
     assert counts["hermite_convergence"] == 1 and counts["dg_convergence"] == 1
+    assert "hermite_scatter" not in counts  # no box case with hermite_cross_check by default
     assert counts["reference_farfield"] == 1
     kinds = {v.get("boundary", {}).get("kind", "rigid") for c, v in cases.items() if c in dg}
     assert kinds == {"rigid", "pressure_release", "impedance", "fluid"}
@@ -80,6 +81,31 @@ def test_dry_run_of_verify(tmp_path):
     frequencies = sum(cases[c]["frequencies_hz"]["count"] if c in band else len(cases[c]["frequencies_hz"])
                       for c in set(dg) | {"sphere_ka5"})
     assert counts["solve"] == frequencies
+
+
+def test_dry_run_of_the_hermite_box_example(tmp_path):
+    """config/examples/hermite_box.yaml: verify_hermite runs the Hermite box run and its
+    comparison with the BEM probe table DG's check shares (the same probes); a copy of the case
+    with probes of its own gets a BEM table of its own."""
+    import copy
+
+    import yaml
+
+    example = yaml.safe_load((ROOT / "config" / "examples" / "hermite_box.yaml").read_text())
+    own = copy.deepcopy(example["cases"]["box_band"])
+    own["hermite_cross_check"]["probes"] = [[0, 0, -0.9]]
+    example["cases"]["box_own"] = own
+    out = snakemake(["-n", "verify_hermite"], tmp_path, yaml.safe_dump(example))
+    assert out.returncode == 0, out.stderr
+    counts = jobs(out.stdout)
+    assert counts["hermite_scatter"] == counts["hermite_vs_bem"] == counts["bem_probes"] == 2
+    assert counts["hermite_convergence"] == 1 and counts["solve"] == 12
+    assert "dg_scatter" not in counts and "dg_vs_bem" not in counts
+    for path in ("box_band/dg/bem_probes.csv", "box_own/hermite/bem_probes.csv",
+                 "box_band/hermite_vs_bem.png", "box_own/hermite_vs_bem.csv",
+                 "box_band/hermite/hermite_summary.json"):
+        assert f"results/{path}" in out.stdout, path
+    assert "results/box_band/hermite/bem_probes.csv" not in out.stdout
 
 
 def test_default_config_dry_run(tmp_path):

@@ -60,10 +60,13 @@ CASES = CONFIG["cases"]
 TYPED = {name: Case.from_config(CONFIG, name) for name in CASES}  # what the helpers read
 SPHERE_CASES = [c for c in RUN if has_series(TYPED[c])]  # spheres, concentric spheres
 DG_CASES = [c for c, v in CASES.items() if v.get("dg_cross_check", {}).get("enabled", False)]
+HERMITE_CASES = [
+    c for c, v in CASES.items() if v.get("hermite_cross_check", {}).get("enabled", False)
+]
 
 # Refuse a case whose mesh or solve cannot fit the machine (config key `limits`).
 try:
-    check_limits(CONFIG, RUN + [c for c in DG_CASES if c not in RUN])
+    check_limits(CONFIG, RUN + [c for c in DG_CASES + HERMITE_CASES if c not in RUN])
 except ConfigError as exc:
     sys.exit(config_error(exc, CONFIG_FILES))
 
@@ -325,6 +328,20 @@ VERIFY_FLAGS = f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}
 
 def dg_cross_check(wildcards):
     return CASES[wildcards.case]["dg_cross_check"]
+
+
+def cross_check_probes(wildcards):
+    """The probes of the case's `{check}_cross_check` (dg or hermite), for its BEM table."""
+    return CASES[wildcards.case][f"{wildcards.check}_cross_check"]["probes"]
+
+
+def hermite_bem_table(wildcards):
+    """The BEM probe table hermite_vs_bem compares with: DG's where the two checks share their
+    probes (one table for both), else the Hermite check's own."""
+    case = CASES[wildcards.case]
+    dg = case.get("dg_cross_check", {})
+    shared = dg.get("enabled", False) and dg["probes"] == case["hermite_cross_check"]["probes"]
+    return f"results/{wildcards.case}/{'dg' if shared else 'hermite'}/bem_probes.csv"
 
 
 def stale_plan(wildcards):

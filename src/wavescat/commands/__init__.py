@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "check-config": "check_config",
     "verify-dg": "dg", "dg-scatter": "dg", "dg-vs-bem": "dg",
     "verify-hermite": "hermite",
+    "hermite-scatter": "hermite_box", "hermite-vs-bem": "hermite_box",
     "mesh": "mesh",
     "near-field": "near_field",
     "bem-probes": "probes",

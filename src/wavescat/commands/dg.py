@@ -27,7 +27,7 @@ from ..timedomain.dg.reference import check_order
 from ..timedomain.dg.scatterer import Body
 from ..timedomain.dg.scattering import (ScatteringSetup, read_probes, relative_l2,
                                         run_scattering, scattering_mesh_sizes,
-                                        write_csv_atomic, write_dg_amplitudes, write_dg_vs_bem)
+                                        write_csv_atomic, write_dg_amplitudes, write_vs_bem)
 
 log = logging.getLogger(__name__)
 
@@ -91,17 +91,24 @@ def register(subparsers) -> None:
     s.set_defaults(func=dg_scatter)
 
     c = subparsers.add_parser("dg-vs-bem", help="join DG and BEM probe amplitudes into dg_vs_bem.csv")
-    c.add_argument("--dg", required=True, help="CSV [frequency_hz,]x,y,z,re_p_dg,im_p_dg (from dg-scatter)")
+    comparison_arguments(c, "dg", "dg-scatter")
+    c.set_defaults(func=dg_vs_bem)
+
+
+def comparison_arguments(c, method: str, producer: str) -> None:
+    """The arguments of `<method>-vs-bem` (dg-vs-bem, hermite-vs-bem): the time-domain table of
+    `producer`, the BEM's, the outputs and the run's summary with its tolerance."""
+    c.add_argument(f"--{method}", required=True, help=f"CSV [frequency_hz,]x,y,z,re_p_{method},"
+                   f"im_p_{method} (from {producer})")
     c.add_argument("--bem", required=True, help="CSV [frequency_hz,]x,y,z,re_p_bem,im_p_bem at the same "
                    "frequencies and points")
-    c.add_argument("--out", required=True, help="dg_vs_bem.csv (rows frequency by frequency)")
+    c.add_argument("--out", required=True, help=f"{method}_vs_bem.csv (rows frequency by frequency)")
     c.add_argument("--errors", default=None, help="JSON: the relative L2 difference at each frequency")
     c.add_argument("--plot", default=None, help="plot of both amplitudes per probe (one frequency) "
                    "or over the band, with their differences")
     c.add_argument("--summary", default=None,
-                   help="dg_summary.json of dg-scatter: fail if the relative L2 difference "
+                   help=f"{method}_summary.json of {producer}: fail if the relative L2 difference "
                    "exceeds its `tolerance`")
-    c.set_defaults(func=dg_vs_bem)
 
 
 # observed order on the finest pair of meshes: at least N + 1 - this (the quick sequences
@@ -207,12 +214,7 @@ def _case_run(args):
     schema's defaults where it has none)."""
     case = Case.from_json(args.case, args.medium or "{}",
                           required=("geometry", "frequencies_hz", "incident"))
-    if case.nested:
-        raise ConfigError("case.inside: the time-domain cross-check models one body, not nested ones")
-    try:
-        body = Body(case.geometry, case.boundary, case.medium)
-    except InputError as exc:
-        raise ConfigError(f"case: {exc}") from None
+    body = single_body(case)
     freqs = np.atleast_1d(np.asarray(case.frequencies_hz, float))
     direction = case.incidence.directions[0]
     check = case.dg_cross_check
@@ -225,6 +227,16 @@ def _case_run(args):
         args.order, args.points_per_wavelength = min(args.order, 2), min(args.points_per_wavelength, 8.0)
     probes = np.asarray(check.probes, float).reshape(-1, 3) if check else None
     return body, freqs, direction, probes
+
+
+def single_body(case) -> Body:
+    """The time-domain Body of a case of one body (nested ones refused)."""
+    if case.nested:
+        raise ConfigError("case.inside: the time-domain cross-check models one body, not nested ones")
+    try:
+        return Body(case.geometry, case.boundary, case.medium)
+    except InputError as exc:
+        raise ConfigError(f"case: {exc}") from None
 
 
 def _exact(body, freqs, direction, probes):
@@ -327,23 +339,33 @@ def _read_columns(path, names, optional=()):
 
 
 def dg_vs_bem(args) -> int:
-    dg = _read_columns(args.dg, ["x", "y", "z", "re_p_dg", "im_p_dg"], ["frequency_hz"])
+    return compare_with_bem(args, "dg", "DG", lambda run: f"order {run.get('order')}, "
+                            f"{run.get('elements')} elements")
+
+
+def compare_with_bem(args, method: str, label: str, describe) -> int:
+    """`<method>-vs-bem`: the time-domain amplitudes (args.<method>, columns re_p_<method>,
+    im_p_<method>) against the BEM's at the same frequencies and probes; the joined table, the
+    errors, the plot; fails beyond the summary's tolerance, naming the frequency, the error
+    and the run's sizes (`describe(summary)`)."""
+    td_path = getattr(args, method)
+    td = _read_columns(td_path, ["x", "y", "z", f"re_p_{method}", f"im_p_{method}"], ["frequency_hz"])
     bem = _read_columns(args.bem, ["x", "y", "z", "re_p_bem", "im_p_bem"], ["frequency_hz"])
-    if dg.shape == bem.shape:  # a file without frequencies matches any (one frequency)
-        dg[:, 0] = np.where(np.isnan(dg[:, 0]), bem[:, 0], dg[:, 0])
-        bem[:, 0] = np.where(np.isnan(bem[:, 0]), dg[:, 0], bem[:, 0])
-    if dg.shape != bem.shape or not np.allclose(dg[:, 0], bem[:, 0], rtol=1e-9, equal_nan=True) \
-            or not np.allclose(dg[:, 1:4], bem[:, 1:4], rtol=0, atol=1e-9):
-        raise ConfigError(f"--dg {args.dg} and --bem {args.bem} must list the same frequencies and "
-                          "probe points in order")
-    p_dg, p_bem = dg[:, 4] + 1j * dg[:, 5], bem[:, 4] + 1j * bem[:, 5]
-    write_dg_vs_bem(args.out, dg[:, 1:4], p_dg, p_bem)
-    freqs, blocks = np.unique(dg[:, 0], return_inverse=True) if not np.isnan(dg[:, 0]).any() \
-        else (np.array([np.nan]), np.zeros(len(dg), int))
-    errors = [relative_l2(p_dg[blocks == i], p_bem[blocks == i]) for i in range(len(freqs))]
+    if td.shape == bem.shape:  # a file without frequencies matches any (one frequency)
+        td[:, 0] = np.where(np.isnan(td[:, 0]), bem[:, 0], td[:, 0])
+        bem[:, 0] = np.where(np.isnan(bem[:, 0]), td[:, 0], bem[:, 0])
+    if td.shape != bem.shape or not np.allclose(td[:, 0], bem[:, 0], rtol=1e-9, equal_nan=True) \
+            or not np.allclose(td[:, 1:4], bem[:, 1:4], rtol=0, atol=1e-9):
+        raise ConfigError(f"--{method} {td_path} and --bem {args.bem} must list the same frequencies "
+                          "and probe points in order")
+    p_td, p_bem = td[:, 4] + 1j * td[:, 5], bem[:, 4] + 1j * bem[:, 5]
+    write_vs_bem(args.out, td[:, 1:4], p_td, p_bem, method)
+    freqs, blocks = np.unique(td[:, 0], return_inverse=True) if not np.isnan(td[:, 0]).any() \
+        else (np.array([np.nan]), np.zeros(len(td), int))
+    errors = [relative_l2(p_td[blocks == i], p_bem[blocks == i]) for i in range(len(freqs))]
     for f, err in zip(freqs, errors):
         at = "" if np.isnan(f) else f" at {f:.6g} Hz"
-        print(f"dg-vs-bem: relative L2 difference {err:.4f} at {np.sum(blocks == 0)} probes{at}")
+        print(f"{method}-vs-bem: relative L2 difference {err:.4f} at {np.sum(blocks == 0)} probes{at}")
     tolerance, run = None, {}
     if args.summary:
         with open(args.summary) as fh:
@@ -355,17 +377,18 @@ def dg_vs_bem(args) -> int:
                                        "relative_l2": errors, "tolerance": tolerance}, indent=2))
     if args.plot:
         if len(freqs) > 1:
-            band_comparison(args.plot, freqs, dg[blocks == 0, 1:4],
-                            np.array([p_dg[blocks == i] for i in range(len(freqs))]),
-                            np.array([p_bem[blocks == i] for i in range(len(freqs))]), errors, tolerance)
+            band_comparison(args.plot, freqs, td[blocks == 0, 1:4],
+                            np.array([p_td[blocks == i] for i in range(len(freqs))]),
+                            np.array([p_bem[blocks == i] for i in range(len(freqs))]), errors, tolerance,
+                            label=label)
         else:
-            probe_comparison(args.plot, dg[:, 1:4], p_dg, p_bem, errors[0])
+            probe_comparison(args.plot, td[:, 1:4], p_td, p_bem, errors[0], label=label)
     if tolerance is not None:
         n = int(np.sum(blocks == 0))
         require([f"relative L2 difference {err:.4f} at {n} probes"
                  + ("" if np.isnan(f) else f" at {f:.6g} Hz") + f" exceeds {tolerance:g} "
-                 f"({run.get('sizes')} sizes: order {run.get('order')}, {run.get('elements')} elements)"
-                 for f, err in zip(freqs, errors) if not err <= tolerance], "DG vs BEM")
-        print(f"dg-vs-bem: within the tolerance {tolerance:g} of the {run.get('sizes')} sizes"
+                 f"({run.get('sizes')} sizes: {describe(run)})"
+                 for f, err in zip(freqs, errors) if not err <= tolerance], f"{label} vs BEM")
+        print(f"{method}-vs-bem: within the tolerance {tolerance:g} of the {run.get('sizes')} sizes"
               + (f" at all {len(freqs)} frequencies" if len(freqs) > 1 else ""))
     return 0

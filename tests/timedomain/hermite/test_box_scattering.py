@@ -111,3 +111,45 @@ def test_frame_puts_the_wave_along_x():
     frame = box_frame(setup)
     assert frame.perm.tolist() == [1, 0, 2] and frame.flip == -1.0
     np.testing.assert_allclose(frame.local([[0.2, 0.7, -0.3]]), [[-0.7, 0.2, -0.3]])
+
+
+def test_the_passes_after_the_first_cover_the_surface_only():
+    """The second and third dual -> primary passes run on the box's surface nodes only: the
+    step's data are those of three whole passes."""
+    setup = setup_for()
+    grid = BoxGrid(0.125, (9, 7, 6), (4, 4, 4), np.full(3, 99.0), 2.0)
+    run = BoxScattering(setup, box_frame(setup), grid, 2)
+    assert run._passes == [0, 1, 2]
+    dual = np.random.default_rng(7).standard_normal(run.solver.state.shape)
+    t = 0.003
+    got = run._dual_to_primary(dual.copy(), t)
+    inc = run._incident(t)
+    assert float(np.abs(inc).max()) > 1e-3
+    outs = []
+    for d in run._passes:
+        work = dual.copy()
+        run._fill_box(work, inc, run._shares[d])
+        outs.append(run.solver.wall_dual_to_primary(work))
+    at = (slice(None),) * 4 + run._surface
+    want = outs[0].copy()
+    want[at] = sum(w * o[at] for w, o in zip(run._weights, outs))
+    assert float(np.abs(want[at] - outs[0][at]).max()) > 1e-3  # the passes differ there
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_box_passes_on_the_device_are_the_cpus(emulated_gpu, monkeypatch):
+    """The whole pass and the surface passes on the "gpu" backend (the CUDA emulation of
+    tests/cuda_emulation.py) give the CPU's data."""
+    from wavescat.backend import get_backend
+    from wavescat.timedomain.hermite import solver
+
+    monkeypatch.setattr(solver, "get_backend", lambda name: emulated_gpu if name == "gpu" else get_backend(name))
+    setup = setup_for()
+    grid = BoxGrid(0.125, (9, 7, 6), (4, 4, 4), np.full(3, 99.0), 2.0)
+    cpu = BoxScattering(setup, box_frame(setup), grid, 2)
+    gpu = BoxScattering(setup, box_frame(setup), grid, 2, backend="gpu")
+    assert gpu.solver.backend is emulated_gpu
+    dual = np.random.default_rng(7).standard_normal(cpu.solver.state.shape)
+    want = cpu._dual_to_primary(dual.copy(), 0.003)
+    got = gpu.solver.backend.asnumpy(gpu._dual_to_primary(gpu.xp.asarray(dual), 0.003))
+    np.testing.assert_allclose(got, want, atol=1e-11 * np.abs(want).max())

@@ -142,3 +142,22 @@ def test_walls_agree_with_periodic_grid_for_a_mode_symmetric_about_them():
 def test_wall_for_advection_is_refused():
     with pytest.raises(InputError, match="boundary = 'wall'.*only periodic"):
         HermiteSolver(advection(), 4, 1.0, 1, boundary="wall")
+
+
+@pytest.mark.parametrize("block", [
+    (slice(0, 3), slice(2, 5), slice(1, 4)),      # at the low walls of x
+    (slice(2, 6), slice(0, 5), slice(3, 4)),      # the high wall of x, the whole of y
+    (slice(1, 2), slice(4, 5), slice(0, 4)),      # one node across x, the high wall of y
+])
+def test_a_block_of_the_wall_half_step_is_the_whole_ones(block):
+    """wall_dual_to_primary on a block of nodes (its cells and the walls' mirrored ghosts only)
+    gives the whole grid's data there; a block cut along a periodic axis is refused."""
+    solver = HermiteSolver(acoustics(1.3, 0.8), (5, 4, 3), (1.0, 0.8, 0.6), 2, boundary="wall")
+    dual = np.random.default_rng(3).standard_normal(solver.state.shape)
+    whole = solver.wall_dual_to_primary(dual.copy())
+    part = solver.wall_dual_to_primary(dual.copy(), block)
+    np.testing.assert_allclose(part, whole[(slice(None),) * 4 + block], rtol=1e-13, atol=1e-13)
+    periodic = HermiteSolver(acoustics(1.3, 0.8), (5, 4, 3), (1.0, 0.8, 0.6), 2,
+                             boundary=["periodic", "wall", "wall"])
+    with pytest.raises(InputError, match="periodic axis 0"):
+        periodic.wall_dual_to_primary(dual[..., :5, :, :], (slice(1, 3), slice(0, 5), slice(0, 4)))

@@ -304,16 +304,20 @@ def write_csv_atomic(path, header: list[str], rows: np.ndarray) -> None:
             w.writerow([repr(float(v)) if not isinstance(v, (int, np.integer)) else int(v) for v in row])
 
 
-def write_dg_amplitudes(path, frequencies_hz, probes: np.ndarray, p_dg: np.ndarray) -> None:
-    """dg_probes.csv: frequency_hz,x,y,z,re_p_dg,im_p_dg, one row per frequency and probe."""
+def write_dg_amplitudes(path, frequencies_hz, probes: np.ndarray, p_dg: np.ndarray,
+                        method: str = "dg") -> None:
+    """dg_probes.csv: frequency_hz,x,y,z,re_p_dg,im_p_dg, one row per frequency and probe
+    (hermite_probes.csv: `method` "hermite", columns re_p_hermite, im_p_hermite)."""
     f = np.repeat(np.asarray(frequencies_hz, float), len(probes))
     xyz = np.tile(probes, (len(frequencies_hz), 1))
     p = np.asarray(p_dg).reshape(-1)
-    write_csv_atomic(path, ["frequency_hz", "x", "y", "z", "re_p_dg", "im_p_dg"],
+    write_csv_atomic(path, ["frequency_hz", "x", "y", "z", f"re_p_{method}", f"im_p_{method}"],
                      np.column_stack([f, xyz, p.real, p.imag]))
 
 
-def write_dg_vs_bem(path, probes: np.ndarray, p_dg: np.ndarray, p_bem: np.ndarray) -> None:
-    """results/<case>/dg_vs_bem.csv with the contract header (rows frequency by frequency)."""
-    write_csv_atomic(path, ["x", "y", "z", "re_p_dg", "im_p_dg", "re_p_bem", "im_p_bem"],
-                     np.column_stack([probes, p_dg.real, p_dg.imag, p_bem.real, p_bem.imag]))
+def write_vs_bem(path, probes: np.ndarray, p_td: np.ndarray, p_bem: np.ndarray,
+                 method: str = "dg") -> None:
+    """results/<case>/dg_vs_bem.csv with the contract header (rows frequency by frequency);
+    hermite_vs_bem.csv likewise (`method` "hermite": re_p_hermite, im_p_hermite)."""
+    write_csv_atomic(path, ["x", "y", "z", f"re_p_{method}", f"im_p_{method}", "re_p_bem", "im_p_bem"],
+                     np.column_stack([probes, p_td.real, p_td.imag, p_bem.real, p_bem.imag]))

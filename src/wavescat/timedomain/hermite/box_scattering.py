@@ -10,8 +10,11 @@ series, with no volume mesh at all (the DG check's spheroid needs one).
   inside the box within half a cell of the face mirror those outside it (derivative k along the
   normal times (-1)^k times the field's wall parity: the solver's outer walls do the same), so
   ghost_s(g) = P (u_s + u_inc)(image) - u_inc(g). A dual node at an edge or corner has two or
-  three images and takes their mean (the exact mirror exists only for flat faces: the error
-  stays at the edges, where the field is singular anyway).
+  three images, one per face: the dual -> primary half step runs once per face direction
+  ("pass"), its ghosts mirrored across that direction's faces, and a node of the surface takes
+  the mean of its faces' passes (the exact mirror exists only for flat faces: the error stays at
+  the edges, where the field is singular anyway). The first pass covers the grid, the others
+  only the box's surface nodes, the one place that takes them.
 - The outside: a sponge (every node's data damped by exp(-sigma dt) each step, sigma growing
   quadratically into the layer) in front of the domain's outer walls.
 
@@ -26,6 +29,7 @@ import numpy as np
 
 from ...errors import InputError
 from ..dg.scattering import ScatteringResult, ScatteringSetup, record_probes
+from .box_checks import check_rigid_box, grid_cell, incidence_axis
 from .equations import acoustics
 from .interpolation import hermite_matrix_1d
 from .solver import HermiteSolver
@@ -47,15 +51,9 @@ class BoxFrame:
 
 def box_frame(setup: ScatteringSetup) -> BoxFrame:
     body = setup.body
-    if body.shape != "box" or body.kind != "rigid":
-        raise InputError(f"the Hermite cross-check models a rigid box (the grid holds its faces "
-                         f"exactly); this body is a {body.kind} {body.shape}")
+    check_rigid_box(body.shape, body.kind)
     d = setup.direction
-    axis = int(np.argmax(np.abs(d)))
-    if not abs(abs(d[axis]) - 1) < 1e-12:
-        raise InputError(f"incident direction {d.tolist()}: the Hermite cross-check needs it "
-                         "along one of the box's axes (x, y or z), which makes the field mirror-"
-                         "symmetric about the two planes through the box's centre along it")
+    axis = incidence_axis(d)
     perm = np.array([axis] + [a for a in range(3) if a != axis])
     return BoxFrame(body.center, perm, float(np.sign(d[axis])))
 
@@ -89,14 +87,9 @@ def box_grid(setup: ScatteringSetup, frame: BoxFrame, probes_local: np.ndarray,
     longest wavelengths thick."""
     c = setup.c
     lam_min, lam_max = 2 * np.pi * c / setup.omegas.max(), 2 * np.pi * c / setup.omegas.min()
+    h = grid_cell(setup.body.half_axes(), lam_min, cells_per_wavelength)
     half_sides = setup.body.half_axes()[frame.perm]
-    n = int(np.ceil(half_sides.min() / (lam_min / cells_per_wavelength)))
-    h = float(half_sides.min() / n)
     box = half_sides / h
-    if np.any(np.abs(box - np.round(box)) > 1e-6 * box):
-        raise InputError(f"box size {(2 * setup.body.half_axes()).tolist()}: its half-sides must "
-                         f"be whole multiples of the Hermite grid's cell ({h:.6g} m, from the "
-                         "shortest one); use sides in simple ratios such as 1:1:2")
     reach = np.maximum(np.abs(probes_local).max(axis=0), half_sides)
     start = reach + sponge_gap * lam_min
     width = sponge_width * lam_max
@@ -174,16 +167,20 @@ class BoxScattering:
         return self.xp.asarray(data, dtype=self.solver.dtype)
 
     def _dual_to_primary(self, dual, t: float):
-        """The primary data after the dual -> primary half step, one pass per face direction."""
+        """The primary data after the dual -> primary half step, one pass per face direction:
+        the first over the whole grid, the others over the box's surface nodes only (the one
+        place that takes them; the nodes off it see no cell of the box)."""
         inc = self._incident(t)
-        outs = []
-        for d in self._passes:
-            self._fill_box(dual, inc, self._shares[d])
-            outs.append(self.solver.wall_dual_to_primary(dual))
-        out = outs[0]
-        if len(outs) > 1:
+        first, *others = self._passes
+        self._fill_box(dual, inc, self._shares[first])
+        out = self.solver.wall_dual_to_primary(dual)
+        if others:
             at = (slice(None),) * 4 + self._surface
-            out[at] = sum(w * o[at] for w, o in zip(self._weights, outs))
+            total = self._weights[0] * out[at]
+            for d, w in zip(others, self._weights[1:]):
+                self._fill_box(dual, inc, self._shares[d])
+                total += w * self.solver.wall_dual_to_primary(dual, self._surface)
+            out[at] = total
         return out
 
     def _fill_box(self, dual, inc, shares) -> None:

@@ -339,7 +339,8 @@ class HermiteKernels:
                 (blocks,), (self.threads,), (src, dst, lam, np.int32(shift)) + dims, shared_mem=self.shared)
             return
         n = 2 * self.m + 2
-        if self._coef is None or self._coef.size != self.n_fields * n ** 3 * ncells:
+        # (kept at the largest size asked: a box's surface passes take a block between whole steps)
+        if self._coef is None or self._coef.size < self.n_fields * n ** 3 * ncells:
             self._coef = xp.empty(self.n_fields * n ** 3 * ncells, dtype=self.dtype)
         self.module.get_function("hermite_interpolate")(
             (blocks,), (self.threads,), (src, self._coef, np.int32(shift)) + dims, shared_mem=self.shared)

@@ -182,23 +182,37 @@ class HermiteSolver:
         sign = self.system.wall_parity[d].reshape(-1, 1, 1, 1) * (-1.0) ** k
         return self.backend.xp.asarray(sign[..., None, None, None], dtype=self.dtype)
 
-    def wall_dual_to_primary(self, dual):
+    def wall_dual_to_primary(self, dual, block=None):
         """The primary data from `dual` by the dual -> primary half step, with mirrored ghosts
-        past the walls (periodic axes: rolled by one)."""
+        past the walls (periodic axes: rolled by one). `block`: three slices of nodes (steps of
+        1) to compute only those, from the dual cells around them (a wall axis only, where a
+        slice is not the whole axis); default every node."""
         xp = self.backend.xp
+        full = tuple(slice(0, n) for n in self.nodes)
+        block = full if block is None else tuple(slice(*b.indices(n)[:2]) for b, n in zip(block, self.nodes))
         for d, (wall, n) in enumerate(zip(self.walls, self.cells)):
             ax = 4 + d
+            lo, hi = block[d].start, block[d].stop  # nodes lo..hi-1: cells lo-1..hi-1
             if not wall:
+                if (lo, hi) != (full[d].start, full[d].stop):
+                    raise InputError(f"hermite nodes {lo}..{hi - 1} along periodic axis {d}: a "
+                                     "block of nodes is cut only along walls")
                 dual = xp.roll(dual, 1, axis=ax)  # then node j sits between dual j-1 and j
                 continue
+            if hi <= lo:
+                raise InputError(f"hermite nodes {lo}..{hi - 1} along axis {d}: an empty block")
             sign = self.mirror_signs(d)
             def part(a, b, arr=dual, ax=ax):  # plain slices: the same on NumPy and CuPy
                 return arr[(slice(None),) * ax + (slice(a, b),)]
-            dual = xp.concatenate([sign * part(0, 1), part(0, n), sign * part(n - 1, n)], axis=ax)
+            pieces = [sign * part(0, 1)] if lo == 0 else []
+            pieces.append(part(max(lo - 1, 0), min(hi, n)))
+            if hi == n + 1:
+                pieces.append(sign * part(n - 1, n))
+            dual = xp.concatenate(pieces, axis=ax) if len(pieces) > 1 else pieces[0]
         dual = xp.ascontiguousarray(dual)
         out = xp.empty_like(dual)
         self.half_step(dual, out, 0)
-        return out[(slice(None),) * 4 + tuple(slice(0, n) for n in self.nodes)]
+        return out[(slice(None),) * 4 + tuple(slice(0, b.stop - b.start) for b in block)]
 
     def run_to(self, t_end: float, cfl: float | None = None) -> int:
         """Advance to exactly t_end with equal steps no larger than the current dt (or cfl's)."""

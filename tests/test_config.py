@@ -297,7 +297,8 @@ BOUND = [
     *[(_set(["cases", "sphere_band", "hermite_cross_check"], {key: bad}),
        f"cases.sphere_band.hermite_cross_check.{key} = {bad}: must be {what}")
       for key, bad, what in (("degree", 0, ">= 1"), ("degree", 4, "<= 3"),
-                             ("cells_per_wavelength", 0, "> 0"), ("sponge_gap", -0.5, ">= 0"),
+                             ("cells_per_wavelength", 0, "> 0"), ("cells_per_half_side", 0, "> 0"),
+                             ("sponge_gap", -0.5, ">= 0"),
                              ("sponge_width", 0, "> 0"))],
     (_set(["cases", "sphere_ka5", "geometry", "radius"], 0), "cases.sphere_ka5.geometry.radius = 0: must be > 0"),
     (_set_geometry("sphere_ka5", {"kind": "spheroid", "semi_axes": [1, -2, 3]}),

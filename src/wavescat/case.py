@@ -158,6 +158,7 @@ class HermiteCrossCheck:
     probes: tuple[tuple[float, float, float], ...]
     sponge_gap: float
     sponge_width: float
+    cells_per_half_side: float
 
 
 @dataclass(frozen=True)
@@ -518,10 +519,11 @@ def _normalise_hermite(case: dict, where: str, tree: tuple[Body, ...], medium: M
         body = ScatteringBody(tree[0].geometry, tree[0].boundary, medium)
         if "frequencies_hz" in case:
             shortest = medium.sound_speed / max(case["frequencies_hz"])
-            cells = check.get("cells_per_wavelength",
-                              defaults.HERMITE_CROSS_CHECK["cells_per_wavelength"])
-            for size in {cells, min(cells, HERMITE_CPU_SIZES["cells_per_wavelength"])}:
-                grid_cell(body.half_axes(), shortest, size)
+            asked = {key: check.get(key, defaults.HERMITE_CROSS_CHECK[key])
+                     for key in ("cells_per_wavelength", "cells_per_half_side")}
+            cpu = {key: min(v, HERMITE_CPU_SIZES[key]) for key, v in asked.items()}
+            for size in (asked, cpu):  # the run's cell at either sizes must divide the box
+                grid_cell(body.half_axes(), shortest, **size)
     except InputError as exc:
         raise ConfigError(f"{at}: {exc}") from None
     if "probes" not in check:
@@ -599,7 +601,8 @@ def build(case: dict, medium: Medium, name: str = "", where: str | None = None) 
         out["hermite_cross_check"] = HermiteCrossCheck(
             int(hermite["degree"]), float(hermite["cells_per_wavelength"]),
             tuple(tuple(float(c) for c in p) for p in check["probes"]),
-            float(hermite["sponge_gap"]), float(hermite["sponge_width"]))
+            float(hermite["sponge_gap"]), float(hermite["sponge_width"]),
+            float(hermite["cells_per_half_side"]))
     near = case.get("near_field")
     if near:
         out["near_field"] = NearFieldSettings(

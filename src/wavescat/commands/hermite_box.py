@@ -23,11 +23,13 @@ from .dg import compare_with_bem, comparison_arguments, single_body
 log = logging.getLogger(__name__)
 
 # Relative L2 difference from the BEM at the probes, at each frequency, that the run must stay
-# within, by its sizes. The configured sizes (m = 2, 16 cells per wavelength, the sponge half a
-# shortest wavelength beyond the probes and a longest one thick) reach 1.8% to 2.4% on the 1 m
-# cube of config/examples/hermite_box.yaml on a GPU; the CPU sizes (8 cells per wavelength, the
-# sponge half as far and as thick) 5.1% to 7.0%: the field is singular at the box's edges, and
-# the error falls at first order only (bench/README.md, "Hermite-Taylor on a box"). A wave
+# within, by its sizes. The configured sizes (m = 2, 16 cells per wavelength and 8 per
+# half-side, the sponge half a shortest wavelength beyond the probes and a longest one thick)
+# reach 1.8% to 2.4% on the 1 m cube of config/examples/hermite_box.yaml on a GPU; the CPU
+# sizes (8 cells per wavelength and 4 per half-side, the sponge half as far and as thick) 5.1%
+# to 7.0%: the field is singular at the box's edges, and the error falls at first order only,
+# in the cell over the half-side (bench/README.md, "Hermite-Taylor on a box": a box of 0.3 m
+# half-sides at 8 cells per wavelength, 2 per half-side, was 13% to 15% off). A wave
 # travelling the wrong way is 35% to 198% off there, the other time convention 116% to 180%.
 HERMITE_VS_BEM_TOLERANCE = {"full": 0.05, "cpu": 0.10}
 
@@ -49,6 +51,9 @@ def register(subparsers) -> None:
     s.add_argument("--cells-per-wavelength", type=float, default=None,
                    help="cells per wavelength of the highest frequency (default: "
                    "hermite_cross_check.cells_per_wavelength)")
+    s.add_argument("--cells-per-half-side", type=float, default=None,
+                   help="cells at least along the box's shortest half-side (default: "
+                   "hermite_cross_check.cells_per_half_side)")
     s.add_argument("--sponge-gap", type=float, default=None, help="shortest wavelengths between the "
                    "farthest probe and the sponge (default: hermite_cross_check.sponge_gap)")
     s.add_argument("--sponge-width", type=float, default=None, help="sponge thickness in longest "
@@ -57,7 +62,8 @@ def register(subparsers) -> None:
     s.add_argument("--precision", default="double", choices=["double", "single"])
     s.add_argument("--full-on-cpu", action="store_true",
                    help="keep the given sizes on the CPU too (default: the CPU sizes, at most "
-                   f"{CPU_SIZES['cells_per_wavelength']:g} cells per wavelength, the sponge "
+                   f"{CPU_SIZES['cells_per_wavelength']:g} cells per wavelength and "
+                   f"{CPU_SIZES['cells_per_half_side']:g} per half-side, the sponge "
                    f"{CPU_SIZES['sponge_gap']:g} and {CPU_SIZES['sponge_width']:g} wavelengths; "
                    "the configured ones take hours on a few cores)")
     s.add_argument("--quick", action="store_true", help="the CPU sizes on any backend")
@@ -90,7 +96,8 @@ def _sizes(args, backend) -> str:
 def hermite_scatter(args) -> int:
     case = case_arguments(args, required=("geometry", "frequencies_hz", "incident"))
     check = case.hermite_cross_check
-    for key in ("degree", "cells_per_wavelength", "sponge_gap", "sponge_width"):
+    for key in ("degree", "cells_per_wavelength", "cells_per_half_side", "sponge_gap",
+                "sponge_width"):
         if getattr(args, key) is None:
             setattr(args, key, getattr(check, key) if check else HERMITE_CROSS_CHECK[key])
     body = single_body(case)
@@ -107,7 +114,8 @@ def hermite_scatter(args) -> int:
     t0 = time.perf_counter()
     res, run = run_box_scattering(setup, probes, args.degree, args.cells_per_wavelength,
                                   backend=backend.name, precision=args.precision,
-                                  sponge_gap=args.sponge_gap, sponge_width=args.sponge_width)
+                                  sponge_gap=args.sponge_gap, sponge_width=args.sponge_width,
+                                  cells_per_half_side=args.cells_per_half_side)
     t_run = time.perf_counter() - t0
     write_dg_amplitudes(args.out, freqs, probes, res.amplitude, method="hermite")
     summary = {"cells": res.elements, "grid": list(run.grid.cells), "h": run.grid.h,
@@ -116,6 +124,7 @@ def hermite_scatter(args) -> int:
                "frequencies_hz": freqs.tolist(), "signal": "pulse" if setup.band else "harmonic",
                "backend": backend.name, "device": backend.device_name, "precision": args.precision,
                "sizes": sizes, "cells_per_wavelength": args.cells_per_wavelength,
+               "cells_per_half_side": args.cells_per_half_side,
                "sponge_gap": args.sponge_gap, "sponge_width": args.sponge_width,
                "tolerance": HERMITE_VS_BEM_TOLERANCE[sizes]}
     if args.summary:

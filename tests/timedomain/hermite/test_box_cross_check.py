@@ -31,10 +31,10 @@ def prepared(change=None):
 def test_the_example_takes_the_defaults_and_dgs_probes():
     case = prepared()
     check = case["hermite_cross_check"]
-    assert {k: check[k] for k in ("enabled", "degree", "cells_per_wavelength", "sponge_gap",
-                                  "sponge_width")} == {"enabled": True, "degree": 2,
-                                                       "cells_per_wavelength": 16.0,
-                                                       "sponge_gap": 0.5, "sponge_width": 1.0}
+    assert {k: check[k] for k in ("enabled", "degree", "cells_per_wavelength",
+                                  "cells_per_half_side", "sponge_gap", "sponge_width")} == {
+        "enabled": True, "degree": 2, "cells_per_wavelength": 16.0, "cells_per_half_side": 8.0,
+        "sponge_gap": 0.5, "sponge_width": 1.0}
     assert check["probes"] == case["dg_cross_check"]["probes"]
 
     def own(c):
@@ -103,24 +103,26 @@ def test_the_cpu_sizes_cap_the_grid_on_the_cpu_only():
     cpu, gpu = Backend("cpu", np, "test cpu", reason="auto: no GPU"), Backend("gpu", np, "test gpu")
 
     def args(**kw):
-        return argparse.Namespace(**{"cells_per_wavelength": 16.0, "sponge_gap": 0.5,
-                                     "sponge_width": 1.0, "full_on_cpu": False, "quick": False, **kw})
-    small, full = (8.0, 0.25, 0.5), (16.0, 0.5, 1.0)
+        return argparse.Namespace(**{"cells_per_wavelength": 16.0, "cells_per_half_side": 8.0,
+                                     "sponge_gap": 0.5, "sponge_width": 1.0, "full_on_cpu": False,
+                                     "quick": False, **kw})
+    small, full = (8.0, 4.0, 0.25, 0.5), (16.0, 8.0, 0.5, 1.0)
     for backend, kw, sizes, used in ((cpu, {}, "cpu", small), (gpu, {}, "full", full),
                                      (cpu, {"full_on_cpu": True}, "full", full),
                                      (gpu, {"quick": True}, "cpu", small),
                                      (cpu, {"cells_per_wavelength": 5.0, "sponge_gap": 0.1}, "cpu",
-                                      (5.0, 0.1, 0.5))):
+                                      (5.0, 4.0, 0.1, 0.5))):
         a = args(**kw)
         assert hermite_box._sizes(a, backend) == sizes
-        assert (a.cells_per_wavelength, a.sponge_gap, a.sponge_width) == used
+        assert (a.cells_per_wavelength, a.cells_per_half_side, a.sponge_gap, a.sponge_width) == used
     assert hermite_box.HERMITE_VS_BEM_TOLERANCE["full"] == 0.05
 
 
 TINY = {"geometry": {"kind": "box", "size": [1.0, 1.0, 1.0]},
         "frequencies_hz": {"start": 400.0, "stop": 600.0, "count": 2},
         "incident": {"direction": [0, -1, 0]},
-        "hermite_cross_check": {"cells_per_wavelength": 4, "sponge_gap": 0.1, "sponge_width": 0.3,
+        "hermite_cross_check": {"cells_per_wavelength": 4, "cells_per_half_side": 1,
+                                "sponge_gap": 0.1, "sponge_width": 0.3,
                                 "probes": [[1, 0, 0], [0, -1, 0], [0.3, 0.9, 0.6]]}}
 MEDIUM = json.dumps({"sound_speed": 1500.0, "density": 1000.0})
 
@@ -199,3 +201,15 @@ def test_hermite_vs_bem_refuses_other_probes(tiny_run, tmp_path, capsys):
     assert main(["hermite-vs-bem", "--hermite", str(tiny_run / "hermite_probes.csv"),
                  "--bem", str(tmp_path / "bem.csv"), "--out", str(tmp_path / "o.csv")]) == 2
     assert "must list the same frequencies and probe points" in capsys.readouterr().err
+
+
+def test_the_cell_follows_the_box_where_it_is_small_beside_the_wavelength():
+    """The error at the edges falls with the cell over the half-side: a small box gets at least
+    cells_per_half_side cells along its shortest half-side whatever the wavelength asks, a
+    large one the wavelength's cell; either way the cell divides every half-side."""
+    from wavescat.timedomain.hermite.box_checks import grid_cell
+
+    assert grid_cell([0.3, 0.3, 0.6], 1.667, 8.0) == pytest.approx(0.15)  # the wavelength's
+    assert grid_cell([0.3, 0.3, 0.6], 1.667, 8.0, 4.0) == pytest.approx(0.075)  # the box's
+    assert grid_cell([0.5, 0.5, 0.5], 1.047, 16.0, 8.0) == pytest.approx(0.0625)  # both: a / 8
+    assert grid_cell([2.0, 2.0, 4.0], 1.0, 8.0, 4.0) == pytest.approx(0.125)  # the wavelength's

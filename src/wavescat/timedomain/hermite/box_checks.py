@@ -11,7 +11,8 @@ from ...errors import InputError
 # ones), each a cap on the configured one: those take hours on a few cores; these take the
 # 1 m cube of config/examples/hermite_box.yaml to 46 x 23 x 22 cells and 217 steps, 1 min 39 s
 # on 2 cores, 5.1% to 7.0% from the BEM (bench/README.md, "Hermite-Taylor on a box")
-CPU_SIZES = {"cells_per_wavelength": 8.0, "sponge_gap": 0.25, "sponge_width": 0.5}
+CPU_SIZES = {"cells_per_wavelength": 8.0, "cells_per_half_side": 4.0, "sponge_gap": 0.25,
+             "sponge_width": 0.5}
 
 
 def check_rigid_box(shape: str, kind: str) -> None:
@@ -33,11 +34,16 @@ def incidence_axis(direction) -> int:
     return axis
 
 
-def grid_cell(half_sides, shortest_wavelength: float, cells_per_wavelength: float) -> float:
-    """The grid's cell: about shortest_wavelength / cells_per_wavelength, cut to divide the
-    smallest half-side; refused unless it divides the others too."""
+def grid_cell(half_sides, shortest_wavelength: float, cells_per_wavelength: float,
+              cells_per_half_side: float = 0.0) -> float:
+    """The grid's cell: about shortest_wavelength / cells_per_wavelength, and at most the
+    smallest half-side / cells_per_half_side (the error at the box's edges is first order in
+    the cell over the half-side: a box small beside the wavelength needs the finer cell; 0: no
+    such bound), cut to divide the smallest half-side; refused unless it divides the others
+    too."""
     half_sides = np.asarray(half_sides, float)
-    n = int(np.ceil(half_sides.min() / (shortest_wavelength / cells_per_wavelength)))
+    n = max(int(np.ceil(half_sides.min() / (shortest_wavelength / cells_per_wavelength))),
+            int(np.ceil(cells_per_half_side - 1e-9)))
     h = float(half_sides.min() / n)
     box = half_sides / h
     if np.any(np.abs(box - np.round(box)) > 1e-6 * box):

@@ -81,13 +81,15 @@ class BoxGrid:
 
 
 def box_grid(setup: ScatteringSetup, frame: BoxFrame, probes_local: np.ndarray,
-             cells_per_wavelength: float, sponge_gap: float, sponge_width: float) -> BoxGrid:
-    """The grid: h from the shortest wavelength, made to divide the box's half-sides; the sponge
+             cells_per_wavelength: float, sponge_gap: float, sponge_width: float,
+             cells_per_half_side: float = 0.0) -> BoxGrid:
+    """The grid: h from the shortest wavelength and the box's half-sides (box_checks.grid_cell),
+    made to divide them; the sponge
     `sponge_gap` shortest wavelengths beyond the farthest probe (or the box), `sponge_width`
     longest wavelengths thick."""
     c = setup.c
     lam_min, lam_max = 2 * np.pi * c / setup.omegas.max(), 2 * np.pi * c / setup.omegas.min()
-    h = grid_cell(setup.body.half_axes(), lam_min, cells_per_wavelength)
+    h = grid_cell(setup.body.half_axes(), lam_min, cells_per_wavelength, cells_per_half_side)
     half_sides = setup.body.half_axes()[frame.perm]
     box = half_sides / h
     reach = np.maximum(np.abs(probes_local).max(axis=0), half_sides)
@@ -253,7 +255,8 @@ class BoxScattering:
 
 def run_box_scattering(setup: ScatteringSetup, probes: np.ndarray, m: int, cells_per_wavelength: float,
                        backend="cpu", precision="double", cfl: float = 0.9, sponge_gap: float = 0.5,
-                       sponge_width: float = 1.0) -> tuple[ScatteringResult, BoxScattering]:
+                       sponge_width: float = 1.0, cells_per_half_side: float = 0.0
+                       ) -> tuple[ScatteringResult, BoxScattering]:
     """The scattered amplitude at the probes for each of setup.omegas, and the run."""
     probes = np.atleast_2d(np.asarray(probes, float))
     body = setup.body
@@ -261,7 +264,8 @@ def run_box_scattering(setup: ScatteringSetup, probes: np.ndarray, m: int, cells
         raise InputError(f"probe point {probes[body.contains(probes)][0].tolist()} lies inside the body")
     frame = box_frame(setup)
     local = frame.local(probes)
-    grid = box_grid(setup, frame, local, cells_per_wavelength, sponge_gap, sponge_width)
+    grid = box_grid(setup, frame, local, cells_per_wavelength, sponge_gap, sponge_width,
+                    cells_per_half_side)
     run = BoxScattering(setup, frame, grid, m, backend=backend, precision=precision, cfl=cfl)
     solver, xp = run.solver, run.xp
     idx, wts = run.probe_operator(local)

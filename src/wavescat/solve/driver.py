@@ -107,9 +107,9 @@ def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None,
                         be.device_count, be.device_count)
     timings = {}
     group = None if ranks.size == 1 else ranks
-    ahead = getattr(formulation, "start_preconditioner", None)
+    start = getattr(formulation, "start_preconditioner", None)
     # the preconditioner's factorisations on the host's cores while the GPU assembles
-    ahead = ahead(space, k, settings, group) if ahead is not None and be.is_gpu else None
+    ahead = start(space, k, settings, group) if start is not None and be.is_gpu else None
     t0 = time.perf_counter()
     ops = assemble_operators(formulation, space, k, fmt, each=each, backend=be,
                              precision=settings.precision, quadrature=settings.quadrature,

@@ -123,8 +123,10 @@ class _Ranks:
 def _shared_maps(space, ranks, terms):
     group = _Ranks(ranks)
     maps = [OsrcNtD(space, 3.0, pade_terms=terms, group=group.rank(r)) for r in range(ranks)]
-    assert sorted(len(m._terms) for m in maps) == sorted(len(range(r, terms, ranks))
+    # the Padé terms and the inverse's resolvent, dealt round
+    assert sorted(len(m._terms) for m in maps) == sorted(len(range(r, terms + 1, ranks))
                                                          for r in range(ranks))
+    assert [m.solves_plus for m in maps] == [r == (terms + 1) % ranks for r in range(ranks)]
     return group, maps
 
 
@@ -145,25 +147,61 @@ def test_ranks_sharing_the_pade_terms_give_the_whole_map(ranks, terms, columns):
         assert np.abs(m.apply_to_weak(y) - want).max() <= 1e-12 * np.abs(want).max()
 
 
-@pytest.mark.parametrize("ranks, terms", [(3, 2)])
+@pytest.mark.parametrize("ranks, terms", [(3, 2), (2, 3)])
 def test_ranks_sharing_the_pade_terms_on_the_device(emulated_gpu, monkeypatch, ranks, terms):
-    """The device's one-launch solve of a rank's own terms (and of the mass matrix beside
-    them), summed over the ranks, is the one-process map."""
+    """The device's one-launch solve of a rank's own resolvents (and of the mass matrix with
+    them, on the rank whose turn it is), summed over the ranks, is the one-process map."""
     space = spaces.p1(icosphere(2))
     want_map = OsrcNtD(space, 3.0, pade_terms=terms)
     mass_lu = osrc.factorise(want_map.mass)
     rng = np.random.default_rng(5)
     y, b = (rng.standard_normal((space.n_dofs, 4)) + 1j * rng.standard_normal((space.n_dofs, 4))
             for _ in range(2))
-    want = want_map.apply_to_weak(y), solve_real_spd(mass_lu, b)
+    want = want_map.apply_to_weak(y) + solve_real_spd(mass_lu, b)
     group, maps = _shared_maps(space, ranks, terms)
     monkeypatch.setattr(osrc, "array_module", lambda a: emulated_gpu.xp)
     for m in maps:
-        m.apply_to_weak_beside(y, mass_lu, b)
+        m.apply_to_weak_plus(y, mass_lu, b)
     group.reducing = True
     for m in maps:
-        for g, w in zip(m.apply_to_weak_beside(y, mass_lu, b), want):
-            assert np.abs(g - w).max() <= 1e-11 * np.abs(w).max()
+        got = m.apply_to_weak_plus(y, mass_lu, b)
+        assert np.abs(got - want).max() <= 1e-11 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("terms, angle", [(8, np.pi / 3), (3, 0.0), (12, 1.2)])
+def test_ntd_resolvents_are_the_inverse_after_the_square_root(terms, angle):
+    """The partial fractions: Σ_t w_t (M - s_t S')^{-1} y equals (M - S')^{-1} applied after
+    the Padé square root c0 y - S' Σ_j a_j (M - b_j S')^{-1} y, divided by ik (the map as
+    the paper writes it), by dense solves."""
+    space = spaces.p1(icosphere(2))
+    k = 4.0
+    ntd = OsrcNtD(space, k, pade_terms=terms, branch_angle=angle)
+    c0, a, b = pade_coefficients(terms, angle)
+    mass, s = ntd.mass.toarray().astype(complex), ntd._scaled_stiffness.toarray()
+    y = np.random.default_rng(1).standard_normal((space.n_dofs, 2)) + 0j
+    sqrt = c0 * y - s @ sum(a_j * np.linalg.solve(mass - b_j * s, y) for a_j, b_j in zip(a, b))
+    want = np.linalg.solve(mass - s, sqrt) / (1j * k)
+    for got in (ntd.apply_to_weak(y), np.stack([ntd.apply_to_weak(c) for c in y.T], axis=1)):
+        assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()
+
+
+def test_mass_solve_rides_with_the_map_on_the_threads(monkeypatch):
+    """On the host the strong form's mass solve is one more job beside the resolvents' (one
+    column: all on the threads at once), and the sum is the two apart."""
+    space = spaces.p1(icosphere(2))
+    ntd = OsrcNtD(space, 3.0, pade_terms=4)
+    mass_lu = osrc.factorise(ntd.mass)
+    rng = np.random.default_rng(2)
+    y, b = (rng.standard_normal(space.n_dofs) + 1j * rng.standard_normal(space.n_dofs)
+            for _ in range(2))
+    jobs = []
+    real_map = osrc.threaded_map
+    monkeypatch.setattr(osrc, "threaded_map", lambda fn, items: jobs.append(len(list(items)))
+                        or real_map(fn, items))
+    got = ntd.apply_to_weak_plus(y, mass_lu, b)
+    assert jobs == [6]  # five resolvents and the mass matrix, in one map
+    want = ntd.apply_to_weak(y) + solve_real_spd(mass_lu, b)
+    assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
 
 
 def test_mass_factorised_beside_the_map():
@@ -175,7 +213,7 @@ def test_mass_factorised_beside_the_map():
     plain = OsrcNtD(space, 3.0, pade_terms=3)
     both = OsrcNtD(space, 3.0, pade_terms=3, mass_factor=True)
     assert plain.mass_lu is None
-    pairs = [(both.mass_lu, osrc.factorise(plain.mass)), (both._inverse, plain._inverse)]
+    pairs = [(both.mass_lu, osrc.factorise(plain.mass))]
     pairs += [(x, y) for (_, x), (_, y) in zip(both._terms, plain._terms)]
     for got, want in pairs:
         assert got.dtype == want.dtype

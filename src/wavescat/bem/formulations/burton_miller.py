@@ -22,7 +22,7 @@ import numpy as np
 
 from ...backend import sparse_module, to_host
 from ..discretisation.quadrature import mapped_rule, triangle_rule
-from .osrc import factorise
+from .osrc import factorise, solve_real_spd  # noqa: F401 - solve_real_spd: re-exported
 
 
 def plane_wave_data(space, k: float, directions, order: int = 6):
@@ -59,19 +59,6 @@ def _plane_wave_moments(pts, weighted, dofs, normals, d, k, g, h):
                     v = weighted[e, c, q] * wave
                     g[s, dofs[e, c]] += v
                     h[s, dofs[e, c]] += v * dn
-
-
-def solve_real_spd(lu, y):
-    """M^{-1} y for complex y (n,) or (n, r), host or device, with the LU of a real matrix M:
-    on the host real and imaginary parts in one solve, on the device the complex block."""
-    if not isinstance(y, np.ndarray):
-        return lu.solve(y.astype(np.complex128, copy=False))
-    flat = y.ndim == 1
-    y = y.reshape(y.shape[0], -1)
-    r = y.shape[1]
-    both = lu.solve(np.ascontiguousarray(np.hstack([y.real, y.imag]), dtype=float))
-    out = both[:, :r] + 1j * both[:, r:]
-    return out[:, 0] if flat else out
 
 
 # Blocks of at least this many columns get their sparse (mass and OSRC) solves on the GPU:
@@ -157,23 +144,21 @@ class OsrcBurtonMiller(StrongForm):
 
     def matvec(self, x):
         """A x for x of shape (n, r) on the backend."""
-        strong, coupled = self._solved(*self.weak_traces(x))
-        return 0.5 * x - self._back(x, strong + coupled)
+        kx, wx = self.weak_traces(x)
+        return 0.5 * x - self._back(x, self._solved(kx, wx))
 
     def rhs(self, dirichlet_weak, neumann_weak):
         """f = M^{-1} g - Ñ M^{-1} h from the weak Dirichlet and Neumann data (host arrays)."""
         g, h = (np.asarray(w).reshape(self.n_dofs, -1) for w in (dirichlet_weak, neumann_weak))
-        strong, coupled = self._solved(*self._to_solve_side(g, g, h))
-        return self.xp.asarray(strong - coupled)
+        g, h = self._to_solve_side(g, g, h)
+        return self.xp.asarray(self._solved(g, -h))
 
     def _solved(self, dirichlet, neumann):
-        """(M^-1 dirichlet, Ñ neumann) of weak data; on the device the mass solve rides in
-        the NtD map's launch (one device copy of the factors for products and data)."""
-        if isinstance(neumann, np.ndarray):
-            return self.solve_mass(dirichlet), self.ntd.apply_to_weak(neumann)
-        coupled, strong = self.ntd.apply_to_weak_beside(
-            neumann, self._mass_lu, dirichlet.astype(np.complex128, copy=False))
-        return strong, coupled
+        """M^-1 dirichlet + Ñ neumann of weak data: the mass solve rides with the NtD map's
+        own (one more solve on the host's threads, in the same launch on the device, one
+        rank's turn on several)."""
+        return self.ntd.apply_to_weak_plus(neumann, self._mass_lu,
+                                           dirichlet.astype(np.complex128, copy=False))
 
 
 class OsrcImpedanceBurtonMiller(OsrcBurtonMiller):

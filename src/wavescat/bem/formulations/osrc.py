@@ -9,18 +9,20 @@ approximately `ik sqrt(1 + Δ_Γ / k_eps^2)`, so the NtD map is
     NtD ≈ (1 / ik) (1 + X)^(-1/2),   X = Δ_Γ / k_eps^2,   k_eps = k + 0.4i k^(1/3) R^(-2/3),
 
 the damping (k_eps) keeping the grazing modes l(l+1) ≈ (kR)^2 away from the singularity.
-(1 + X)^(-1/2) is applied as (1 + X)^(-1) sqrt(1 + X), the square root by a Padé
-approximant with its branch cut rotated by `branch_angle` (Milinazzo et al.) so that the
-evanescent modes (1 + X < 0) get the right branch. In P1 weak form -Δ_Γ is the
-stiffness matrix S and the identity the mass matrix M, so X -> -S / k_eps^2 and every
-inverse is a sparse LU factorisation made once per frequency.
+(1 + X)^(-1/2) is (1 + X)^(-1) sqrt(1 + X), the square root by a Padé approximant with
+its branch cut rotated by `branch_angle` (Milinazzo et al.) so that the evanescent modes
+(1 + X < 0) get the right branch; the product of the two is summed as resolvents by partial
+fractions (OsrcNtD). In P1 weak form -Δ_Γ is the stiffness matrix S and the identity the
+mass matrix M, so X -> -S / k_eps^2 and every resolvent is a sparse LU factorisation made
+once per frequency.
 
 The DtN map ik (1 + X)^(1/2) needs the square root alone, with the same Padé terms.
 
-On several ranks of one solve (solve/parallel.py) the Padé terms are shared out: each rank
-factorises and solves its own terms (j = rank, rank + size, ...), and the sum over j is an
-allreduce of the ranks' partial sums; the inverse (1 + X)^(-1) is factorised on every rank,
-and so is the mass matrix of a Burton-Miller strong form, beside the map's own (`mass_factor`).
+On several ranks of one solve (solve/parallel.py) the resolvents are shared out: each rank
+factorises and solves its own (t = rank, rank + size, ...), and the sum over t is an
+allreduce of the ranks' partial sums; the strong form's mass solve rides with them as one
+more term (OsrcNtD.apply_to_weak_plus), its matrix factorised on every rank beside the map's
+own (`mass_factor`).
 
 On a sphere of radius R a spherical harmonic of degree l is an eigenfunction with
 eigenvalue (1/ik) (1 - l(l+1)/(k_eps R)^2)^(-1/2); the exact NtD eigenvalue is
@@ -181,6 +183,19 @@ def factorise(matrix) -> SparseLU:
     return SparseLU(lu, matrix.dtype)
 
 
+def solve_real_spd(lu, y):
+    """M^{-1} y for complex y (n,) or (n, r), host or device, with the LU of a real matrix M:
+    on the host real and imaginary parts in one solve, on the device the complex block."""
+    if not isinstance(y, np.ndarray):
+        return lu.solve(y.astype(np.complex128, copy=False))
+    flat = y.ndim == 1
+    y = y.reshape(y.shape[0], -1)
+    r = y.shape[1]
+    both = lu.solve(np.ascontiguousarray(np.hstack([y.real, y.imag]), dtype=float))
+    out = both[:, :r] + 1j * both[:, r:]
+    return out[:, 0] if flat else out
+
+
 def pade_coefficients(n_terms: int, branch_angle: float):
     """(c0, a, b) with sqrt(1 + z) ≈ c0 + Σ_j a_j z / (1 + b_j z), branch cut rotated by
     `branch_angle`: sqrt(1+z) = e^{iθ/2} sqrt(1 + ((1+z) e^{-iθ} - 1)) and the real
@@ -221,7 +236,13 @@ def damped_wavenumber(k: float, radius: float) -> complex:
 
 class OsrcSquareRoot:
     """The Padé approximant of sqrt(1 + X) on a P1 space at wavenumber k, factorised once;
-    `sqrt_weak(y)` maps weak-form data y_i = <φ_i, u> to <φ_i, sqrt(1 + X) u>."""
+    `sqrt_weak(y)` maps weak-form data y_i = <φ_i, u> to <φ_i, sqrt(1 + X) u>.
+
+    Both maps of this module are rational functions of X, summed as resolvents:
+        constant y + P Σ_t w_t (M - s_t S')^{-1} y,   S' = S / k_eps^2,
+    here with P = S', w_j = -a_j, s_j = b_j and the constant c0. Every resolvent's solve is
+    independent of the others': they run side by side on the host's threads, and the ranks
+    of one solve deal the terms round (rank, rank + size, ...) and sum their partial sums."""
 
     def __init__(self, space, k: float, pade_terms: int = OSRC["pade_terms"],
                  branch_angle: float = OSRC["branch_angle"],
@@ -235,98 +256,114 @@ class OsrcSquareRoot:
         self.radius = characteristic_radius(space.mesh) if radius is None else float(radius)
         self.k_eps = damped_wavenumber(self.k, self.radius)
         self.mass, self.stiffness = mass.tocsr(), stiffness.tocsr()
-        self.c0, a, b = pade_coefficients(pade_terms, branch_angle)
+        self._scaled_stiffness = (self.stiffness / self.k_eps**2).tocsr()
+        self.constant, weights, shifts = self._resolvents(
+            *pade_coefficients(pade_terms, branch_angle))
         # the ranks sharing the terms (`rank`, `size`, `sum(partial)`; None: one process)
         self.group = group if group is not None and group.size > 1 else None
-        if self.group is not None:
-            a, b = a[self.group.rank::self.group.size], b[self.group.rank::self.group.size]
-        s = self.stiffness / self.k_eps**2
+        rank, size = (0, 1) if self.group is None else (self.group.rank, self.group.size)
+        # a solve riding with the terms (`plus`) is one more term: the next rank's
+        self.solves_plus = len(shifts) % size == rank
+        n_all = len(shifts)
+        weights, shifts = weights[rank::size], shifts[rank::size]
         m = self.mass.astype(complex)
-        # X -> -S/k_eps^2: sqrt(1+X) = c0 - Σ a_j (S/k_eps^2) (M - b_j S/k_eps^2)^{-1} M
-        # the shifted matrices are factorised side by side (SuperLU releases the GIL)
-        more = self._more_matrices(m, s)
         # `mass_factor`: M itself too (a strong form's mass solves), beside the others rather
         # than alone after them, when it would keep one core busy for seconds on every rank
-        shifted = [m - b_j * s for b_j in b] + more + ([self.mass] if mass_factor else [])
+        shifted = [m - s_t * self._scaled_stiffness for s_t in shifts] + \
+            ([self.mass] if mass_factor else [])
         t0 = time.perf_counter()
         factors = threaded_map(factorise, shifted)
-        log.info("OSRC: %d sparse factorisations of %d unknowns (%d of %d Padé terms) on %d "
-                 "threads in %.2f s", len(shifted), self.mass.shape[0], len(b), pade_terms,
+        log.info("OSRC: %d sparse factorisations of %d unknowns (%d of %d resolvents) on %d "
+                 "threads in %.2f s", len(shifted), self.mass.shape[0], len(shifts), n_all,
                  min(solve_threads(), len(shifted)), time.perf_counter() - t0)
-        self._terms = list(zip(a, factors[:len(b)]))
-        self._more = factors[len(b):len(b) + len(more)]
+        self._terms = list(zip(weights, factors[:len(shifts)]))
         self.mass_lu = factors[-1] if mass_factor else None
-        self._scaled_stiffness = s.tocsr()
-        self._device_stiffness = None  # on the device, made by the first device block
+        self._device_post = None  # P on the device, made by the first device block
 
     @property
     def n_dofs(self) -> int:
         return self.mass.shape[0]
 
-    def _more_matrices(self, mass, scaled_stiffness) -> list:
-        """Further matrices of the map, factorised with the Padé terms (into `_more`)."""
-        return []
+    def _resolvents(self, c0, a, b):
+        """(constant, weights w_t, shifts s_t) of this map's sum of resolvents."""
+        return c0, -a, b
 
-    def sqrt_weak(self, y: np.ndarray) -> np.ndarray:
-        if not isinstance(y, np.ndarray):  # a device block: every factor solves it whole
-            return self._sqrt_weak_device(y)
-        y = np.asarray(y, dtype=complex)
-        if _wide(y):
-            correction = by_column_pairs(self._correction, y)
-        else:  # one or two columns: the Padé terms' solves side by side instead
-            correction = self._weighted(threaded_map(lambda term: term[1].solve(y), self._terms), y)
-        return self.c0 * y - self._summed(correction)
+    def _post(self):
+        """P of the sum (None: the identity)."""
+        return self._scaled_stiffness
 
-    def _correction(self, y):
-        """Σ a_j S (M - b_j S)^{-1} y over this rank's terms, one solve after the other."""
-        return self._weighted([lu.solve(y) for _, lu in self._terms], y)
+    def sqrt_weak(self, y):
+        return self._map(y)
 
-    def _weighted(self, solutions, y):
-        correction = np.zeros_like(y)
-        for (a_j, _), x in zip(self._terms, solutions):
-            correction += a_j * (self._scaled_stiffness @ x)
-        return correction
-
-    def _summed(self, partial):
-        """The sum over the ranks of their terms' `partial` sums (collective)."""
-        return partial if self.group is None else self.group.sum(partial)
-
-    def _sqrt_weak_device(self, y, beside=None):
-        """The series for a device block: the Padé terms' factors share one pattern, so one
-        launch solves all of them (triangular.py) and only their weighted sum is kept,
-        S Σ a_j x_j being Σ a_j S x_j. `beside` = (SparseLU, b): a factor of the same
-        pattern (the mass matrix's) whose solve of b rides in the same launch; then
-        (series, its solution)."""
-        xp = array_module(y)
-        if not self._terms:  # more ranks than terms: this one adds nothing
-            zero = self._summed(xp.zeros_like(y, dtype=np.complex128))
-            series = self.c0 * y - zero
-            return series if beside is None else (series, beside[0].triangular_solve(beside[1]))
-        extra = [] if beside is None else [beside[0]]
-        key = tuple(id(lu) for lu in extra)
-        solvers = self.__dict__.setdefault("_device_solvers", {})
-        if key not in solvers:
-            try:
-                solvers[key] = SharedPatternLU(xp, [lu.lu for lu in extra] + [lu.lu for _, lu in self._terms])
-            except ValueError:
-                solvers[key] = None  # another pattern beside: asked once, refused for good
-            if self._device_stiffness is None:
-                self._device_stiffness = sparse_module(y).csr_matrix(self._scaled_stiffness)
-        if solvers[key] is None:
-            raise ValueError("the factor beside the Padé terms has another sparsity pattern")
-        flat = y.ndim == 1
-        y2 = y.reshape(y.shape[0], -1).astype(np.complex128, copy=False)
-        pade = np.array([a for a, _ in self._terms])
-        if beside is None:
-            z = solvers[key].solve(y2, weights=pade)
+    def _map(self, y, plus=None):
+        """constant y + P Σ_t w_t (M - s_t S')^{-1} y, summed over the ranks (collective);
+        `plus` = (SparseLU, b) adds lu^{-1} b (P the identity), solved beside the terms by
+        the rank whose turn it is. Host or device blocks (n,) or (n, r)."""
+        if plus is not None and self._post() is not None:
+            raise ValueError("a solve rides only with a map of plain resolvents")
+        on_host = array_module(y) is np
+        if on_host:
+            partial = self._partial_host(np.asarray(y, dtype=complex), plus)
         else:
-            weights = np.zeros((1 + len(pade), 2), complex)
-            weights[0, 1], weights[1:, 0] = 1.0, pade
-            z, other = solvers[key].solve([beside[1].reshape(y2.shape)] + [y2] * len(pade), weights)
-        series = self.c0 * y2 - self._summed(self._device_stiffness @ z)
-        series = series[:, 0] if flat else series
-        return series if beside is None else (series, other.reshape(beside[1].shape))
+            partial = self._partial_device(y, plus)
+        post = self._post()
+        if post is not None:
+            if not on_host:
+                if self._device_post is None:
+                    self._device_post = sparse_module(partial).csr_matrix(post)
+                post = self._device_post
+            partial = post @ partial
+        total = partial if self.group is None else self.group.sum(partial)
+        return total if self.constant == 0 else self.constant * y + total
 
+    def _partial_host(self, y, plus):
+        """This rank's weighted solutions on the host: for one column its solves side by
+        side on the threads (SuperLU releases the GIL); for more, one solve after the
+        other, each solving its column pairs side by side (SparseLU.solve)."""
+        jobs = [(w_t, functools.partial(lu.solve, y)) for w_t, lu in self._terms]
+        if plus is not None and self.solves_plus:
+            jobs.append((1.0, functools.partial(solve_real_spd, plus[0], np.asarray(plus[1]))))
+        if y.ndim == 1 or y.shape[1] == 1:
+            solutions = threaded_map(lambda job: job[1](), jobs)
+        else:
+            solutions = [solve() for _, solve in jobs]
+        partial = np.zeros_like(y)
+        for (w_t, _), x in zip(jobs, solutions):
+            partial += w_t * x.reshape(y.shape)
+        return partial
+
+    def _partial_device(self, y, plus):
+        """This rank's weighted solutions of a device block: the terms' factors share one
+        pattern, so one launch solves all of them and returns their weighted sum
+        (triangular.py); the factor of `plus` (the mass matrix: the same pattern) rides in
+        the same launch."""
+        xp = array_module(y)
+        y2 = y.reshape(y.shape[0], -1).astype(np.complex128, copy=False)
+        extra = [plus] if plus is not None and self.solves_plus else []
+        rhs = [b.reshape(y2.shape).astype(np.complex128, copy=False) for _, b in extra]
+        partial = xp.zeros_like(y2)
+        launch = self._device_launch(xp, extra)
+        if launch is None:  # not one pattern: the terms in one launch, the other apart
+            partial = partial + extra[0][0].triangular_solve(rhs.pop())
+            launch, extra = self._device_launch(xp, []), []
+        weights = [1.0] * len(extra) + [w_t for w_t, _ in self._terms]
+        if weights:
+            partial = partial + launch.solve(rhs + [y2] * len(self._terms),
+                                             np.array(weights, complex))
+        return partial[:, 0] if y.ndim == 1 else partial
+
+    def _device_launch(self, xp, extra):
+        """The one-launch solver of the factors of `extra` (SparseLU, b) pairs and of this
+        rank's terms, made once (None: of another pattern, asked once)."""
+        solvers = self.__dict__.setdefault("_device_solvers", {})
+        key = tuple(id(lu) for lu, _ in extra)
+        if key not in solvers:
+            factors = [lu.lu for lu, _ in extra] + [lu.lu for _, lu in self._terms]
+            try:
+                solvers[key] = SharedPatternLU(xp, factors) if factors else None
+            except ValueError:
+                solvers[key] = None
+        return solvers[key]
 
 
 class OsrcNtD(OsrcSquareRoot):
@@ -334,6 +371,16 @@ class OsrcNtD(OsrcSquareRoot):
 
     `apply(x)` is the strong form M^{-1} N_weak acting on coefficient vectors (n,) or
     (n, r); `weak(x) = M apply(x)` is the Galerkin form <φ_i, NtD u>.
+
+    (1 + X)^(-1) sqrt(1 + X) is one rational function: with 1/((1+z)(1+bz)) in partial
+    fractions,
+        (1 + z)^(-1) [c0 + Σ_j a_j z / (1 + b_j z)] = C / (1 + z) + Σ_j D_j / (1 + b_j z),
+        D_j = a_j / (1 - b_j),   C = c0 - Σ_j D_j,
+    so the inverse is one more resolvent (s = 1) beside the Padé terms', not a solve that
+    waits on their sum: the pade_terms + 1 solves of a product all run at once (issue 28:
+    the inverse, after the sum, was one rank's solve in full on every rank). |1 - b_j| is
+    at least 0.03 at the defaults (eight terms, the cut at pi/3): the weights lose under
+    two of double precision's sixteen digits.
     """
 
     def __init__(self, space, k: float, pade_terms: int = 8, branch_angle: float = np.pi / 3,
@@ -341,29 +388,27 @@ class OsrcNtD(OsrcSquareRoot):
                  mass_factor: bool = False):
         super().__init__(space, k, pade_terms, branch_angle, radius, mass, stiffness, group,
                          mass_factor)
-        self._inverse = self._more[0]  # (1+X)^-1
 
-    def _more_matrices(self, mass, scaled_stiffness):
-        return [mass - scaled_stiffness]
+    def _resolvents(self, c0, a, b):
+        d = a / (1.0 - b)
+        return 0, np.concatenate([[c0 - d.sum()], d]) / (1j * self.k), np.concatenate([[1.0], b])
+
+    def _post(self):
+        return None
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         return self.apply_to_weak(self.mass @ np.asarray(x))
 
-    def apply_to_weak(self, y: np.ndarray) -> np.ndarray:
+    def apply_to_weak(self, y):
         """Ñ M^{-1} y for weak-form data y (y_i = <φ_i, u>): the mass matrices cancel, so
         Burton-Miller needs no mass solve for the hypersingular term or the Neumann data."""
-        if not isinstance(y, np.ndarray):
-            return self._inverse.solve(self._sqrt_weak_device(y)) / (1j * self.k)
-        return self._inverse.solve(self.sqrt_weak(y)) / (1j * self.k)
+        return self._map(y)
 
-    def apply_to_weak_beside(self, y, lu, b):
-        """(apply_to_weak(y), lu^-1 b) for device blocks, `lu` a factor of this map's
-        pattern (the mass matrix's): its solve rides in the launch of the Padé terms'."""
-        try:
-            series, other = self._sqrt_weak_device(y, beside=(lu, b))
-        except ValueError:  # not one pattern: solved apart
-            return self.apply_to_weak(y), lu.solve(b)
-        return self._inverse.solve(series) / (1j * self.k), other
+    def apply_to_weak_plus(self, y, lu, b):
+        """apply_to_weak(y) + lu^{-1} b (`lu` a SparseLU, the strong form's mass matrix),
+        that solve beside the map's own: on the host one more solve on the threads, on the
+        device in the same launch (one pattern), on several ranks one rank's turn."""
+        return self._map(y, plus=(lu, b))
 
     def weak(self, x: np.ndarray) -> np.ndarray:
         return self.mass @ self.apply(x)

@@ -123,6 +123,8 @@ def report(res, first):
     for r in par["per_rank"]:
         device = f", device pool {r['device_pool_bytes'] / GIB:.2f} GiB" \
             if "device_pool_bytes" in r else ""
+        if r.get("operator_host_bytes"):
+            device += f", blocks moved to host {r['operator_host_bytes'] / GIB:.2f} GiB"
         say(f"  rank {r['rank']}: operators {r['operator_bytes'] / GIB:.3f} GiB, host peak "
             f"{r['host_peak_bytes'] / GIB:.2f} GiB{device}, {r.get('threads', '?')} threads ({r.get('blas_threads', '?')} "
             f"BLAS) on {r.get('cpus', '?')} CPUs")

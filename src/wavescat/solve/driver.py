@@ -15,7 +15,7 @@ import numpy as np
 from .. import farfield
 from ..backend import get_backend
 from ..bem.assembly import operators
-from ..bem.assembly.hmatrix import assemble_hmatrix
+from ..bem.assembly.hmatrix import assemble_hmatrix, host_blocks
 from ..bem.assembly.hmatrix.distributed import assemble_distributed
 from ..bem.formulations import formulation_for_case, sub_space
 from ..bem.linalg.gmres import gmres, krylov_batches
@@ -192,6 +192,9 @@ def solve_frequency(case, mesh, frequency_hz: float,
     gm = settings.gmres
     n_inc = len(incidence.directions)
     n_unknowns = formulation.n_unknowns(space)
+    # the Krylov basis of one right-hand side, at least, beside the operators' blocks
+    host_blocks.make_room_here(be, n_unknowns * np.dtype(rhs.dtype).itemsize
+                               * (min(gm.restart, gm.maxiter) + 8))
     batch, basis_bytes = krylov_batches(n_unknowns, n_inc, min(gm.restart, gm.maxiter),
                                         ranks.min(available_bytes(be)),
                                         np.dtype(rhs.dtype).itemsize)

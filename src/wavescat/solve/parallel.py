@@ -163,6 +163,8 @@ class Ranks:
                 "blas_threads": max((i["num_threads"] for i in threadpool_info()
                                      if i["user_api"] == "blas"), default=0),
                 "operator_bytes": int(sum(operator_bytes(op) for op in operators.values())),
+                "operator_host_bytes": int(sum(operator_bytes(op, on_host=True)
+                                               for op in operators.values())),
                 "host_peak_bytes": host_peak_bytes()}
         if backend.is_gpu:
             mine["device_pool_bytes"] = int(backend.xp.get_default_memory_pool().total_bytes())
@@ -179,9 +181,12 @@ def reduction_method() -> str:
     return method
 
 
-def operator_bytes(op) -> int:
-    """Bytes this rank stores of an operator: its H-matrix blocks, or the dense array."""
+def operator_bytes(op, on_host=False) -> int:
+    """Bytes this rank stores of an operator: its H-matrix blocks, or the dense array;
+    `on_host`: of its GPU blocks, those moved to host memory (host_blocks.py)."""
     local = getattr(op, "local", op)
+    if on_host:
+        return sum(getattr(p, "host_nbytes", 0) for p in getattr(local, "parts", ()))
     report = getattr(local, "report", None)
     return int(report["storage_bytes"]) if report else int(getattr(op, "nbytes", 0))
 

@@ -22,7 +22,7 @@ def on_device(H, backend):
 
     def moved(g):
         return dataclasses.replace(g, **{f.name: xp.asarray(getattr(g, f.name)) for f in dataclasses.fields(g)
-                                         if f.name != "rank" and getattr(g, f.name) is not None})
+                                         if f.name not in ("rank", "on_host") and getattr(g, f.name) is not None})
 
     parts = [hm.DevicePart(backend, 0, [moved(g) for g in p.dense], [moved(g) for g in p.lowrank],
                            p.shape) for p in H.parts]

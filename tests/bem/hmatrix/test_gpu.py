@@ -44,9 +44,9 @@ def test_single_precision_on_gpu(vertex_cloud):
 
 
 def test_too_little_device_memory_is_a_clear_error(vertex_cloud, monkeypatch):
-    from wavescat.bem.assembly.hmatrix import assembly
+    from wavescat.bem.assembly.hmatrix import host_blocks
 
-    monkeypatch.setattr(assembly, "_device_free_bytes", lambda be, d: 1 << 20)
+    monkeypatch.setattr(host_blocks, "device_free_bytes", lambda be, d: 1 << 20)
     with pytest.raises(WavescatError, match=r"needs about .* GiB .* available"):
         assemble_from_clouds("single_layer", 0.0, vertex_cloud, vertex_cloud, backend="gpu")
 

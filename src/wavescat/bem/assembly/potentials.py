@@ -21,8 +21,10 @@ from ...errors import WavescatError
 from ..discretisation import quadrature
 from ..discretisation.spaces import FunctionSpace
 from ..kernels.green import green_array, radial_array
+from .hmatrix import host_blocks
 
 _CHUNK_ENTRIES = 2**24  # kernel values per chunk of points
+_BYTES_PER_ENTRY = 96  # their working arrays: x - y (3 doubles), r, G, dG/dr, the sums
 
 
 def _quadrature_map(space: FunctionSpace, order):
@@ -60,6 +62,9 @@ def _apply(space, points, k, order, backend, kernel):
         import cupyx.scipy.sparse as csp  # noqa: PLC0415 - CuPy only through the backend
 
         smap = csp.csr_matrix(smap)
+    if be.is_gpu:  # the operators' blocks may have filled the device (hmatrix/host_blocks.py)
+        host_blocks.make_room_here(be, len(points) * space.n_dofs * 16
+                                   + _CHUNK_ENTRIES * _BYTES_PER_ENTRY + y.nbytes * 3)
     y, ny = xp.asarray(y), xp.asarray(ny)
     out = xp.empty((len(points), space.n_dofs), dtype=np.complex128)
     step = max(1, _CHUNK_ENTRIES // len(y))

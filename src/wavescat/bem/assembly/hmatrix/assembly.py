@@ -17,6 +17,7 @@ from ....backend import array_module, resolve, to_host
 from ....defaults import HMATRIX
 from ....errors import InputError, WavescatError
 from ...kernels.green import Operator
+from . import host_blocks
 from .batched_aca import assemble_near, compress_far, near_block_of, release_cached, sync
 from .block_tree import build_block_tree
 from .cluster_tree import build_cluster_tree
@@ -57,14 +58,6 @@ def stored_dtype(dtype, storage: str, eps: float) -> np.dtype:
     if storage == "double" or dtype in (np.complex64, np.float32):
         return dtype
     return np.dtype(np.complex64 if dtype.kind == "c" else np.float32)
-
-
-def _device_free_bytes(backend, device_id) -> int:
-    xp = backend.xp
-    with xp.cuda.Device(device_id):
-        free, _total = xp.cuda.runtime.memGetInfo()
-        pool = xp.get_default_memory_pool()
-        return int(free + pool.free_bytes())
 
 
 # A[i, j] = A[j, i] for one space as trial and test (the kernel and the rule are symmetric)
@@ -191,12 +184,19 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             # of it in the kernel's
             need_near = near_entries * itemsize + (0 if store == kern.dtype else min(
                 near_entries * np.dtype(kern.dtype).itemsize, budget))
+            room = None
             if be.is_gpu:
-                free = _device_free_bytes(be, d)
+                # blocks of operators assembled before may go to the host (host_blocks.py)
+                # to make room for this step, and for each step of ACA below
+                def room(nbytes, d=d):
+                    host_blocks.make_room(be, d, nbytes)
+
                 # low-rank storage is not known before ACA: count rank 2 per block (a
                 # floor: Laplace blocks at eps = 1e-4 have ranks 3-8), more is caught as
                 # an out-of-memory error below
                 guess = int(np.sum((far["m"] + far["n"]) * 2) * itemsize)
+                room(need_near + guess + budget)
+                free = host_blocks.device_free_bytes(be, d)
                 need = need_near + kern.device_bytes + guess + min(budget, free // 8)
                 if need > free:
                     raise WavescatError(
@@ -223,7 +223,8 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             t0 = time.perf_counter()
             ev0, en0 = kern.evaluations, kern.entries
             low = compress_far(kern, far, eps, xp, recompression=recompression,
-                               budget_bytes=budget, zero_tol=zero_tol, stats=st, store=store) \
+                               budget_bytes=budget, zero_tol=zero_tol, stats=st, store=store,
+                               room=room) \
                 if len(far["r0"]) else []
             if plan.mirrored:  # the blocks below the diagonal
                 low += [transposed(g, xp) for g in low]

@@ -36,6 +36,7 @@ class BlockGroup:
     U: object = None
     V: object = None
     rank: object = None  # host int array (low rank)
+    on_host: bool = False  # U and V in pinned host memory (host_blocks.py), read per product
 
     @property
     def nbytes(self) -> int:
@@ -74,9 +75,11 @@ def rank_bucket(rank: np.ndarray) -> np.ndarray:
 
 
 def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
-                 budget_bytes=2 << 30, zero_tol=0.0, stats=None, store=None):
+                 budget_bytes=2 << 30, zero_tol=0.0, stats=None, store=None, room=None):
     """Low-rank groups for the admissible blocks `far` (dict of host arrays), their
-    factors stored in `store` (default the kernel's dtype)."""
+    factors stored in `store` (default the kernel's dtype). `room(nbytes)`, if given, is
+    called before each allocating step with what it takes (host_blocks.make_room)."""
+    room = room or (lambda nbytes: None)
     stats = stats if stats is not None else {}
     dtype = kernel.dtype
     store = np.dtype(store or dtype)
@@ -106,6 +109,7 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
                 per_block += item * route.area
             chunk = min(route.probe(), max(1, int(budget_bytes // per_block)))
             ids = sel[c:c + chunk]
+            room(per_block * len(ids))
             c += len(ids)
             r0, m, c0, n = (xp.asarray(far[key][ids]) for key in ("r0", "m", "c0", "n"))
             t0 = time.perf_counter()
@@ -156,6 +160,7 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
         # of the device's memory, and two copies of a level's would not fit
         cat = []
         for i in range(6):
+            room(sum(int(p[i].nbytes) for p in parts) if len(parts) > 1 else 0)
             cat.append(xp.concatenate([p[i] for p in parts]) if len(parts) > 1 else parts[0][i])
             for p in parts:
                 p[i] = None

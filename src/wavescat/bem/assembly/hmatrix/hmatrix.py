@@ -18,6 +18,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ....backend import scatter_add, to_host
+from . import host_blocks
 from .batched_aca import BlockGroup
 from .block_products import BlockProducts
 
@@ -64,7 +65,15 @@ def transposed(g: BlockGroup, xp) -> BlockGroup:
     """Group g of A as a group of A^T: rows and columns swapped."""
     if g.D is not None:
         return BlockGroup(g.c0, g.r0, g.n, g.m, D=xp.ascontiguousarray(xp.swapaxes(g.D, 1, 2)))
-    return BlockGroup(g.c0, g.r0, g.n, g.m, U=g.V, V=g.U, rank=g.rank)
+    return BlockGroup(g.c0, g.r0, g.n, g.m, U=g.V, V=g.U, rank=g.rank, on_host=g.on_host)
+
+
+def _factors(xp, g, sel):
+    """(U, V) of blocks [sel] of low-rank group g on the device: views, or copies brought
+    from pinned host memory (host_blocks.py)."""
+    if g.on_host:
+        return xp.asarray(g.U[sel]), xp.asarray(g.V[sel])
+    return g.U[sel], g.V[sel]
 
 
 class DevicePart:
@@ -75,6 +84,7 @@ class DevicePart:
         self.dense = [g for g in dense if g is not None]
         self.lowrank = lowrank
         self.shape = shape
+        host_blocks.register(self)  # its blocks may make room for a later assembly
 
     def _ctx(self):
         return self.backend.device(self.device_id)
@@ -108,6 +118,8 @@ class DevicePart:
                 per_block = r * (Lr + Lc)
                 if (g.U if low else g.D).dtype.itemsize < item:  # cast up a chunk at a time
                     per_block += (Lr + Lc) * g.U.shape[2] if low else Lr * Lc
+                if g.on_host:  # and the chunk's factors brought over (host_blocks.py)
+                    per_block += (Lr + Lc) * g.U.shape[2]
                 # a power of two: few distinct chunkings, so few cached scatter matrices
                 chunk = 1 << max(0, int(_CHUNK_BYTES // (item * per_block)).bit_length() - 1)
                 for start in range(0, len(g.r0), chunk):
@@ -117,8 +129,8 @@ class DevicePart:
                     xs = X[g.c0[sel, None] + xp.minimum(ac, n - 1)]  # (b, Lc, r)
                     if low:  # padded columns of V may hold anything: zero those of x
                         xs = xp.where((ac < n)[:, :, None], xs, 0)
-                        ys = stack_product(xp, g.U[sel],
-                                           stack_product(xp, xp.swapaxes(g.V[sel], 1, 2), xs))
+                        U, V = _factors(xp, g, sel)
+                        ys = stack_product(xp, U, stack_product(xp, xp.swapaxes(V, 1, 2), xs))
                     else:  # padded rows and columns of D are zero
                         ys = stack_product(xp, g.D[sel], xs)
                     ys = ys.reshape(-1, r).astype(dtype, copy=False)
@@ -149,7 +161,15 @@ class DevicePart:
             if id(g) not in places:  # int32 copies of the group's block places, kept
                 places[id(g)] = tuple(xp.ascontiguousarray(xp.asarray(a).astype(xp.int32))
                                       for a in (g.r0, g.c0, g.m, g.n))
-            products.add(g, places[id(g)], X, Y)
+            if not g.on_host:
+                products.add(g, places[id(g)], X, Y)
+                continue
+            step = max(1, _CHUNK_BYTES // max(1, g.U[:1].nbytes + g.V[:1].nbytes))
+            for start in range(0, len(g.r0), step):  # the factors brought over a chunk at a time
+                sel = slice(start, start + step)
+                U, V = _factors(xp, g, sel)
+                products.add(BlockGroup(None, None, None, None, U=U, V=V),
+                             tuple(a[sel] for a in places[id(g)]), X, Y)
         return Y
 
     def _rows(self, g, sel, L):
@@ -175,8 +195,16 @@ class DevicePart:
     @property
     def nbytes(self) -> int:
         """Bytes of the stored arrays, each once (transposed groups share their factors)."""
-        arrays = {id(a): a for g in self.dense + self.lowrank for a in (g.D, g.U, g.V)
-                  if a is not None}
+        return self._bytes(lambda g: True)
+
+    @property
+    def host_nbytes(self) -> int:
+        """Bytes of those moved to pinned host memory (host_blocks.py)."""
+        return self._bytes(lambda g: g.on_host)
+
+    def _bytes(self, which) -> int:
+        arrays = {id(a): a for g in self.dense + self.lowrank if which(g)
+                  for a in (g.D, g.U, g.V) if a is not None}
         return sum(int(a.nbytes) for a in arrays.values())
 
 

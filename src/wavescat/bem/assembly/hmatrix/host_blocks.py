@@ -1,0 +1,125 @@
+"""Low-rank blocks moved from the GPU to pinned host memory when an assembly needs the room.
+
+One rank of the 4 kHz submarine holds about 77 GiB of blocks (issue 28): more than an H100's
+80 GB leaves beside the working arrays of an assembly. Rather than fail there, the assembly
+asks for room (`make_room`) before each step that allocates: the factors of blocks already
+assembled, on this device, move to pinned (page-locked) host memory, the largest first, until
+the step fits. A product then streams those factors back over PCIe a chunk at a time
+(hmatrix.DevicePart): slower products, the same sums. Nothing moves while the device has
+room, so a solve that fits runs as before.
+
+The groups of every H-matrix assembled on a device are registered here (weakly: a freed
+operator drops out); a group and its transpose (a mirrored symmetric block, or HMatrix.T)
+share their factors, and move together.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+
+import numpy as np
+
+from ....errors import WavescatError
+
+log = logging.getLogger(__name__)
+
+RESERVE_BYTES = 1 << 30  # left free beyond a step's need: cuBLAS work space, the pool's cuts
+_PARTS: dict[int, weakref.WeakSet] = {}  # device -> its DeviceParts
+
+
+def register(part) -> None:
+    """Make `part`'s low-rank groups candidates for the host (GPU parts only)."""
+    if part.backend.is_gpu:
+        _PARTS.setdefault(part.device_id, weakref.WeakSet()).add(part)
+
+
+def device_free_bytes(backend, device_id) -> int:
+    """Bytes the device can still give: free memory and the pool's cached blocks."""
+    xp = backend.xp
+    with xp.cuda.Device(device_id):
+        free, _total = xp.cuda.runtime.memGetInfo()
+        return int(free + xp.get_default_memory_pool().free_bytes())
+
+
+def host_free_bytes() -> int:
+    """Host memory available (Linux: MemAvailable; elsewhere free pages)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _pinned_copy(xp, a):
+    """A host copy of device array `a` in pinned memory (plain host memory where the array
+    module has none: the CPU's emulation), made a slab at a time."""
+    alloc = getattr(getattr(xp, "cuda", None), "alloc_pinned_memory", None)
+    if alloc is None:
+        return np.array(a, copy=True)
+    mem = alloc(int(a.nbytes))
+    out = np.ndarray(a.shape, a.dtype, buffer=mem)  # as cupyx.empty_pinned makes it
+    step = max(1, (256 << 20) // max(1, a[:1].nbytes))
+    for s in range(0, a.shape[0], step):
+        out[s:s + step] = xp.asnumpy(a[s:s + step])
+    return out
+
+
+def _candidates(device_id):
+    """{(id U, id V) unordered: [groups]} of the device's low-rank groups still on it."""
+    found = {}
+    for part in list(_PARTS.get(device_id, ())):
+        for g in part.lowrank:
+            if g.D is None and not g.on_host:
+                found.setdefault(frozenset((id(g.U), id(g.V))), []).append(g)
+    return found
+
+
+def make_room(backend, device_id, need_bytes, free_bytes=None) -> int:
+    """Move registered low-rank groups of device `device_id` to pinned host memory, the
+    largest first, until `need_bytes` and RESERVE_BYTES are free (free_bytes(backend,
+    device_id)). Returns the bytes moved; moves nothing on the CPU or where the room is
+    there. Stops when nothing is left to move: the caller's allocation then fails as it
+    would have."""
+    if not backend.is_gpu:
+        return 0
+    free_bytes = free_bytes or device_free_bytes
+    want = int(need_bytes) + RESERVE_BYTES
+    short = want - free_bytes(backend, device_id)
+    if short <= 0:
+        return 0
+    xp = backend.xp
+    moved, count = 0, 0
+    for shared in sorted(_candidates(device_id).values(), key=lambda gs: -gs[0].nbytes):
+        if short <= 0:
+            break
+        size = shared[0].nbytes
+        if size > host_free_bytes() - (4 << 30):
+            raise WavescatError(
+                f"GPU {device_id} needs {short / 2**30:.1f} GiB more room, and the host has "
+                f"{host_free_bytes() / 2**30:.1f} GiB free to take its blocks: use more GPUs, "
+                f"a larger hmatrix.eps, or backend: cpu")
+        first = shared[0]
+        with backend.device(device_id):
+            host = {id(first.U): _pinned_copy(xp, first.U), id(first.V): _pinned_copy(xp, first.V)}
+        for g in shared:  # a group and its transposes: the same factors, swapped
+            g.U, g.V, g.on_host = host[id(g.U)], host[id(g.V)], True
+        del first, host
+        moved += size
+        count += 1
+        short = want - free_bytes(backend, device_id)
+    if moved:
+        log.info("GPU %d: moved %.2f GiB of H-matrix blocks (%d groups) to pinned host memory "
+                 "to make room for %.2f GiB; products read them over PCIe", device_id,
+                 moved / 2**30, count, need_bytes / 2**30)
+    return moved
+
+
+def make_room_here(backend, need_bytes) -> int:
+    """make_room on the current device (what the next allocations of `backend` take)."""
+    if not backend.is_gpu:
+        return 0
+    return make_room(backend, getattr(backend.xp.cuda.Device(), "id", 0), need_bytes)

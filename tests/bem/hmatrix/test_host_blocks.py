@@ -1,0 +1,144 @@
+"""Blocks moved to pinned host memory to make room on the GPU (host_blocks.py): which move,
+that a block and its mirror move together, that the products are the same, and the refusals.
+Run by the CUDA emulation on the CPU, with the device's free memory counted from the blocks."""
+import gc
+
+import numpy as np
+import pytest
+
+from wavescat.backend import get_backend
+from wavescat.bem.assembly.hmatrix import assemble_from_clouds, host_blocks
+from wavescat.bem.assembly.hmatrix import hmatrix as hm
+from wavescat.errors import WavescatError
+
+CAPACITY = 64 << 30
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """A registry of this test's parts only, and a device of CAPACITY bytes whose free
+    memory is what the registered blocks on it leave (less the reserve)."""
+    monkeypatch.setattr(host_blocks, "_PARTS", {})
+
+    def free(backend, device_id):
+        used = sum(p.nbytes - p.host_nbytes for p in host_blocks._PARTS.get(device_id, ()))
+        return CAPACITY - used
+    monkeypatch.setattr(host_blocks, "device_free_bytes", free)
+    return free
+
+
+def on_emulated_gpu(H, backend):
+    """H's parts as parts of the emulated GPU (the same arrays: NumPy is its memory)."""
+    parts = [hm.DevicePart(backend, 0, p.dense, p.lowrank, p.shape) for p in H.parts]
+    return hm.HMatrix(parts, H.row_perm, H.col_perm, H.dtype, H.block_tree, H.report)
+
+
+def _operator(name, cloud):
+    return assemble_from_clouds(name, 3.0, cloud, cloud, backend="cpu", eps=1e-6, leaf_size=16)
+
+
+@pytest.mark.parametrize("name", ["double_layer", "single_layer"])
+def test_room_moves_the_largest_groups_and_products_stay(emulated_gpu, registry, p1_cloud, name):
+    """Asked for room, the largest low-rank groups move to the host until it is there; the
+    mirror of a moved block of the symmetric single layer moves with it (its factors are
+    the same arrays); narrow and wide products equal those before."""
+    H = on_emulated_gpu(_operator(name, p1_cloud), emulated_gpu)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((H.shape[1], 17)) + 1j * rng.standard_normal((H.shape[1], 17))
+    want = [H @ X[:, 0], H @ X[:, :3], H @ X]
+    part = H.parts[0]
+    lowrank = part.nbytes - sum(g.nbytes for g in part.dense)
+    half = lowrank // 2
+    need = CAPACITY - host_blocks.RESERVE_BYTES - part.nbytes + half
+    moved = host_blocks.make_room(emulated_gpu, 0, need)
+    assert half <= moved == part.host_nbytes < lowrank
+    assert registry(emulated_gpu, 0) >= need + host_blocks.RESERVE_BYTES
+    on_host = [g for g in part.lowrank if g.on_host]
+    stayed = [g for g in part.lowrank if not g.on_host]
+    # the largest first: no group left on the device is larger than one moved but the last
+    assert max(g.nbytes for g in stayed) <= sorted(g.nbytes for g in on_host)[-1]
+    if name == "single_layer":
+        arrays = {id(g.U): g for g in on_host} | {id(g.V): g for g in on_host}
+        assert all(id(g.V) in arrays and id(g.U) in arrays for g in on_host)
+        assert all(id(g.U) not in arrays for g in stayed)
+    emulated_gpu.xp.launches.clear()
+    for got, w in zip([H @ X[:, 0], H @ X[:, :3], H @ X], want):
+        assert np.abs(got - w).max() <= 1e-13 * np.abs(w).max()
+    # the wide block went through the in-place kernels, moved groups a chunk at a time
+    assert sum(kernel == "lowrank_blocks" for kernel, *_ in emulated_gpu.xp.launches) \
+        >= len(part.lowrank)
+    # room there already: nothing moves
+    assert host_blocks.make_room(emulated_gpu, 0, 0) == 0
+
+
+def test_nothing_left_to_move_returns_and_the_cpu_moves_nothing(emulated_gpu, registry, p1_cloud):
+    """More room than all blocks give: everything low-rank moves and the caller's allocation
+    fails as before (no error here); the CPU backend never moves a block."""
+    H = on_emulated_gpu(_operator("double_layer", p1_cloud), emulated_gpu)
+    part = H.parts[0]
+    host_blocks.make_room(emulated_gpu, 0, 2 * CAPACITY)
+    assert all(g.on_host for g in part.lowrank) and not any(g.on_host for g in part.dense)
+    cpu = _operator("double_layer", p1_cloud)
+    assert host_blocks.make_room(get_backend("cpu"), 0, 2 * CAPACITY) == 0
+    assert not any(g.on_host for g in cpu.parts[0].lowrank)
+
+
+def test_a_host_without_room_is_a_clear_error(emulated_gpu, registry, p1_cloud, monkeypatch):
+    H = on_emulated_gpu(_operator("double_layer", p1_cloud), emulated_gpu)
+    monkeypatch.setattr(host_blocks, "host_free_bytes", lambda: 1 << 30)
+    with pytest.raises(WavescatError, match=r"GPU 0 needs .* the host has .* GiB free"):
+        host_blocks.make_room(emulated_gpu, 0, CAPACITY)
+    assert not any(g.on_host for g in H.parts[0].lowrank)  # nothing half moved
+
+
+def test_transpose_shares_the_moved_factors(emulated_gpu, registry, p1_cloud):
+    """K^T made before the move multiplies with the host copies too (its groups registered,
+    the same factors swapped): it frees the device memory, and its products stay."""
+    H = on_emulated_gpu(_operator("double_layer", p1_cloud), emulated_gpu)
+    T = H.T
+    x = np.random.default_rng(1).standard_normal(H.shape[0]) + 0j
+    want = T @ x
+    host_blocks.make_room(emulated_gpu, 0, 2 * CAPACITY)
+    assert all(g.on_host for g in T.parts[0].lowrank)
+    assert np.abs(T @ x - want).max() <= 1e-13 * np.abs(want).max()
+
+
+def test_an_assembly_makes_room_from_the_operators_before_it(emulated_gpu, monkeypatch, p1_cloud):
+    """On a device that the first operator's blocks fill, the second's assembly moves them to
+    the host before its own steps (and fits); both products stay those of the same
+    assemblies with room to spare."""
+    monkeypatch.setattr(host_blocks, "_PARTS", {})
+    x = np.random.default_rng(2).standard_normal(p1_cloud.n) + 0j
+
+    def assembled(name):
+        return assemble_from_clouds(name, 3.0, p1_cloud, p1_cloud, backend=emulated_gpu,
+                                    eps=1e-6, leaf_size=16)
+    want_second = assembled("hypersingular") @ x
+    gc.collect()  # that one's blocks leave the device (and the registry)
+    first = assembled("double_layer")
+    want_first = first @ x
+    # room for the first's blocks, less than the reserve beside them
+    capacity = first.parts[0].nbytes + host_blocks.RESERVE_BYTES // 2
+    monkeypatch.setattr(host_blocks, "device_free_bytes", lambda be, d: capacity - sum(
+        p.nbytes - p.host_nbytes for p in host_blocks._PARTS.get(d, ())))
+    second = assembled("hypersingular")
+    assert first.parts[0].host_nbytes > 0 and second.parts[0].host_nbytes == 0
+    for got, want in ((first @ x, want_first), (second @ x, want_second)):
+        assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
+
+
+@pytest.mark.gpu
+def test_room_on_a_gpu(registry, p1_cloud):
+    """On a GPU the moved factors are pinned host arrays, the device's copies are let go,
+    and the narrow and wide products stay."""
+    be = get_backend("gpu")
+    H = assemble_from_clouds("hypersingular", 3.0, p1_cloud, p1_cloud, backend=be, eps=1e-6,
+                             leaf_size=16)
+    xp = be.xp
+    X = xp.asarray(np.random.default_rng(3).standard_normal((H.shape[1], 20)) + 0j)
+    want = [xp.asnumpy(H @ X[:, 0]), xp.asnumpy(H @ X)]
+    host_blocks.make_room(be, 0, 2 * CAPACITY)
+    moved = [g for g in H.parts[0].lowrank if g.on_host]
+    assert moved and all(isinstance(g.U, np.ndarray) and isinstance(g.V, np.ndarray) for g in moved)
+    for got, w in zip([H @ X[:, 0], H @ X], want):
+        assert np.abs(xp.asnumpy(got) - w).max() <= 1e-13 * np.abs(w).max()

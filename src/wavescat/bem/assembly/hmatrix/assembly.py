@@ -188,9 +188,7 @@ def assemble_from_clouds(name, k, test_cloud, trial_cloud, *, correction=None,
             if be.is_gpu:
                 # blocks of operators assembled before may go to the host (host_blocks.py)
                 # to make room for this step, and for each step of ACA below
-                def room(nbytes, d=d):
-                    host_blocks.make_room(be, d, nbytes)
-
+                room = host_blocks.Room(be, d)
                 # low-rank storage is not known before ACA: count rank 2 per block (a
                 # floor: Laplace blocks at eps = 1e-4 have ranks 3-8), more is caught as
                 # an out-of-memory error below

@@ -78,8 +78,10 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
                  budget_bytes=2 << 30, zero_tol=0.0, stats=None, store=None, room=None):
     """Low-rank groups for the admissible blocks `far` (dict of host arrays), their
     factors stored in `store` (default the kernel's dtype). `room(nbytes)`, if given, is
-    called before each allocating step with what it takes (host_blocks.make_room)."""
-    room = room or (lambda nbytes: None)
+    called before each allocating step with what it takes (host_blocks.Room: it may move
+    finished pieces, `room.hold`, to the host; a group with a piece there ends there)."""
+    room = room or (lambda nbytes: True)
+    hold = getattr(room, "hold", lambda piece: None)
     stats = stats if stats is not None else {}
     dtype = kernel.dtype
     store = np.dtype(store or dtype)
@@ -148,27 +150,55 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
                     continue
                 pick = np.nonzero(bucket == kb)[0]
                 pd = xp.asarray(pick)
-                g = (r0[pd], c0[pd], m[pd], n[pd], U[pd, :, :kb], V[pd, :, :kb], rank_h[pick])
-                groups.setdefault((int(level), int(kb)), []).append(g)
+                piece = BlockGroup(r0[pd], c0[pd], m[pd], n[pd], U=U[pd, :, :kb],
+                                   V=V[pd, :, :kb], rank=rank_h[pick])
+                groups.setdefault((int(level), int(kb)), []).append(piece)
+                hold(piece)
             del U, V, res
             bar.update(len(ids))
     bar.close()
     out = []
     for key in sorted(groups):
-        parts = [list(p) for p in groups.pop(key)]
-        # one array at a time, each chunk's piece dropped once copied: the factors are most
-        # of the device's memory, and two copies of a level's would not fit
-        cat = []
-        for i in range(6):
-            room(sum(int(p[i].nbytes) for p in parts) if len(parts) > 1 else 0)
-            cat.append(xp.concatenate([p[i] for p in parts]) if len(parts) > 1 else parts[0][i])
-            for p in parts:
-                p[i] = None
-        out.append(BlockGroup(*cat[:4], U=cat[4], V=cat[5],
-                              rank=np.concatenate([p[6] for p in parts])))
-        del parts, cat
+        pieces = groups.pop(key)
+        out.append(_joined(pieces, xp, room))
+        del pieces
+    getattr(room, "release", lambda: None)()
     stats["aca_steps"] = stats.get("aca_steps", 0) + steps
     return out
+
+
+def _joined(pieces, xp, room) -> BlockGroup:
+    """One group of a level's and bucket's pieces, one array at a time, each piece's array
+    dropped once copied: the factors are most of the device's memory, and two copies of a
+    level's would not fit. Where a piece was moved to the host the factors are joined there
+    (host_blocks.py)."""
+    getattr(room, "release", lambda groups: None)(pieces)  # joined here, not moved apart
+    if len(pieces) == 1:
+        return pieces[0]
+    widest = max(sum(int(getattr(p, name).nbytes) for p in pieces) for name in ("U", "V"))
+    on_host = any(p.on_host for p in pieces) or room(widest) is False
+    cat = {}
+    for name in ("r0", "c0", "m", "n", "U", "V"):
+        arrays = [getattr(p, name) for p in pieces]
+        if on_host and name in ("U", "V"):
+            from .host_blocks import copy_to_host, pinned_empty  # noqa: PLC0415 - a cycle
+
+            shape = (sum(a.shape[0] for a in arrays),) + arrays[0].shape[1:]
+            cat[name] = pinned_empty(xp, shape, arrays[0].dtype)
+            start = 0
+            for p, a in zip(pieces, arrays):
+                if isinstance(a, np.ndarray) and p.on_host:
+                    cat[name][start:start + len(a)] = a
+                else:
+                    copy_to_host(xp, a, cat[name][start:start + len(a)])
+                start += len(a)
+        else:
+            room(sum(int(a.nbytes) for a in arrays))
+            cat[name] = xp.concatenate(arrays)
+        for p in pieces:
+            setattr(p, name, None)
+        del arrays
+    return BlockGroup(**cat, rank=np.concatenate([p.rank for p in pieces]), on_host=on_host)
 
 
 class _Route:

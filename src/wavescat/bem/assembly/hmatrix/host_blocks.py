@@ -54,17 +54,32 @@ def host_free_bytes() -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def _pinned_copy(xp, a):
-    """A host copy of device array `a` in pinned memory (plain host memory where the array
-    module has none: the CPU's emulation), made a slab at a time."""
+def pinned_empty(xp, shape, dtype) -> np.ndarray:
+    """A host array in pinned memory (plain host memory where the array module has none: the
+    CPU's emulation), checked against the host memory available."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    if nbytes > host_free_bytes() - (4 << 30):
+        raise WavescatError(
+            f"{nbytes / 2**30:.1f} GiB of H-matrix blocks cannot move to the host: "
+            f"{host_free_bytes() / 2**30:.1f} GiB of host memory are free; use more GPUs (or "
+            f"nodes), a larger hmatrix.eps, or backend: cpu")
     alloc = getattr(getattr(xp, "cuda", None), "alloc_pinned_memory", None)
     if alloc is None:
-        return np.array(a, copy=True)
-    mem = alloc(int(a.nbytes))
-    out = np.ndarray(a.shape, a.dtype, buffer=mem)  # as cupyx.empty_pinned makes it
+        return np.empty(shape, dtype)
+    return np.ndarray(shape, dtype, buffer=alloc(max(nbytes, 1)))  # as cupyx.empty_pinned
+
+
+def copy_to_host(xp, a, out) -> None:
+    """out[...] = device array a, a slab at a time (no second device copy of a whole)."""
     step = max(1, (256 << 20) // max(1, a[:1].nbytes))
     for s in range(0, a.shape[0], step):
         out[s:s + step] = xp.asnumpy(a[s:s + step])
+
+
+def _pinned_copy(xp, a):
+    out = pinned_empty(xp, a.shape, a.dtype)
+    copy_to_host(xp, a, out)
     return out
 
 
@@ -97,11 +112,6 @@ def make_room(backend, device_id, need_bytes, free_bytes=None) -> int:
         if short <= 0:
             break
         size = shared[0].nbytes
-        if size > host_free_bytes() - (4 << 30):
-            raise WavescatError(
-                f"GPU {device_id} needs {short / 2**30:.1f} GiB more room, and the host has "
-                f"{host_free_bytes() / 2**30:.1f} GiB free to take its blocks: use more GPUs, "
-                f"a larger hmatrix.eps, or backend: cpu")
         first = shared[0]
         with backend.device(device_id):
             host = {id(first.U): _pinned_copy(xp, first.U), id(first.V): _pinned_copy(xp, first.V)}
@@ -116,6 +126,38 @@ def make_room(backend, device_id, need_bytes, free_bytes=None) -> int:
                  "to make room for %.2f GiB; products read them over PCIe", device_id,
                  moved / 2**30, count, need_bytes / 2**30)
     return moved
+
+
+class Room:
+    """make_room on one device as a callable (`room(nbytes)`), which may also move the
+    finished pieces of the operator being assembled (`hold`): one operator larger than its
+    device then assembles too, its first pieces on the host."""
+
+    def __init__(self, backend, device_id):
+        self.backend, self.device_id = backend, device_id
+        self.dense, self.lowrank = [], []  # the pieces held, as a DevicePart lists them
+        register(self)
+
+    def __call__(self, nbytes) -> bool:
+        """Room for `nbytes` made where it can be: whether it is there now."""
+        make_room(self.backend, self.device_id, nbytes)
+        return device_free_bytes(self.backend, self.device_id) >= nbytes + RESERVE_BYTES
+
+    @property
+    def nbytes(self) -> int:
+        return sum(g.nbytes for g in self.lowrank)
+
+    @property
+    def host_nbytes(self) -> int:
+        return sum(g.nbytes for g in self.lowrank if g.on_host)
+
+    def hold(self, group) -> None:
+        self.lowrank.append(group)
+
+    def release(self, groups=None) -> None:
+        """No longer move `groups` (None: any held)."""
+        gone = {id(g) for g in groups} if groups is not None else None
+        self.lowrank = [] if gone is None else [g for g in self.lowrank if id(g) not in gone]
 
 
 def make_room_here(backend, need_bytes) -> int:

@@ -59,13 +59,14 @@ def main(argv=None):
 
 
 def rank_setup(space, k, mass, stiffness, ranks):
-    """Rank 0 of `ranks`: its Padé terms, the inverse and the mass matrix factorised side by
-    side, and the device copy of the mass and Padé factors (one pattern) piece by piece."""
+    """Rank 0 of `ranks`: its resolvents (Padé terms and the inverse's, dealt round) and the
+    mass matrix factorised side by side, and the device copy of them (one pattern) piece by
+    piece."""
     t0 = time.perf_counter()
     ntd = OsrcNtD(space, k, mass=mass, stiffness=stiffness, mass_factor=True,
                   group=SimpleNamespace(rank=0, size=ranks))
     lus = [ntd.mass_lu.lu] + [lu.lu for _, lu in ntd._terms]
-    print(f"  rank 0 of {ranks}: {len(ntd._terms)} Padé terms, the inverse and the mass matrix "
+    print(f"  rank 0 of {ranks}: {len(ntd._terms)} resolvents and the mass matrix "
           f"factorised in {time.perf_counter() - t0:.2f} s")
     t0 = time.perf_counter()
     factors = {"L": [lu.L for lu in lus], "U": [lu.U for lu in lus]}

@@ -80,6 +80,36 @@ def test_gpu_solve_checked_against_gpu_memory(default, monkeypatch):
     preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
 
 
+def test_gpu_hmatrix_blocks_may_use_the_host(default, monkeypatch):
+    """An H-matrix solve on a GPU: its blocks may move to host memory (host_blocks.py), so
+    they count against the GPU's and the host's memory together; the rest against the GPU's."""
+    from wavescat.resources import case_estimates
+    from wavescat.case import Case
+
+    monkeypatch.setattr(preflight, "gpu_memory_bytes", lambda: 16e9)
+    monkeypatch.setattr(preflight, "host_memory_bytes", lambda: 64e9)
+    cfg = _prepared(default, sphere_ka5__solver={"operator_format": "hmatrix", "backend": "gpu"},
+                    sphere_ka5__frequencies_hz=[20000.0])
+    prepared = prepare_config(cfg, base_dir=ROOT)
+    est = case_estimates(Case.from_config(prepared, "sphere_ka5"), True)
+    blocks, rest = est["solve_gpu_movable_bytes"], est["solve_gpu_bytes"] - est["solve_gpu_movable_bytes"]
+    assert blocks > 0 and rest > 0
+    total = (est["solve_gpu_bytes"] + est["solve_host_bytes"]) / 1e9
+    # the blocks beyond the card, the rest on it: runs
+    cfg["limits"] = {"gpu_memory_gb": max(rest / 1e9 * 1.01, blocks / 2e9),
+                     "host_memory_gb": total}
+    preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+    # the two memories together too small: refused, naming both
+    cfg["limits"] = {"gpu_memory_gb": rest / 1e9 * 1.01, "host_memory_gb": total * 0.5}
+    with pytest.raises(ConfigError, match=r"the hmatrix solve \(its blocks on the GPU or moved to "
+                       r"the host\) needs about .* GPU and host memory together"):
+        preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+    # what cannot move, more than the card: refused as before
+    cfg["limits"] = {"gpu_memory_gb": rest / 1e9 * 0.5, "host_memory_gb": 10 * total}
+    with pytest.raises(ConfigError, match=r"the hmatrix solve on the GPU needs about"):
+        preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["sphere_ka5"])
+
+
 def test_workflow_refuses_megahertz_submarine_before_meshing(tmp_path):
     (tmp_path / "big.yaml").write_text("run: [sub]\ncases:\n  sub:\n    geometry: {kind: submarine}\n"
                                        "    frequencies_hz: [1.0e+6]\n")

@@ -59,9 +59,15 @@ def check_limits(config: dict, cases) -> None:
                    host_from)]
         if gpu:
             limit, limit_from = _limit(limits, "gpu_memory_gb", lambda: gpu_here)
+            movable = est.get("solve_gpu_movable_bytes", 0)
             if limit is not None:
-                checks.append((f"the {est['format']} solve on the GPU", est["solve_gpu_bytes"],
-                               limit, "GPU memory", limit_from))
+                checks.append((f"the {est['format']} solve on the GPU",
+                               est["solve_gpu_bytes"] - movable, limit, "GPU memory", limit_from))
+            if limit is not None and host is not None and movable:
+                # blocks the card cannot hold move to host memory (slower products)
+                checks.append(("the hmatrix solve (its blocks on the GPU or moved to the host)",
+                               est["solve_gpu_bytes"] + est["solve_host_bytes"], limit + host,
+                               "GPU and host memory together", f"{limit_from}; {host_from}"))
         for stage, need, limit, kind, limit_from in checks:
             if need > limit:
                 hint = (" (operator_format: hmatrix needs less)" if est["format"] == "dense"

@@ -175,3 +175,27 @@ def test_one_operator_larger_than_its_device(device, monkeypatch, p1_cloud):
     for got, w in zip([H @ x[:, 0], H @ x], want):
         got, w = device.asnumpy(got), device.asnumpy(w)
         assert np.abs(got - w).max() <= 1e-13 * np.abs(w).max()
+
+
+def test_the_solve_asks_room_for_its_least_krylov_basis(monkeypatch):
+    """Before GMRES the driver asks the card for the least basis of one right-hand side
+    (KRYLOV_MIN_VECTORS + 1 + WORK_VECTORS vectors), not a whole restart cycle's: with the
+    default restart of 2000 that would move most blocks of a large solve to the host."""
+    from wavescat.bem.linalg.gmres import KRYLOV_MIN_VECTORS, WORK_VECTORS
+    from wavescat.case import Case
+    from wavescat.config import prepare_config
+    from wavescat.geometry.icosphere import icosphere
+    from wavescat.solve import driver
+
+    asked = []
+    monkeypatch.setattr(host_blocks, "make_room_here", lambda be, nbytes: asked.append(nbytes) or 0)
+    cfg = prepare_config({"run": ["s"], "cases": {"s": {
+        "geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [300.0],
+        "receivers": {"plane": "xz", "count": 5},
+        "solver": {"backend": "cpu", "operator_format": "dense"}}}})
+    case = Case.from_config(cfg, "s")
+    mesh = icosphere(2)
+    res = driver.solve_frequency(case, mesh, 300.0)
+    n = res.dofs
+    assert case.solver.gmres.restart > KRYLOV_MIN_VECTORS
+    assert n * 16 * (KRYLOV_MIN_VECTORS + 1 + WORK_VECTORS) in asked

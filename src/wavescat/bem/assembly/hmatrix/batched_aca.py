@@ -21,6 +21,7 @@ from ....backend import array_module, scatter_add, to_host
 from ....errors import WavescatError
 from ....progress import progress
 from .aca import aca_plus_batched, recompress
+from .host_blocks import copy_to_host, pinned_empty
 
 
 
@@ -181,8 +182,6 @@ def _joined(pieces, xp, room) -> BlockGroup:
     for name in ("r0", "c0", "m", "n", "U", "V"):
         arrays = [getattr(p, name) for p in pieces]
         if on_host and name in ("U", "V"):
-            from .host_blocks import copy_to_host, pinned_empty  # noqa: PLC0415 - a cycle
-
             shape = (sum(a.shape[0] for a in arrays),) + arrays[0].shape[1:]
             cat[name] = pinned_empty(xp, shape, arrays[0].dtype)
             start = 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from .bem.formulations import formulation_for
-from .bem.linalg.gmres import KRYLOV_MIN_VECTORS, WORK_VECTORS
+from .bem.linalg.gmres import least_basis_bytes
 from .geometry.sizing import element_sizes
 
 # Mean triangle area of a mesh with edge length h is about sqrt(3)/4 h^2; vertices ~ triangles / 2.
@@ -154,8 +154,7 @@ def case_estimates(case, gpu: bool) -> dict:
         unknowns = form.traces * n
     # the least the solve needs: one direction's basis (the driver widens batches to the
     # memory it finds free)
-    krylov = 16 * unknowns * (min(solver.gmres.restart, solver.gmres.maxiter,
-                                  KRYLOV_MIN_VECTORS) + 1 + WORK_VECTORS)
+    krylov = least_basis_bytes(unknowns, min(solver.gmres.restart, solver.gmres.maxiter))
     if regions is not None:
         if fmt == "dense":
             operators = sum(dense_assembly_bytes(m, solver.precision, gpu, 3)

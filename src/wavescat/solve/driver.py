@@ -18,7 +18,7 @@ from ..bem.assembly import operators
 from ..bem.assembly.hmatrix import assemble_hmatrix, host_blocks
 from ..bem.assembly.hmatrix.distributed import assemble_distributed
 from ..bem.formulations import formulation_for_case, sub_space
-from ..bem.linalg.gmres import KRYLOV_MIN_VECTORS, WORK_VECTORS, gmres, krylov_batches
+from ..bem.linalg.gmres import gmres, krylov_batches, least_basis_bytes
 from ..errors import InputError, SolverError
 from ..memory import available_bytes
 from . import parallel
@@ -194,8 +194,8 @@ def solve_frequency(case, mesh, frequency_hz: float,
     n_unknowns = formulation.n_unknowns(space)
     # the least basis of one right-hand side (what krylov_batches grants at least), beside
     # the operators' blocks: a card they fill moves some to the host first
-    host_blocks.make_room_here(be, n_unknowns * np.dtype(rhs.dtype).itemsize * (
-        min(gm.restart, gm.maxiter, KRYLOV_MIN_VECTORS) + 1 + WORK_VECTORS))
+    host_blocks.make_room_here(be, least_basis_bytes(n_unknowns, min(gm.restart, gm.maxiter),
+                                                     np.dtype(rhs.dtype).itemsize))
     batch, basis_bytes = krylov_batches(n_unknowns, n_inc, min(gm.restart, gm.maxiter),
                                         ranks.min(available_bytes(be)),
                                         np.dtype(rhs.dtype).itemsize)

@@ -222,6 +222,13 @@ class KrylovBasis:
         return self.xp.matmul(y[:, None, :], self.v[:, :s])[:, 0]
 
 
+def least_basis_bytes(n_dofs: int, cycle: int, itemsize: int = 16) -> int:
+    """Bytes GMRES is granted at least for one right-hand side of `n_dofs` unknowns: a basis
+    of KRYLOV_MIN_VECTORS vectors (fewer if a cycle, min(restart, maxiter), is shorter) and
+    its working vectors."""
+    return itemsize * n_dofs * (min(cycle, KRYLOV_MIN_VECTORS) + 1 + WORK_VECTORS)
+
+
 def krylov_batches(n_dofs: int, n_rhs: int, cycle: int, available_bytes: int,
                    itemsize: int = 16) -> tuple[int, int]:
     """(directions per batch, Krylov basis bytes of a batch) for `n_rhs` right-hand sides of
@@ -230,9 +237,8 @@ def krylov_batches(n_dofs: int, n_rhs: int, cycle: int, available_bytes: int,
     shorter) and the working vectors of each direction in KRYLOV_MEMORY_SHARE of the memory.
     GMRES grows the basis as it iterates and restarts early rather than exceed the bytes
     returned."""
-    vectors = min(cycle, KRYLOV_MIN_VECTORS) + 1
     budget = KRYLOV_MEMORY_SHARE * available_bytes
-    per_rhs = itemsize * n_dofs * (vectors + WORK_VECTORS)
+    per_rhs = least_basis_bytes(n_dofs, cycle, itemsize)
     width = int(min(n_rhs, max(1, budget // per_rhs)))
     width = -(-n_rhs // -(-n_rhs // width))  # the same width for every batch
     basis = int(max(budget - itemsize * n_dofs * WORK_VECTORS * width,

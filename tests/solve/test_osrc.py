@@ -147,7 +147,7 @@ def test_ranks_sharing_the_pade_terms_give_the_whole_map(ranks, terms, columns):
         assert np.abs(m.apply_to_weak(y) - want).max() <= 1e-12 * np.abs(want).max()
 
 
-@pytest.mark.parametrize("ranks, terms", [(3, 2), (2, 3)])
+@pytest.mark.parametrize("ranks, terms", [(3, 2), (2, 3), (6, 2)])
 def test_ranks_sharing_the_pade_terms_on_the_device(emulated_gpu, monkeypatch, ranks, terms):
     """The device's one-launch solve of a rank's own resolvents (and of the mass matrix with
     them, on the rank whose turn it is), summed over the ranks, is the one-process map."""

@@ -343,7 +343,7 @@ class OsrcSquareRoot:
         rhs = [b.reshape(y2.shape).astype(np.complex128, copy=False) for _, b in extra]
         partial = xp.zeros_like(y2)
         launch = self._device_launch(xp, extra)
-        if launch is None:  # not one pattern: the terms in one launch, the other apart
+        if launch is None and extra:  # not one pattern: the terms in one launch, the other apart
             partial = partial + extra[0][0].triangular_solve(rhs.pop())
             launch, extra = self._device_launch(xp, []), []
         weights = [1.0] * len(extra) + [w_t for w_t, _ in self._terms]

@@ -15,12 +15,13 @@ share their factors, and move together.
 from __future__ import annotations
 
 import logging
-import os
 import weakref
 
 import numpy as np
 
 from ....errors import WavescatError
+from ....memory import available_gpu_bytes
+from ....memory import available_host_bytes as host_free_bytes
 
 log = logging.getLogger(__name__)
 
@@ -35,23 +36,9 @@ def register(part) -> None:
 
 
 def device_free_bytes(backend, device_id) -> int:
-    """Bytes the device can still give: free memory and the pool's cached blocks."""
-    xp = backend.xp
-    with xp.cuda.Device(device_id):
-        free, _total = xp.cuda.runtime.memGetInfo()
-        return int(free + xp.get_default_memory_pool().free_bytes())
-
-
-def host_free_bytes() -> int:
-    """Host memory available (Linux: MemAvailable; elsewhere free pages)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    """Bytes device `device_id` can still give (memory.available_gpu_bytes)."""
+    with backend.device(device_id):
+        return available_gpu_bytes(backend.xp)
 
 
 def pinned_empty(xp, shape, dtype) -> np.ndarray:

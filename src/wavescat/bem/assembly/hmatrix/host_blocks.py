@@ -122,7 +122,7 @@ class Room:
 
     def __init__(self, backend, device_id):
         self.backend, self.device_id = backend, device_id
-        self.dense, self.lowrank = [], []  # the pieces held, as a DevicePart lists them
+        self.lowrank = []  # the pieces held, as a DevicePart lists its groups
         register(self)
 
     def __call__(self, nbytes) -> bool:

@@ -46,25 +46,44 @@ class GpuIntegrator:
         self._src = src
         self._module = None
         self.kr, self.ki = self.T.type(k.real), self.T.type(k.imag)
+        self.a, self.b = a, b
+        self._copies = {}
 
-        def soa(x, dtype):  # (m, ...) -> flat [component * m + element]
-            x = np.asarray(x)
-            return cp.asarray(np.ascontiguousarray(x.reshape(len(x), -1).T, dtype=dtype).ravel())
+    def _soa(self, data, field, dtype):
+        """data.<field> (m, ...) on the device as flat [component * m + element], copied on
+        first use (the H-matrix path reads the singular and near data only) and once for test
+        and trial of one space; transposed on the device (a host transpose and copy took
+        seconds per operator at 2 kHz on the submarine, on every rank)."""
+        key = (id(data), field, np.dtype(dtype).str)
+        if key not in self._copies:
+            x = np.asarray(getattr(data, field))
+            x = self.cp.asarray(x.reshape(len(x), -1), dtype=dtype)
+            self._copies[key] = self.cp.ascontiguousarray(x.T).ravel()
+        return self._copies[key]
 
-        self.geo_a = [soa(a.pts, self.T), soa(a.wts, self.T), soa(a.nrm, self.T), soa(a.curl, self.T)]
-        self.geo_b = [soa(b.pts, self.T), soa(b.wts, self.T), soa(b.nrm, self.T), soa(b.curl, self.T)]
-        self.tri_a, self.tri_b = soa(a.tri, np.int32), soa(b.tri, np.int32)
-        self.dofs_a, self.dofs_b = soa(a.dofs, np.int32), soa(b.dofs, np.int32)
-        # touching pairs are integrated in double precision whatever the precision
-        self.sing_a = [soa(a.corners, np.float64), cp.asarray(a.areas, np.float64),
-                       soa(a.nrm, np.float64), soa(a.curl, np.float64)]
-        self.sing_b = [soa(b.corners, np.float64), cp.asarray(b.areas, np.float64),
-                       soa(b.nrm, np.float64), soa(b.curl, np.float64)]
-        self.cen_a, self.cen_b = soa(a.centroids, np.float64), soa(b.centroids, np.float64)
-        self.diam_a, self.diam_b = cp.asarray(a.diameters, np.float64), cp.asarray(b.diameters, np.float64)
-        r = ev.rules
-        self.rule = [cp.asarray(r.offsets, np.int32), cp.asarray(r.ref_a.T.ravel(), np.float64),  # (s, t) pairs
-                     cp.asarray(r.ref_b.T.ravel(), np.float64), cp.asarray(r.weights, np.float64)]
+    def _geo(self, data):
+        return [self._soa(data, f, self.T) for f in ("pts", "wts", "nrm", "curl")]
+
+    def _sing(self, data):  # touching pairs are integrated in double precision whatever the precision
+        return [self._soa(data, f, np.float64) for f in ("corners", "areas", "nrm", "curl")]
+
+    @property
+    def geo_a(self):
+        return self._geo(self.a)
+
+    @property
+    def geo_b(self):
+        return self._geo(self.b)
+
+    @property
+    def rule(self):
+        if "rule" not in self._copies:
+            cp, r = self.cp, self.ev.rules
+            self._copies["rule"] = [cp.asarray(r.offsets, np.int32),
+                                    cp.asarray(r.ref_a.T.ravel(), np.float64),  # (s, t) pairs
+                                    cp.asarray(r.ref_b.T.ravel(), np.float64),
+                                    cp.asarray(r.weights, np.float64)]
+        return self._copies["rule"]
 
     def _kernel(self, name):
         if self._module is None:  # one NVRTC compile for all kernels of this source
@@ -94,7 +113,7 @@ class GpuIntegrator:
         i32 = lambda x: cp.asarray(np.ascontiguousarray(x, np.int32).ravel())  # noqa: E731
         self._launch("singular_local", n, (
             np.int64(n), i32(pa), i32(pb), i32(kind), i32(perm_a), i32(perm_b), *self.rule,
-            np.int32(self.ma), np.int32(self.mb), *self.sing_a, *self.sing_b,
+            np.int32(self.ma), np.int32(self.mb), *self._sing(self.a), *self._sing(self.b),
             np.float64(self.ev.k.real), np.float64(self.ev.k.imag), out_re, out_im))
         return out_re, out_im
 
@@ -114,8 +133,8 @@ class GpuIntegrator:
             na = min(tile, self.ma - a0)
             self._launch("dense_regular", na * self.mb, (
                 np.int32(a0), np.int32(na), np.int32(self.ma), np.int32(self.mb),
-                self.tri_a, self.tri_b, self.dofs_a, self.dofs_b, np.int64(self.ev.shape[1]),
-                self.cen_a, self.cen_b, self.diam_a, self.diam_b, np.float64(near_factor),
+                *(self._soa(d, f, np.int32) for f in ("tri", "dofs") for d in (self.a, self.b)), np.int64(self.ev.shape[1]),
+                *(self._soa(d, f, np.float64) for f in ("centroids", "diameters") for d in (self.a, self.b)), np.float64(near_factor),
                 *self.geo_a, *self.geo_b, self.kr, self.ki, acc))
         return acc
 
@@ -127,7 +146,8 @@ class GpuIntegrator:
         n = loc.size // self.npart
         self._launch("scatter_local", n, (
             np.int64(n), cp.asarray(pa, np.int32), cp.asarray(pb, np.int32),
-            np.int32(self.ma), np.int32(self.mb), self.dofs_a, self.dofs_b, loc,
+            np.int32(self.ma), np.int32(self.mb),
+            *(self._soa(d, "dofs", np.int32) for d in (self.a, self.b)), loc,
             cp.asarray(row_pos, np.int64), cp.asarray(col_pos, np.int64), np.int64(acc.shape[1]), acc))
         return acc
 

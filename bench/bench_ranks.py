@@ -128,6 +128,12 @@ def report(res, first):
         say(f"  rank {r['rank']}: operators {r['operator_bytes'] / GIB:.3f} GiB, host peak "
             f"{r['host_peak_bytes'] / GIB:.2f} GiB{device}, {r.get('threads', '?')} threads ({r.get('blas_threads', '?')} "
             f"BLAS) on {r.get('cpus', '?')} CPUs")
+        pr = r.get("products") or {}
+        if pr.get("count"):
+            ops = pr.get("operator_seconds")
+            split = "" if ops is None else \
+                f" (boundary operators {ops:.2f} s, sparse solves and the rest {pr['seconds'] - ops:.2f} s)"
+            say(f"  rank {r['rank']}: GMRES's {pr['count']} products {pr['seconds']:.2f} s{split}")
     for line in res.get("osrc", []):
         say(f"  rank 0: {line}")
     if first is not None and first is not res:

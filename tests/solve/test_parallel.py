@@ -142,6 +142,7 @@ def test_two_ranks_under_mpiexec_give_the_far_field_of_one(tmp_path, space):
     with h5py.File(tmp_path / "one.h5") as one, h5py.File(tmp_path / "two.h5") as two:
         F1, F2 = one["far_field"][()], two["far_field"][()]
         assert np.array_equal(one["iterations"][()], two["iterations"][()])
+        its = int(one["iterations"][()].sum())
         par1, par2 = (json.loads(f.attrs["parallel"]) for f in (one, two))
     assert np.linalg.norm(F2 - F1) <= 1e-6 * np.linalg.norm(F1)
     assert par1["ranks"] == 1 and par2["ranks"] == 2
@@ -149,6 +150,9 @@ def test_two_ranks_under_mpiexec_give_the_far_field_of_one(tmp_path, space):
     assert [r["rank"] for r in par2["per_rank"]] == [0, 1]
     assert all(r["operator_bytes"] < 0.6 * whole for r in par2["per_rank"])
     assert par2["reductions"]["calls"] > 0 and par2["reductions"]["method"] == "mpi"
+    # every rank times GMRES's products and, of them, the boundary operators' part
+    for pr in (r["products"] for r in par1["per_rank"] + par2["per_rank"]):
+        assert pr["count"] >= its and 0 < pr["operator_seconds"] < pr["seconds"]
 
 
 @pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install -e '.[mpi]' brings MPICH's)")

@@ -205,10 +205,19 @@ def solve_frequency(case, mesh, frequency_hz: float,
     iterations = np.zeros(n_inc, dtype=np.int64)
     residuals = np.zeros(n_inc)
     history = []
+    products = {"count": 0, "seconds": 0.0}
+
+    def matvec(x):  # timed: GMRES's time beside its products' (the record, bench_ranks.py)
+        t = time.perf_counter()
+        y = system.matvec(x)
+        products["count"] += 1
+        products["seconds"] += time.perf_counter() - t
+        return y
+
     for start in range(0, n_inc, batch):
         cols = slice(start, min(start + batch, n_inc))
         try:
-            res = gmres(system.matvec, rhs[:, cols], xp=be.xp, tol=gm.tol,
+            res = gmres(matvec, rhs[:, cols], xp=be.xp, tol=gm.tol,
                         restart=gm.restart, maxiter=gm.maxiter, basis_bytes=basis_bytes)
         except SolverError as exc:
             raise SolverError(f"{exc} at {frequency_hz:g} Hz (incidence directions "
@@ -238,4 +247,5 @@ def solve_frequency(case, mesh, frequency_hz: float,
         formulation=formulation, dofs=space.n_dofs,
         elements=mesh.n_triangles, elements_per_wavelength=epw,
         mesh_fingerprint=mesh.fingerprint(), warnings=warnings, residual_history=history,
-        parallel=ranks.record(timings, assembled.operators, be))
+        parallel=ranks.record(timings, assembled.operators, be, {
+            **products, "operator_seconds": getattr(system, "operator_seconds", None)}))

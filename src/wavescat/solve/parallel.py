@@ -155,9 +155,11 @@ class Ranks:
             self.comm.Abort(2)
 
     # -- what the records say -------------------------------------------------------------
-    def record(self, timings: dict, operators: dict, backend) -> dict:
+    def record(self, timings: dict, operators: dict, backend, products=None) -> dict:
         """{ranks, reductions, per_rank: [{stage times, operator bytes, host peak bytes,
-        device pool bytes}]} gathered from every rank (collective)."""
+        device pool bytes, GMRES's products}]} gathered from every rank (collective);
+        `products`: {count, seconds, operator_seconds (of them in the boundary operators'
+        products, None where the system does not say)}."""
         mine = {"rank": self.rank, "timings_s": dict(timings), "threads": numba.get_num_threads(),
                 "cpus": len(os.sched_getaffinity(0)),
                 "blas_threads": max((i["num_threads"] for i in threadpool_info()
@@ -165,7 +167,7 @@ class Ranks:
                 "operator_bytes": int(sum(operator_bytes(op) for op in operators.values())),
                 "operator_host_bytes": int(sum(operator_bytes(op, on_host=True)
                                                for op in operators.values())),
-                "host_peak_bytes": host_peak_bytes()}
+                "host_peak_bytes": host_peak_bytes(), "products": dict(products or {})}
         if backend.is_gpu:
             mine["device_pool_bytes"] = int(backend.xp.get_default_memory_pool().total_bytes())
         return {"ranks": self.size, "reductions": dict(self.reductions),

@@ -17,6 +17,8 @@ arrays or H-matrices); the sparse parts run on the host with SciPy.
 """
 from __future__ import annotations
 
+import time
+
 import numba as nb
 import numpy as np
 
@@ -81,6 +83,10 @@ class StrongForm:
         # real SPD: real and imaginary parts together
         self._mass_lu = factorise(self.mass) if mass_lu is None else mass_lu
         self.n_dofs = self.mass.shape[0]
+        # seconds in the boundary operators' products (H-matrix or dense, with their reductions
+        # over the ranks), beside the products' whole time the driver measures: the rest is
+        # the sparse solves (records.py, bench_ranks.py)
+        self.operator_seconds = 0.0
 
     def _apply_operator(self, op, x):
         if isinstance(op, np.ndarray):  # a host operator takes host vectors (H-matrices either)
@@ -99,8 +105,11 @@ class StrongForm:
     def _applied(self, op, x):
         """op x (a weak form) where the product's sparse solves run: a wide device block
         never leaves the device."""
+        t0 = time.perf_counter()
         y = self._apply_operator(op, x)
-        return y if self._solves_on_device(x) else to_host(y)
+        y = y if self._solves_on_device(x) else to_host(y)  # on the host: the device has finished
+        self.operator_seconds += time.perf_counter() - t0
+        return y
 
     def _mass_times(self, x):
         """M x where the product's sparse solves run."""

@@ -11,6 +11,7 @@ This module is imported only when the backend is the GPU (CuPy comes from backen
 """
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -67,23 +68,15 @@ class GpuIntegrator:
     def _sing(self, data):  # touching pairs are integrated in double precision whatever the precision
         return [self._soa(data, f, np.float64) for f in ("corners", "areas", "nrm", "curl")]
 
-    @property
-    def geo_a(self):
-        return self._geo(self.a)
-
-    @property
-    def geo_b(self):
-        return self._geo(self.b)
-
-    @property
+    @cached_property
     def rule(self):
-        if "rule" not in self._copies:
-            cp, r = self.cp, self.ev.rules
-            self._copies["rule"] = [cp.asarray(r.offsets, np.int32),
-                                    cp.asarray(r.ref_a.T.ravel(), np.float64),  # (s, t) pairs
-                                    cp.asarray(r.ref_b.T.ravel(), np.float64),
-                                    cp.asarray(r.weights, np.float64)]
-        return self._copies["rule"]
+        cp, r = self.cp, self.ev.rules
+        return [cp.asarray(r.offsets, np.int32), cp.asarray(r.ref_a.T.ravel(), np.float64),  # (s, t) pairs
+                cp.asarray(r.ref_b.T.ravel(), np.float64), cp.asarray(r.weights, np.float64)]
+
+    def _both(self, field, dtype):
+        """The test and the trial data's device copies of `field`."""
+        return [self._soa(d, field, dtype) for d in (self.a, self.b)]
 
     def _kernel(self, name):
         if self._module is None:  # one NVRTC compile for all kernels of this source
@@ -101,7 +94,8 @@ class GpuIntegrator:
         out_re = cp.empty((n, self.nla, self.nlb), self.T)
         out_im = cp.empty_like(out_re)
         self._launch("regular_local", n, (np.int64(n), cp.asarray(pa, np.int32), cp.asarray(pb, np.int32),
-                                          np.int32(self.ma), np.int32(self.mb), *self.geo_a, *self.geo_b,
+                                          np.int32(self.ma), np.int32(self.mb),
+                                          *self._geo(self.a), *self._geo(self.b),
                                           self.kr, self.ki, out_re, out_im))
         return out_re, out_im
 
@@ -133,9 +127,10 @@ class GpuIntegrator:
             na = min(tile, self.ma - a0)
             self._launch("dense_regular", na * self.mb, (
                 np.int32(a0), np.int32(na), np.int32(self.ma), np.int32(self.mb),
-                *(self._soa(d, f, np.int32) for f in ("tri", "dofs") for d in (self.a, self.b)), np.int64(self.ev.shape[1]),
-                *(self._soa(d, f, np.float64) for f in ("centroids", "diameters") for d in (self.a, self.b)), np.float64(near_factor),
-                *self.geo_a, *self.geo_b, self.kr, self.ki, acc))
+                *self._both("tri", np.int32), *self._both("dofs", np.int32), np.int64(self.ev.shape[1]),
+                *self._both("centroids", np.float64), *self._both("diameters", np.float64),
+                np.float64(near_factor),
+                *self._geo(self.a), *self._geo(self.b), self.kr, self.ki, acc))
         return acc
 
     def scatter(self, pa, pb, re, im, row_pos, col_pos, acc):
@@ -146,8 +141,7 @@ class GpuIntegrator:
         n = loc.size // self.npart
         self._launch("scatter_local", n, (
             np.int64(n), cp.asarray(pa, np.int32), cp.asarray(pb, np.int32),
-            np.int32(self.ma), np.int32(self.mb),
-            *(self._soa(d, "dofs", np.int32) for d in (self.a, self.b)), loc,
+            np.int32(self.ma), np.int32(self.mb), *self._both("dofs", np.int32), loc,
             cp.asarray(row_pos, np.int64), cp.asarray(col_pos, np.int64), np.int64(acc.shape[1]), acc))
         return acc
 

@@ -128,6 +128,15 @@ def report(res, first):
         say(f"  rank {r['rank']}: operators {r['operator_bytes'] / GIB:.3f} GiB, host peak "
             f"{r['host_peak_bytes'] / GIB:.2f} GiB{device}, {r.get('threads', '?')} threads ({r.get('blas_threads', '?')} "
             f"BLAS) on {r.get('cpus', '?')} CPUs")
+        for name, op in (r.get("operators") or {}).items():
+            t = op["time_s"]
+            say(f"  rank {r['rank']}: {name} " + ", ".join(
+                f"{part} {t[part]:.2f}" for part in ("trees", "singular_quadrature", "near_field",
+                                                     "aca", "transfers", "total") if part in t) + " s")
+            for device in op.get("aca_levels", []):
+                say("    ACA by level (level L: blocks, chunks, steps, seconds): " + "; ".join(
+                    f"{v['level']} {v['L']}: {v['blocks']}, {v['chunks']}, {v['steps']}, "
+                    f"{v['seconds']:.2f}" for v in device))
         pr = r.get("products") or {}
         if pr.get("count"):
             ops = pr.get("operator_seconds")

@@ -157,7 +157,7 @@ class Ranks:
     # -- what the records say -------------------------------------------------------------
     def record(self, timings: dict, operators: dict, backend, products=None) -> dict:
         """{ranks, reductions, per_rank: [{stage times, operator bytes, host peak bytes,
-        device pool bytes, GMRES's products}]} gathered from every rank (collective);
+        device pool bytes, GMRES's products, each H-matrix's assembly times}]} gathered from every rank (collective);
         `products`: {count, seconds, operator_seconds (of them in the boundary operators'
         products, None where the system does not say)}."""
         mine = {"rank": self.rank, "timings_s": dict(timings), "threads": numba.get_num_threads(),
@@ -167,7 +167,11 @@ class Ranks:
                 "operator_bytes": int(sum(operator_bytes(op) for op in operators.values())),
                 "operator_host_bytes": int(sum(operator_bytes(op, on_host=True)
                                                for op in operators.values())),
-                "host_peak_bytes": host_peak_bytes(), "products": dict(products or {})}
+                "host_peak_bytes": host_peak_bytes(), "products": dict(products or {}),
+                "operators": {name: {"time_s": dict(rep["time_s"]),
+                                     "aca_levels": rep["blocks"].get("aca_levels", [])}
+                              for name, op in operators.items()
+                              if (rep := getattr(getattr(op, "local", op), "report", None))}}
         if backend.is_gpu:
             mine["device_pool_bytes"] = int(backend.xp.get_default_memory_pool().total_bytes())
         return {"ranks": self.size, "reductions": dict(self.reductions),

@@ -106,6 +106,10 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
         k_est = min(L, 64 + int(0.5 * kd * kd))
         route = _Route(kernel, far, sel)
         c = 0
+        # per level: its blocks, chunks, ACA steps and seconds (a level of few blocks costs
+        # about its steps times the launches of one step, however few: bench_ranks.py)
+        figures = {"level": int(level), "L": L, "blocks": len(sel), "chunks": 0, "steps": 0,
+                   "seconds": time.perf_counter()}
         while c < len(sel):
             per_block = item * L * (2 * k_est + 12)
             if route.whole:
@@ -127,6 +131,8 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
                                        else None)
             route.measured(ids, kernel.evaluations - ev0)
             steps += res.steps
+            figures["chunks"] += 1
+            figures["steps"] += res.steps
             stats["aca_host_syncs"] = stats.get("aca_host_syncs", 0) + res.host_syncs
             U, V, rank = res.U, res.V, res.rank
             sync(xp)
@@ -157,6 +163,8 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
                 hold(piece)
             del U, V, res
             bar.update(len(ids))
+        figures["seconds"] = time.perf_counter() - figures["seconds"]
+        stats.setdefault("aca_levels", []).append(figures)
     bar.close()
     out = []
     for key in sorted(groups):

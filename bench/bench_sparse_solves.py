@@ -37,7 +37,11 @@ def main(argv=None):
     p.add_argument("--host-max", type=int, default=1 << 30,
                    help="time the host solves only for blocks up to this wide (361 columns of "
                         "the 1 kHz submarine's NtD map take about a minute there)")
+    p.add_argument("--process-unknowns", type=int, default=osrc.PROCESS_UNKNOWNS,
+                   help="osrc.PROCESS_UNKNOWNS: factors of this many unknowns and more live in "
+                        "worker processes (a huge value: all in this process, on threads)")
     args = p.parse_args(argv)
+    osrc.PROCESS_UNKNOWNS = args.process_unknowns
     if args.mesh:
         from wavescat.surface import SurfaceMesh  # noqa: PLC0415
         mesh = SurfaceMesh.from_file(args.mesh)
@@ -50,8 +54,8 @@ def main(argv=None):
     ntd = osrc.OsrcNtD(space, k)
     factor = ntd._terms[0][1]
     print(f"{space.n_dofs} DOFs, k = {k:.4f}/m: NtD factorised in {time.perf_counter() - t0:.2f} s "
-          f"on {osrc.solve_threads()} threads; one factor L + U {factor.lu.L.nnz + factor.lu.U.nnz} "
-          "nonzeros", flush=True)
+          f"on {osrc.solve_threads()} threads ({'worker processes' if space.n_dofs >= osrc.PROCESS_UNKNOWNS else 'in this process'}); "
+          f"one factor L + U {factor.lu.nnz} nonzeros", flush=True)
     be = get_backend("auto")
     rng = np.random.default_rng(0)
     device = f" {'factor GPU':>11} {'NtD GPU':>11} {'NtD GPU 1st':>11}" if be.is_gpu else ""

@@ -9,6 +9,9 @@ import pytest
 from wavescat.backend import get_backend
 from wavescat.bem.assembly.hmatrix import assemble_from_clouds
 from wavescat.bem.assembly.hmatrix import hmatrix as hm
+from wavescat.bem.assembly.hmatrix.clouds import space_cloud
+
+from .conftest import p1_space
 
 
 @pytest.fixture(params=["emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
@@ -57,3 +60,70 @@ def test_wide_products_read_the_vectors_in_place(device, p1_cloud, precision, st
                 assert {name for name, *_ in launches} == {"dense_blocks", "lowrank_blocks"}
             assert np.linalg.norm(got - want) <= tol * np.linalg.norm(want)
             assert got.dtype == H.dtype
+
+
+NARROW = [("double", "double", 1e-13), ("double", "single", 1e-13), ("single", "single", 2e-6)]
+
+
+@pytest.mark.parametrize("device, precision, storage, tol",
+                         [("emulated", *NARROW[1])]  # the emulation's barriers are slow
+                         + [pytest.param("gpu", *case, marks=pytest.mark.gpu) for case in NARROW],
+                         indirect=["device"])
+def test_narrow_products_go_a_column_at_a_time_through_the_vector_kernels(device, precision,
+                                                                           storage, tol):
+    """One vector and blocks of 3 columns (each column on its own) through dense_vector and
+    lowrank_vector equal the assembled blocks times them, for K and K^T, for every precision
+    pair of the wide kernels (on a GPU; complex64 blocks summed in double by the emulation)."""
+    cloud = space_cloud(p1_space(2), 1)
+    H = assemble_from_clouds("double_layer", 3.0, cloud, cloud, backend="cpu", eps=1e-5,
+                             leaf_size=8, eta=2.0, precision=precision, storage=storage)
+    assert any(g.D is None for g in H.groups()) and any(g.D is not None for g in H.groups())
+    launches = getattr(device.xp, "launches", None)
+    rng = np.random.default_rng(6)
+    for shape in ((H.shape[1],), (H.shape[1], 3)):
+        X = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(H.dtype)
+        for op in (H, H.T):
+            want = op.to_dense().astype(complex) @ X.astype(complex)
+            dev = on_device(op, device)
+            if launches is not None:
+                del launches[:]
+            got = device.asnumpy(dev.matvec(device.xp.asarray(X)))
+            if launches is not None:
+                assert {name for name, *_ in launches} == {"dense_vector", "lowrank_vector"}
+            assert got.shape == want.shape and got.dtype == H.dtype
+            assert np.linalg.norm(got - want) <= tol * np.linalg.norm(want)
+
+
+def test_vector_kernels_on_wide_ranks_long_rows_and_overlapping_blocks(device):
+    """The vector kernels on stacks made up here: ranks of 150 (two slices of the kernel's
+    shared sums, VEC_RANKS = 128), blocks of 70 x 45 padded rows and columns (their padding
+    full of values that must not be read), blocks sharing rows (added by atomics), complex64
+    stored and double sums, against NumPy."""
+    from wavescat.bem.assembly.hmatrix.batched_aca import BlockGroup  # noqa: PLC0415
+    from wavescat.bem.assembly.hmatrix.block_products import BlockProducts  # noqa: PLC0415
+
+    xp, rng = device.xp, np.random.default_rng(8)
+    n_rows, n_cols, B, L, K = 300, 260, 6, 70, 150
+    m, n = rng.integers(20, L + 1, B), rng.integers(20, L + 1, B)
+    r0, c0 = rng.integers(0, n_rows - L, B), rng.integers(0, n_cols - L, B)
+
+    def cplx(*shape):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+    U, V, D = cplx(B, L, K), cplx(B, L, K), cplx(B, L, L - 25)
+    x = cplx(n_cols).astype(np.complex128)
+    want = np.zeros(n_rows, complex)
+    for b in range(B):
+        low = U[b, :m[b]].astype(complex) @ V[b, :n[b]].astype(complex).T
+        want[r0[b]:r0[b] + m[b]] += low @ x[c0[b]:c0[b] + n[b]]
+        nd = min(n[b], L - 25)
+        want[r0[b]:r0[b] + m[b]] += D[b, :m[b], :nd].astype(complex) @ x[c0[b]:c0[b] + nd]
+    products = BlockProducts(xp, np.complex128, np.complex64)
+    y = xp.zeros(n_rows, np.complex128)
+    places = [xp.asarray(a.astype(np.int32)) for a in (r0, c0, m, n)]
+    dense_places = places[:3] + [xp.asarray(np.minimum(n, L - 25).astype(np.int32))]
+    products.add(BlockGroup(None, None, None, None, U=xp.asarray(U), V=xp.asarray(V)), places,
+                 xp.asarray(x), y)
+    products.add(BlockGroup(None, None, None, None, D=xp.asarray(D)), dense_places, xp.asarray(x), y)
+    got = device.asnumpy(y)
+    assert np.linalg.norm(got - want) <= 1e-13 * np.linalg.norm(want)

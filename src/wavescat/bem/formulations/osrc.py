@@ -45,6 +45,7 @@ from threadpoolctl import ThreadpoolController
 from ...backend import array_module, sparse_module
 from ...defaults import OSRC
 from ...errors import InputError
+from ..linalg.factor_processes import RemoteLU
 from ..linalg.triangular import SharedPatternLU
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,8 @@ class SparseLU:
     def on_device(self, xp):
         """The factors on the device of array module xp, made once."""
         if xp.__name__ not in self._copies:
-            self._copies[xp.__name__] = SharedPatternLU(xp, [self.lu])
+            lu = self.lu.local() if isinstance(self.lu, RemoteLU) else self.lu
+            self._copies[xp.__name__] = SharedPatternLU(xp, [lu])
         return self._copies[xp.__name__]
 
 
@@ -129,9 +131,11 @@ _POOLS: dict[int, ThreadPoolExecutor] = {}
 
 
 def threaded_map(fn, items) -> list:
-    """[fn(item) for item in items], spread over `solve_threads()` threads: SuperLU's solve
-    releases the GIL, so independent solves run side by side. `fn` must not call
-    threaded_map itself (a pool waiting on its own workers can deadlock)."""
+    """[fn(item) for item in items], spread over `solve_threads()` threads: factorisations
+    and solves held by different worker processes (factorise) run side by side, the threads
+    waiting on their pipes (small ones, in this process, as far as SuperLU lets threads).
+    `fn` must not call threaded_map itself (a pool waiting on its own workers can
+    deadlock)."""
     items = list(items)
     n = min(solve_threads(), len(items))
     with one_blas_thread():
@@ -172,11 +176,20 @@ def _wide(y) -> bool:
     return y.ndim == 2 and y.shape[1] > SparseLU.COLUMNS
 
 
+# From this many unknowns on, a factorisation and its solves run in a worker process
+# (factor_processes.py: on threads of this one they did not run side by side); below, here,
+# where a process's start and the pipe would cost more than they save.
+PROCESS_UNKNOWNS = 20_000
+
+
 def factorise(matrix) -> SparseLU:
     """Sparse LU of a structurally symmetric FEM matrix (M, M - b S): minimum degree on
     A^T + A and diagonal pivots, 10-100x faster than SuperLU's default (COLAMD with
-    partial pivoting) on surface meshes, and stable here (M is SPD, the shifts complex)."""
+    partial pivoting) on surface meshes, and stable here (M is SPD, the shifts complex);
+    held by a worker process from PROCESS_UNKNOWNS on (the same factors)."""
     matrix = sp.csc_matrix(matrix)
+    if matrix.shape[0] >= PROCESS_UNKNOWNS:
+        return SparseLU(RemoteLU(matrix, solve_threads()), matrix.dtype)
     with one_blas_thread():
         lu = spla.splu(matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                        options={"SymmetricMode": True})
@@ -318,8 +331,8 @@ class OsrcSquareRoot:
 
     def _partial_host(self, y, plus):
         """This rank's weighted solutions on the host: for one column its solves side by
-        side on the threads (SuperLU releases the GIL); for more, one solve after the
-        other, each solving its column pairs side by side (SparseLU.solve)."""
+        side on the threads (each factor's in its worker process, `factorise`); for more,
+        one solve after the other, each solving its column pairs (SparseLU.solve)."""
         jobs = [(w_t, functools.partial(lu.solve, y)) for w_t, lu in self._terms]
         if plus is not None and self.solves_plus:
             jobs.append((1.0, functools.partial(solve_real_spd, plus[0], np.asarray(plus[1]))))
@@ -359,6 +372,8 @@ class OsrcSquareRoot:
         key = tuple(id(lu) for lu, _ in extra)
         if key not in solvers:
             factors = [lu.lu for lu, _ in extra] + [lu.lu for _, lu in self._terms]
+            # factors in worker processes: their L and U fetched side by side
+            factors = threaded_map(lambda lu: lu.local() if isinstance(lu, RemoteLU) else lu, factors)
             try:
                 solvers[key] = SharedPatternLU(xp, factors) if factors else None
             except ValueError:

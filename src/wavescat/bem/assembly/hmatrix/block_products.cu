@@ -74,3 +74,107 @@ extern "C" __global__ void lowrank_blocks(const STORE* U, const STORE* V, const 
         }
     }
 }
+
+// One vector (r = 1), as GMRES's single right-hand side multiplies: one thread block per block
+// of the stack, its warps over the block's rows and their lanes along a row, so every warp
+// reads 32 consecutive entries of a row (coalesced), where the kernels above, one lane per
+// column of X, would leave 31 lanes idle. X (n_cols,) and Y (n_rows,) complex, interleaved.
+#define VEC_RANKS 128  // the slice of a low-rank block's rank that one pass holds in shared memory
+
+// the sum over the warp's lanes, in lane 0
+__device__ __forceinline__ void warp_sum(REAL& re, REAL& im) {
+    for (int d = 16; d > 0; d /= 2) {
+        re += __shfl_down_sync(0xffffffffu, re, d);
+        im += __shfl_down_sync(0xffffffffu, im, d);
+    }
+}
+
+// Y[r0_b + i] += sum_j D[b, i, j] X[c0_b + j]
+extern "C" __global__ void dense_vector(const STORE* D, const int* r0, const int* c0,
+                                        const int* m, const int* n, int B, int Lr, int Lc,
+                                        const REAL* X, REAL* Y) {
+    const int b = blockIdx.x, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    if (b >= B) return;
+    const STORE* Db = D + 2 * (long long)b * Lr * Lc;
+    const REAL* Xb = X + 2 * (long long)c0[b];
+    REAL* Yb = Y + 2 * (long long)r0[b];
+    const int mb = m[b], nb = n[b];
+    for (int i = threadIdx.x / 32; i < mb; i += warps) {
+        REAL yr = 0, yi = 0;
+        for (int j = lane; j < nb; j += 32) {
+            const REAL ar = __ldg(Db + 2 * ((long long)i * Lc + j)), ai = __ldg(Db + 2 * ((long long)i * Lc + j) + 1);
+            const REAL xr = __ldg(Xb + 2 * j), xi = __ldg(Xb + 2 * j + 1);
+            yr += ar * xr - ai * xi;
+            yi += ar * xi + ai * xr;
+        }
+        warp_sum(yr, yi);
+        if (lane == 0) {
+            atomicAdd(Yb + 2 * i, yr);
+            atomicAdd(Yb + 2 * i + 1, yi);
+        }
+    }
+}
+
+// Y[r0_b + i] += sum_l U[b, i, l] t_l,  t_l = sum_j V[b, j, l] X[c0_b + j]: t a slice of
+// VEC_RANKS at a time, each warp summing its rows j into lane-held partial sums, which the
+// block adds up in shared memory (blockDim.x / 32 warps, at most 8)
+extern "C" __global__ void lowrank_vector(const STORE* U, const STORE* V, const int* r0,
+                                          const int* c0, const int* m, const int* n, int B,
+                                          int Lu, int Lv, int K, const REAL* X, REAL* Y) {
+    __shared__ REAL part[8][2 * VEC_RANKS];
+    __shared__ REAL t[2 * VEC_RANKS];
+    const int b = blockIdx.x, lane = threadIdx.x % 32, w = threadIdx.x / 32, warps = blockDim.x / 32;
+    if (b >= B) return;
+    const STORE* Ub = U + 2 * (long long)b * Lu * K;
+    const STORE* Vb = V + 2 * (long long)b * Lv * K;
+    const REAL* Xb = X + 2 * (long long)c0[b];
+    REAL* Yb = Y + 2 * (long long)r0[b];
+    const int mb = m[b], nb = n[b];
+    for (int l0 = 0; l0 < K; l0 += VEC_RANKS) {
+        const int kc = K - l0 < VEC_RANKS ? K - l0 : VEC_RANKS;
+        REAL sr[VEC_RANKS / 32], si[VEC_RANKS / 32];
+        for (int s = 0; s < VEC_RANKS / 32; ++s) sr[s] = si[s] = 0;
+        for (int j = w; j < nb; j += warps) {
+            const REAL xr = __ldg(Xb + 2 * j), xi = __ldg(Xb + 2 * j + 1);
+            const STORE* v = Vb + 2 * ((long long)j * K + l0);
+            for (int s = 0; s < VEC_RANKS / 32; ++s) {
+                const int l = lane + 32 * s;
+                if (l < kc) {
+                    const REAL ar = __ldg(v + 2 * l), ai = __ldg(v + 2 * l + 1);
+                    sr[s] += ar * xr - ai * xi;
+                    si[s] += ar * xi + ai * xr;
+                }
+            }
+        }
+        for (int s = 0; s < VEC_RANKS / 32; ++s) {
+            part[w][2 * (lane + 32 * s)] = sr[s];
+            part[w][2 * (lane + 32 * s) + 1] = si[s];
+        }
+        __syncthreads();
+        for (int l = threadIdx.x; l < kc; l += blockDim.x) {
+            REAL tr = 0, ti = 0;
+            for (int q = 0; q < warps; ++q) {
+                tr += part[q][2 * l];
+                ti += part[q][2 * l + 1];
+            }
+            t[2 * l] = tr;
+            t[2 * l + 1] = ti;
+        }
+        __syncthreads();
+        for (int i = w; i < mb; i += warps) {
+            const STORE* u = Ub + 2 * ((long long)i * K + l0);
+            REAL yr = 0, yi = 0;
+            for (int l = lane; l < kc; l += 32) {
+                const REAL ar = __ldg(u + 2 * l), ai = __ldg(u + 2 * l + 1);
+                yr += ar * t[2 * l] - ai * t[2 * l + 1];
+                yi += ar * t[2 * l + 1] + ai * t[2 * l];
+            }
+            warp_sum(yr, yi);
+            if (lane == 0) {
+                atomicAdd(Yb + 2 * i, yr);
+                atomicAdd(Yb + 2 * i + 1, yi);
+            }
+        }
+        __syncthreads();  // part and t are refilled by the next slice
+    }
+}

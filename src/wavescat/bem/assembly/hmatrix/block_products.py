@@ -11,6 +11,10 @@ one, at a time) and adds its rows of Y with atomics (blocks sharing rows add in 
 The block entries are the same for the 32 lanes: one broadcast load each (through the
 read-only cache, as X's: nothing a launch reads is written by it).
 
+One vector (GMRES's single right-hand side) goes through `dense_vector` and `lowrank_vector`
+instead: one thread block per block, its warps over the block's rows and their lanes along a
+row (coalesced reads of the stored entries, no lane idle), sums across lanes by shuffles.
+
 Complex blocks and vectors only, interleaved (re, im). The blocks are read in their stored
 precision (STORE: complex64 blocks are half the bytes to read) and every sum is formed in the
 vectors' precision (REAL: double for a double solve); Y must be zero (or hold what the
@@ -25,6 +29,7 @@ import numpy as np
 _SOURCE = Path(__file__).with_name("block_products.cu").read_text()
 
 THREADS = 128  # four warps per thread block
+VECTOR_THREADS = 128  # one vector: four warps over a block's rows (lowrank_vector holds at most 8)
 
 
 class BlockProducts:
@@ -44,9 +49,9 @@ class BlockProducts:
         key = (id(xp), real, stored)
         if key not in self._compiled:
             module = xp.RawModule(code=f"typedef {real} REAL;\ntypedef {stored} STORE;\n" + _SOURCE)
-            self._compiled[key] = (module.get_function("dense_blocks"),
-                                   module.get_function("lowrank_blocks"))
-        self._dense, self._lowrank = self._compiled[key]
+            self._compiled[key] = tuple(module.get_function(name) for name in (
+                "dense_blocks", "lowrank_blocks", "dense_vector", "lowrank_vector"))
+        self._dense, self._lowrank, self._dense_vector, self._lowrank_vector = self._compiled[key]
 
     def _launch(self, kernel, B, r, args):
         warps = B * (-(-r // 32))
@@ -54,13 +59,24 @@ class BlockProducts:
 
     def add(self, group, places, X, Y):
         """Y += (the blocks of `group`, stored in `store`) X for X (n_cols, r) and Y
-        (n_rows, r), C-contiguous arrays of `dtype`; `places` = (r0, c0, m, n) of the group as
-        int32 arrays."""
-        r = np.int32(X.shape[1])
+        (n_rows, r), or X (n_cols,) and Y (n_rows,), C-contiguous arrays of `dtype`; `places`
+        = (r0, c0, m, n) of the group as int32 arrays."""
         B = int(places[0].shape[0])
         if B == 0:
             return
         xp = self.xp  # the kernels index the stacks as packed arrays: no copy when they are
+        if X.ndim == 1:  # one thread block per block of the stack
+            if group.D is not None:
+                D = xp.ascontiguousarray(group.D)
+                self._dense_vector((B,), (VECTOR_THREADS,),
+                                   (D, *places, np.int32(B), *(np.int32(s) for s in D.shape[1:]), X, Y))
+            else:
+                U, V = xp.ascontiguousarray(group.U), xp.ascontiguousarray(group.V)
+                self._lowrank_vector((B,), (VECTOR_THREADS,),
+                                     (U, V, *places, np.int32(B), np.int32(U.shape[1]),
+                                      np.int32(V.shape[1]), np.int32(U.shape[2]), X, Y))
+            return
+        r = np.int32(X.shape[1])
         if group.D is not None:
             D = xp.ascontiguousarray(group.D)
             _, Lr, Lc = D.shape

@@ -26,6 +26,9 @@ _CHUNK_BYTES = 256 << 20  # gathered vectors per batched product of one stack of
 # From this many columns on, a GPU product of complex blocks reads the vectors in place
 # (block_products.py) instead of gathering them per block (bench/README.md).
 WIDE_COLUMNS = 16
+# Below that, a column at a time through its single-vector kernels (True), or gathered per
+# block into batched GEMMs (False: kept for measurements, bench_sweep.py --products).
+NARROW_IN_PLACE = True
 
 
 def scatter_matrix(xp, idx, keep, n_rows, dtype):
@@ -105,9 +108,13 @@ class DevicePart:
             x = xp.asarray(x).astype(dtype, copy=False)
             X = x[:, None] if x.ndim == 1 else x
             r = X.shape[1]
-            blocks = self._complex_blocks_dtype() if self.backend.is_gpu and r >= WIDE_COLUMNS else None
-            if blocks is not None:
-                Y = self._apply_in_place(X, dtype, blocks)
+            blocks = self._complex_blocks_dtype() if self.backend.is_gpu else None
+            if blocks is not None and (r >= WIDE_COLUMNS or NARROW_IN_PLACE):
+                if r >= WIDE_COLUMNS:
+                    Y = self._apply_in_place(X, dtype, blocks)
+                else:  # a column at a time, each block by one thread block (block_products)
+                    Y = xp.stack([self._apply_in_place(xp.ascontiguousarray(X[:, c]), dtype, blocks)
+                                  for c in range(r)], axis=1)
                 return Y[:, 0] if x.ndim == 1 else Y
             n_rows = self.shape[0]
             y = xp.zeros((n_rows + 1, r), dtype=dtype)  # row n_rows: the padding's sink
@@ -150,11 +157,11 @@ class DevicePart:
         return kinds.pop() if len(kinds) == 1 and next(iter(kinds)).kind == "c" else None
 
     def _apply_in_place(self, X, dtype, store):
-        """The product of every stack (stored in `store`) with X (n, r) by block_products,
-        its sums in `dtype`."""
+        """The product of every stack (stored in `store`) with X (n, r) or (n,) by
+        block_products, its sums in `dtype`."""
         xp = self.backend.xp
         X = xp.ascontiguousarray(X.astype(dtype, copy=False))
-        Y = xp.zeros((self.shape[0], X.shape[1]), dtype=dtype)
+        Y = xp.zeros((self.shape[0],) + X.shape[1:], dtype=dtype)
         products = BlockProducts(xp, dtype, store)
         places = self.__dict__.setdefault("_places", {})
         for g in self.dense + self.lowrank:

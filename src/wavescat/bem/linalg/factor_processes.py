@@ -1,0 +1,182 @@
+"""Sparse LU factorisations kept in processes of their own, so that they and their solves run
+side by side for real.
+
+SciPy's SuperLU on threads of one process did not run side by side at the sizes that matter:
+on the 2 kHz submarine (299,154 unknowns, 32 cores) the NtD map's ten solves on ten threads
+took 1.13 s, 7.7 times one solve, and its ten factorisations 21.9 s; with each factor in a
+worker process 0.28 s and 13.0 s (bench/README.md; on the 2-core machine two small solves on
+two threads do overlap, so the cause is not the GIL alone: memory, or SuperLU's own state).
+While they ran beside the assembly, the thread driving the GPU slowed too (the double
+layer's trees 5.7 s against 2.9 s). A `RemoteLU` is a factorisation held by one worker
+process of a pool: `splu` runs there, and so does every `solve`, the caller's thread waiting
+on a pipe with the GIL released. It answers what `triangular.py` reads of a SuperLU (shape,
+perm_r, perm_c, L, U), fetched from its worker when asked.
+
+The workers are fresh interpreters (`python -m wavescat.bem.linalg.factor_processes`: a fork
+would copy a CUDA context and MPI's state, and multiprocessing's spawn would run the main
+script again), started on first use, one per sparse-solve thread at most, and kept for the
+process's life; each runs with one BLAS thread (SuperLU's BLAS calls are small:
+bench/README.md, "Sparse factorisations and BLAS threads"). A worker whose pipe closes (its
+parent gone) exits.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from types import SimpleNamespace
+from multiprocessing.connection import Connection
+
+import numpy as np
+
+from ...errors import WavescatError
+
+
+def _serve(requests, answers) -> None:
+    """A worker's loop: (operation, key, argument) in, (ok, result) out, until EOF."""
+    import scipy.sparse.linalg as spla  # noqa: PLC0415 - the worker's own imports
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+    threadpool_limits(limits=1, user_api="blas")
+    factors = {}
+    while True:
+        try:
+            op, key, arg = requests.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        if op == "drop":  # no answer
+            factors.pop(key, None)
+            continue
+        try:
+            if op == "factorise":
+                factors[key] = spla.splu(arg, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                                         options={"SymmetricMode": True})
+                out = None
+            elif op == "solve":
+                out = factors[key].solve(arg)
+            else:  # "get": an attribute of the SuperLU object; L and U through files
+                name, folder = arg
+                out = getattr(factors[key], name)
+                if folder is not None:
+                    out = _to_files(out.tocsc(), folder)
+            answers.send((True, out))
+        except Exception as exc:  # noqa: BLE001 - sent back, raised by the caller
+            answers.send((False, f"{type(exc).__name__}: {exc}"))
+
+
+# a factor of the 2 kHz submarine has 20 million entries in each of L and U: through the pipe
+# a pickle of them took 2.6 s per factor, through files in memory (/dev/shm) a copy or two
+_PARTS = ("data", "indices", "indptr")
+
+
+def _to_files(matrix, folder):
+    """A CSC matrix's arrays saved in `folder`: (shape, paths) for `_from_files`."""
+    paths = [os.path.join(folder, f"{part}.npy") for part in _PARTS]
+    for path, part in zip(paths, _PARTS):
+        np.save(path, getattr(matrix, part))
+    return matrix.shape, paths
+
+
+def _from_files(shape, paths):
+    """The CSC matrix `_to_files` saved, read into memory, its files removed."""
+    import scipy.sparse as sp  # noqa: PLC0415
+
+    try:
+        data, indices, indptr = (np.load(path) for path in paths)
+    finally:
+        for path in paths:
+            os.unlink(path)
+    return sp.csc_matrix((data, indices, indptr), shape=shape)
+
+
+class Worker:
+    """One process holding factorisations; `call` is one round trip, one caller at a time."""
+
+    def __init__(self):
+        to_child, to_parent = os.pipe(), os.pipe()  # (read, write) each
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(to_child[0]), str(to_parent[1])],
+            pass_fds=(to_child[0], to_parent[1]), stdin=subprocess.DEVNULL)
+        os.close(to_child[0])
+        os.close(to_parent[1])
+        self.requests = Connection(to_child[1], readable=False)
+        self.answers = Connection(to_parent[0], writable=False)
+        self.lock = threading.Lock()
+        self.live = 0  # factorisations held (the pool's choice)
+        self.dropped = []  # keys of factors no longer referenced, sent with the next call
+
+    def call(self, op, key, arg=None):
+        with self.lock:
+            try:
+                while self.dropped:
+                    self.requests.send(("drop", self.dropped.pop(), None))
+                self.requests.send((op, key, arg))
+                ok, out = self.answers.recv()
+            except (EOFError, OSError) as exc:
+                raise WavescatError(f"the sparse LU worker process (pid {self.process.pid}) "
+                                    f"stopped (exit code {self.process.poll()}): {exc}") from None
+        if not ok:
+            raise WavescatError(f"sparse LU in a worker process: {out}")
+        return out
+
+    def release(self, key) -> None:
+        with _POOL_LOCK:
+            self.live -= 1
+        self.dropped.append(key)
+
+
+_POOL: list[Worker] = []
+_POOL_LOCK = threading.Lock()
+_KEYS = itertools.count()
+
+
+def _take(size: int) -> Worker:
+    """A worker for one more factorisation: an idle one, else a new one while the pool has
+    fewer than `size`, else the least loaded."""
+    with _POOL_LOCK:
+        _POOL[:] = [w for w in _POOL if w.process.poll() is None]  # a dead one holds nothing usable
+        least = min(_POOL, key=lambda w: w.live, default=None)
+        if least is None or (least.live > 0 and len(_POOL) < size):
+            least = Worker()
+            _POOL.append(least)
+        least.live += 1
+        return least
+
+
+class RemoteLU:
+    """splu(matrix) held by a worker process of a pool of at most `workers`; `solve(b)` as
+    SuperLU's, and the attributes triangular.py reads."""
+
+    def __init__(self, matrix, workers: int):
+        self.shape = matrix.shape
+        self._key = next(_KEYS)
+        self._worker = _take(max(1, int(workers)))
+        try:
+            self._worker.call("factorise", self._key, matrix)
+        finally:
+            weakref.finalize(self, self._worker.release, self._key)
+
+    def solve(self, b):
+        return self._worker.call("solve", self._key, np.ascontiguousarray(b))
+
+    def local(self) -> SimpleNamespace:
+        """What triangular.py reads of the factors, fetched here (the device copies' source)."""
+        return SimpleNamespace(shape=self.shape, perm_r=self.perm_r, perm_c=self.perm_c,
+                               L=self.L, U=self.U)
+
+    def __getattr__(self, name):
+        if name in ("perm_r", "perm_c", "nnz"):
+            return self._worker.call("get", self._key, (name, None))
+        if name in ("L", "U"):  # hundreds of MB: through files in memory where there is /dev/shm
+            shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+            with tempfile.TemporaryDirectory(prefix="wavescat-lu-", dir=shm) as folder:
+                return _from_files(*self._worker.call("get", self._key, (name, folder)))
+        raise AttributeError(name)
+
+
+if __name__ == "__main__":  # a worker: python -m wavescat.bem.linalg.factor_processes R W
+    _serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False))

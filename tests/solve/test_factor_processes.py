@@ -1,0 +1,84 @@
+"""Sparse LU factorisations held by worker processes (bem/linalg/factor_processes.py,
+osrc.PROCESS_UNKNOWNS): the same factors and solves as in this process, the device's
+level-scheduled solves built from a worker's factors, and errors that name the worker."""
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from wavescat.bem.discretisation import spaces
+from wavescat.bem.formulations import osrc
+from wavescat.bem.formulations.burton_miller import solve_real_spd
+from wavescat.bem.linalg import factor_processes, triangular
+from wavescat.errors import WavescatError
+from wavescat.geometry.icosphere import icosphere
+
+
+@pytest.fixture(scope="module")
+def space():
+    return spaces.p1(icosphere(2))
+
+
+def test_the_ntd_map_in_workers_is_the_map_in_this_process(space, monkeypatch):
+    """Every factor of the OSRC NtD map and the mass matrix in worker processes: the map and
+    the mass solves bitwise those of the factors made here (one column and a block)."""
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal((space.n_dofs, 3)) + 1j * rng.standard_normal((space.n_dofs, 3))
+    here = osrc.OsrcNtD(space, 3.0, mass_factor=True)
+    monkeypatch.setattr(osrc, "PROCESS_UNKNOWNS", 0)
+    away = osrc.OsrcNtD(space, 3.0, mass_factor=True)
+    assert all(isinstance(lu.lu, factor_processes.RemoteLU) for _, lu in away._terms)
+    assert isinstance(away.mass_lu.lu, factor_processes.RemoteLU)
+    assert {lu.lu._worker for _, lu in away._terms} <= set(factor_processes._POOL)
+    for block in (y[:, 0], y):
+        assert np.array_equal(away.apply_to_weak(block), here.apply_to_weak(block))
+        assert np.array_equal(solve_real_spd(away.mass_lu, block), solve_real_spd(here.mass_lu, block))
+
+
+def test_device_solves_from_a_workers_factors(emulated_gpu, space, monkeypatch):
+    """The level-scheduled device solve (run by the CUDA emulation) reads a worker's L, U
+    and permutations: it agrees with the worker's own solve."""
+    monkeypatch.setattr(osrc, "PROCESS_UNKNOWNS", 0)
+    mass, stiff = osrc.mass_and_stiffness(space)
+    lu = osrc.factorise(mass.astype(complex) - (0.3 + 0.1j) * stiff)
+    b = np.random.default_rng(4).standard_normal((space.n_dofs, 33)) + 0j
+    shared = triangular.SharedPatternLU(emulated_gpu.xp, [lu.lu])
+    got = emulated_gpu.asnumpy(shared.solve(emulated_gpu.xp.asarray(b[None])))[0]
+    want = lu.solve(b)
+    assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()
+
+
+def test_worker_errors_name_the_worker(space, monkeypatch):
+    """A solve the worker refuses comes back as an error with SuperLU's reason; a worker
+    that died is named with its exit status, and the pool starts a fresh one for new
+    factors."""
+    monkeypatch.setattr(osrc, "PROCESS_UNKNOWNS", 0)
+    mass = osrc.mass_and_stiffness(space)[0]
+    lu = osrc.factorise(mass)
+    with pytest.raises(WavescatError, match="sparse LU in a worker process: ValueError"):
+        lu.solve(np.ones(space.n_dofs + 1))
+    worker = lu.lu._worker
+    os.kill(worker.process.pid, signal.SIGKILL)
+    worker.process.wait()
+    with pytest.raises(WavescatError, match=f"pid {worker.process.pid}.*stopped"):
+        lu.solve(np.ones(space.n_dofs))
+    again = osrc.factorise(mass)
+    assert worker not in factor_processes._POOL
+    assert np.allclose(mass @ again.solve(np.ones(space.n_dofs)), 1.0)
+
+
+def test_the_maps_device_launch_from_workers_factors(emulated_gpu, space, monkeypatch):
+    """The device's one launch of the NtD map's nine resolvents and the mass solve (the CUDA
+    emulation) from factors held by workers, fetched side by side: the host's solves."""
+    monkeypatch.setattr(osrc, "PROCESS_UNKNOWNS", 0)
+    ntd = osrc.OsrcNtD(space, 3.0)
+    mass_lu = osrc.factorise(ntd.mass)
+    rng = np.random.default_rng(9)
+    y, b = (rng.standard_normal((space.n_dofs, 33)) + 1j * rng.standard_normal((space.n_dofs, 33))
+            for _ in range(2))
+    want = ntd.apply_to_weak(y) + solve_real_spd(mass_lu, b)
+    monkeypatch.setattr(osrc, "array_module", lambda a: emulated_gpu.xp)  # NumPy arrays "on the device"
+    got = ntd.apply_to_weak_plus(y, mass_lu, b)
+    assert [s.count for s in ntd._device_solvers.values()] == [10]
+    assert np.abs(got - want).max() <= 1e-11 * np.abs(want).max()

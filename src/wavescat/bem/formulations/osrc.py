@@ -98,9 +98,16 @@ class SparseLU:
         self.shape = lu.shape
         self._copies = {}  # the factors in each array module that solved with them
 
+    @property
+    def remote(self) -> bool:
+        """Whether a worker process holds the factors (`factorise`)."""
+        return isinstance(self.lu, RemoteLU)
+
     def solve(self, b):
         if not isinstance(b, np.ndarray):
             return self.triangular_solve(b)
+        if self.remote:  # the worker takes a wide block a pair of columns at a time itself
+            return self.lu.solve(b)
         if b.ndim == 1 or b.shape[1] <= self.COLUMNS:
             with one_blas_thread():
                 return self.lu.solve(np.ascontiguousarray(b))
@@ -330,13 +337,13 @@ class OsrcSquareRoot:
         return total if self.constant == 0 else self.constant * y + total
 
     def _partial_host(self, y, plus):
-        """This rank's weighted solutions on the host: for one column its solves side by
-        side on the threads (each factor's in its worker process, `factorise`); for more,
-        one solve after the other, each solving its column pairs (SparseLU.solve)."""
+        """This rank's weighted solutions on the host: side by side on the threads for one
+        column, or for any width where worker processes hold every factor (`factorise`);
+        else one solve after the other, each solving its column pairs (SparseLU.solve)."""
         jobs = [(w_t, functools.partial(lu.solve, y)) for w_t, lu in self._terms]
         if plus is not None and self.solves_plus:
             jobs.append((1.0, functools.partial(solve_real_spd, plus[0], np.asarray(plus[1]))))
-        if y.ndim == 1 or y.shape[1] == 1:
+        if y.ndim == 1 or y.shape[1] == 1 or all(lu.remote for lu in self._factors(plus)):
             solutions = threaded_map(lambda job: job[1](), jobs)
         else:
             solutions = [solve() for _, solve in jobs]
@@ -344,6 +351,10 @@ class OsrcSquareRoot:
         for (w_t, _), x in zip(jobs, solutions):
             partial += w_t * x.reshape(y.shape)
         return partial
+
+    def _factors(self, plus):
+        """This rank's factors of a product (with the one of `plus` where it rides here)."""
+        return [lu for _, lu in self._terms] + ([plus[0]] if plus is not None and self.solves_plus else [])
 
     def _partial_device(self, y, plus):
         """This rank's weighted solutions of a device block: the terms' factors share one

@@ -56,8 +56,11 @@ def _serve(requests, answers) -> None:
                 factors[key] = spla.splu(arg, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                                          options={"SymmetricMode": True})
                 out = None
-            elif op == "solve":
-                out = factors[key].solve(arg)
+            elif op == "solve":  # a wide block a pair of columns at a time (osrc.SparseLU.COLUMNS)
+                lu = factors[key]
+                out = lu.solve(arg) if arg.ndim == 1 or arg.shape[1] <= 2 else np.concatenate(
+                    [lu.solve(np.ascontiguousarray(arg[:, s:s + 2])) for s in range(0, arg.shape[1], 2)],
+                    axis=1)
             else:  # "get": an attribute of the SuperLU object; L and U through files
                 name, folder = arg
                 out = getattr(factors[key], name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from .bem.formulations import formulation_for
+from .bem.formulations.osrc import PROCESS_UNKNOWNS
 from .bem.linalg.gmres import least_basis_bytes
 from .geometry.sizing import element_sizes
 
@@ -122,6 +123,11 @@ _MESH_BYTES_PER_UNKNOWN = 2_500  # gmsh surface mesh, checks, .msh writing (meas
 _SOLVE_BASE_BYTES = 600e6  # NumPy, Numba kernels, gmsh, h5py loaded
 _SOLVE_BYTES_PER_UNKNOWN = 40_000  # mesh, quadrature data, sparse OSRC factors, far field
 _HMATRIX_BYTES_PER_NLOGN = 10_500  # two compressed operators at eps = 1e-4 (complex128)
+# a sparse LU worker process (osrc.factorise, from PROCESS_UNKNOWNS on): Python, NumPy and
+# SciPy (59 MB measured), its factors counted per unknown above; one per OSRC factor, at most
+# the Padé terms' eight, the inverse's and the mass matrix's, shared out over the ranks
+_LU_WORKER_BYTES = 100e6
+_LU_WORKERS = 10
 
 
 def dense_assembly_bytes(n: int, precision: str = "double", gpu: bool = False,
@@ -168,6 +174,8 @@ def case_estimates(case, gpu: bool) -> dict:
         operators = count / 2 * _HMATRIX_BYTES_PER_NLOGN * n * math.log2(max(n, 2))
     operators /= solver.ranks  # each rank its share of the blocks
     host = _SOLVE_BASE_BYTES + _SOLVE_BYTES_PER_UNKNOWN * n
+    if n >= PROCESS_UNKNOWNS:
+        host += _LU_WORKER_BYTES * math.ceil(_LU_WORKERS / solver.ranks)
     device = operators + krylov if gpu else 0
     if not gpu:
         host += operators + krylov

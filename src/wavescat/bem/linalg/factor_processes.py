@@ -21,6 +21,7 @@ parent gone) exits.
 """
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import subprocess
@@ -32,15 +33,15 @@ from types import SimpleNamespace
 from multiprocessing.connection import Connection
 
 import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from threadpoolctl import threadpool_limits
 
 from ...errors import WavescatError
 
 
 def _serve(requests, answers) -> None:
     """A worker's loop: (operation, key, argument) in, (ok, result) out, until EOF."""
-    import scipy.sparse.linalg as spla  # noqa: PLC0415 - the worker's own imports
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
     threadpool_limits(limits=1, user_api="blas")
     factors = {}
     while True:
@@ -86,8 +87,6 @@ def _to_files(matrix, folder):
 
 def _from_files(shape, paths):
     """The CSC matrix `_to_files` saved, read into memory, its files removed."""
-    import scipy.sparse as sp  # noqa: PLC0415
-
     try:
         data, indices, indptr = (np.load(path) for path in paths)
     finally:
@@ -103,7 +102,7 @@ class Worker:
         to_child, to_parent = os.pipe(), os.pipe()  # (read, write) each
         self.process = subprocess.Popen(
             [sys.executable, "-m", __name__, str(to_child[0]), str(to_parent[1])],
-            pass_fds=(to_child[0], to_parent[1]), stdin=subprocess.DEVNULL)
+            pass_fds=(to_child[0], to_parent[1]), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         os.close(to_child[0])
         os.close(to_parent[1])
         self.requests = Connection(to_child[1], readable=False)
@@ -115,6 +114,8 @@ class Worker:
     def call(self, op, key, arg=None):
         with self.lock:
             try:
+                if self.process.poll() is not None:  # not a write into a closed pipe
+                    raise EOFError("no process")
                 while self.dropped:
                     self.requests.send(("drop", self.dropped.pop(), None))
                 self.requests.send((op, key, arg))
@@ -135,6 +136,18 @@ class Worker:
 _POOL: list[Worker] = []
 _POOL_LOCK = threading.Lock()
 _KEYS = itertools.count()
+
+
+@atexit.register
+def _close_pool() -> None:
+    """At exit: every worker's pipe closed (it exits on EOF), and waited for briefly."""
+    for w in _POOL:
+        w.requests.close()
+    for w in _POOL:
+        try:
+            w.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            w.process.kill()
 
 
 def _take(size: int) -> Worker:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -187,8 +188,10 @@ class RemoteLU:
     def __getattr__(self, name):
         if name in ("perm_r", "perm_c", "nnz"):
             return self._worker.call("get", self._key, (name, None))
-        if name in ("L", "U"):  # hundreds of MB: through files in memory where there is /dev/shm
-            shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        if name in ("L", "U"):  # hundreds of MB: through files in memory where /dev/shm has room
+            need = 24 * int(self.nnz)  # complex values and int32 indices of L and U at most
+            shm = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > need \
+                else None  # (a container's is often 64 MB): the temporary folder
             with tempfile.TemporaryDirectory(prefix="wavescat-lu-", dir=shm) as folder:
                 return _from_files(*self._worker.call("get", self._key, (name, folder)))
         raise AttributeError(name)

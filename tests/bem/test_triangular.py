@@ -59,11 +59,15 @@ def test_factors_of_other_patterns_are_refused(emulated_gpu, factors):
         triangular.SharedPatternLU(emulated_gpu.xp, [factors[0].lu, other.lu])
 
 
-def test_mass_solve_rides_with_the_ntd_map(emulated_gpu, monkeypatch):
+@pytest.mark.parametrize("in_workers", [False, True])
+def test_mass_solve_rides_with_the_ntd_map(emulated_gpu, monkeypatch, in_workers):
     """The device's Burton-Miller product solves the mass matrix in the launch of the NtD
-    map's resolvents (one pattern): the sum equals the host's separate solves."""
+    map's resolvents (one pattern): the sum equals the host's separate solves; also with
+    every factor held by an LU worker process (osrc.PROCESS_UNKNOWNS), its L and U fetched."""
     from wavescat.bem.formulations.burton_miller import solve_real_spd
 
+    if in_workers:
+        monkeypatch.setattr(osrc, "PROCESS_UNKNOWNS", 0)
     space = spaces.p1(icosphere(2))
     ntd = osrc.OsrcNtD(space, 3.0)
     mass_lu = osrc.factorise(ntd.mass)

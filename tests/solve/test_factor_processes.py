@@ -67,18 +67,3 @@ def test_worker_errors_name_the_worker(space, monkeypatch):
     assert worker not in factor_processes._POOL
     assert np.allclose(mass @ again.solve(np.ones(space.n_dofs)), 1.0)
 
-
-def test_the_maps_device_launch_from_workers_factors(emulated_gpu, space, monkeypatch):
-    """The device's one launch of the NtD map's nine resolvents and the mass solve (the CUDA
-    emulation) from factors held by workers, fetched side by side: the host's solves."""
-    monkeypatch.setattr(osrc, "PROCESS_UNKNOWNS", 0)
-    ntd = osrc.OsrcNtD(space, 3.0)
-    mass_lu = osrc.factorise(ntd.mass)
-    rng = np.random.default_rng(9)
-    y, b = (rng.standard_normal((space.n_dofs, 33)) + 1j * rng.standard_normal((space.n_dofs, 33))
-            for _ in range(2))
-    want = ntd.apply_to_weak(y) + solve_real_spd(mass_lu, b)
-    monkeypatch.setattr(osrc, "array_module", lambda a: emulated_gpu.xp)  # NumPy arrays "on the device"
-    got = ntd.apply_to_weak_plus(y, mass_lu, b)
-    assert [s.count for s in ntd._device_solvers.values()] == [10]
-    assert np.abs(got - want).max() <= 1e-11 * np.abs(want).max()

@@ -32,6 +32,22 @@ def on_device(H, backend):
     return hm.HMatrix(parts, H.row_perm, H.col_perm, H.dtype, H.block_tree, H.report)
 
 
+def assert_products(H, device, X, kernels, tol):
+    """H X and H^T X on `device` equal the assembled blocks times X (to `tol`, in H's dtype
+    and X's shape), through `kernels` where the emulation records its launches."""
+    launches = getattr(device.xp, "launches", None)  # the emulation's record
+    for op in (H, H.T):
+        want = op.to_dense().astype(complex) @ X.astype(complex)
+        dev = on_device(op, device)
+        if launches is not None:
+            del launches[:]
+        got = device.asnumpy(dev.matvec(device.xp.asarray(X)))
+        if launches is not None:
+            assert {name for name, *_ in launches} == kernels
+        assert got.shape == want.shape and got.dtype == H.dtype
+        assert np.linalg.norm(got - want) <= tol * np.linalg.norm(want)
+
+
 @pytest.mark.parametrize("precision, storage, tol", [("double", "double", 1e-13),
                                                     ("double", "single", 1e-13),
                                                     ("single", "single", 2e-6)])
@@ -49,17 +65,7 @@ def test_wide_products_read_the_vectors_in_place(device, p1_cloud, precision, st
     rng = np.random.default_rng(5)
     for r in (33,) if launches is not None else (33, 361):
         X = rng.standard_normal((H.shape[1], r)) + 1j * rng.standard_normal((H.shape[1], r))
-        X = X.astype(H.dtype)
-        for op in (H, H.T):
-            want = op.to_dense().astype(complex) @ X.astype(complex)
-            dev = on_device(op, device)
-            if launches is not None:
-                del launches[:]
-            got = device.asnumpy(dev.matvec(device.xp.asarray(X)))
-            if launches is not None:
-                assert {name for name, *_ in launches} == {"dense_blocks", "lowrank_blocks"}
-            assert np.linalg.norm(got - want) <= tol * np.linalg.norm(want)
-            assert got.dtype == H.dtype
+        assert_products(H, device, X.astype(H.dtype), {"dense_blocks", "lowrank_blocks"}, tol)
 
 
 NARROW = [("double", "double", 1e-13), ("double", "single", 1e-13), ("single", "single", 2e-6)]
@@ -78,21 +84,10 @@ def test_narrow_products_go_a_column_at_a_time_through_the_vector_kernels(device
     H = assemble_from_clouds("double_layer", 3.0, cloud, cloud, backend="cpu", eps=1e-5,
                              leaf_size=8, eta=2.0, precision=precision, storage=storage)
     assert any(g.D is None for g in H.groups()) and any(g.D is not None for g in H.groups())
-    launches = getattr(device.xp, "launches", None)
     rng = np.random.default_rng(6)
     for shape in ((H.shape[1],), (H.shape[1], 3)):
         X = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(H.dtype)
-        for op in (H, H.T):
-            want = op.to_dense().astype(complex) @ X.astype(complex)
-            dev = on_device(op, device)
-            if launches is not None:
-                del launches[:]
-            got = device.asnumpy(dev.matvec(device.xp.asarray(X)))
-            if launches is not None:
-                assert {name for name, *_ in launches} == {"dense_vector", "lowrank_vector"}
-            assert got.shape == want.shape and got.dtype == H.dtype
-            assert np.linalg.norm(got - want) <= tol * np.linalg.norm(want)
-
+        assert_products(H, device, X, {"dense_vector", "lowrank_vector"}, tol)
 
 def test_vector_kernels_on_wide_ranks_long_rows_and_overlapping_blocks(device):
     """The vector kernels on stacks made up here: ranks of 150 (two slices of the kernel's

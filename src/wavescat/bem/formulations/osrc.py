@@ -123,7 +123,7 @@ class SparseLU:
     def on_device(self, xp):
         """The factors on the device of array module xp, made once."""
         if xp.__name__ not in self._copies:
-            lu = self.lu.local() if isinstance(self.lu, RemoteLU) else self.lu
+            lu = self.lu.local() if self.remote else self.lu
             self._copies[xp.__name__] = SharedPatternLU(xp, [lu])
         return self._copies[xp.__name__]
 

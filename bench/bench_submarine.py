@@ -341,7 +341,7 @@ def main(argv=None):
     ap.add_argument("--freq", type=float, nargs="+", default=[250.0])
     ap.add_argument("--backend", default="auto", choices=["auto", "cpu", "gpu"])
     ap.add_argument("--precision", default="double", choices=["double", "single"])
-    ap.add_argument("--format", default="hmatrix", choices=["auto", "dense", "hmatrix"])
+    ap.add_argument("--format", default="hmatrix", choices=["auto", "dense", "hmatrix", "directional"])
     ap.add_argument("--kd-max", default=None, help="override solver.hmatrix.kd_max (a number or none)")
     ap.add_argument("--boundary", default="",
                     help="a boundary block as JSON in place of the case's (any boundary kind)")

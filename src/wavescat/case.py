@@ -77,6 +77,20 @@ class HmatrixSettings:
 
 
 @dataclass(frozen=True)
+class DirectionalOptions:
+    order: int
+    eta2: float
+    aca_kd_max: float
+
+    def options(self) -> dict:
+        """The keywords of bem.assembly.directional.assemble_directional over the H-matrix's."""
+        from .bem.assembly.directional import DirectionalSettings  # noqa: PLC0415 - light
+
+        return {"kd_max": self.aca_kd_max,
+                "settings": DirectionalSettings(order=self.order, eta2=self.eta2)}
+
+
+@dataclass(frozen=True)
 class SolverSettings:
     """A case's `solver` block, every default filled in."""
 
@@ -89,6 +103,7 @@ class SolverSettings:
     osrc: OsrcSettings
     hmatrix: HmatrixSettings
     quadrature: QuadratureOrders
+    directional: DirectionalOptions = None
     block: str = field(default="{}", repr=False)  # as JSON: what the records keep
 
     @classmethod
@@ -101,7 +116,8 @@ class SolverSettings:
             return cls(out["operator_format"], out["backend"], out["precision"], out["ranks"],
                        out["fluid_preconditioner"], GmresSettings(**out["gmres"]),
                        OsrcSettings(**out["osrc"]), HmatrixSettings(**out["hmatrix"]),
-                       QuadratureOrders(**out["quadrature"]), json.dumps(out, sort_keys=True))
+                       QuadratureOrders(**out["quadrature"]),
+                       DirectionalOptions(**out["directional"]), json.dumps(out, sort_keys=True))
         except (TypeError, InputError) as exc:
             raise ConfigError(f"solver: {exc}") from None
 
@@ -459,9 +475,10 @@ def normalise(case: dict, where: str, base_dir: Path, medium: Medium) -> None:
         _normalise_averages(where, case)
     solver = case.get("solver") or {}
     ranks = solver.get("ranks", 1)
-    if ranks > 1 and solver.get("operator_format") == "dense":
-        raise ConfigError(f"{where}.solver.operator_format = 'dense' with {ranks} ranks: a solve "
-                          "over several ranks shares H-matrix blocks (use hmatrix or auto)")
+    if ranks > 1 and solver.get("operator_format") in ("dense", "directional"):
+        raise ConfigError(f"{where}.solver.operator_format = {solver['operator_format']!r} with "
+                          f"{ranks} ranks: a solve over several ranks shares H-matrix blocks "
+                          "(use hmatrix or auto)")
     if "near_field" in case and inc is not None:
         count = len(incident_directions(inc).directions)
         if case["near_field"]["incidence"] >= count:

@@ -16,6 +16,7 @@ from .. import farfield
 from ..backend import get_backend
 from ..bem.assembly import operators
 from ..bem.assembly.hmatrix import assemble_hmatrix, host_blocks
+from ..bem.assembly.directional import assemble_directional
 from ..bem.assembly.hmatrix.distributed import assemble_distributed
 from ..bem.formulations import formulation_for_case, sub_space
 from ..bem.linalg.gmres import gmres, krylov_batches, least_basis_bytes
@@ -44,7 +45,11 @@ def boundary_operator(name, space, k, *, operator_format, backend, precision, qu
                                         **(hmatrix_options or {}))
         return assemble_hmatrix(name, space, space, k, backend=backend, precision=precision,
                                 quadrature=quadrature, **(hmatrix_options or {}))
-    raise InputError(f"operator format = {operator_format!r}: must be dense or hmatrix")
+    if operator_format == "directional":
+        return assemble_directional(name, space, space, k, backend=backend, precision=precision,
+                                    quadrature=quadrature, **(hmatrix_options or {}))
+    raise InputError(f"operator format = {operator_format!r}: must be dense, hmatrix or "
+                     "directional")
 
 
 def assemble_operators(formulation, space, k, operator_format, each=None, **options) -> dict:
@@ -96,7 +101,9 @@ def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None,
     fmt = settings.format_for(space.n_dofs, ranks.size)
     log.info("%d DOFs, %d elements, k = %.6g, %s on %s (%s)", space.n_dofs, mesh.n_triangles,
              k, fmt, be.name, be.device_name)
-    options = {**settings.hmatrix.options(), **(hmatrix_options or {})}
+    options = {**settings.hmatrix.options(),
+               **(settings.directional.options() if fmt == "directional" else {}),
+               **(hmatrix_options or {})}
     if fmt == "hmatrix" and be.device_count > 1 and "devices" not in options:
         # a process assembles on one GPU: spreading one process's blocks over several GPUs
         # made the assembly slower (issue 28, bench/README.md), the ranks scale

@@ -129,7 +129,8 @@ def _plan(name, k, test, trial, clouds, order, eta, leaf_size, kd_max):
 def assemble_hmatrix(name, trial, test, k, *, backend=None, precision="double",
                      eps=HMATRIX["eps"], eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
                      kd_max=HMATRIX["kd_max"], storage=HMATRIX["storage"], recompression=True,
-                     quadrature=None, devices=None, work_bytes=None, distribution=None):
+                     quadrature=None, devices=None, work_bytes=None, distribution=None,
+                     planner=None):
     """H-matrix of A[i, j] = <test_i, Op trial_j> (Op = `name`, see docs/conventions.md).
 
     backend: "auto" | "cpu" | "gpu" | Backend (None: backend.DEFAULT); precision: "double" | "single"; eps: ACA+
@@ -138,7 +139,8 @@ def assemble_hmatrix(name, trial, test, k, *, backend=None, precision="double",
     (None: none); storage: "auto" | "single" | "double", the stored blocks' precision
     (assembly.stored_dtype); their defaults are the workflow's (`solver.hmatrix`).
     distribution: `(plan, test, trial) -> (share, keep)` where this process assembles only
-    part of the blocks (distributed.py); None: all of them.
+    part of the blocks (distributed.py); None: all of them. planner: `(clouds) -> BlockPlan`
+    in place of the H-matrix's own partition (the directional format's near and ACA blocks).
     Returns an HMatrix (matvec, LinearOperator, report).
     """
     be = resolve(backend)
@@ -150,7 +152,8 @@ def assemble_hmatrix(name, trial, test, k, *, backend=None, precision="double",
     cloud = shared_cloud(test, ev.orders.regular, rule)
     clouds = (cloud, cloud) if trial is test else \
         (cloud, shared_cloud(trial, ev.orders.regular, rule))
-    plan = _plan(name, k, test, trial, clouds, ev.orders.regular, eta, leaf_size, kd_max)
+    plan = planner(clouds) if planner is not None else \
+        _plan(name, k, test, trial, clouds, ev.orders.regular, eta, leaf_size, kd_max)
     share = keep = None
     if distribution is not None:  # the trees first: they say which pairs this share needs
         share, keep = distribution(plan, test, trial)

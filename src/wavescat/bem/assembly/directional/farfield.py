@@ -1,0 +1,356 @@
+"""The directional far field's product: a multilevel pass over the plan's expansions.
+
+For a far block (t, s) of direction c the kernel is interpolated after modulation,
+    G(x - y) ~ sum_nu,mu e^{ik c.x} L_t,nu(x) S[nu, mu] e^{-ik c.y} L_s,mu(y),
+    S[nu, mu] = G(xi_nu - eta_mu) e^{-ik c.(xi_nu - eta_mu)},
+with L the Lagrange polynomials of the tensor Chebyshev nodes xi (of t's box) and eta (of
+s's). A product y = A_far x then runs
+    leaves:   M[s, c] = sum_j x_j <psi_j, e^{-ik c.y} L_s(y)>     (sources' expansions)
+    upward:   M[s, c] += T M[s', c']  for the children s' of s, c' = c on their grid
+    blocks:   L[t, c] += S M[s, c]                                 (kernel at node pairs)
+    downward: L[t', c'] += T^* L[t, c]
+    leaves:   y_i = sum <phi_i, e^{ik c.x} L_t(x)> L[t, c],
+and the transfers T re-interpolate e^{-ik (c - c').y} L_s(y) on the child's nodes. Every
+expansion is kept relative to its box's centre (phases e^{ik c.(y - m_s)}, and one phase per
+block or transfer for the centres' offset), so single precision holds: no phase as large as
+k times the body's size meets a rounding. The operators' kernels are G with their normal
+derivatives and curls put into the leaves' bases (components), as in kernels.py:
+    V: w | w        K: w | d/dn_y        K': d/dn_x | w
+    W: curl_a | curl_a and -k^2 w n_a | w n_a   (a = 1..3, Maue's formula).
+Nothing of the blocks is stored: S is evaluated in each product from the nodes.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ....backend import array_module, scatter_add
+from ...kernels.green import Operator
+from . import chebyshev, directions
+from .m2l_cpu import apply_blocks
+from .plan import children
+
+_INV4PI = 1.0 / (4.0 * math.pi)
+
+
+def components(op: Operator, k: complex):
+    """(rows, cols): the component list of each side, each component (weights key, axis or
+    None, derivative, factor); weights key: 'w' (rule weight x basis value), 'curl' (its
+    axis), 'wn' (w times the normal's axis)."""
+    if op == Operator.hypersingular:
+        rows = [("curl", a, False, 1.0) for a in range(3)]
+        cols = [("curl", a, False, 1.0) for a in range(3)]
+        if k != 0:
+            rows += [("wn", a, False, -complex(k) ** 2) for a in range(3)]
+            cols += [("wn", a, False, 1.0) for a in range(3)]
+        return rows, cols
+    plain = [("w", None, False, 1.0)]
+    deriv = [("w", None, True, 1.0)]
+    return {Operator.single_layer: (plain, plain), Operator.double_layer: (plain, deriv),
+            Operator.adjoint_double_layer: (deriv, plain)}[op]
+
+
+def _weights(cloud, key, axis):
+    if key == "w":
+        return cloud.w
+    if key == "curl":
+        return cloud.curl[..., axis]
+    return cloud.w * cloud.nrm[..., axis]
+
+
+def _real_times(A, Z):
+    """A @ Z for real A (B, m, n) and complex Z (B, n, K): one real product over Z's real and
+    imaginary parts side by side (a complex product would cast A up, and batched complex
+    products of few columns do not reach BLAS)."""
+    xp = array_module(Z)
+    Z = xp.ascontiguousarray(Z)
+    real = Z.real.dtype
+    out = xp.matmul(A.astype(real, copy=False), Z.view(real))
+    return xp.ascontiguousarray(out).view(Z.dtype)
+
+
+class Leaves:
+    """One side's leaf bases: the deepest level's clusters as padded point sets, and the
+    component weights; `moments` (sources) and `evaluate` (targets) apply them."""
+
+    def __init__(self, cloud, tree, lv, comps, sign, xp, rdtype):
+        self.xp, self.rdtype, self.sign, self.comps = xp, rdtype, sign, comps
+        starts, sizes = tree.starts[lv], tree.sizes[lv]
+        self.smax = int(sizes.max())
+        self.q = cloud.q
+        idx = starts[:, None] + np.arange(self.smax)[None, :]
+        valid = np.arange(self.smax)[None, :] < sizes[:, None]
+        self.dofs = xp.asarray(np.where(valid, idx, cloud.n).astype(np.int64))  # n: a sink
+
+        def pad(a):
+            return np.concatenate([a, np.zeros((1,) + a.shape[1:], a.dtype)])
+
+        self.pos = xp.asarray(pad(cloud.pos).astype(rdtype))
+        self.nrm = xp.asarray(pad(cloud.nrm).astype(rdtype))
+        self.weights = xp.asarray(np.stack([pad(_weights(cloud, key, axis)) for key, axis, *_ in comps],
+                                           axis=-1).astype(rdtype))  # (n + 1, Q, C)
+        self.deriv = any(c[2] for c in comps)
+        self.npts = self.smax * self.q
+
+    def pair_bytes(self, P) -> int:
+        """Working memory of one (cluster, direction) pair of a leaf pass."""
+        return self.npts * P * (4 if self.deriv else 1) * self.rdtype().itemsize * 3
+
+    def _bases(self, clusters, dirs, centre, half, k, p):
+        """Per pair: the Lagrange tensors [g] (pairs, npts, P) (g = 0: values; 1..3: the
+        gradient's axes), the modulation (pairs, npts), the normal derivatives' factors of
+        the values tensor, the component weights and the dofs."""
+        xp = self.xp
+        dofs = self.dofs[clusters]  # (B, smax)
+        pts = self.pos[dofs].reshape(len(clusters), self.npts, 3)
+        local = pts - centre[:, None, :]
+        t = xp.clip(local / half[:, None, :], -1, 1)
+        vals = [chebyshev.lagrange(t[..., a], p, xp=xp) for a in range(3)]  # (B, npts, p)
+        P = p ** 3
+
+        def tensor(f0, f1, f2):
+            return (f0[..., :, None, None] * f1[..., None, :, None] * f2[..., None, None, :]) \
+                .reshape(f0.shape[:-1] + (P,))
+
+        mats = [tensor(*vals)]
+        nrm = cn = None
+        if self.deriv:
+            ders = [chebyshev.lagrange(t[..., a], p, derivative=True, xp=xp) / half[:, None, a:a + 1]
+                    for a in range(3)]
+            mats += [tensor(ders[0], vals[1], vals[2]), tensor(vals[0], ders[1], vals[2]),
+                     tensor(vals[0], vals[1], ders[2])]
+            nrm = self.nrm[dofs].reshape(pts.shape)
+            # d/dn of e^{sign ik c.x} L = e^{...} (n.grad L + sign ik (c.n) L)
+            cn = (self.sign * 1j * k) * (nrm * dirs[:, None, :]).sum(-1)
+        phase = xp.exp((self.sign * 1j * k) * (local * dirs[:, None, :]).sum(-1))
+        wts = self.weights[dofs].reshape(len(clusters), self.npts, -1)
+        return mats, phase, nrm, cn, wts, dofs
+
+    def moments(self, x, clusters, dirs, centre, half, k, p, dtype):
+        """Source expansions (B, P, C R) of the pairs (clusters, dirs) from x (n + 1, R)."""
+        xp = self.xp
+        mats, phase, nrm, cn, wts, dofs = self._bases(clusters, dirs, centre, half, k, p)
+        B, R = len(clusters), x.shape[1]
+        xv = xp.broadcast_to(x[dofs][:, :, None, :], (B, self.smax, self.q, R)).reshape(B, self.npts, R)
+        out = []
+        for ci, (_, _, deriv, _) in enumerate(self.comps):
+            v = ((wts[..., ci] * phase)[..., None] * xv).astype(dtype)  # (B, npts, R)
+            if not deriv:
+                out.append(_real_times(xp.swapaxes(mats[0], 1, 2), v))
+                continue
+            m = _real_times(xp.swapaxes(mats[0], 1, 2), v * cn[..., None])
+            for a in range(3):
+                m += _real_times(xp.swapaxes(mats[a + 1], 1, 2), v * nrm[..., a:a + 1])
+            out.append(m)
+        return xp.stack(out, axis=2).reshape(B, p ** 3, -1)  # columns: component-major
+
+    def evaluate(self, locals_, y, clusters, dirs, centre, half, k, p, dtype):
+        """y[dofs] += the targets' fields from local expansions (B, P, C R) of the pairs."""
+        xp = self.xp
+        mats, phase, nrm, cn, wts, dofs = self._bases(clusters, dirs, centre, half, k, p)
+        B = len(clusters)
+        lcs = locals_.reshape(B, p ** 3, len(self.comps), -1)
+        acc = 0
+        for ci, (_, _, deriv, factor) in enumerate(self.comps):
+            lc = lcs[:, :, ci]  # (B, P, R)
+            f = _real_times(mats[0], lc)  # (B, npts, R)
+            if deriv:
+                f = f * cn[..., None]
+                for a in range(3):
+                    f += nrm[..., a:a + 1] * _real_times(mats[a + 1], lc)
+            acc = acc + (factor * wts[..., ci] * phase)[..., None] * f
+        per_dof = acc.reshape(B, self.smax, self.q, -1).sum(axis=2)
+        scatter_add(y, dofs.reshape(-1), per_dof.reshape(B * self.smax, -1).astype(y.dtype))
+
+
+def _tensor_apply(xp, A, X, p, transpose=False):
+    """(Ax (x) Ay (x) Az) X per pair: A (3, E, p, p) real, X (E, P, K) complex -> (E, P, K)
+    (node index x slowest); transpose: with the transposed factors."""
+    E, P, K = X.shape
+    if transpose:
+        A = xp.swapaxes(A, 2, 3)
+    real = X.real.dtype
+    Y = xp.ascontiguousarray(X).view(real).reshape(E, p * p, p, 2 * K)
+    Y = xp.matmul(A[2][:, None].astype(real, copy=False), Y)  # z
+    Y = Y.reshape(E, p, p, 2 * p * K)
+    Y = xp.matmul(A[1][:, None].astype(real, copy=False), Y)  # y
+    Y = Y.reshape(E, p, 2 * p * p * K)
+    Y = xp.matmul(A[0].astype(real, copy=False), Y)  # x
+    return xp.ascontiguousarray(Y).reshape(E, P, 2 * K).view(X.dtype)
+
+
+class Transfers:
+    """The parent-child transfers between two levels for one side's active expansions:
+    edge e joins parent pair `parent[e]` and child pair `child[e]`; `lagrange` (3, E, p, p):
+    the parent's Lagrange polynomials at the child's nodes per axis; `phase` (E, P): the
+    modulation change at the child's nodes times the centres' offset phase."""
+
+    def __init__(self, plan, lv, keys_parent, keys_child, sign, xp, rdtype, cdtype):
+        up, dn = plan.levels[lv], plan.levels[lv + 1]
+        cl, dr = up.split(keys_parent)
+        parent, child_cl = children(plan.tree, lv, cl)
+        child_dr = directions.coarser(dr[parent], up.q, dn.q)
+        child = np.searchsorted(keys_child, child_cl * dn.ndirs + child_dr)
+        p = plan.settings.order
+        x = chebyshev.nodes(p)
+        m_p, h_p = up.centre[cl[parent]], up.half[cl[parent]]
+        m_c, h_c = dn.centre[child_cl], dn.half[child_cl]
+        t = (m_c[:, None, :] + h_c[:, None, :] * x[None, :, None] - m_p[:, None, :]) / h_p[:, None, :]
+        A = np.stack([chebyshev.lagrange(t[:, :, a], p) for a in range(3)])  # (3, E, child, parent)
+        self.lagrange = xp.asarray(np.swapaxes(A, 2, 3).astype(rdtype))  # [parent node, child node]
+        c, c2 = up.dirs[dr[parent]], dn.dirs[child_dr]
+        offsets = _grid(np, p, np.float64)[None] * h_c[:, None, :]  # child nodes - child centre
+        k = plan.k
+        # sources: e^{-ik (c - c').b'} at the child's nodes b', e^{ik c.(m - m')} for the
+        # centres; targets: the conjugate phases
+        node = sign * k * ((c - c2)[:, None, :] * offsets).sum(-1)
+        centre = -sign * k * ((m_p - m_c) * c).sum(-1)
+        self.phase = xp.asarray(np.exp(1j * (node + centre[:, None])).astype(cdtype))
+        self.parent, self.child = xp.asarray(parent), xp.asarray(child)
+        self.n_parent = len(cl)
+
+
+def _grid(xp, p, rdtype):
+    """The (P, 3) tensor Chebyshev nodes on [-1, 1]^3, x slowest."""
+    x = chebyshev.nodes(p)
+    return xp.asarray(np.stack(np.meshgrid(x, x, x, indexing="ij"), axis=-1).reshape(-1, 3).astype(rdtype))
+
+
+_CUDA = Path(__file__).with_name("m2l.cu").read_text()
+
+
+class FarField:
+    """y = A_far x for one operator on one space's plan (host plan, backend arrays)."""
+
+    def __init__(self, plan, op, k, test_cloud, trial_cloud, backend, dtype, chunk_bytes=None):
+        self.plan, self.op = plan, Operator.named(op) if isinstance(op, str) else op
+        self.k = complex(k)
+        self.backend, self.xp = backend, backend.xp
+        self.dtype = np.dtype(dtype)
+        self.rdtype = np.dtype(np.float32 if self.dtype == np.complex64 else np.float64).type
+        xp = self.xp
+        rows, cols = components(self.op, self.k)
+        self.ncomp = len(rows)
+        tree, levels = plan.tree, plan.levels
+        # working arrays per chunk of expansions or blocks (launches are what a GPU's small
+        # chunks would cost)
+        self.chunk_bytes = chunk_bytes or ((1 << 30) if backend.is_gpu else (128 << 20))
+        self.rows = self.cols = None
+        if levels:  # the leaves of the expansions: the deepest level with directional blocks
+            self.rows = Leaves(test_cloud, tree, len(levels) - 1, rows, +1.0, xp, self.rdtype)
+            self.cols = Leaves(trial_cloud, tree, len(levels) - 1, cols, -1.0, xp, self.rdtype)
+        self.up = [Transfers(plan, lv, levels[lv].sources, levels[lv + 1].sources, -1.0, xp,
+                             self.rdtype, self.dtype) for lv in range(len(levels) - 1)]
+        self.down = [Transfers(plan, lv, levels[lv].targets, levels[lv + 1].targets, +1.0, xp,
+                               self.rdtype, self.dtype) for lv in range(len(levels) - 1)]
+        self.blocks = [self._blocks(lv) for lv in levels]
+        self._m2l = None
+        if backend.is_gpu:
+            defines = f"#define IS_DOUBLE {int(self.rdtype == np.float64)}\n#define DAMPED {int(self.k.imag != 0)}\n"
+            self._m2l = xp.RawKernel(defines + _CUDA, "dir_m2l")
+
+    @property
+    def device_bytes(self) -> int:
+        """What the product keeps on the device (transfers, blocks' geometry, leaf data)."""
+        arrays = [t.lagrange for t in self.up + self.down] + [t.phase for t in self.up + self.down]
+        arrays += [a for b in self.blocks for a in b.values()]
+        arrays += [a for s in (self.rows, self.cols) if s is not None for a in (s.pos, s.weights)]
+        return int(sum(a.nbytes for a in arrays))
+
+    def _blocks(self, lv):
+        """Device arrays of a level's far blocks: target and source pair indices, the boxes'
+        half-widths, the centres' offset, the direction and the centres' phase."""
+        xp, nd = self.xp, lv.ndirs
+        tgt = np.searchsorted(lv.targets, lv.t * nd + lv.d).astype(np.int32)
+        src = np.searchsorted(lv.sources, lv.s * nd + lv.d).astype(np.int32)
+        c = lv.dirs[lv.d]
+        delta = lv.centre[lv.t] - lv.centre[lv.s]
+        phase = np.exp(1j * self.k.real * (delta * c).sum(-1))
+        arr = (lambda a, dt: np.ascontiguousarray(a.astype(dt))) if not self.backend.is_gpu else \
+            (lambda a, dt: xp.asarray(np.ascontiguousarray(a.astype(dt))))
+        return dict(tgt=arr(tgt, np.int32), src=arr(src, np.int32), delta=arr(delta, self.rdtype),
+                    ht=arr(lv.half[lv.t], self.rdtype), hs=arr(lv.half[lv.s], self.rdtype),
+                    c=arr(c, self.rdtype), phase=arr(phase, self.dtype))
+
+    def _chunks(self, n, per_item):
+        step = max(1, int(self.chunk_bytes // max(per_item, 1)))
+        return [slice(a, min(a + step, n)) for a in range(0, n, step)]
+
+    def _interactions(self, lv, M, out):
+        """out[tgt] += phase S M[src] over level lv's far blocks (M, out: (n, P, K))."""
+        b = self.blocks[lv]
+        nb_ = len(b["tgt"])
+        if not nb_:
+            return
+        p = self.plan.settings.order
+        P, K = M.shape[1], M.shape[2]
+        if self._m2l is None:
+            apply_blocks(b["tgt"], b["src"], b["delta"], b["ht"], b["hs"], b["c"], b["phase"],
+                         _grid(np, p, self.rdtype), self.k, M, out)
+            return
+        xp = self.xp
+        grid = _grid(xp, p, self.rdtype)
+        real = self.rdtype
+        nthreads = nb_ * P
+        threads = 128
+        tiles = (K + 7) // 8
+        self._m2l(((nthreads + threads - 1) // threads, tiles), (threads,),
+                  (np.int64(nthreads), b["tgt"], b["src"], b["delta"], b["ht"], b["hs"], b["c"],
+                   b["phase"].view(real), grid, np.int32(P), np.int32(K), real(self.k.real),
+                   real(self.k.imag), xp.ascontiguousarray(M).view(real), out.view(real)))
+
+    def matvec(self, x):
+        """A_far x for x (n,) or (n, R) in tree order (backend arrays)."""
+        xp, plan = self.xp, self.plan
+        p = plan.settings.order
+        P = p ** 3
+        vec = x.ndim == 1
+        X = xp.asarray(x).astype(self.dtype).reshape(x.shape[0], -1)
+        R = X.shape[1]
+        if not plan.levels:
+            return xp.zeros(x.shape, self.dtype)
+        X = xp.concatenate([X, xp.zeros((1, R), self.dtype)])  # the padding's sink
+        levels = plan.levels
+        K = self.ncomp * R
+        leaf = levels[-1]
+        M = [None] * len(levels)
+        M[-1] = self._leaf_pass(leaf, leaf.sources, self.cols, X, K)
+        for lv in range(len(levels) - 2, -1, -1):  # upward
+            tr = self.up[lv]
+            out = xp.zeros((tr.n_parent, P, K), self.dtype)
+            for sl in self._chunks(len(tr.parent), P * K * 16 * 4):
+                child = M[lv + 1][tr.child[sl]] * tr.phase[sl][:, :, None]
+                scatter_add(out, tr.parent[sl], _tensor_apply(xp, tr.lagrange[:, sl], child, p))
+            M[lv] = out
+        Lc = None
+        for lv, level in enumerate(levels):  # the blocks, and downward
+            here = xp.zeros((len(level.targets), P, K), self.dtype)
+            if Lc is not None:
+                tr = self.down[lv - 1]
+                for sl in self._chunks(len(tr.parent), P * K * 16 * 4):
+                    moved = _tensor_apply(xp, tr.lagrange[:, sl], Lc[tr.parent[sl]], p, transpose=True)
+                    scatter_add(here, tr.child[sl], moved * tr.phase[sl][:, :, None])
+            self._interactions(lv, M[lv], here)
+            M[lv] = None
+            Lc = here
+        y = xp.zeros((X.shape[0], R), self.dtype)
+        self._leaf_pass(leaf, leaf.targets, self.rows, Lc, K, y)
+        y = y[:-1]
+        return y[:, 0] if vec else y
+
+    def _leaf_pass(self, level, keys, side, data, K, y=None):
+        """Sources: the leaves' expansions of `data` (x); targets: y += their fields."""
+        xp, p = self.xp, self.plan.settings.order
+        cl, dr = level.split(keys)
+        out = None if y is not None else xp.zeros((len(keys), p ** 3, K), self.dtype)
+        for sl in self._chunks(len(keys), side.pair_bytes(p ** 3)):
+            args = (xp.asarray(cl[sl]), xp.asarray(level.dirs[dr[sl]].astype(self.rdtype)),
+                    xp.asarray(level.centre[cl[sl]].astype(self.rdtype)),
+                    xp.asarray(level.half[cl[sl]].astype(self.rdtype)), self.k.real, p, self.dtype)
+            if y is None:
+                out[sl] = side.moments(data, *args)
+            else:
+                side.evaluate(data[sl], y, *args)
+        return out

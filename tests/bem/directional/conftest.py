@@ -1,0 +1,26 @@
+"""A long thin tube: at a few wavelengths across its clusters are far apart against their
+size, so the parabolic admissibility of the directional far field admits blocks on several
+levels of a mesh small enough for dense checks on two cores."""
+import numpy as np
+import pytest
+
+from wavescat.bem.discretisation import spaces
+from wavescat.surface import SurfaceMesh
+
+
+def tube(radius=0.25, length=12.0, nt=16, nz=192) -> SurfaceMesh:
+    """An open cylinder surface along z (nt x nz vertices)."""
+    th = np.linspace(0, 2 * np.pi, nt, endpoint=False)
+    z = np.linspace(0, length, nz)
+    T, Z = np.meshgrid(th, z, indexing="ij")
+    v = np.stack([radius * np.cos(T), radius * np.sin(T), Z], -1).reshape(-1, 3)
+    a = np.arange(nt * nz).reshape(nt, nz)
+    b = np.roll(a, -1, axis=0)
+    tris = [np.stack(t, -1) for j in range(nz - 1)
+            for t in ((a[:, j], b[:, j], b[:, j + 1]), (a[:, j], b[:, j + 1], a[:, j + 1]))]
+    return SurfaceMesh(v, np.concatenate(tris))
+
+
+@pytest.fixture(scope="package")
+def tube_space():
+    return spaces.p1(tube())

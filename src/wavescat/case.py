@@ -84,10 +84,7 @@ class DirectionalOptions:
 
     def options(self) -> dict:
         """The keywords of bem.assembly.directional.assemble_directional over the H-matrix's."""
-        from .bem.assembly.directional import DirectionalSettings  # noqa: PLC0415 - light
-
-        return {"kd_max": self.aca_kd_max,
-                "settings": DirectionalSettings(order=self.order, eta2=self.eta2)}
+        return {"kd_max": self.aca_kd_max, "order": self.order, "eta2": self.eta2}
 
 
 @dataclass(frozen=True)

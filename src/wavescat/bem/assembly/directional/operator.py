@@ -13,6 +13,7 @@ import numpy as np
 
 from ....backend import resolve
 from ....defaults import HMATRIX
+from ....errors import InputError
 from ...discretisation import quadrature as q
 from ..hmatrix.assembly import BlockPlan, _compressed_share, SYMMETRIC_OPERATORS
 from ..hmatrix.block_tree import BlockTree
@@ -84,13 +85,17 @@ class DirectionalHMatrix:
 def assemble_directional(name, trial, test, k, *, backend=None, precision="double",
                          eps=HMATRIX["eps"], eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
                          kd_max=HMATRIX["kd_max"], storage=HMATRIX["storage"], recompression=True,
-                         quadrature=None, work_bytes=None, settings=None, **unused):
+                         quadrature=None, work_bytes=None, settings=None, order=None, eta2=None,
+                         devices=None):
     """The directional H-matrix of operator `name` (trial = test: one space). The ACA blocks
     are the H-matrix's of size k diam <= kd_max (`eps`, `eta`); larger admissible pairs go to
-    the directional far field (`settings`: DirectionalSettings)."""
+    the directional far field (`settings`: DirectionalSettings, or its `order` and `eta2`
+    over the defaults)."""
     if trial is not test:
-        raise ValueError("the directional format takes one space as trial and test")
-    settings = settings or DirectionalSettings()
+        raise InputError("operator_format directional takes one space as trial and test")
+    if settings is None:
+        settings = DirectionalSettings(**{key: value for key, value in
+                                          (("order", order), ("eta2", eta2)) if value is not None})
     be = resolve(backend)
     t0 = time.perf_counter()
     held = {}

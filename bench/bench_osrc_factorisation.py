@@ -5,12 +5,13 @@ nested-dissection (METIS) order that `osrc.factorise` uses now (bem/linalg/spars
     PYTHONPATH=src python bench/bench_osrc_factorisation.py [--frequencies 250 500 1000 2000]
         [--meshes DIR] [--no-mmd-above N] [MESH ...]
 
-Without MESH files, the default submarine at each frequency (10 elements per wavelength,
+MESH files go with --frequencies, one each. Without them, the default submarine at each frequency (10 elements per wavelength,
 c = 1500 m/s, geometry.mesh_case), its meshes kept in --meshes (made once: meshing takes
 minutes at 1 kHz on two cores). The matrix is one of the map's resolvents, M - b S / k_eps^2
 at the frequency's wavenumber (b the first Padé shift; all nine and M share the pattern).
 Prints per mesh the unknowns, the ordering's and the factorisation's seconds (one thread, BLAS
-on one thread) and the fill nnz(L + U) of each, the relative difference of their solutions,
+on one thread), the fill nnz(L + U) of each and the levels of L (the steps of the device's
+level-scheduled solve, bem/linalg/triangular.py), the relative difference of their solutions,
 and the growth from the previous mesh scaled to one doubling of the frequency (4 times the
 unknowns): (t / t_prev) ** (log 4 / log(N / N_prev)).
 """
@@ -33,6 +34,7 @@ from wavescat.bem.discretisation import spaces  # noqa: E402
 from wavescat.bem.formulations.osrc import (  # noqa: E402
     characteristic_radius, damped_wavenumber, mass_and_stiffness, pade_coefficients)
 from wavescat.bem.linalg.sparse_lu import OrderedLU, metis_order, pattern  # noqa: E402
+from wavescat.bem.linalg.triangular import _by_rows  # noqa: E402
 from wavescat.case import Case  # noqa: E402
 from wavescat.defaults import OSRC  # noqa: E402
 from wavescat.geometry import mesh_case  # noqa: E402
@@ -67,17 +69,23 @@ def timed(fn):
     return out, time.perf_counter() - t0
 
 
+def levels(lu) -> int:
+    """The levels of the lower factor L: the device solve's sequential steps."""
+    return int(_by_rows(lu.L.indptr, lu.L.indices, True)[4].max()) + 1
+
+
 def measure(matrix, with_mmd: bool) -> dict:
     """Seconds and fill of each factorisation, and how far apart their solutions are."""
     order, t_order = timed(lambda: metis_order(pattern(matrix)))
     new, t_new = timed(lambda: OrderedLU(matrix, order))
-    row = {"n": matrix.shape[0], "order_s": t_order, "nd_s": t_new, "nd_fill": new.nnz}
+    row = {"n": matrix.shape[0], "order_s": t_order, "nd_s": t_new, "nd_fill": new.nnz,
+           "nd_levels": levels(new)}
     if with_mmd:
         old, t_old = timed(lambda: spla.splu(matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                                              options={"SymmetricMode": True}))
         b = np.random.default_rng(0).standard_normal(matrix.shape[0]) + 0j
         x_old, x_new = old.solve(b), new.solve(b)
-        row.update(mmd_s=t_old, mmd_fill=old.nnz,
+        row.update(mmd_s=t_old, mmd_fill=old.nnz, mmd_levels=levels(old),
                    difference=float(np.linalg.norm(x_new - x_old) / np.linalg.norm(x_old)))
     return row
 
@@ -91,17 +99,21 @@ def per_doubling(row, prev, key):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("meshes", nargs="*", help="surface mesh files (default: the submarine)")
+    p.add_argument("meshes", nargs="*",
+                   help="surface mesh files, one per --frequencies (default: the submarine's)")
     p.add_argument("--frequencies", type=float, nargs="+", default=[250.0, 500.0, 1000.0, 2000.0])
     p.add_argument("--meshes-dir", type=Path, default=Path("bench_meshes"))
     p.add_argument("--no-mmd-above", type=int, default=10**9,
                    help="skip the MMD factorisation above this many unknowns")
     args = p.parse_args(argv)
+    if args.meshes and len(args.meshes) != len(args.frequencies):
+        p.error(f"{len(args.meshes)} meshes need as many --frequencies (their wavenumbers)")
     runs = [(Path(m), f) for m, f in zip(args.meshes, args.frequencies)] if args.meshes else \
         [(submarine(f, args.meshes_dir), f) for f in args.frequencies]
     print(f"# {platform.node()} ({platform.machine()}), one thread, BLAS on one thread")
     print(f"{'mesh':>28} {'unknowns':>9} {'order_s':>8} {'nd_s':>8} {'nd_fill':>11} {'mmd_s':>8} "
-          f"{'mmd_fill':>11} {'nd_x/dbl':>8} {'mmd_x/dbl':>9} {'fill_x/dbl':>10} {'rel_diff':>9}")
+          f"{'mmd_fill':>11} {'nd_lev':>7} {'mmd_lev':>7} {'nd_x/dbl':>8} {'mmd_x/dbl':>9} "
+          f"{'fill_x/dbl':>10} {'rel_diff':>9}")
     prev = None
     with threadpool_limits(limits=1, user_api="blas"):
         for path, frequency in runs:
@@ -109,7 +121,8 @@ def main(argv=None):
             row = measure(matrix, matrix.shape[0] <= args.no_mmd_above)
             print(f"{path.name:>28} {row['n']:9d} {row['order_s']:8.2f} {row['nd_s']:8.2f} "
                   f"{row['nd_fill']:11d} {row.get('mmd_s', math.nan):8.2f} "
-                  f"{row.get('mmd_fill', 0):11d} {per_doubling(row, prev, 'nd_s'):8.1f} "
+                  f"{row.get('mmd_fill', 0):11d} {row['nd_levels']:7d} {row.get('mmd_levels', 0):7d} "
+                  f"{per_doubling(row, prev, 'nd_s'):8.1f} "
                   f"{per_doubling(row, prev, 'mmd_s'):9.1f} {per_doubling(row, prev, 'nd_fill'):10.1f} "
                   f"{row.get('difference', math.nan):9.1e}", flush=True)
             prev = row

@@ -76,7 +76,8 @@ def nested_dissection(matrix, compute=None) -> np.ndarray:
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
         raise InputError(f"a sparse LU needs a square matrix, got shape {matrix.shape}")
     csc = sp.csc_matrix(matrix)
-    csc.sort_indices()
+    if not csc.has_sorted_indices:  # a sorted copy: the caller's arrays stay as they are
+        csc = csc.sorted_indices()
     key = _pattern_key(csc)
     with _ORDERS_LOCK:  # one ordering per pattern, however many threads ask at once
         if key not in _ORDERS:

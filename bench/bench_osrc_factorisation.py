@@ -12,8 +12,8 @@ at the frequency's wavenumber (b the first Padé shift; all nine and M share the
 Prints per mesh the unknowns, the ordering's and the factorisation's seconds (one thread, BLAS
 on one thread), the fill nnz(L + U) of each and the levels of L (the steps of the device's
 level-scheduled solve, bem/linalg/triangular.py), the relative difference of their solutions,
-and the growth from the previous mesh scaled to one doubling of the frequency (4 times the
-unknowns): (t / t_prev) ** (log 4 / log(N / N_prev)).
+and the growth of the CPU seconds and the fill from the previous mesh, scaled to one doubling
+of the frequency (4 times the unknowns): (t / t_prev) ** (log 4 / log(N / N_prev)).
 """
 from __future__ import annotations
 
@@ -64,9 +64,11 @@ def resolvent(mesh: SurfaceMesh, frequency: float):
 
 
 def timed(fn):
-    t0 = time.perf_counter()
+    """fn()'s result, wall seconds and this process's CPU seconds (on a shared machine the
+    CPU seconds of a one-thread factorisation measure its work; the wall, what one waits)."""
+    wall, cpu = time.perf_counter(), time.process_time()
     out = fn()
-    return out, time.perf_counter() - t0
+    return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def levels(lu) -> int:
@@ -76,16 +78,17 @@ def levels(lu) -> int:
 
 def measure(matrix, with_mmd: bool) -> dict:
     """Seconds and fill of each factorisation, and how far apart their solutions are."""
-    order, t_order = timed(lambda: metis_order(pattern(matrix)))
-    new, t_new = timed(lambda: OrderedLU(matrix, order))
-    row = {"n": matrix.shape[0], "order_s": t_order, "nd_s": t_new, "nd_fill": new.nnz,
+    order, t_order, cpu_order = timed(lambda: metis_order(pattern(matrix)))
+    new, t_new, cpu_new = timed(lambda: OrderedLU(matrix, order))
+    row = {"n": matrix.shape[0], "order_s": t_order, "order_cpu": cpu_order, "nd_s": t_new, "nd_cpu": cpu_new,
+           "nd_fill": new.nnz,
            "nd_levels": levels(new)}
     if with_mmd:
-        old, t_old = timed(lambda: spla.splu(matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+        old, t_old, cpu_old = timed(lambda: spla.splu(matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                                              options={"SymmetricMode": True}))
         b = np.random.default_rng(0).standard_normal(matrix.shape[0]) + 0j
         x_old, x_new = old.solve(b), new.solve(b)
-        row.update(mmd_s=t_old, mmd_fill=old.nnz, mmd_levels=levels(old),
+        row.update(mmd_s=t_old, mmd_cpu=cpu_old, mmd_fill=old.nnz, mmd_levels=levels(old),
                    difference=float(np.linalg.norm(x_new - x_old) / np.linalg.norm(x_old)))
     return row
 
@@ -111,7 +114,8 @@ def main(argv=None):
     runs = [(Path(m), f) for m, f in zip(args.meshes, args.frequencies)] if args.meshes else \
         [(submarine(f, args.meshes_dir), f) for f in args.frequencies]
     print(f"# {platform.node()} ({platform.machine()}), one thread, BLAS on one thread")
-    print(f"{'mesh':>28} {'unknowns':>9} {'order_s':>8} {'nd_s':>8} {'nd_fill':>11} {'mmd_s':>8} "
+    print(f"{'mesh':>28} {'unknowns':>9} {'order_s':>8} {'ord_cpu':>7} {'nd_s':>8} {'nd_cpu':>7} {'nd_fill':>11} "
+          f"{'mmd_s':>8} {'mmd_cpu':>7} "
           f"{'mmd_fill':>11} {'nd_lev':>7} {'mmd_lev':>7} {'nd_x/dbl':>8} {'mmd_x/dbl':>9} "
           f"{'fill_x/dbl':>10} {'rel_diff':>9}")
     prev = None
@@ -119,11 +123,13 @@ def main(argv=None):
         for path, frequency in runs:
             matrix = resolvent(SurfaceMesh.from_file(path), frequency)
             row = measure(matrix, matrix.shape[0] <= args.no_mmd_above)
-            print(f"{path.name:>28} {row['n']:9d} {row['order_s']:8.2f} {row['nd_s']:8.2f} "
-                  f"{row['nd_fill']:11d} {row.get('mmd_s', math.nan):8.2f} "
+            print(f"{path.name:>28} {row['n']:9d} {row['order_s']:8.2f} {row['order_cpu']:7.2f} "
+                  f"{row['nd_s']:8.2f} "
+                  f"{row['nd_cpu']:7.2f} {row['nd_fill']:11d} {row.get('mmd_s', math.nan):8.2f} "
+                  f"{row.get('mmd_cpu', math.nan):7.2f} "
                   f"{row.get('mmd_fill', 0):11d} {row['nd_levels']:7d} {row.get('mmd_levels', 0):7d} "
-                  f"{per_doubling(row, prev, 'nd_s'):8.1f} "
-                  f"{per_doubling(row, prev, 'mmd_s'):9.1f} {per_doubling(row, prev, 'nd_fill'):10.1f} "
+                  f"{per_doubling(row, prev, 'nd_cpu'):8.1f} "
+                  f"{per_doubling(row, prev, 'mmd_cpu'):9.1f} {per_doubling(row, prev, 'nd_fill'):10.1f} "
                   f"{row.get('difference', math.nan):9.1e}", flush=True)
             prev = row
 

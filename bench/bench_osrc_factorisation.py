@@ -5,7 +5,9 @@ nested-dissection (METIS) order that `osrc.factorise` uses now (bem/linalg/spars
     PYTHONPATH=src python bench/bench_osrc_factorisation.py [--frequencies 250 500 1000 2000]
         [--meshes DIR] [--no-mmd-above N] [MESH ...]
 
-MESH files go with --frequencies, one each. Without them, the default submarine at each frequency (10 elements per wavelength,
+MESH files go with --frequencies, one each; --icospheres takes unit icospheres of L
+subdivisions (10 * 4^L + 2 vertices: 655,362 at L = 8, made in seconds) at 10 elements per
+wavelength instead. Without them, the default submarine at each frequency (10 elements per wavelength,
 c = 1500 m/s, geometry.mesh_case), its meshes kept in --meshes (made once: meshing takes
 minutes at 1 kHz on two cores). The matrix is one of the map's resolvents, M - b S / k_eps^2
 at the frequency's wavenumber (b the first Padé shift; all nine and M share the pattern).
@@ -38,6 +40,7 @@ from wavescat.bem.linalg.triangular import _by_rows  # noqa: E402
 from wavescat.case import Case  # noqa: E402
 from wavescat.defaults import OSRC  # noqa: E402
 from wavescat.geometry import mesh_case  # noqa: E402
+from wavescat.geometry.icosphere import icosphere  # noqa: E402
 from wavescat.surface import SurfaceMesh  # noqa: E402
 
 SOUND_SPEED = 1500.0
@@ -52,6 +55,13 @@ def submarine(frequency: float, folder: Path) -> Path:
         mesh, _ = mesh_case(Case.from_dict(case, {"sound_speed": SOUND_SPEED, "density": 1000.0}))
         mesh.write(path)
     return path
+
+
+def ten_per_wavelength(mesh: SurfaceMesh) -> float:
+    """The frequency at which the mesh's mean edge is a tenth of the wavelength."""
+    t = mesh.triangles
+    edges = mesh.vertices[t] - mesh.vertices[np.roll(t, 1, axis=1)]
+    return SOUND_SPEED / (10.0 * float(np.linalg.norm(edges, axis=2).mean()))
 
 
 def resolvent(mesh: SurfaceMesh, frequency: float):
@@ -106,32 +116,45 @@ def main(argv=None):
                    help="surface mesh files, one per --frequencies (default: the submarine's)")
     p.add_argument("--frequencies", type=float, nargs="+", default=[250.0, 500.0, 1000.0, 2000.0])
     p.add_argument("--meshes-dir", type=Path, default=Path("bench_meshes"))
+    p.add_argument("--icospheres", type=int, nargs="+", default=[],
+                   help="unit icospheres of these subdivisions instead of the submarine")
     p.add_argument("--no-mmd-above", type=int, default=10**9,
                    help="skip the MMD factorisation above this many unknowns")
     args = p.parse_args(argv)
     if args.meshes and len(args.meshes) != len(args.frequencies):
         p.error(f"{len(args.meshes)} meshes need as many --frequencies (their wavenumbers)")
-    runs = [(Path(m), f) for m, f in zip(args.meshes, args.frequencies)] if args.meshes else \
-        [(submarine(f, args.meshes_dir), f) for f in args.frequencies]
+    if args.icospheres:
+        meshes = [(f"icosphere({level})", icosphere(level)) for level in args.icospheres]
+        runs = [(name, mesh, ten_per_wavelength(mesh)) for name, mesh in meshes]
+    else:
+        paths = [Path(m) for m in args.meshes] or \
+            [submarine(f, args.meshes_dir) for f in args.frequencies]
+        runs = [(path.name, SurfaceMesh.from_file(path), f)
+                for path, f in zip(paths, args.frequencies)]
     print(f"# {platform.node()} ({platform.machine()}), one thread, BLAS on one thread")
-    print(f"{'mesh':>28} {'unknowns':>9} {'order_s':>8} {'ord_cpu':>7} {'nd_s':>8} {'nd_cpu':>7} {'nd_fill':>11} "
-          f"{'mmd_s':>8} {'mmd_cpu':>7} "
-          f"{'mmd_fill':>11} {'nd_lev':>7} {'mmd_lev':>7} {'nd_x/dbl':>8} {'mmd_x/dbl':>9} "
-          f"{'fill_x/dbl':>10} {'rel_diff':>9}")
+    print(" ".join(f"{title:>{width}}" for title, width, _ in COLUMNS))
     prev = None
     with threadpool_limits(limits=1, user_api="blas"):
-        for path, frequency in runs:
-            matrix = resolvent(SurfaceMesh.from_file(path), frequency)
+        for name, mesh, frequency in runs:
+            matrix = resolvent(mesh, frequency)
             row = measure(matrix, matrix.shape[0] <= args.no_mmd_above)
-            print(f"{path.name:>28} {row['n']:9d} {row['order_s']:8.2f} {row['order_cpu']:7.2f} "
-                  f"{row['nd_s']:8.2f} "
-                  f"{row['nd_cpu']:7.2f} {row['nd_fill']:11d} {row.get('mmd_s', math.nan):8.2f} "
-                  f"{row.get('mmd_cpu', math.nan):7.2f} "
-                  f"{row.get('mmd_fill', 0):11d} {row['nd_levels']:7d} {row.get('mmd_levels', 0):7d} "
-                  f"{per_doubling(row, prev, 'nd_cpu'):8.1f} "
-                  f"{per_doubling(row, prev, 'mmd_cpu'):9.1f} {per_doubling(row, prev, 'nd_fill'):10.1f} "
-                  f"{row.get('difference', math.nan):9.1e}", flush=True)
+            row.update(mesh=name, nd_growth=per_doubling(row, prev, "nd_cpu"),
+                       mmd_growth=per_doubling(row, prev, "mmd_cpu"),
+                       fill_growth=per_doubling(row, prev, "nd_fill"))
+            print(" ".join(f"{row.get(key, math.nan):>{width}{fmt}}"
+                           for _, width, (key, fmt) in COLUMNS), flush=True)
             prev = row
+
+
+# (title, width, (row key, format)): what a line prints
+COLUMNS = [("mesh", 20, ("mesh", "")), ("unknowns", 9, ("n", "d")),
+           ("order_s", 8, ("order_s", ".2f")), ("ord_cpu", 7, ("order_cpu", ".2f")),
+           ("nd_s", 8, ("nd_s", ".2f")), ("nd_cpu", 7, ("nd_cpu", ".2f")),
+           ("nd_fill", 11, ("nd_fill", ".0f")), ("mmd_s", 8, ("mmd_s", ".2f")),
+           ("mmd_cpu", 7, ("mmd_cpu", ".2f")), ("mmd_fill", 11, ("mmd_fill", ".0f")),
+           ("nd_lev", 7, ("nd_levels", ".0f")), ("mmd_lev", 7, ("mmd_levels", ".0f")),
+           ("nd_x/dbl", 8, ("nd_growth", ".1f")), ("mmd_x/dbl", 9, ("mmd_growth", ".1f")),
+           ("fill_x/dbl", 10, ("fill_growth", ".1f")), ("rel_diff", 9, ("difference", ".1e"))]
 
 
 if __name__ == "__main__":

@@ -84,11 +84,11 @@ def one_blas_thread():
 
 
 class SparseLU:
-    """A SuperLU factorisation (sparse_lu.OrderedLU, here or in a worker) whose `solve` takes (n,) or (n, r) right-hand sides, host or
-    device arrays. SuperLU's own multi-right-hand-side solve slows down per column as r
-    grows (bench/README.md, "SuperLU with many right-hand sides"), so wide host blocks go
-    through it a pair of columns at a time, the pairs side by side on the job's threads
-    (`by_column_pairs`). A device (CuPy)
+    """A SuperLU factorisation (sparse_lu.OrderedLU, here or in a worker process) whose
+    `solve` takes (n,) or (n, r) right-hand sides, host or device arrays. SuperLU's own
+    multi-right-hand-side solve slows down per column as r grows (bench/README.md, "SuperLU
+    with many right-hand sides"), so wide host blocks go through it a pair of columns at a
+    time, the pairs side by side on the job's threads (`by_column_pairs`). A device (CuPy)
     block is solved whole on the device with the same factors (`triangular_solve`)."""
 
     COLUMNS = 2

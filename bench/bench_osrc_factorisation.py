@@ -3,14 +3,15 @@
 nested-dissection (METIS) order that `osrc.factorise` uses now (bem/linalg/sparse_lu.py).
 
     PYTHONPATH=src python bench/bench_osrc_factorisation.py [--frequencies 250 500 1000 2000]
-        [--meshes DIR] [--no-mmd-above N] [MESH ...]
+        [--meshes-dir DIR] [--no-mmd-above N] [--icospheres L ...] [MESH ...]
 
-MESH files go with --frequencies, one each; --icospheres takes unit icospheres of L
-subdivisions (10 * 4^L + 2 vertices: 655,362 at L = 8, made in seconds) at 10 elements per
-wavelength instead. Without them, the default submarine at each frequency (10 elements per wavelength,
-c = 1500 m/s, geometry.mesh_case), its meshes kept in --meshes (made once: meshing takes
-minutes at 1 kHz on two cores). The matrix is one of the map's resolvents, M - b S / k_eps^2
-at the frequency's wavenumber (b the first Padé shift; all nine and M share the pattern).
+The default submarine at each frequency (10 elements per wavelength, c = 1500 m/s,
+geometry.mesh_case), its meshes kept in --meshes-dir (default results/bench_meshes; made
+once: on the 2-core machine, under load, 6 min at 1 kHz and 27 min at 2 kHz); or MESH files,
+one per --frequencies; or --icospheres: unit icospheres of L subdivisions (10 * 4^L + 2
+vertices: 655,362 at L = 8, made in seconds) at 10 elements per wavelength. The matrix is one
+of the map's resolvents, M - b S / k_eps^2 at the frequency's wavenumber (b the first Padé
+shift; all nine and M share the pattern).
 Prints per mesh the unknowns, the ordering's and the factorisation's seconds (one thread, BLAS
 on one thread), the fill nnz(L + U) of each and the levels of L (the steps of the device's
 level-scheduled solve, bem/linalg/triangular.py), the relative difference of their solutions,
@@ -115,7 +116,7 @@ def main(argv=None):
     p.add_argument("meshes", nargs="*",
                    help="surface mesh files, one per --frequencies (default: the submarine's)")
     p.add_argument("--frequencies", type=float, nargs="+", default=[250.0, 500.0, 1000.0, 2000.0])
-    p.add_argument("--meshes-dir", type=Path, default=Path("bench_meshes"))
+    p.add_argument("--meshes-dir", type=Path, default=Path("results/bench_meshes"))
     p.add_argument("--icospheres", type=int, nargs="+", default=[],
                    help="unit icospheres of these subdivisions instead of the submarine")
     p.add_argument("--no-mmd-above", type=int, default=10**9,

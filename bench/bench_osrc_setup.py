@@ -21,7 +21,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -29,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from wavescat.backend import get_backend  # noqa: E402
 from wavescat.bem.discretisation import spaces  # noqa: E402
 from wavescat.bem.linalg import triangular  # noqa: E402
+from wavescat.bem.linalg.sparse_lu import OrderedLU, nested_dissection  # noqa: E402
 from wavescat.bem.formulations.osrc import OsrcNtD, mass_and_stiffness, solve_threads  # noqa: E402
 from wavescat.surface import SurfaceMesh  # noqa: E402
 
@@ -47,8 +47,7 @@ def main(argv=None):
     for n in args.blas_threads:
         with threadpool_limits(limits=n, user_api="blas"):
             t0 = time.perf_counter()
-            spla.splu(shifted, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                      options={"SymmetricMode": True})
+            OrderedLU(shifted, nested_dissection(shifted))  # osrc.factorise's, in this process
             print(f"  one factorisation, BLAS on {n} thread(s): {time.perf_counter() - t0:.2f} s")
     t0 = time.perf_counter()
     OsrcNtD(space, args.k, mass=mass, stiffness=stiffness)

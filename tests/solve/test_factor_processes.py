@@ -3,6 +3,7 @@ osrc.PROCESS_UNKNOWNS): the same factors and solves as in this process, the devi
 level-scheduled solves built from a worker's factors, and errors that name the worker."""
 import os
 import signal
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from wavescat.bem.discretisation import spaces
 from wavescat.bem.formulations import osrc
 from wavescat.bem.formulations.burton_miller import solve_real_spd
-from wavescat.bem.linalg import factor_processes, triangular
+from wavescat.bem.linalg import factor_processes, sparse_lu, triangular
 from wavescat.errors import WavescatError
 from wavescat.geometry.icosphere import icosphere
 
@@ -67,3 +68,21 @@ def test_worker_errors_name_the_worker(space, monkeypatch):
     assert worker not in factor_processes._POOL
     assert np.allclose(mass @ again.solve(np.ones(space.n_dofs)), 1.0)
 
+
+
+def test_large_patterns_are_ordered_by_a_worker(space, monkeypatch):
+    """From PROCESS_UNKNOWNS on, a pattern not seen before is ordered by a worker process
+    (METIS holds the GIL): METIS's ordering as made here, and its factors solve."""
+    monkeypatch.setattr(osrc, "PROCESS_UNKNOWNS", 0)
+    monkeypatch.setattr(sparse_lu, "_ORDERS", OrderedDict())  # no ordering made yet
+    asked = []
+    order_in_worker = factor_processes.order_in_worker
+    monkeypatch.setattr(osrc, "order_in_worker",
+                        lambda *a, **k: asked.append(1) or order_in_worker(*a, **k))
+    mass = osrc.mass_and_stiffness(space)[0]
+    lu = osrc.factorise(mass)
+    assert asked == [1]
+    assert np.array_equal(lu.lu.perm_c, osrc.factorise(mass).lu.perm_c) and asked == [1]
+    pattern = sparse_lu.pattern(mass)
+    assert np.array_equal(order_in_worker(pattern, 1), sparse_lu.metis_order(pattern))
+    assert np.allclose(mass @ lu.solve(np.ones(space.n_dofs)), 1.0)

@@ -39,13 +39,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numba
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from threadpoolctl import ThreadpoolController
 
 from ...backend import array_module, sparse_module
 from ...defaults import OSRC
 from ...errors import InputError
-from ..linalg.factor_processes import RemoteLU
+from ..linalg.factor_processes import RemoteLU, order_in_worker
+from ..linalg.sparse_lu import OrderedLU, nested_dissection
 from ..linalg.triangular import SharedPatternLU
 
 log = logging.getLogger(__name__)
@@ -84,11 +84,11 @@ def one_blas_thread():
 
 
 class SparseLU:
-    """A SuperLU factorisation whose `solve` takes (n,) or (n, r) right-hand sides, host or
-    device arrays. SuperLU's own multi-right-hand-side solve slows down per column as r
-    grows (bench/README.md, "SuperLU with many right-hand sides"), so wide host blocks go
-    through it a pair of columns at a time, the pairs side by side on the job's threads
-    (`by_column_pairs`). A device (CuPy)
+    """A SuperLU factorisation (sparse_lu.OrderedLU, here or in a worker process) whose
+    `solve` takes (n,) or (n, r) right-hand sides, host or device arrays. SuperLU's own
+    multi-right-hand-side solve slows down per column as r grows (bench/README.md, "SuperLU
+    with many right-hand sides"), so wide host blocks go through it a pair of columns at a
+    time, the pairs side by side on the job's threads (`by_column_pairs`). A device (CuPy)
     block is solved whole on the device with the same factors (`triangular_solve`)."""
 
     COLUMNS = 2
@@ -190,16 +190,16 @@ PROCESS_UNKNOWNS = 20_000
 
 
 def factorise(matrix) -> SparseLU:
-    """Sparse LU of a structurally symmetric FEM matrix (M, M - b S): minimum degree on
-    A^T + A and diagonal pivots, 10-100x faster than SuperLU's default (COLAMD with
-    partial pivoting) on surface meshes, and stable here (M is SPD, the shifts complex);
-    held by a worker process from PROCESS_UNKNOWNS on (the same factors)."""
+    """Sparse LU of a structurally symmetric FEM matrix (M, M - b S): SuperLU in the
+    nested-dissection order of the pattern (made once per pattern, sparse_lu.py) with
+    diagonal pivots, stable here (M is SPD, the shifts complex); from PROCESS_UNKNOWNS on,
+    the ordering and the factors are made and held by worker processes (the same factors)."""
     matrix = sp.csc_matrix(matrix)
     if matrix.shape[0] >= PROCESS_UNKNOWNS:
-        return SparseLU(RemoteLU(matrix, solve_threads()), matrix.dtype)
+        order = nested_dissection(matrix, functools.partial(order_in_worker, workers=solve_threads()))
+        return SparseLU(RemoteLU(matrix, order, solve_threads()), matrix.dtype)
     with one_blas_thread():
-        lu = spla.splu(matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                       options={"SymmetricMode": True})
+        lu = OrderedLU(matrix, nested_dissection(matrix))
     return SparseLU(lu, matrix.dtype)
 
 

@@ -8,9 +8,10 @@ worker process 0.28 s and 13.0 s (bench/README.md; on the 2-core machine two sma
 two threads do overlap, so the cause is not the GIL alone: memory, or SuperLU's own state).
 While they ran beside the assembly, the thread driving the GPU slowed too (the double
 layer's trees 5.7 s against 2.9 s). A `RemoteLU` is a factorisation held by one worker
-process of a pool: `splu` runs there, and so does every `solve`, the caller's thread waiting
-on a pipe with the GIL released. It answers what `triangular.py` reads of a SuperLU (shape,
-perm_r, perm_c, L, U), fetched from its worker when asked.
+process of a pool: the LU (sparse_lu.OrderedLU) runs there, and so does every `solve`, the
+caller's thread waiting on a pipe with the GIL released. It answers what `triangular.py` reads
+of a SuperLU (shape, perm_r, perm_c, L, U), fetched from its worker when asked. A worker also
+makes a large pattern's nested-dissection ordering (`order_in_worker`: METIS holds the GIL).
 
 The workers are fresh interpreters (`python -m wavescat.bem.linalg.factor_processes`: a fork
 would copy a CUDA context and MPI's state, and multiprocessing's spawn would run the main
@@ -35,10 +36,10 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
 from ...errors import WavescatError
+from .sparse_lu import OrderedLU, metis_order
 
 
 def _serve(requests, answers) -> None:
@@ -54,10 +55,11 @@ def _serve(requests, answers) -> None:
             factors.pop(key, None)
             continue
         try:
-            if op == "factorise":
-                factors[key] = spla.splu(arg, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                                         options={"SymmetricMode": True})
+            if op == "factorise":  # arg: (matrix, ordering)
+                factors[key] = OrderedLU(*arg)
                 out = None
+            elif op == "order":  # arg: a pattern
+                out = metis_order(arg)
             elif op == "solve":  # a wide block a pair of columns at a time (osrc.SparseLU.COLUMNS)
                 lu = factors[key]
                 out = lu.solve(arg) if arg.ndim == 1 or arg.shape[1] <= 2 else np.concatenate(
@@ -164,16 +166,26 @@ def _take(size: int) -> Worker:
         return least
 
 
-class RemoteLU:
-    """splu(matrix) held by a worker process of a pool of at most `workers`; `solve(b)` as
-    SuperLU's, and the attributes triangular.py reads."""
+def order_in_worker(pattern, workers: int) -> np.ndarray:
+    """sparse_lu.metis_order(pattern), made by a worker of the pool of at most `workers`."""
+    worker = _take(max(1, int(workers)))
+    try:
+        return worker.call("order", None, pattern)
+    finally:
+        with _POOL_LOCK:
+            worker.live -= 1
 
-    def __init__(self, matrix, workers: int):
+
+class RemoteLU:
+    """OrderedLU(matrix, order) held by a worker process of a pool of at most `workers`;
+    `solve(b)` as SuperLU's, and the attributes triangular.py reads."""
+
+    def __init__(self, matrix, order, workers: int):
         self.shape = matrix.shape
         self._key = next(_KEYS)
         self._worker = _take(max(1, int(workers)))
         try:
-            self._worker.call("factorise", self._key, matrix)
+            self._worker.call("factorise", self._key, (matrix, order))
         finally:
             weakref.finalize(self, self._worker.release, self._key)
 

@@ -2,7 +2,7 @@
 several factorisations of one sparsity pattern at once.
 
 The OSRC maps and the mass matrix of a surface factorise with one ordering (factorise in
-osrc.py: minimum degree on the pattern, diagonal pivots), so their L and U factors share
+osrc.py: nested dissection of the pattern, diagonal pivots), so their L and U factors share
 one pattern. The rows of a triangular factor fall into levels: a row depends only on rows
 of earlier levels, so the rows of a level are solved side by side. One thread block takes
 32 columns of the right-hand sides of one factor and walks every level, with a block

@@ -1,4 +1,5 @@
 """Geometry kind `file`: .step/.stp (OpenCASCADE), .geo, .stl, .msh, and unreadable inputs."""
+import logging
 import math
 import re
 import shutil
@@ -24,14 +25,16 @@ def file_case(path, h=0.1, **geometry):
             "frequencies_hz": [1500.0 / (10 * h)], "mesh": {"elements_per_wavelength": 10}}
 
 
-def write_step(path: Path) -> None:
-    """A sphere of radius 0.5 and a box it overlaps, as two solids in one STEP file."""
+def write_step(path: Path, box: bool = True, radius: float = 0.5) -> None:
+    """A sphere of radius 0.5 and a box it overlaps, as two solids in one STEP file (or the
+    sphere alone)."""
     import gmsh
     gmsh.initialize(readConfigFiles=False, interruptible=False)
     try:
         gmsh.option.setNumber("General.Terminal", 0)
-        gmsh.model.occ.addSphere(0, 0, 0, 0.5)
-        gmsh.model.occ.addBox(0.25, -0.25, -0.25, 1.0, 0.5, 0.5)
+        gmsh.model.occ.addSphere(0, 0, 0, radius)
+        if box:
+            gmsh.model.occ.addBox(0.25, -0.25, -0.25, 1.0, 0.5, 0.5)
         gmsh.model.occ.synchronize()
         gmsh.write(str(path))
     finally:
@@ -48,6 +51,25 @@ def test_step_solids_are_fused_and_meshed_at_h(tmp_path, suffix):
     sphere, box = 4 / 3 * math.pi * 0.125, 0.25
     assert max(sphere, box) < s["enclosed_volume"] < sphere + box
     assert s["edge_length_max"] <= 1.5 * h and mesh.vertices[:, 0].max() == pytest.approx(1.25)
+
+
+def test_step_file_is_remeshed_finer_to_meet_the_volume_tolerance(tmp_path, caplog):
+    """A 5 cm ball in a STEP file at h = 3 cm: meshed at h alone it was 11.6% short, and the
+    second try ("geometry sizes times 0.5") meshed it again unchanged. It is sized for the
+    volume tolerance as the built-in kinds are; where the first try misses, the second is
+    finer, and the log gives both errors with their sign (the mesh is smaller: negative)."""
+    path = tmp_path / "ball.step"
+    write_step(path, box=False, radius=0.05)
+    caplog.set_level(logging.INFO, logger="wavescat.geometry.mesher")
+    mesh, s = mesh_case(Case.from_dict(file_case(path, 0.03), MEDIUM))
+    exact = 4 / 3 * math.pi * 0.05**3
+    assert -0.01 <= s["enclosed_volume"] / exact - 1 < 0 and not s["warnings"]
+    tries = re.search(r"off the body's \((\d+) triangles\); geometry sizes times [\d.]+: "
+                      r"now ([+-][\d.]+)% off \((\d+) triangles\)", caplog.text)
+    assert tries, caplog.text  # this ball's first try misses (the sag model's 2 V / A radius)
+    assert int(tries[3]) > int(tries[1]) and int(tries[3]) == s["elements"]
+    assert float(tries[2]) == pytest.approx(100 * (s["enclosed_volume"] / exact - 1), abs=1e-3)
+    assert re.search(r"meshed volume -\d", caplog.text)
 
 
 def test_checked_in_step_cylinder_volume():

@@ -142,7 +142,9 @@ def _mesh_cad(path: Path, options: MeshOptions) -> SurfaceMesh:
             # Several solids touching or overlapping: one body without internal faces.
             vols = gmsh.model.getEntities(3)
             gmsh.model.occ.fuse(vols[:1], vols[1:])
-        return mesh_occ_model(gmsh, options, str(path))
+        # sized for the volume tolerance as the built-in kinds are, so that the mesher's
+        # second try (geometry_refinement) meshes finer
+        return mesh_occ_model(gmsh, options, str(path), curvature_sized=True)
 
 
 def read_file(path: Path, scale: float, center, options: MeshOptions) -> SurfaceMesh:

@@ -42,7 +42,7 @@ from .checks import check_surface
 from .gmsh_model import generate_surface_mesh, gmsh_session, occ_volume_area, surface_from_model
 from .params import positive
 from .shape import Geometry
-from .sizing import ELEMENTS_PER_TURN, MIN_SIZE_OF_THINNEST, MeshOptions
+from .sizing import MIN_SIZE_OF_THINNEST, MeshOptions, curvature_sizing
 
 log = logging.getLogger(__name__)
 
@@ -423,25 +423,6 @@ def curvature_features(geometry: KrmShape) -> list[dict]:
     return out
 
 
-def geometry_sizing(options: MeshOptions, outline: Outline, volume: float,
-                    area: float) -> MeshOptions:
-    """gmsh's curvature sizing (elements per turn of the local radius of curvature) set
-    so that the mesh keeps `options.volume_error` of the volume: the sag rule
-    h = sqrt(8 sag / H) at the body's typical radius R = 2 V / A (H = 1 / (2 R) on a
-    cylinder), but at least ELEMENTS_PER_TURN; the mesher's second try scales it by
-    1 / geometry_refinement. Elements never below MIN_SIZE_OF_THINNEST of the thickest
-    cross-section's smaller half-axis (the spheroid's floor)."""
-    if not options.volume_error or volume <= 0:
-        return options
-    radius = 2 * volume / area
-    h_sag = math.sqrt(16 * options.sag(volume, area) * radius)
-    turns = max(ELEMENTS_PER_TURN, 2 * math.pi * radius / h_sag, options.curvature_refinement)
-    turns /= options.geometry_refinement
-    floor = MIN_SIZE_OF_THINNEST * float(np.max(np.minimum(outline.a, outline.b)))
-    return replace(options, curvature_refinement=int(math.ceil(turns)),
-                   min_size_factor=min(floor / options.h, 1.0))
-
-
 @dataclass(frozen=True, kw_only=True)
 class KrmShape(Geometry):
     """One outline (`part`: body or swimbladder) of a KRM shape file at `path` (the
@@ -500,8 +481,10 @@ def krm(geometry: KrmShape, options: MeshOptions) -> SurfaceMesh:
         # As mesh_occ_model: elements larger than the body's thinnest extent can crash gmsh.
         box = gmsh.model.getBoundingBox(-1, -1)
         thinnest = min(b - a for a, b in zip(box[:3], box[3:]))
-        options = geometry_sizing(replace(options, h=min(options.h, thinnest / 2)), outline,
-                                  volume, area)
+        # floor: a share of the thickest cross-section's smaller half-axis (the spheroid's)
+        floor = MIN_SIZE_OF_THINNEST * float(np.max(np.minimum(outline.a, outline.b)))
+        options = curvature_sizing(replace(options, h=min(options.h, thinnest / 2)), volume,
+                                   area, floor)
         # Frontal-Delaunay: MeshAdapt takes 20-40 times longer on the B-spline surface
         # (and failed as often at the tips, on the test fish).
         for attempt in range(MESH_ATTEMPTS):

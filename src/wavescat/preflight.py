@@ -95,7 +95,8 @@ def unit_hint(geometry, where: str) -> str:
 def check_resolution(config: dict, cases) -> list[str]:
     """Before any job starts: refuse (ConfigError, one line) a case whose stored mesh file
     is far too coarse for its highest frequency (geometry.resolution.coarse_mesh_refusal),
-    and return the hypersensitivity warnings of every case (wavescat.sensitivity)."""
+    and return the warnings of every case: a stored mesh of several disjoint bodies, and
+    hypersensitivity (wavescat.sensitivity)."""
     out = []
     for name in cases:
         case = Case.from_config(config, name)
@@ -109,6 +110,12 @@ def check_resolution(config: dict, cases) -> list[str]:
             except MeshError as exc:  # point at the file's key (config_error finds its line)
                 text = str(exc).replace(f"{case.where}: ", f"{case.where}.geometry.path: ", 1)
                 raise ConfigError(text) from None
+        for body in case.bodies:  # said before the mesh job says it again
+            n = body.geometry.closed_bodies() if body.geometry is not None else None
+            if n and n > 1:
+                out.append(f"{body.where}.geometry.path = {body.geometry.path!r}: {n} closed "
+                           "bodies (disjoint surfaces) in one file, solved as one scatterer "
+                           "with one boundary (a body inside another goes under `inside:`)")
         # a file's size is its stored mesh's or its CAD bounding box (Geometry.box_sides)
         out += [w for w in sensitivity_warnings(case) if w not in out]
     return out

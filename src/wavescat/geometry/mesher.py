@@ -59,6 +59,10 @@ def _mesh_body(case, body, options, source: str):
                  "normals (mesh.match_volume), now %+.2g%% off", source, 100 * before, offset,
                  100 * volume_deviation(mesh))
     warnings = resolution_warnings(mesh, geometry, source, options.volume_error)
+    bodies = mesh.meta.get("closed_bodies", 1)
+    if bodies > 1:  # legitimate (a school of fish), but easy to do by accident
+        warnings.append(f"{source}: {bodies} closed bodies (disjoint surfaces), solved as one "
+                        "scatterer with one boundary")
     if not mesh.meta.get("h_applied", True):
         edge = float(unique_edge_lengths(mesh).max())
         if edge > 1.5 * options.h:
@@ -96,6 +100,7 @@ def _mesh_single(case, verbose: bool) -> tuple[SurfaceMesh, dict]:
     mesh, seconds, offset, warnings = _mesh_body(case, case.bodies[0], options, source)
     stats = {"kind": kind, **mesh_statistics(mesh, options.h, seconds),
              "h_applied": bool(mesh.meta.get("h_applied", True)),
+             "closed_bodies": int(mesh.meta.get("closed_bodies", 1)),
              "frequency_max_hz": float(max(case.frequencies_hz)),
              "elements_per_wavelength": float(case.mesh.elements_per_wavelength),
              "sizing_sound_speed": surface_sound_speeds(case)[0],
@@ -126,6 +131,7 @@ def _mesh_nested(case, verbose: bool):
                          "sizing_sound_speed": speeds[body.index],
                          **mesh_statistics(mesh, options.h, seconds),
                          "h_applied": bool(mesh.meta.get("h_applied", True)),
+                         "closed_bodies": int(mesh.meta.get("closed_bodies", 1)),
                          "exact_volume": mesh.meta.get("exact_volume"),
                          "volume_offset": offset})
         log.info("%s: %d triangles, %d vertices, h = %.4g m (c = %.4g m/s), %.2f s", source,

@@ -143,6 +143,9 @@ def _mesh_nested(case, verbose: bool):
     for g in gaps:
         log.info("%s and %s: smallest gap %.4g m (%.3g elements)", *g["where"], g["gap"],
                  g["gap_over_element"])
+        if g.get("warning"):  # in the log, mesh_stats.json and summary.json
+            log.warning(g["warning"])
+            warnings.append(g["warning"])
     top = surfaces[0]
     stats = {"kind": case.geometry.kind,
              **mesh_statistics(mesh, top["h_requested"], total),

@@ -237,6 +237,30 @@ def check_inside(inner: Outline, outer: Outline) -> None:
                 f"body's (half-width {a:.4g}, z {zc - b:.4g} to {zc + b:.4g} m) there")
 
 
+def station_clearance(inner: Outline, outer: Outline, shift) -> tuple[float, float]:
+    """(the smallest clearance (m) of `inner`'s station ellipses, moved by `shift` (x, y, z),
+    within `outer`'s at the same x, that station's x): along the ray from the outer ellipse's
+    centre, so at least the distance between the two sections (0 where one touches or pokes
+    out, or lies beyond the outer stations). The lofted surfaces are smoothed: an estimate
+    before meshing, which measures the surfaces themselves (geometry.nesting)."""
+    dx, dy, dz = (float(v) for v in shift)
+    t = np.linspace(0, 2 * math.pi, CONTAINMENT_POINTS, endpoint=False)
+    best, where = math.inf, float(inner.x[0] + dx)
+    for i, x in enumerate(inner.x + dx):
+        if not outer.x[0] <= x <= outer.x[-1]:
+            return 0.0, float(x)
+        a, b, zc = (np.interp(x, outer.x, v) for v in (outer.a, outer.b, outer.zc))
+        y = inner.a[i] * np.cos(t) + dy
+        z = inner.zc[i] + dz + inner.b[i] * np.sin(t) - zc
+        rho = np.sqrt((y / max(a, 1e-300)) ** 2 + (z / max(b, 1e-300)) ** 2)
+        r = np.hypot(y, z)
+        gap = np.where(rho > 0, r * (1 / np.maximum(rho, 1e-300) - 1), min(a, b))
+        c = max(float(gap.min()), 0.0)
+        if c < best:
+            best, where = c, float(x)
+    return best, where
+
+
 def read_shape(geometry: KrmShape, path: Path | None = None) -> Outline:
     """The outline a `krm` geometry names (read from `path`, default its own); the swim
     bladder checked against the body."""
@@ -456,6 +480,10 @@ class KrmShape(Geometry):
             raise InputError(f"path = {self.path!r}: file not found (relative paths are "
                              f"taken from {base_dir})")
         read_shape(self, full)
+
+    def outline(self) -> Outline:
+        """The part's stations (m, times `scale`, before `center`)."""
+        return read_outline(self.path, self.part, self.shape, self.scale)
 
     def area(self) -> float | None:
         estimates = shape_estimates(self)

@@ -49,3 +49,31 @@ def test_averages_plot_draws_the_table_beside_the_single_ts(tmp_path, figures):
     assert "sigma_bs = |F|^2, then converted" in text and "fish: TS averages" in text
     assert "tilt N(10, 15)\u00b0" in text and "aspect 80\u00b0 (mean tilt) alone" in text
     assert (tmp_path / "ts_averages.png").stat().st_size > 0
+
+
+def test_one_frequency_plots_ts_against_tilt_with_the_tilt_distributions(tmp_path, figures):
+    """At one frequency the tilt panel drew a dot per average on a 36-40 kHz axis and its
+    one-point "aspect alone" lines not at all: it plots the TS against tilt, each average a
+    level over it, and below, on the same tilt axis, each distribution's pdf."""
+    f = np.array([38e3])
+    a = np.linspace(60.0, 120.0, 31)
+    sigma = 1e-4 * (0.05 + np.cos(np.radians(a - 85.0)) ** 16)[None]
+    _, tilts = parse_averages({"tilt": [{"mean_deg": 0, "std_deg": 10, "sign": 1},
+                                        {"mean_deg": 5, "std_deg": 8, "sign": 1}]})
+    rows = averages_table(sigma, f, a, (), tilts)
+    plots.averages_plot(tmp_path / "ts_averages.png", rows, f, a, "xz", ts_of_sigma(sigma),
+                        tilts, "sardine")
+    top, bottom = figures["ts_averages.png"].axes
+    ts, *levels = top.get_lines()
+    assert np.allclose(ts.get_xdata(), a - 90.0) and np.allclose(ts.get_ydata(), ts_of_sigma(sigma[0]))
+    averaged = [r["ts_db"] for r in rows if r["average"] == "tilt"]
+    assert [line.get_ydata()[0] for line in levels] == pytest.approx(averaged)
+    assert all(np.ptp(line.get_xdata()) == 60.0 for line in levels)  # over the tilts weighed
+    for line, tilt in zip(bottom.get_lines(), tilts):
+        x, pdf = line.get_xdata(), line.get_ydata()
+        assert np.trapezoid(pdf, x) == pytest.approx(1.0)
+        assert x[np.argmax(pdf)] == pytest.approx(tilt.mean_deg, abs=0.2)
+    assert bottom.get_xlabel() == "tilt (deg): aspect = 90 + tilt"
+    assert bottom.get_shared_x_axes().joined(top, bottom)
+    assert "averaged over tilt N(5, 8)\u00b0: " in " ".join(
+        t.get_text() for t in top.get_legend().get_texts())

@@ -79,6 +79,11 @@ class Tilt:
         """The aspect angle (deg) of tilt angle(s) `tilt_deg`."""
         return self.zero_deg + self.sign * np.asarray(tilt_deg, float)
 
+    def pdf(self, tilt_deg) -> np.ndarray:
+        """The normal density N(mean, std) of tilt(s) `tilt_deg` (1/deg), not truncated."""
+        z = (np.asarray(tilt_deg, float) - self.mean_deg) / self.std_deg
+        return np.exp(-0.5 * z * z) / (self.std_deg * math.sqrt(2 * math.pi))
+
     def describe(self) -> str:
         return f"tilt N({self.mean_deg:g}, {self.std_deg:g}) deg"
 

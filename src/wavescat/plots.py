@@ -678,9 +678,15 @@ def averages_plot(path, rows, freqs, aspect_deg, plane, ts, tilts=(), title="") 
     bands = list(dict.fromkeys((r["band_center_hz"], r["band_width_hz"]) for r in rows
                                if r["average"] == "band"))
     panels = [p for p, n in (("tilt", tilts), ("band", bands)) if n]
+    axis = AngleAxis(aspect_deg, plane, True)
+    if len(freqs) == 1 and tilts:  # a frequency axis of one point says nothing: TS against tilt
+        fig = plt.figure(figsize=(6.8, 5.6), layout="constrained")
+        _tilt_at_one_frequency(fig, rows, freqs[0], aspect_deg, axis, ts[0], tilts)
+        fig.suptitle(_heading(title, "TS averages"), fontsize=10)
+        _footnote(fig, AVERAGES_NOTE)
+        return _save(fig, path)
     fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6),
                              layout="constrained", squeeze=False)
-    axis = AngleAxis(aspect_deg, plane, True)
     for ax, panel in zip(axes[0], panels):
         if panel == "tilt":
             for i, tilt in enumerate(tilts):
@@ -715,7 +721,46 @@ def averages_plot(path, rows, freqs, aspect_deg, plane, ts, tilts=(), title="") 
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7.5, frameon=False)
     fig.suptitle(_heading(title, "TS averages"), fontsize=10)
-    _footnote(fig, "Averages are taken in the linear backscattering cross-section "
-                   "sigma_bs = |F|^2, then converted: TS = 10 log10 sigma_bs. Tilt t is at "
-                   "aspect zero_deg + sign * t (config averages.tilt).")
+    _footnote(fig, AVERAGES_NOTE)
     return _save(fig, path)
+
+
+AVERAGES_NOTE = ("Averages are taken in the linear backscattering cross-section sigma_bs = "
+                 "|F|^2, then converted: TS = 10 log10 sigma_bs. Tilt t is at aspect zero_deg "
+                 "+ sign * t (config averages.tilt).")
+
+
+def _tilt_at_one_frequency(fig, rows, freq, aspect_deg, axis, ts, tilts) -> None:
+    """Above, the TS at the one frequency against tilt, each tilt average a level across the
+    tilts it weighs; below, on the same axis, each tilt distribution's pdf (normal, truncated
+    to the sweep). Against aspect where the tilts map to aspects differently."""
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
+    maps = {(t.zero_deg, t.sign) for t in tilts}
+    shared = len(maps) == 1  # one tilt axis for all
+    zero, sign = maps.pop() if shared else (0.0, 1)
+    x = (np.asarray(aspect_deg, float) - zero) / sign  # tilt, or the aspect itself
+    order = np.argsort(x)
+    top.plot(x[order], ts[order], "-", color="k", lw=1.4, label=f"TS at {_fmt_hz(freq)}")
+    grid = np.linspace(x.min(), x.max(), 400)
+    for i, tilt in enumerate(tilts):
+        (row,) = [r for r in rows if r["average"] == "tilt"
+                  and (r["tilt_mean_deg"], r["tilt_std_deg"]) == (tilt.mean_deg, tilt.std_deg)]
+        # the level spans the angles the average weighs
+        ends = (np.array([row["aspect_low_deg"], row["aspect_high_deg"]]) - zero) / sign
+        top.plot(sorted(ends), [row["ts_db"]] * 2, color=f"C{i}", lw=2.2,
+                 label=f"averaged over tilt N({tilt.mean_deg:g}, {tilt.std_deg:g})\u00b0: "
+                       f"{row['ts_db']:.1f} dB")
+        t = grid if shared else (grid - tilt.zero_deg) / tilt.sign
+        pdf = tilt.pdf(t)
+        pdf /= np.trapezoid(pdf, grid)  # truncated to the sweep, as the average's weights
+        bottom.fill_between(grid, pdf, color=f"C{i}", alpha=0.25, lw=0)
+        bottom.plot(grid, pdf, color=f"C{i}", lw=1.2)
+    top.set_ylabel("TS (dB re 1 m)")
+    top.set_title(f"TS against tilt at {_fmt_hz(freq)}, and its averages over tilt", fontsize=9)
+    top.legend(fontsize=7.5, frameon=False)
+    bottom.set_ylabel("tilt pdf (1/deg)")
+    bottom.set_ylim(bottom=0)
+    bottom.set_xlabel(f"tilt (deg): aspect = {zero:g} {'+' if sign > 0 else '-'} tilt"
+                      if shared else axis.label())
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)

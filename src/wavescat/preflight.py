@@ -5,11 +5,16 @@ hypersensitivity warnings of every case (wavescat.sensitivity).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .backend import gpu_memory_bytes
 from .case import Case
 from .errors import ConfigError, MeshError
 from .geometry.file import FileGeometry
+from .geometry.krm import KrmShape, station_clearance
+from .geometry.nesting import REFUSE_GAP_ELEMENTS
 from .geometry.resolution import check_mesh_resolution
+from .geometry.sizing import element_sizes
 from .memory import host_memory_bytes
 from .resources import case_estimates
 from .sensitivity import sensitivity_warnings
@@ -95,7 +100,8 @@ def unit_hint(geometry, where: str) -> str:
 def check_resolution(config: dict, cases) -> list[str]:
     """Before any job starts: refuse (ConfigError, one line) a case whose stored mesh file
     is far too coarse for its highest frequency (geometry.resolution.coarse_mesh_refusal),
-    and return the hypersensitivity warnings of every case (wavescat.sensitivity)."""
+    and return the warnings of every case: a stored mesh of several disjoint bodies, and
+    hypersensitivity (wavescat.sensitivity)."""
     out = []
     for name in cases:
         case = Case.from_config(config, name)
@@ -109,6 +115,38 @@ def check_resolution(config: dict, cases) -> list[str]:
             except MeshError as exc:  # point at the file's key (config_error finds its line)
                 text = str(exc).replace(f"{case.where}: ", f"{case.where}.geometry.path: ", 1)
                 raise ConfigError(text) from None
+        for body in case.bodies:  # said before the mesh job says it again
+            n = body.geometry.closed_bodies() if body.geometry is not None else None
+            if n and n > 1:
+                out.append(f"{body.where}.geometry.path = {body.geometry.path!r}: {n} closed "
+                           "bodies (disjoint surfaces) in one file, solved as one scatterer "
+                           "with one boundary (a body inside another goes under `inside:`)")
+        out += [w for w in nesting_warnings(case) if w not in out]
         # a file's size is its stored mesh's or its CAD bounding box (Geometry.box_sides)
         out += [w for w in sensitivity_warnings(case) if w not in out]
+    return out
+
+
+def nesting_warnings(case) -> list[str]:
+    """Before meshing, a `krm` part nested in a `krm` part whose stations (each at its
+    `center`) come closer than half the coarser surface's element size h: the mesh job
+    refuses surfaces under half an element apart (geometry.nesting), so it is said here
+    first, with the way out. Other kinds: their bounding boxes (case.check_boxes)."""
+    out = []
+    sizes = element_sizes(case)
+    for body in case.bodies[1:]:
+        parent = case.bodies[body.parent]
+        inner, outer = body.geometry, parent.geometry
+        if not (isinstance(inner, KrmShape) and isinstance(outer, KrmShape)):
+            continue
+        shift = np.subtract(inner.center, outer.center)
+        gap, x = station_clearance(inner.outline(), outer.outline(), shift)
+        h = max(sizes[body.index], sizes[parent.index])
+        if gap < REFUSE_GAP_ELEMENTS * h:
+            near = "touch or cross" if gap == 0 else f"come within {gap:.2g} m of"
+            out.append(f"{body.where}: its stations {near} those of "
+                       f"{parent.where} (at x = {x:.4g} m, before lofting), under half the "
+                       f"element size h = {h:.3g} m: the mesh job refuses surfaces closer than "
+                       f"half an element; move {body.where}.geometry.center (or refine, "
+                       "mesh.max_element_size)")
     return out

@@ -256,3 +256,26 @@ def test_center_and_scale_move_the_body(tmp_path):
     assert (lo[1] + hi[1]) / 2 == pytest.approx(2.0, abs=1e-4)
     assert (lo[2] + hi[2]) / 2 == pytest.approx(3.0, abs=1e-3)
     assert 0.015 < hi[2] - lo[2] <= 0.02
+
+
+@pytest.mark.parametrize("dz, said", [(0.0, ""), (0.010, ""), (0.015, "touch or cross"),
+                                      (0.0135, "come within 0.0015 m of")])
+def test_swim_bladder_against_the_body_is_said_before_meshing(dz, said):
+    """The example fish's swim bladder moved dz up (its `center`) passed check-config without a
+    word at 15 mm, against the back of the body: its stations, each part at its centre,
+    closer than half the element size are said before any job starts (the mesh job then
+    measures the surfaces and refuses under half an element)."""
+    from wavescat.preflight import nesting_warnings
+
+    with open(ROOT / "config" / "examples" / "fish.yaml") as fh:
+        cfg = yaml.safe_load(fh)
+    case = cfg["cases"]["sardine_38k"]
+    case["geometry"]["path"] = case["inside"][0]["geometry"]["path"] = str(SARDINE)
+    case["inside"][0]["geometry"]["center"] = [0.0, 0.0, dz]
+    warnings = nesting_warnings(Case.from_dict(case, cfg["medium"], "sardine"))
+    assert bool(warnings) is bool(said)
+    if said:
+        assert warnings[0].startswith(f"cases.sardine.inside[0]: its stations {said} those of "
+                                      "cases.sardine (at x = 0.065 m, before lofting), under "
+                                      "half the element size h = 0.00389 m"), warnings[0]
+        assert "move cases.sardine.inside[0].geometry.center" in warnings[0]

@@ -199,3 +199,71 @@ def test_winding_numbers_and_crossings_on_icospheres():
     with pytest.raises(MeshError, match=r"cases.t.inside\[0\] \(surface 1\) and cases.t "
                                         r"\(surface 0\) cross each other"):
         check_nesting(SurfaceMesh.union([m, poking]), bodies)
+
+
+def _rigid_core_at(dx):
+    """A rigid 12 mm core in a 20 mm fluid ball, moved dx along x (elements of about 3 mm
+    on the ball at 20 kHz: 7.5 mm moved leaves 0.56 mm, 6 mm 2.05 mm)."""
+    return nested([body(sphere(0.012, (dx, 0, 0)))])
+
+
+def test_bodies_closer_than_half_an_element_are_refused_with_the_way_out():
+    """The sardine's swim bladder moved against the back of the body was meshed without a
+    word (0.046 of an element between the surfaces): under half an element is refused,
+    naming both bodies, the gap, the element and what to change."""
+    with pytest.raises(MeshError) as err:
+        mesh_case(typed(_rigid_core_at(0.0075), name="ball"))
+    msg = str(err.value)
+    assert msg.startswith("cases.ball.inside[0] (surface 1) and cases.ball (surface 0) come "
+                          "within 0.000557 m of each other at (0.01935"), msg
+    assert "0.184 of an element (the coarser surface's mean edge, 0.00302 m), less than 0.5: " \
+           "the BEM cannot resolve so narrow a gap" in msg
+    assert "move or shrink the body (cases.ball.inside[0].geometry) to leave a gap of at least " \
+           "one element, 0.00302 m, or refine the mesh to elements no longer than the gap " \
+           "(cases.ball.mesh.max_element_size: 0.00056, about 29.5 times the unknowns)" in msg
+
+
+def test_bodies_within_one_element_are_warned_about(caplog):
+    """From half an element to one: solved, with the warning in the log and the statistics
+    (hence summary.json); a gap of one element or more says nothing."""
+    _, stats = mesh_case(typed(_rigid_core_at(0.006), name="ball"))
+    (warning,) = stats["warnings"]
+    assert warning.startswith("cases.ball.inside[0] (surface 1) and cases.ball (surface 0) come "
+                              "within 0.00205 m of each other"), warning
+    assert "0.678 of an element" in warning and "less than 1: the narrow gap costs accuracy; " \
+           "move or shrink the body" in warning and warning in caplog.text
+    assert stats["surface_gaps"][0]["warning"] == warning
+    _, stats = mesh_case(typed(_rigid_core_at(0.005), name="ball"))
+    assert stats["warnings"] == [] and stats["min_surface_gap_over_element"] > 1
+
+
+def test_gap_is_surface_to_surface_not_vertex_to_surface():
+    """Two tetrahedra whose edges cross 1 cm apart, each vertex 0.71 m from the other: the gap
+    is the edges' distance (segment-segment), not the vertices' (point-triangle)."""
+    from wavescat.geometry.checks import check_surface
+    from wavescat.geometry.nesting import edge_gap, segment_distances
+
+    faces = np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
+    a = check_surface(SurfaceMesh(np.array([(-1, 0, 0), (1, 0, 0), (0, -1, -1), (0, 1, -1.0)]),
+                                  faces), merge=False)
+    b = check_surface(SurfaceMesh(np.array([(0, -1, 0.01), (0, 1, 0.01), (-1, 0, 1.01),
+                                            (1, 0, 1.01)]), faces), merge=False)
+    assert Reach(b).smallest(a.vertices)[0] == pytest.approx(1.01 / math.sqrt(2))
+    gap, at = edge_gap(a, b, cap=1.0)
+    assert gap == pytest.approx(0.01) and np.allclose(at, [0, 0, 0.005])
+    assert edge_gap(a, b, cap=0.005)[0] == math.inf  # nothing nearer than the cap
+    big = icosphere(2, radius=5.0)
+    bodies = Case.from_dict({"geometry": sphere(5.0), "boundary": FLESH, "inside": [
+        body(sphere(1.0, (0, 0, -1))), body(sphere(1.0, (0, 0, 1)))]}, MEDIUM, name="t").bodies
+    with pytest.raises(MeshError, match=r"cases.t.inside\[1\] \(surface 2\) and cases.t.inside"
+                                        r"\[0\] \(surface 1\) come within 0.01 m of each other"):
+        check_nesting(SurfaceMesh.union([big, a, b]), bodies)
+    # the closest points of segments against a fine sampling of them
+    rng = np.random.default_rng(1)
+    p0, p1, q0, q1 = rng.normal(size=(4, 100, 3))
+    s = np.linspace(0, 1, 401)[:, None]
+    sampled = [np.linalg.norm((p0[i] + s * (p1[i] - p0[i]))[:, None]
+                              - (q0[i] + s * (q1[i] - q0[i]))[None], axis=2).min()
+               for i in range(100)]
+    exact = segment_distances(p0, p1, q0, q1)
+    assert np.all(exact <= np.array(sampled) + 1e-12) and np.allclose(exact, sampled, atol=0.01)

@@ -65,3 +65,22 @@ def test_bad_setting_is_named():
     with pytest.raises(ConfigError, match="mesh.match_volume = 'yes': must be one of auto, "
                                           "True, False"):
         mesh_case(case({"kind": "sphere", "radius": 1.0}, 300.0, match_volume="yes"))
+
+
+def test_volume_warning_has_the_sign_of_the_deviation():
+    """An inscribed mesh is smaller than its body: the warning says -x% and "smaller" (it
+    said +x%), a mesh offset outward +x% and "larger"."""
+    from wavescat.geometry.icosphere import icosphere
+    from wavescat.geometry.resolution import resolution_warnings
+    from wavescat.geometry.shape import Geometry
+    from wavescat.surface import SurfaceMesh
+
+    ball = icosphere(1)
+    exact = 4 / 3 * math.pi
+    small = SurfaceMesh(ball.vertices, ball.triangles, {"exact_volume": exact})
+    large = SurfaceMesh(1.2 * ball.vertices, ball.triangles, {"exact_volume": exact})
+    for mesh, sign, word in ((small, "-", "smaller"), (large, "+", "larger")):
+        (text,) = resolution_warnings(mesh, Geometry(), "ball", 0.01)
+        dev = 100 * (mesh.enclosed_volume / exact - 1)
+        assert f"is {sign}{abs(dev):.2f}% off the body's" in text and f"{word} than the body" \
+            in text, text

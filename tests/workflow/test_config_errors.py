@@ -143,6 +143,54 @@ def test_check_config_refuses_a_file_in_millimetres(repo):
     assert out.returncode == 0, out.stderr
 
 
+STORED = """\
+run: [part]
+cases:
+  part:
+    geometry: {kind: file, path: part.stl}
+    frequencies_hz: [5000]
+"""
+
+
+def _write_balls(path, holed=False, count=1):
+    """`count` 5 cm icospheres side by side in one STL, the first with a triangle taken out
+    where `holed`."""
+    import meshio
+    import numpy as np
+
+    from wavescat.geometry.icosphere import icosphere
+
+    ball = icosphere(2, radius=0.05)
+    n = ball.n_vertices
+    v = np.concatenate([ball.vertices + [0.2 * i, 0, 0] for i in range(count)])
+    t = np.concatenate([ball.triangles[1 if holed and i == 0 else 0:] + n * i
+                        for i in range(count)])
+    meshio.write_points_cells(path, v, [("triangle", t)], binary=True)
+
+
+def test_check_config_refuses_a_stored_mesh_with_a_hole(repo):
+    """It said "valid", and only the mesh job refused it."""
+    _write_balls(repo / "part.stl", holed=True)
+    (repo / "my.yaml").write_text(STORED)
+    out = check_config(repo, "my.yaml")
+    assert out.returncode == 2 and stack_free(out.stderr), out.stderr
+    (line,) = [s for s in out.stderr.splitlines() if s.strip()]
+    assert "invalid configuration in my.yaml, line 4, column" in line
+    assert "cases.part.geometry.path = 'part.stl': 3 boundary edge(s): the surface is not " \
+           "closed at (" in line, line
+
+
+def test_check_config_says_a_stored_mesh_holds_two_bodies(repo):
+    """Two disjoint balls in one file: accepted, with a word (and one ball without)."""
+    (repo / "my.yaml").write_text(STORED)
+    for count, said in ((2, True), (1, False)):
+        _write_balls(repo / "part.stl", count=count)
+        out = check_config(repo, "my.yaml")
+        assert out.returncode == 0, out.stderr
+        assert ("warning: cases.part.geometry.path = 'part.stl': 2 closed bodies (disjoint "
+                "surfaces) in one file" in out.stderr) is said, out.stderr
+
+
 def test_workflow_refuses_a_file_in_millimetres_before_any_job(repo, snakemake):
     _millimetre_sphere(repo)
     (repo / "my.yaml").write_text(MILLIMETRES)

@@ -90,8 +90,9 @@ def _check_closed_manifold(mesh: SurfaceMesh, half, edge, count, source: str) ->
             raise MeshError(f"{source}: {len(ids)} {what} {_where(0.5 * (v[h[:, 0]] + v[h[:, 1]]))}")
 
 
-def _orient(mesh: SurfaceMesh, half, face, edge, source: str) -> tuple[np.ndarray, int]:
-    """Flip flags making each connected component consistently oriented and outward.
+def _orient(mesh: SurfaceMesh, half, face, edge, source: str) -> tuple[np.ndarray, int, int]:
+    """(flip flags making each connected component consistently oriented and outward,
+    edges found inconsistent, connected components: the closed bodies of the mesh).
 
     Two triangles sharing an edge agree when they traverse it in opposite directions.
     Faces are doubled into (f, kept) and (f, flipped) states linked so that agreeing
@@ -122,20 +123,23 @@ def _orient(mesh: SurfaceMesh, half, face, edge, source: str) -> tuple[np.ndarra
     vol = np.einsum("ij,ij->i", c[:, 0], np.cross(c[:, 1], c[:, 2])) / 6.0
     comp_vol = np.bincount(comp, weights=np.where(flip, -vol, vol), minlength=n_comp)
     flip ^= comp_vol[comp] < 0
-    return flip, n_inconsistent
+    return flip, n_inconsistent, n_comp
 
 
 def orient_outward(mesh: SurfaceMesh, source: str = "mesh"):
     """(mesh with consistent outward orientation, inconsistent edges found, triangles flipped);
-    the mesh must be closed and manifold (MeshError otherwise)."""
+    the mesh must be closed and manifold (MeshError otherwise). The mesh's meta
+    "closed_bodies" counts its connected components (disjoint closed surfaces)."""
     half, face, edge, count = _edges(mesh.triangles)
     _check_closed_manifold(mesh, half, edge, count, source)
-    flip, n_inconsistent = _orient(mesh, half, face, edge, source)
-    if not flip.any():
-        return mesh, n_inconsistent, flip
-    t = mesh.triangles.copy()
-    t[flip] = t[flip][:, ::-1]
-    return SurfaceMesh(mesh.vertices, t, dict(mesh.meta)), n_inconsistent, flip
+    flip, n_inconsistent, n_bodies = _orient(mesh, half, face, edge, source)
+    t = mesh.triangles
+    if flip.any():
+        t = t.copy()
+        t[flip] = t[flip][:, ::-1]
+    out = SurfaceMesh(mesh.vertices, t, {**mesh.meta, "closed_bodies": n_bodies},
+                      mesh.surface_ids)
+    return out, n_inconsistent, flip
 
 
 def check_surface(mesh: SurfaceMesh, source: str = "mesh", merge: bool = True) -> SurfaceMesh:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import InputError, MeshError, WavescatError
 from ..surface import SurfaceMesh
+from .checks import check_surface
 from .geo_script import check_geo_script
 from .gmsh_model import generate_surface_mesh, gmsh_session, mesh_occ_model, surface_from_model
 from .params import positive
@@ -59,16 +60,29 @@ class FileGeometry(Geometry):
         return [self.path]
 
     def check_files(self, base_dir: Path) -> None:
+        """The file is there; a .geo script is safe to run; a stored mesh (.stl, .msh up to
+        QUICK_MESH_FILE_BYTES) reads and bounds a body (closed, manifold, orientable: the
+        mesh job's check_surface), so a file with a hole is refused before any job starts.
+        CAD files are meshed, and their meshes checked, by the mesh job."""
         path = Path(self.path)
         full = path if path.is_absolute() else base_dir / path
         if not full.is_file():
             raise InputError(f"path = {self.path!r}: file not found (relative paths are "
                              f"taken from {base_dir})")
-        if path.suffix.lower() == ".geo":
-            try:
+        try:
+            if path.suffix.lower() == ".geo":
                 check_geo_script(full)
-            except MeshError as exc:
-                raise InputError(f"path = {self.path!r}: {exc}") from None
+            checked_mesh(full, f"path = {self.path!r}")
+        except MeshError as exc:
+            text = str(exc)
+            raise InputError(text if text.startswith("path = ")
+                             else f"path = {self.path!r}: {text}") from None
+
+    def closed_bodies(self) -> int | None:
+        """How many closed surfaces the stored mesh holds (None: not read before meshing)."""
+        path = Path(self.path)
+        mesh = checked_mesh(path, f"path = {self.path!r}") if path.is_file() else None
+        return None if mesh is None else int(mesh.meta["closed_bodies"])
 
     def stored_mesh(self) -> SurfaceMesh | None:
         """The stored mesh (.stl, .msh no larger than QUICK_MESH_FILE_BYTES), scaled and
@@ -142,7 +156,9 @@ def _mesh_cad(path: Path, options: MeshOptions) -> SurfaceMesh:
             # Several solids touching or overlapping: one body without internal faces.
             vols = gmsh.model.getEntities(3)
             gmsh.model.occ.fuse(vols[:1], vols[1:])
-        return mesh_occ_model(gmsh, options, str(path))
+        # sized for the volume tolerance as the built-in kinds are, so that the mesher's
+        # second try (geometry_refinement) meshes finer
+        return mesh_occ_model(gmsh, options, str(path), curvature_sized=True)
 
 
 def read_file(path: Path, scale: float, center, options: MeshOptions) -> SurfaceMesh:
@@ -168,17 +184,42 @@ QUICK_MESH_FILE_BYTES = 32 * 2**20
 _FILE_MESHES: dict = {}
 
 
-def stored_file_mesh(geometry: FileGeometry):
-    """The SurfaceMesh of a `file` geometry's stored mesh (.stl or .msh no larger than
-    QUICK_MESH_FILE_BYTES), scaled and shifted as the mesh job would; None otherwise."""
-    path = Path(geometry.path)
-    if path.suffix.lower() not in (".stl", ".msh") or not path.is_file() \
+def _quick_mesh(path: Path) -> SurfaceMesh | None:
+    """The triangles of a stored mesh file no larger than QUICK_MESH_FILE_BYTES, read once
+    per file version; None for CAD or a larger file."""
+    if path.suffix.lower() not in MESH_SUFFIXES or not path.is_file() \
             or path.stat().st_size > QUICK_MESH_FILE_BYTES:
         return None
     key = (str(path.resolve()), path.stat().st_mtime_ns)
     if key not in _FILE_MESHES:
         _FILE_MESHES[key] = read_triangle_file(path)
-    mesh = _FILE_MESHES[key]
+    return _FILE_MESHES[key]
+
+
+def checked_mesh(path: Path, source: str) -> SurfaceMesh | None:
+    """A stored mesh file (as _quick_mesh) through check_surface, once per file version:
+    MeshError (message starting with `source`) where it does not bound a body; its meta
+    "closed_bodies" counts the disjoint closed surfaces. None for CAD or a larger file."""
+    mesh = _quick_mesh(path)
+    if mesh is None:
+        return None
+    key = ("checked", str(path.resolve()), path.stat().st_mtime_ns, source)
+    if key not in _FILE_MESHES:
+        try:
+            _FILE_MESHES[key] = check_surface(mesh, source)
+        except MeshError as exc:
+            _FILE_MESHES[key] = exc
+    if isinstance(_FILE_MESHES[key], MeshError):
+        raise _FILE_MESHES[key]
+    return _FILE_MESHES[key]
+
+
+def stored_file_mesh(geometry: FileGeometry):
+    """The SurfaceMesh of a `file` geometry's stored mesh (.stl or .msh no larger than
+    QUICK_MESH_FILE_BYTES), scaled and shifted as the mesh job would; None otherwise."""
+    mesh = _quick_mesh(Path(geometry.path))
+    if mesh is None:
+        return None
     return SurfaceMesh(geometry.scale * mesh.vertices + np.asarray(geometry.center, float),
                        mesh.triangles, mesh.meta)
 

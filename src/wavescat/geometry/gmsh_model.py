@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import MeshError
 from ..surface import SurfaceMesh
 from .checks import orient_outward
-from .sizing import MeshOptions
+from .sizing import MIN_SIZE_OF_THINNEST, MeshOptions, curvature_sizing
 
 log = logging.getLogger(__name__)
 
@@ -155,17 +155,23 @@ def use_size_fields(gmsh, tags: list[int]) -> None:
     gmsh.model.mesh.field.setAsBackgroundMesh(tag)
 
 
-def mesh_occ_model(gmsh, options: MeshOptions, source: str, size_fields=None) -> SurfaceMesh:
+def mesh_occ_model(gmsh, options: MeshOptions, source: str, size_fields=None,
+                   curvature_sized: bool = False) -> SurfaceMesh:
     """Synchronise the OpenCASCADE model, mesh its surfaces, return the surface mesh with
     the solid's exact volume in `meta["exact_volume"]`. `size_fields(gmsh, volume, area)`:
-    the builder's geometry size fields (field tags), used when options ask for them."""
+    the builder's geometry size fields (field tags), used when options ask for them;
+    `curvature_sized`: gmsh's curvature sizing instead (sizing.curvature_sizing), for a
+    shape known only to OpenCASCADE (a CAD file)."""
     gmsh.model.occ.synchronize()
     volume, area = occ_volume_area(gmsh)
     box = gmsh.model.getBoundingBox(-1, -1)
+    thinnest = min(b - a for a, b in zip(box[:3], box[3:]))
     # Elements larger than the body's thinnest extent can crash gmsh (OpenCASCADE spheres).
-    options = replace(options, h=min(options.h, min(b - a for a, b in zip(box[:3], box[3:])) / 2))
+    options = replace(options, h=min(options.h, thinnest / 2))
     if size_fields is not None and options.volume_error and volume > 0:
         use_size_fields(gmsh, size_fields(gmsh, volume, area))
+    if curvature_sized:
+        options = curvature_sizing(options, volume, area, MIN_SIZE_OF_THINNEST * thinnest / 2)
     generate_surface_mesh(gmsh, options)
     mesh = surface_from_model(gmsh, source)
     if volume > 0:

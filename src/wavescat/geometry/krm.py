@@ -42,7 +42,7 @@ from .checks import check_surface
 from .gmsh_model import generate_surface_mesh, gmsh_session, occ_volume_area, surface_from_model
 from .params import positive
 from .shape import Geometry
-from .sizing import ELEMENTS_PER_TURN, MIN_SIZE_OF_THINNEST, MeshOptions
+from .sizing import MIN_SIZE_OF_THINNEST, MeshOptions, curvature_sizing
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +237,30 @@ def check_inside(inner: Outline, outer: Outline) -> None:
                 f"body's (half-width {a:.4g}, z {zc - b:.4g} to {zc + b:.4g} m) there")
 
 
+def station_clearance(inner: Outline, outer: Outline, shift) -> tuple[float, float]:
+    """(the smallest clearance (m) of `inner`'s station ellipses, moved by `shift` (x, y, z),
+    within `outer`'s at the same x, that station's x): along the ray from the outer ellipse's
+    centre, so at least the distance between the two sections (0 where one touches or pokes
+    out, or lies beyond the outer stations). The lofted surfaces are smoothed: an estimate
+    before meshing, which measures the surfaces themselves (geometry.nesting)."""
+    dx, dy, dz = (float(v) for v in shift)
+    t = np.linspace(0, 2 * math.pi, CONTAINMENT_POINTS, endpoint=False)
+    best, where = math.inf, float(inner.x[0] + dx)
+    for i, x in enumerate(inner.x + dx):
+        if not outer.x[0] <= x <= outer.x[-1]:
+            return 0.0, float(x)
+        a, b, zc = (np.interp(x, outer.x, v) for v in (outer.a, outer.b, outer.zc))
+        y = inner.a[i] * np.cos(t) + dy
+        z = inner.zc[i] + dz + inner.b[i] * np.sin(t) - zc
+        rho = np.sqrt((y / max(a, 1e-300)) ** 2 + (z / max(b, 1e-300)) ** 2)
+        r = np.hypot(y, z)
+        gap = np.where(rho > 0, r * (1 / np.maximum(rho, 1e-300) - 1), min(a, b))
+        c = max(float(gap.min()), 0.0)
+        if c < best:
+            best, where = c, float(x)
+    return best, where
+
+
 def read_shape(geometry: KrmShape, path: Path | None = None) -> Outline:
     """The outline a `krm` geometry names (read from `path`, default its own); the swim
     bladder checked against the body."""
@@ -423,25 +447,6 @@ def curvature_features(geometry: KrmShape) -> list[dict]:
     return out
 
 
-def geometry_sizing(options: MeshOptions, outline: Outline, volume: float,
-                    area: float) -> MeshOptions:
-    """gmsh's curvature sizing (elements per turn of the local radius of curvature) set
-    so that the mesh keeps `options.volume_error` of the volume: the sag rule
-    h = sqrt(8 sag / H) at the body's typical radius R = 2 V / A (H = 1 / (2 R) on a
-    cylinder), but at least ELEMENTS_PER_TURN; the mesher's second try scales it by
-    1 / geometry_refinement. Elements never below MIN_SIZE_OF_THINNEST of the thickest
-    cross-section's smaller half-axis (the spheroid's floor)."""
-    if not options.volume_error or volume <= 0:
-        return options
-    radius = 2 * volume / area
-    h_sag = math.sqrt(16 * options.sag(volume, area) * radius)
-    turns = max(ELEMENTS_PER_TURN, 2 * math.pi * radius / h_sag, options.curvature_refinement)
-    turns /= options.geometry_refinement
-    floor = MIN_SIZE_OF_THINNEST * float(np.max(np.minimum(outline.a, outline.b)))
-    return replace(options, curvature_refinement=int(math.ceil(turns)),
-                   min_size_factor=min(floor / options.h, 1.0))
-
-
 @dataclass(frozen=True, kw_only=True)
 class KrmShape(Geometry):
     """One outline (`part`: body or swimbladder) of a KRM shape file at `path` (the
@@ -476,6 +481,10 @@ class KrmShape(Geometry):
                              f"taken from {base_dir})")
         read_shape(self, full)
 
+    def outline(self) -> Outline:
+        """The part's stations (m, times `scale`, before `center`)."""
+        return read_outline(self.path, self.part, self.shape, self.scale)
+
     def area(self) -> float | None:
         estimates = shape_estimates(self)
         return estimates[0] if estimates else None
@@ -500,8 +509,10 @@ def krm(geometry: KrmShape, options: MeshOptions) -> SurfaceMesh:
         # As mesh_occ_model: elements larger than the body's thinnest extent can crash gmsh.
         box = gmsh.model.getBoundingBox(-1, -1)
         thinnest = min(b - a for a, b in zip(box[:3], box[3:]))
-        options = geometry_sizing(replace(options, h=min(options.h, thinnest / 2)), outline,
-                                  volume, area)
+        # floor: a share of the thickest cross-section's smaller half-axis (the spheroid's)
+        floor = MIN_SIZE_OF_THINNEST * float(np.max(np.minimum(outline.a, outline.b)))
+        options = curvature_sizing(replace(options, h=min(options.h, thinnest / 2)), volume,
+                                   area, floor)
         # Frontal-Delaunay: MeshAdapt takes 20-40 times longer on the B-spline surface
         # (and failed as often at the tips, on the test fish).
         for attempt in range(MESH_ATTEMPTS):

@@ -13,13 +13,9 @@ from .nesting import check_nesting
 from .resolution import resolution_warnings
 from .sizing import mesh_options, surface_sound_speeds
 from .statistics import mesh_statistics, unique_edge_lengths
-from .volume import match_volume
+from .volume import match_volume, volume_deviation
 
 log = logging.getLogger(__name__)
-
-
-def _volume_error(mesh: SurfaceMesh) -> float:
-    return 1 - mesh.enclosed_volume / mesh.meta["exact_volume"]
 
 
 def _volume_retry(mesh: SurfaceMesh, options) -> float | None:
@@ -31,7 +27,7 @@ def _volume_retry(mesh: SurfaceMesh, options) -> float | None:
     tol = options.volume_error
     if not tol or not mesh.meta.get("exact_volume"):
         return None
-    err = abs(_volume_error(mesh))
+    err = abs(volume_deviation(mesh))
     if err <= tol:
         return None
     return max(math.sqrt(0.85 * tol / err), 0.5)
@@ -46,20 +42,27 @@ def _mesh_body(case, body, options, source: str):
     mesh = geometry.build(options)
     retry = _volume_retry(mesh, options)
     if retry is not None:
-        log.info("%s: meshed volume %.3f%% off the body's; geometry sizes times %.3g",
-                 source, 100 * _volume_error(mesh), retry)
+        first = mesh
         mesh = geometry.build(replace(options, geometry_refinement=retry))
+        log.info("%s: meshed volume %+.3f%% off the body's (%d triangles); geometry sizes "
+                 "times %.3g: now %+.3f%% off (%d triangles)", source,
+                 100 * volume_deviation(first), first.n_triangles, retry,
+                 100 * volume_deviation(mesh), mesh.n_triangles)
     seconds = time.perf_counter() - start
     mesh = check_surface(mesh, source=source)
     offset = None
     exact = mesh.meta.get("exact_volume")
     if case.mesh.matches_volume(body.boundary) and exact:
-        before = _volume_error(mesh)
+        before = volume_deviation(mesh)
         mesh, offset = match_volume(mesh, exact)
-        log.info("%s: meshed volume %.3f%% off the body's; vertices offset %.4g m along their "
-                 "normals (mesh.match_volume), now %.2g%% off", source, 100 * before, offset,
-                 100 * _volume_error(mesh))
+        log.info("%s: meshed volume %+.3f%% off the body's; vertices offset %.4g m along their "
+                 "normals (mesh.match_volume), now %+.2g%% off", source, 100 * before, offset,
+                 100 * volume_deviation(mesh))
     warnings = resolution_warnings(mesh, geometry, source, options.volume_error)
+    bodies = mesh.meta.get("closed_bodies", 1)
+    if bodies > 1:  # legitimate (a school of fish), but easy to do by accident
+        warnings.append(f"{source}: {bodies} closed bodies (disjoint surfaces), solved as one "
+                        "scatterer with one boundary")
     if not mesh.meta.get("h_applied", True):
         edge = float(unique_edge_lengths(mesh).max())
         if edge > 1.5 * options.h:
@@ -97,6 +100,7 @@ def _mesh_single(case, verbose: bool) -> tuple[SurfaceMesh, dict]:
     mesh, seconds, offset, warnings = _mesh_body(case, case.bodies[0], options, source)
     stats = {"kind": kind, **mesh_statistics(mesh, options.h, seconds),
              "h_applied": bool(mesh.meta.get("h_applied", True)),
+             "closed_bodies": int(mesh.meta.get("closed_bodies", 1)),
              "frequency_max_hz": float(max(case.frequencies_hz)),
              "elements_per_wavelength": float(case.mesh.elements_per_wavelength),
              "sizing_sound_speed": surface_sound_speeds(case)[0],
@@ -127,6 +131,7 @@ def _mesh_nested(case, verbose: bool):
                          "sizing_sound_speed": speeds[body.index],
                          **mesh_statistics(mesh, options.h, seconds),
                          "h_applied": bool(mesh.meta.get("h_applied", True)),
+                         "closed_bodies": int(mesh.meta.get("closed_bodies", 1)),
                          "exact_volume": mesh.meta.get("exact_volume"),
                          "volume_offset": offset})
         log.info("%s: %d triangles, %d vertices, h = %.4g m (c = %.4g m/s), %.2f s", source,
@@ -138,6 +143,9 @@ def _mesh_nested(case, verbose: bool):
     for g in gaps:
         log.info("%s and %s: smallest gap %.4g m (%.3g elements)", *g["where"], g["gap"],
                  g["gap_over_element"])
+        if g.get("warning"):  # in the log, mesh_stats.json and summary.json
+            log.warning(g["warning"])
+            warnings.append(g["warning"])
     top = surfaces[0]
     stats = {"kind": case.geometry.kind,
              **mesh_statistics(mesh, top["h_requested"], total),

@@ -6,8 +6,14 @@ its parent and outside its siblings, no two surfaces crossing; and how close the
   outward surface, 0 outside), numpy in chunks.
 - Crossing: an edge of one surface through a triangle of the other (Moller-Trumbore),
   tested both ways on the edges that come within their own length of the other surface.
-- Gap: the smallest distance from a vertex of one surface to the other surface (exact
-  point-triangle distances on the triangles a k-d tree of centroids leaves in reach).
+- Gap: the smallest distance between the two surfaces, triangle to triangle: two triangles
+  that do not cross are nearest at a vertex of one against the other (exact point-triangle
+  distances on the triangles a k-d tree of centroids leaves in reach) or at an edge of each
+  against the other's (segment-segment distances on the edges within reach). Edge pairs are
+  searched within the vertex gap, and at most a WARN_GAP_ELEMENTS of an element: the gap is
+  exact wherever it decides between refusal, warning and nothing.
+- Closeness: surfaces closer than REFUSE_GAP_ELEMENTS of an element are refused, closer than
+  WARN_GAP_ELEMENTS warned about, each naming both bodies, the gap and the way out.
 
 Related pairs (parent and child, siblings) bound every other pair: a path from a body to any
 surface but its own relatives crosses a relative first. So the smallest gap of the case is
@@ -27,6 +33,12 @@ CHUNK_PAIRS = 500_000           # point-triangle pairs per numpy chunk (~40 MB a
 MAX_WINDING_PAIRS = 2_000_000  # beyond this, every k-th vertex (the crossing test is exact:
                                 # without a crossing a surface lies wholly on one side)
 SHOW = 3
+# A gap between two surfaces against the coarser surface's mean edge: the BEM integrates each
+# element against the other surface's with a rule for well-separated elements; below half an
+# element the pair is nearly singular and the answer is wrong without any other sign, below
+# one element it loses accuracy (Sauter & Schwab's admissibility: distance >= diameter).
+REFUSE_GAP_ELEMENTS = 0.5
+WARN_GAP_ELEMENTS = 1.0
 
 
 def winding_numbers(points: np.ndarray, mesh: SurfaceMesh) -> np.ndarray:
@@ -125,6 +137,50 @@ class Reach:
         return best, where
 
 
+def segment_distances(p0, p1, q0, q1) -> np.ndarray:
+    """Distance between segments p0-p1 and q0-q1 (k, 3 each, none of zero length), pairwise:
+    the closest points' parameters clamped to the segments (Ericson, Real-Time Collision
+    Detection, 5.1.9)."""
+    d1, d2, r = p1 - p0, q1 - q0, p0 - q0
+    a, e = np.einsum("ij,ij->i", d1, d1), np.einsum("ij,ij->i", d2, d2)
+    b, c, f = (np.einsum("ij,ij->i", d1, d2), np.einsum("ij,ij->i", d1, r),
+               np.einsum("ij,ij->i", d2, r))
+    denom = a * e - b * b
+    parallel = denom <= 1e-12 * a * e
+    s = np.where(parallel, 0.0, np.clip((b * f - c * e) / np.where(parallel, 1.0, denom), 0, 1))
+    t = (b * s + f) / e
+    s = np.where(t < 0, np.clip(-c / a, 0, 1), np.where(t > 1, np.clip((b - c) / a, 0, 1), s))
+    t = np.clip(t, 0, 1)
+    return np.linalg.norm(p0 + s[:, None] * d1 - q0 - t[:, None] * d2, axis=1)
+
+
+def edge_gap(a: SurfaceMesh, b: SurfaceMesh, cap: float) -> tuple[float, np.ndarray | None]:
+    """(the smallest distance between an edge of `a` and one of `b` where it is below `cap`,
+    the midpoint of the two nearest points) or (inf, None)."""
+    ea, eb = _unique_edges(a), _unique_edges(b)
+    ua, va, ub, vb = (m.vertices[e[:, k]] for m, e in ((a, ea), (b, eb)) for k in (0, 1))
+    half_a = 0.5 * np.linalg.norm(va - ua, axis=1)
+    half_b = 0.5 * np.linalg.norm(vb - ub, axis=1)
+    tree = cKDTree(0.5 * (ub + vb))
+    best, where = math.inf, None
+    for s in range(0, len(ea), 4096):
+        idx = np.arange(s, min(s + 4096, len(ea)))
+        lists = tree.query_ball_point(0.5 * (ua[idx] + va[idx]), half_a[idx] + half_b.max() + cap)
+        counts = np.fromiter((len(x) for x in lists), np.int64, len(lists))
+        if not counts.sum():
+            continue
+        i = np.repeat(idx, counts)
+        j = np.concatenate([np.asarray(x, np.int64) for x in lists if len(x)])
+        for c in range(0, len(i), CHUNK_PAIRS):
+            ic, jc = i[c:c + CHUNK_PAIRS], j[c:c + CHUNK_PAIRS]
+            d = segment_distances(ua[ic], va[ic], ub[jc], vb[jc])
+            k = int(np.argmin(d))
+            if d[k] < min(best, cap):
+                best = float(d[k])
+                where = 0.25 * (ua[ic[k]] + va[ic[k]] + ub[jc[k]] + vb[jc[k]])
+    return best, where
+
+
 def _unique_edges(mesh: SurfaceMesh) -> np.ndarray:
     t = mesh.triangles
     return np.unique(np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1),
@@ -180,13 +236,26 @@ def _sample(mesh: SurfaceMesh, other: SurfaceMesh) -> np.ndarray:
     return mesh.vertices[::step]
 
 
+def _closeness(names, mover: str, case: str, gap: float, edge: float, at) -> tuple[str, str]:
+    """(the words of two surfaces closer than WARN_GAP_ELEMENTS of an element, the way out)."""
+    what = (f"{names[0]} and {names[1]} come within {gap:.3g} m of each other "
+            f"{_at(np.asarray([at]))}: {gap / edge:.3g} of an element (the coarser surface's "
+            f"mean edge, {edge:.3g} m)")
+    way = (f"move or shrink the body ({mover}.geometry) to leave a gap of at least one element, "
+           f"{edge:.3g} m, or refine the mesh to elements no longer than the gap "
+           f"({case}.mesh.max_element_size: {gap:.2g}, about {(edge / gap) ** 2:.3g} times the "
+           "unknowns)")
+    return what, way
+
+
 def check_nesting(mesh: SurfaceMesh, bodies, element_sizes=None) -> list[dict]:
     """Check that surface i of `mesh` (the union of the bodies' surfaces, surface-id order)
-    lies strictly inside its parent's and outside its siblings', and that no two cross;
-    MeshError naming both bodies by config path (`Body.where`) and their smallest distance
-    otherwise. Returns the gaps of the related pairs: {"surfaces": [i, j], "where": [...],
-    "relation": "parent"/"sibling", "gap": m, "gap_over_element": gap over the coarser
-    surface's mean edge length, "at": the closest vertex}."""
+    lies strictly inside its parent's and outside its siblings', that no two cross and that
+    no two come within REFUSE_GAP_ELEMENTS of an element; MeshError naming both bodies by
+    config path (`Body.where`) and their smallest distance otherwise. Returns the gaps of
+    the related pairs: {"surfaces": [i, j], "where": [...], "relation": "parent"/"sibling",
+    "gap": m, "gap_over_element": gap over the coarser surface's mean edge length, "at": the
+    closest point, and "warning": text where the gap is under WARN_GAP_ELEMENTS}."""
     surfaces = [mesh.surface(i) for i in range(mesh.n_surfaces)]
     if len(surfaces) != len(bodies):
         raise MeshError(f"{len(surfaces)} surfaces for {len(bodies)} bodies")
@@ -209,6 +278,9 @@ def check_nesting(mesh: SurfaceMesh, bodies, element_sizes=None) -> list[dict]:
         # against the coarser surface's elements: its element pairs with the other surface
         # are the ones whose near-singular quadrature a small gap strains
         edge = max(np.mean(a.edge_lengths), np.mean(b.edge_lengths))
+        ee, ee_at = edge_gap(a, b, min(gap, WARN_GAP_ELEMENTS * edge))
+        if ee < gap:
+            gap, closest = ee, ee_at
         names = f"{bodies[j].where} (surface {j})", f"{bodies[i].where} (surface {i})"
         gap_text = f"smallest distance between them {gap:.4g} m ({gap / edge:.3g} elements)"
         crossing = crossing_points(b, a, get_reach(i))
@@ -233,7 +305,17 @@ def check_nesting(mesh: SurfaceMesh, bodies, element_sizes=None) -> list[dict]:
                 raise MeshError(f"{first} lies inside {second}, its sibling: bodies side by "
                                 "side must not overlap (to nest one in the other, put it "
                                 f"under the other's `inside`); {gap_text}")
-        out.append({"surfaces": [i, j], "where": [bodies[i].where, bodies[j].where],
-                    "relation": relation, "gap": gap, "gap_over_element": gap / edge,
-                    "at": [float(x) for x in closest]})
+        record = {"surfaces": [i, j], "where": [bodies[i].where, bodies[j].where],
+                  "relation": relation, "gap": gap, "gap_over_element": float(gap / edge),
+                  "at": [float(x) for x in closest]}
+        if gap < WARN_GAP_ELEMENTS * edge:
+            what, way = _closeness(names, bodies[j].where, bodies[0].where, gap, edge,
+                                   closest)
+            if gap < REFUSE_GAP_ELEMENTS * edge:
+                raise MeshError(f"{what}, less than {REFUSE_GAP_ELEMENTS:g}: the BEM cannot "
+                                f"resolve so narrow a gap (its answer would be wrong without "
+                                f"another sign); {way}")
+            record["warning"] = (f"{what}, less than {WARN_GAP_ELEMENTS:g}: the narrow gap "
+                                 f"costs accuracy; {way}")
+        out.append(record)
     return out

@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import MeshError
 from ..surface import SurfaceMesh
 from .sizing import COARSE_ELEMENTS_PER_TURN
+from .volume import volume_deviation
 
 
 def elements_per_turn(mesh: SurfaceMesh, point, radius: float) -> float:
@@ -32,10 +33,11 @@ def resolution_warnings(mesh: SurfaceMesh, geometry, source: str,
     out = []
     exact = mesh.meta.get("exact_volume")
     if exact and volume_error:
-        err = 1 - mesh.enclosed_volume / exact
+        err = volume_deviation(mesh)
         if abs(err) > volume_error:
             out.append(f"{source}: meshed volume {mesh.enclosed_volume:.6g} m^3 is "
-                       f"{100 * err:+.2f}% off the body's {exact:.6g} m^3 (tolerance "
+                       f"{100 * err:+.2f}% off the body's {exact:.6g} m^3 ("
+                       f"{'smaller' if err < 0 else 'larger'} than the body; tolerance "
                        f"{100 * volume_error:g}%): the mesh is coarse against the body; "
                        "low-frequency target strength follows the volume squared")
     for f in geometry.curvature_features():

@@ -88,6 +88,10 @@ class Geometry:
         """Vertices of a stored mesh used as it is (None: meshed at the element size)."""
         return None
 
+    def closed_bodies(self) -> int | None:
+        """Disjoint closed surfaces of a stored mesh, known before meshing (None: unknown)."""
+        return None
+
     def stored_mesh(self) -> SurfaceMesh | None:
         """A stored mesh read quickly before any job starts (None: made by the mesh job)."""
         return None

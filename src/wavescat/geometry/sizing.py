@@ -19,7 +19,7 @@ the model missed (it overestimates the loss of cylinder-like parts).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..defaults import MESH as MESH_DEFAULTS
 
@@ -62,6 +62,23 @@ class MeshOptions:
 def sag_size(sag: float, mean_curvature: float) -> float:
     """Edge length whose flat triangles lie `sag` inside a surface of that mean curvature."""
     return math.sqrt(8.0 * sag / mean_curvature)
+
+
+def curvature_sizing(options: MeshOptions, volume: float, area: float,
+                     floor: float) -> MeshOptions:
+    """gmsh's curvature sizing (elements per turn of the local radius of curvature) set so
+    that a body with no sizing of its own (a KRM loft, a CAD file) keeps `options.volume_error`
+    of its volume: the sag rule h = sqrt(8 sag / H) at the body's typical radius R = 2 V / A
+    (H = 1 / (2 R) on a cylinder), but at least ELEMENTS_PER_TURN; the mesher's second try
+    scales it by 1 / geometry_refinement. Elements never below `floor` (m)."""
+    if not options.volume_error or volume <= 0:
+        return options
+    radius = 2 * volume / area
+    h_sag = math.sqrt(16 * options.sag(volume, area) * radius)
+    turns = max(ELEMENTS_PER_TURN, 2 * math.pi * radius / h_sag, options.curvature_refinement)
+    turns /= options.geometry_refinement
+    return replace(options, curvature_refinement=int(math.ceil(turns)),
+                   min_size_factor=min(floor / options.h, 1.0))
 
 
 def surface_sound_speeds(case) -> list[float]:

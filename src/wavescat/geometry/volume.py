@@ -13,6 +13,12 @@ import numpy as np
 from ..surface import SurfaceMesh
 
 
+def volume_deviation(mesh: SurfaceMesh) -> float:
+    """The meshed volume's relative deviation from the body's exact one (meta
+    "exact_volume"): negative for a mesh smaller than the body (an inscribed one)."""
+    return mesh.enclosed_volume / mesh.meta["exact_volume"] - 1
+
+
 def vertex_normals(mesh: SurfaceMesh) -> np.ndarray:
     """Unit normals at the vertices: the area-weighted mean of the adjacent face normals."""
     n = np.zeros_like(mesh.vertices)

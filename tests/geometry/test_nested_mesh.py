@@ -224,13 +224,13 @@ def test_bodies_closer_than_half_an_element_are_refused_with_the_way_out():
 
 
 def test_bodies_within_one_element_are_warned_about(caplog):
-    """From half an element to one: solved, with the warning in the log and the statistics
-    (hence summary.json); a gap of one element or more says nothing."""
-    _, stats = mesh_case(typed(_rigid_core_at(0.006), name="ball"))
+    """From half an element to WARN_GAP_ELEMENTS (0.6): solved, with the warning in the log
+    and the statistics (hence summary.json); a gap of one element or more says nothing."""
+    _, stats = mesh_case(typed(_rigid_core_at(0.0064), name="ball"))
     (warning,) = stats["warnings"]
     assert warning.startswith("cases.ball.inside[0] (surface 1) and cases.ball (surface 0) come "
-                              "within 0.00205 m of each other"), warning
-    assert "0.678 of an element" in warning and "less than 1: the narrow gap costs accuracy; " \
+                              "within 0.00165 m of each other"), warning
+    assert "0.546 of an element" in warning and "less than 0.6: the narrow gap costs accuracy; " \
            "move or shrink the body" in warning and warning in caplog.text
     assert stats["surface_gaps"][0]["warning"] == warning
     _, stats = mesh_case(typed(_rigid_core_at(0.005), name="ball"))

@@ -94,14 +94,16 @@ class Leaves:
         self.deriv = any(c[2] for c in comps)
         self.npts = self.smax * self.q
 
-    def pair_bytes(self, P) -> int:
-        """Working memory of one (cluster, direction) pair of a leaf pass."""
-        return self.npts * P * (4 if self.deriv else 1) * self.rdtype().itemsize * 3
+    def cluster_bytes(self, P, slots, K) -> int:
+        """Working memory of one cluster of a leaf pass with `slots` directions."""
+        real = self.rdtype().itemsize
+        return self.npts * (P * (4 if self.deriv else 1) * real * 2 + slots * (K + 2) * real * 6)
 
     def _bases(self, clusters, dirs, centre, half, k, p):
-        """Per pair: the Lagrange tensors [g] (pairs, npts, P) (g = 0: values; 1..3: the
-        gradient's axes), the modulation (pairs, npts), the normal derivatives' factors of
-        the values tensor, the component weights and the dofs."""
+        """Per cluster (B of them) and its directions dirs (B, S, 3) (padded with zeros):
+        the Lagrange tensors [g] (B, npts, P) (g = 0: values; 1..3: the gradient's axes),
+        the modulations (B, S, npts), the normal derivative's factor of the values tensor
+        (B, S, npts), the normals, the component weights and the dofs."""
         xp = self.xp
         dofs = self.dofs[clusters]  # (B, smax)
         pts = self.pos[dofs].reshape(len(clusters), self.npts, 3)
@@ -116,6 +118,7 @@ class Leaves:
 
         mats = [tensor(*vals)]
         nrm = cn = None
+        ik = self.sign * 1j * k
         if self.deriv:
             ders = [chebyshev.lagrange(t[..., a], p, derivative=True, xp=xp) / half[:, None, a:a + 1]
                     for a in range(3)]
@@ -123,44 +126,52 @@ class Leaves:
                      tensor(vals[0], vals[1], ders[2])]
             nrm = self.nrm[dofs].reshape(pts.shape)
             # d/dn of e^{sign ik c.x} L = e^{...} (n.grad L + sign ik (c.n) L)
-            cn = (self.sign * 1j * k) * (nrm * dirs[:, None, :]).sum(-1)
-        phase = xp.exp((self.sign * 1j * k) * (local * dirs[:, None, :]).sum(-1))
+            cn = ik * xp.matmul(dirs, xp.swapaxes(nrm, 1, 2))
+        phase = xp.exp(ik * xp.matmul(dirs, xp.swapaxes(local, 1, 2)))  # (B, S, npts)
         wts = self.weights[dofs].reshape(len(clusters), self.npts, -1)
         return mats, phase, nrm, cn, wts, dofs
 
     def moments(self, x, clusters, dirs, centre, half, k, p, dtype):
-        """Source expansions (B, P, C R) of the pairs (clusters, dirs) from x (n + 1, R)."""
+        """Source expansions (B, S, P, C R) of the clusters' directions from x (n + 1, R)."""
         xp = self.xp
         mats, phase, nrm, cn, wts, dofs = self._bases(clusters, dirs, centre, half, k, p)
-        B, R = len(clusters), x.shape[1]
+        B, S, R = len(clusters), dirs.shape[1], x.shape[1]
         xv = xp.broadcast_to(x[dofs][:, :, None, :], (B, self.smax, self.q, R)).reshape(B, self.npts, R)
         out = []
         for ci, (_, _, deriv, _) in enumerate(self.comps):
-            v = ((wts[..., ci] * phase)[..., None] * xv).astype(dtype)  # (B, npts, R)
+            # (B, npts, S, R): every direction's modulated charges side by side
+            v = (xp.swapaxes(phase, 1, 2)[..., None] * (wts[..., ci, None] * xv)[:, :, None, :]).astype(dtype)
+            lt = xp.swapaxes(mats[0], 1, 2)
             if not deriv:
-                out.append(_real_times(xp.swapaxes(mats[0], 1, 2), v))
-                continue
-            m = _real_times(xp.swapaxes(mats[0], 1, 2), v * cn[..., None])
-            for a in range(3):
-                m += _real_times(xp.swapaxes(mats[a + 1], 1, 2), v * nrm[..., a:a + 1])
-            out.append(m)
-        return xp.stack(out, axis=2).reshape(B, p ** 3, -1)  # columns: component-major
+                m = _real_times(lt, v.reshape(B, self.npts, S * R))
+            else:
+                m = _real_times(lt, (v * xp.swapaxes(cn, 1, 2)[..., None]).reshape(B, self.npts, S * R))
+                for a in range(3):
+                    m += _real_times(xp.swapaxes(mats[a + 1], 1, 2),
+                                     (v * nrm[..., a, None, None]).reshape(B, self.npts, S * R))
+            out.append(m.reshape(B, p ** 3, S, R))
+        return xp.moveaxis(xp.stack(out, axis=3), 2, 1).reshape(B, S, p ** 3, -1)  # comp-major
 
     def evaluate(self, locals_, y, clusters, dirs, centre, half, k, p, dtype):
-        """y[dofs] += the targets' fields from local expansions (B, P, C R) of the pairs."""
+        """y[dofs] += the clusters' fields from their directions' local expansions
+        (B, S, P, C R) (padding slots hold zeros)."""
         xp = self.xp
         mats, phase, nrm, cn, wts, dofs = self._bases(clusters, dirs, centre, half, k, p)
-        B = len(clusters)
-        lcs = locals_.reshape(B, p ** 3, len(self.comps), -1)
+        B, S = len(clusters), dirs.shape[1]
+        C = len(self.comps)
+        lcs = xp.moveaxis(locals_.reshape(B, S, p ** 3, C, -1), 1, 2)  # (B, P, S, C, R)
+        R = lcs.shape[-1]
         acc = 0
         for ci, (_, _, deriv, factor) in enumerate(self.comps):
-            lc = lcs[:, :, ci]  # (B, P, R)
-            f = _real_times(mats[0], lc)  # (B, npts, R)
+            lc = xp.ascontiguousarray(lcs[:, :, :, ci]).reshape(B, p ** 3, S * R)
+            f = _real_times(mats[0], lc).reshape(B, self.npts, S, R)
             if deriv:
-                f = f * cn[..., None]
+                f = f * xp.swapaxes(cn, 1, 2)[..., None]
                 for a in range(3):
-                    f += nrm[..., a:a + 1] * _real_times(mats[a + 1], lc)
-            acc = acc + (factor * wts[..., ci] * phase)[..., None] * f
+                    f += nrm[..., a, None, None] * _real_times(mats[a + 1], lc).reshape(B, self.npts, S, R)
+            # the directions' fields, each modulated, summed
+            f = (f * xp.swapaxes(phase, 1, 2)[..., None]).sum(axis=2)
+            acc = acc + (factor * wts[..., ci])[..., None] * f
         per_dof = acc.reshape(B, self.smax, self.q, -1).sum(axis=2)
         scatter_add(y, dofs.reshape(-1), per_dof.reshape(B * self.smax, -1).astype(y.dtype))
 
@@ -341,16 +352,29 @@ class FarField:
         return y[:, 0] if vec else y
 
     def _leaf_pass(self, level, keys, side, data, K, y=None):
-        """Sources: the leaves' expansions of `data` (x); targets: y += their fields."""
-        xp, p = self.xp, self.plan.settings.order
+        """Sources: the leaves' expansions (pairs, P, K) of `data` (x); targets: y += the
+        fields of the expansions `data`. A chunk of clusters at a time, each with all its
+        directions (keys sorted by cluster), padded to the chunk's most."""
+        xp, p, P = self.xp, self.plan.settings.order, self.plan.settings.order ** 3
         cl, dr = level.split(keys)
-        out = None if y is not None else xp.zeros((len(keys), p ** 3, K), self.dtype)
-        for sl in self._chunks(len(keys), side.pair_bytes(p ** 3)):
-            args = (xp.asarray(cl[sl]), xp.asarray(level.dirs[dr[sl]].astype(self.rdtype)),
-                    xp.asarray(level.centre[cl[sl]].astype(self.rdtype)),
-                    xp.asarray(level.half[cl[sl]].astype(self.rdtype)), self.k.real, p, self.dtype)
+        clusters, first, count = np.unique(cl, return_index=True, return_counts=True)
+        out = None if y is not None else xp.zeros((len(keys), P, K), self.dtype)
+        slots = int(count.max(initial=1))
+        for sl in self._chunks(len(clusters), side.cluster_bytes(P, slots, K)):
+            c, f, n = clusters[sl], first[sl], count[sl]
+            S = int(n.max())
+            pair = f[:, None] + np.arange(S)[None, :]
+            real = np.arange(S)[None, :] < n[:, None]
+            pair = np.where(real, pair, 0)
+            dirs = np.where(real[..., None], level.dirs[dr[pair]], 0.0)  # padding: direction 0
+            args = (xp.asarray(c), xp.asarray(dirs.astype(self.rdtype)),
+                    xp.asarray(level.centre[c].astype(self.rdtype)),
+                    xp.asarray(level.half[c].astype(self.rdtype)), self.k.real, p, self.dtype)
+            take = xp.asarray(pair[real])
             if y is None:
-                out[sl] = side.moments(data, *args)
+                out[take] = side.moments(data, *args)[xp.asarray(real)]
             else:
-                side.evaluate(data[sl], y, *args)
+                local = xp.zeros((len(c), S, P, K), self.dtype)
+                local[xp.asarray(real)] = data[take]
+                side.evaluate(local, y, *args)
         return out

@@ -13,12 +13,12 @@ import time
 import numpy as np
 
 from ..backend import get_backend
-from ..bem.formulations import formulation_for
 from ..case import Case
 from ..defaults import DG_CROSS_CHECK
 from ..errors import ConfigError, InputError, MeshError
 from ..files import atomic_path
 from ..plots import band_comparison, convergence, probe_comparison
+from ..reference.sphere import sphere_series
 from ..timedomain.checks import order_shortfalls, require, round_off_floor
 from ..timedomain.dg import cavity  # (cavity.convergence_study: tests replace it)
 from ..timedomain.dg.gmsh_volume import scattering_volume_mesh
@@ -244,7 +244,7 @@ def _exact(body, freqs, direction, probes):
     series), or None for other bodies."""
     if body.shape != "sphere":
         return None
-    series = formulation_for(body.boundary).sphere_series()
+    series = sphere_series(body.boundary)
     c, a = body.medium.sound_speed, float(body.geometry.radius)
     return np.array([series.scattered_field(2 * np.pi * f / c, a, direction, probes, body.center)
                      for f in freqs])

@@ -166,15 +166,15 @@ class FrequencyResult:
 
 
 def solve_frequency(case, mesh, frequency_hz: float,
-                    ranks: parallel.Ranks | None = None) -> FrequencyResult:
-    """Solve `case` (case.Case) on `mesh` at `frequency_hz`, on `ranks` (default: those
-    `solver.ranks` asks for, solve/parallel.py); every rank calls it, and rank 0's result
-    holds the far field."""
+                    ranks: parallel.Ranks = parallel.ONE) -> FrequencyResult:
+    """Solve `case` (case.Case) on `mesh` at `frequency_hz`, on `ranks` (default: this one
+    process): those that parallel.start gave the process for `solver.ranks`, started where
+    the process begins (commands/solve.py), before anything touches CuPy. Every rank calls
+    it, and rank 0's result holds the far field."""
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
         raise InputError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
     c, k = case.medium.sound_speed, case.medium.wavenumber(frequency_hz)
     settings = case.solver
-    ranks = ranks or parallel.start(settings.ranks)  # before CuPy: binds a GPU per rank
     incidence, receivers = case.incidence, case.receivers
 
     warnings = []

@@ -11,7 +11,7 @@ runs), written and read back as the `solve` rule reads it; `solve_frequency` get
 as `wavescat solve` receives it (`solve_case`). Stages are wall-clock seconds: mesh, assembly
 (all boundary operators of the formulation), preconditioner (OSRC factorisation and the
 right-hand sides), GMRES, far field. Errors: RMS TS error (dB) and relative L2 error of the
-far field against the exact series of the condition (its formulation's `sphere_series`);
+far field against the exact series of the condition (reference.sphere.sphere_series);
 `x rigid`: the solve time (all stages but the mesh) over the rigid body's on the same mesh.
 
 A sphere's mesh is made once per ka and shared by the conditions (its time is repeated in
@@ -38,6 +38,7 @@ from wavescat.case import Case
 from wavescat.config import prepare_config, solve_case
 from wavescat.errors import InputError
 from wavescat.geometry import mesh_case
+from wavescat.reference.sphere import sphere_series
 from wavescat.solve.driver import solve_frequency
 from wavescat.surface import SurfaceMesh
 
@@ -132,7 +133,7 @@ def run(ka: float, name: str, mesh: SurfaceMesh, mesh_s: float, config: dict,
     res = solve_frequency(case, mesh, f)
     solve_s = time.perf_counter() - t0
     try:
-        exact = formulation_for(case.boundary).sphere_series().far_field(
+        exact = sphere_series(case.boundary).far_field(
             res.wavenumber, RADIUS, [0, 0, 1], res.receivers.vectors)
         err = farfield.far_field_errors(res.far_field[:, 0], exact)
     except InputError as exc:  # a condition without a series in this build

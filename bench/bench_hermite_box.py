@@ -15,17 +15,15 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
-from wavescat.case import Case  # noqa: E402
-from wavescat.timedomain.dg.scatterer import Body  # noqa: E402
-from wavescat.timedomain.dg.scattering import ScatteringSetup, relative_l2  # noqa: E402
-from wavescat.timedomain.hermite.box_scattering import run_box_scattering  # noqa: E402
+from wavescat.case import Case
+from wavescat.timedomain.dg.scatterer import Body
+from wavescat.timedomain.dg.scattering import ScatteringSetup, relative_l2
+from wavescat.timedomain.hermite.box_scattering import run_box_scattering
 
 
 def read_bem(path):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import math
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -31,18 +30,16 @@ import numpy as np
 import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from wavescat.bem.discretisation import spaces  # noqa: E402
-from wavescat.bem.formulations.osrc import (  # noqa: E402
+from wavescat.bem.discretisation import spaces
+from wavescat.bem.formulations.osrc import (
     characteristic_radius, damped_wavenumber, mass_and_stiffness, pade_coefficients)
-from wavescat.bem.linalg.sparse_lu import OrderedLU, metis_order, pattern  # noqa: E402
-from wavescat.bem.linalg.triangular import _by_rows  # noqa: E402
-from wavescat.case import Case  # noqa: E402
-from wavescat.defaults import OSRC  # noqa: E402
-from wavescat.geometry import mesh_case  # noqa: E402
-from wavescat.geometry.icosphere import icosphere  # noqa: E402
-from wavescat.surface import SurfaceMesh  # noqa: E402
+from wavescat.bem.linalg.sparse_lu import OrderedLU, metis_order, pattern
+from wavescat.bem.linalg.triangular import _by_rows
+from wavescat.case import Case
+from wavescat.defaults import OSRC
+from wavescat.geometry import mesh_case
+from wavescat.geometry.icosphere import icosphere
+from wavescat.surface import SurfaceMesh
 
 SOUND_SPEED = 1500.0
 

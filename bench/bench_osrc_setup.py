@@ -15,22 +15,18 @@ that whole copy.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from wavescat.backend import get_backend  # noqa: E402
-from wavescat.bem.discretisation import spaces  # noqa: E402
-from wavescat.bem.linalg import triangular  # noqa: E402
-from wavescat.bem.linalg.sparse_lu import OrderedLU, nested_dissection  # noqa: E402
-from wavescat.bem.formulations.osrc import OsrcNtD, mass_and_stiffness, solve_threads  # noqa: E402
-from wavescat.surface import SurfaceMesh  # noqa: E402
+from wavescat.backend import get_backend
+from wavescat.bem.discretisation import spaces
+from wavescat.bem.linalg import triangular
+from wavescat.bem.linalg.sparse_lu import OrderedLU, nested_dissection
+from wavescat.bem.formulations.osrc import OsrcNtD, mass_and_stiffness, solve_threads
+from wavescat.surface import SurfaceMesh
 
 
 def main(argv=None):

@@ -35,10 +35,9 @@ import numpy as np
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
 
-from wavescat.case import Case  # noqa: E402
-from wavescat.config import SOLVE_KEYS, case_json, medium_json, prepare_config  # noqa: E402
+from wavescat.case import Case
+from wavescat.config import SOLVE_KEYS, case_json, medium_json, prepare_config
 
 GIB = 2**30
 

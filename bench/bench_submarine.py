@@ -10,8 +10,9 @@
 The case is `submarine` of config/config.yaml (broadside incidence, 361 bistatic receivers
 in the xy plane, the workflow's solver settings) at each frequency, meshed with the
 workflow's own settings (`wavescat.geometry.mesh_case`, as the `mesh` rule does) unless
-`--mesh` gives a stored mesh, and solved by the solver's own assembly
-(`wavescat.solve.driver.assemble_system`): `--boundary` gives it any boundary kind.
+`--mesh` gives a stored mesh, and solved by the solver's own assembly, GMRES and far field
+(`wavescat.solve.driver`: assemble_system, solve_system, far_fields): `--boundary` gives it
+any boundary kind.
 Every stage prints as soon as it ends (a run stopped by a
 time limit still shows the stages done): mesh; per operator the singular quadrature
 (near-pair corrections), dense near field, ACA cross steps, recompression, blocks, ACA
@@ -56,18 +57,16 @@ import numpy as np
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
 
-from wavescat.backend import get_backend  # noqa: E402
-from wavescat.bem.assembly.hmatrix.block_tree import build_block_tree  # noqa: E402
-from wavescat.bem.assembly.hmatrix.clouds import space_cloud  # noqa: E402
-from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree  # noqa: E402
-from wavescat.bem.assembly.hmatrix.report import host_peak_bytes  # noqa: E402
-from wavescat.bem.formulations import formulation_for_case  # noqa: E402
-from wavescat.bem.linalg.gmres import gmres  # noqa: E402
-from wavescat.case import Case  # noqa: E402
-from wavescat.config import prepare_config, solve_case  # noqa: E402
-from wavescat.solve.driver import assemble_system  # noqa: E402
+from wavescat.backend import get_backend
+from wavescat.bem.assembly.hmatrix.block_tree import build_block_tree
+from wavescat.bem.assembly.hmatrix.clouds import space_cloud
+from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree
+from wavescat.bem.assembly.hmatrix.report import host_peak_bytes
+from wavescat.bem.formulations import formulation_for_case
+from wavescat.case import Case
+from wavescat.config import prepare_config, solve_case
+from wavescat.solve.driver import assemble_system, far_fields, solve_system
 
 
 def say(text=""):
@@ -189,17 +188,13 @@ def run_frequency(frequency, args, be, peak):
     peak.sample()
     say(f"  {space.n_dofs} DOFs ({formulation.n_unknowns(space)} unknowns), "
         f"{assembled.operator_format}; preconditioner {timings['preconditioner']:.2f} s")
-    t0 = time.perf_counter()
-    gm = case.solver.gmres
-    res = gmres(system.matvec, rhs, xp=be.xp, tol=gm.tol, restart=gm.restart,
-                maxiter=gm.maxiter)
-    pressure = be.asnumpy(system.solution(res.x))  # a fluid body's traces
-    timings["solve"] = time.perf_counter() - t0
-    its = np.atleast_1d(res.iterations).tolist()
+    solved = solve_system(assembled, rhs, case.solver.gmres, frequency)  # the solver's GMRES
+    timings["solve"] = solved.seconds
+    its = solved.iterations.tolist()
     say(f"  GMRES {timings['solve']:.2f} s, {its} iterations, residual "
-        f"{float(np.max(res.residuals)):.2e}")
+        f"{float(np.max(solved.residuals)):.2e}")
     t0 = time.perf_counter()
-    far = be.asnumpy(formulation.far_field(space, receivers.vectors, k, backend=be)) @ pressure
+    far, _mono = far_fields(assembled, k, incidence, receivers, solved.pressure)
     timings["far_field"] = time.perf_counter() - t0
     timings["total"] = sum(v for key, v in timings.items()
                            if key in ("mesh", "assembly", "preconditioner", "solve", "far_field"))

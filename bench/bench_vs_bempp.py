@@ -24,10 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from bench_dense_assembly import geodesic_sphere  # noqa: E402
+from bench_dense_assembly import geodesic_sphere  # a sibling: run as a script, bench/ is on the path
 
-from wavescat.backend import get_backend  # noqa: E402
+from wavescat.backend import get_backend
 from wavescat.bem.assembly import operators
 from wavescat.bem.discretisation import quadrature, spaces
 

@@ -23,19 +23,16 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_hmatrix import geodesic_sphere, p1  # noqa: E402
+from bench_hmatrix import geodesic_sphere, p1  # a sibling: run as a script, bench/ is on the path
 
-from wavescat.backend import get_backend  # noqa: E402
-from wavescat.bem.assembly.hmatrix import assemble_from_clouds, space_cloud  # noqa: E402
-from wavescat.bem.assembly.hmatrix.clouds import point_cloud  # noqa: E402
-from wavescat.bem.assembly.hmatrix.kernels import PairKernel  # noqa: E402
+from wavescat.backend import get_backend
+from wavescat.bem.assembly.hmatrix import assemble_from_clouds, space_cloud
+from wavescat.bem.assembly.hmatrix.clouds import point_cloud
+from wavescat.bem.assembly.hmatrix.kernels import PairKernel
 
 
 def row_error(H, kernel, x, rows):

@@ -17,17 +17,15 @@ import concurrent.futures
 import json
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_dg import OrderBench, add_run_options, order_benches  # noqa: E402
+from bench_dg import OrderBench, add_run_options, order_benches  # a sibling: bench/ is on the path
 
-from wavescat.timedomain.dg.kernel_source import NVRTC_OPTIONS, volume_source  # noqa: E402
-from wavescat.timedomain.dg.layout import (SHARED_LIMIT, VolumeTuning, default_elements_per_block,  # noqa: E402
+from wavescat.timedomain.dg.kernel_source import NVRTC_OPTIONS, volume_source
+from wavescat.timedomain.dg.layout import (SHARED_LIMIT, VolumeTuning, default_elements_per_block,
                                            fits_index32, mma_tiles, volume_layout, warp_row_width)
-from wavescat.timedomain.dg.tuning import default_volume_tuning  # noqa: E402
+from wavescat.timedomain.dg.tuning import default_volume_tuning
 
 # the row layout's stages, then the tensor-core grid, then code generation of the best of all
 TUNING_STAGES = ("tile", "prefetch", "rows", "refine", "block", "operators", "tensor", "codegen")

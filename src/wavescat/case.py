@@ -29,7 +29,8 @@ from . import defaults
 from .averages import (TILT_DEFAULTS, AveragesError, Band, Tilt, band_weights, parse_averages,
                        tilt_weights)
 from .bem.discretisation.quadrature import QuadratureOrders
-from .bem.formulations import INNER_KINDS, Boundary, boundary_from
+from .bem.formulations import INNER_KINDS, boundary_from
+from .boundary import Boundary
 from .errors import ConfigError, InputError
 from .farfield import Directions, Incidence, incident_directions, receiver_directions
 from .geometry.bodies import Body

@@ -140,10 +140,12 @@ def case_regions(case, sizes=None) -> list[Region]:
     return out
 
 
-def hypersensitive_regions(case, sizes=None) -> list[tuple[Region, float]]:
+def hypersensitive_regions(case, sizes=None, frequencies_hz=None) -> list[tuple[Region, float]]:
     """(region, highest frequency at which it resonates) of every region with
-    Q > HYPERSENSITIVE_Q that is large enough to resonate at one of the case's frequencies."""
-    freqs = sorted(float(f) for f in case.frequencies_hz)
+    Q > HYPERSENSITIVE_Q that is large enough to resonate at one of `frequencies_hz` (default:
+    the case's)."""
+    freqs = sorted(float(f) for f in (case.frequencies_hz if frequencies_hz is None
+                                      else frequencies_hz))
     out = []
     for region in case_regions(case, sizes):
         if region.q <= HYPERSENSITIVE_Q:
@@ -156,14 +158,15 @@ def hypersensitive_regions(case, sizes=None) -> list[tuple[Region, float]]:
     return out
 
 
-def sensitivity_warnings(case, sizes=None) -> list[str]:
+def sensitivity_warnings(case, sizes=None, frequencies_hz=None) -> list[str]:
     """One line per hypersensitive region of a case (the same line at every frequency, so
     that a sweep's summary holds it once): the region, its Q, why, and the ways out
-    (absorption, band averaging). Regions are named by their config paths; those of a
-    nameless case (given by hand) by their keys within it."""
+    (absorption, band averaging), at `frequencies_hz` (default: the case's). Regions are
+    named by their config paths; those of a nameless case (given by hand) by their keys
+    within it."""
     name = case.name
     out = []
-    for region, _ in hypersensitive_regions(case, sizes):
+    for region, _ in hypersensitive_regions(case, sizes, frequencies_hz):
         z = region.impedance_ratio
         size = "" if region.width is None else (
             f", bounding-box diagonal {region.diameter:.3g} m" if z < 1
@@ -191,9 +194,8 @@ def solve_preflight(case, mesh, frequency_hz: float) -> list[str]:
     elements per wavelength) and the hypersensitivity warnings of the case at that frequency
     (for a file body, sized by the mesh's bounding box)."""
     check_mesh_resolution(mesh, case, frequency_hz)
-    one = case.with_frequencies([frequency_hz])
     sizes = None
     if getattr(case.geometry, "kind", None) == "file":
         sizes = {case.where: mesh_extent(mesh.vertices)}
     return (interior_resolution_warnings(mesh, case, frequency_hz)
-            + sensitivity_warnings(one, sizes))
+            + sensitivity_warnings(case, sizes, [frequency_hz]))

@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wavescat.bem.formulations import boundary_from, formulation_for
+from wavescat.bem.formulations import boundary_from
 from wavescat.errors import InputError
 from wavescat.medium import Medium
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference import pressure_release_sphere as soft
 from wavescat.reference import rigid_sphere as rs
+from wavescat.reference.sphere import sphere_series
 
 _spec = importlib.util.spec_from_file_location(
     "rigid_sphere_tests", Path(__file__).with_name("test_rigid_sphere.py"))
@@ -129,8 +130,8 @@ def test_contrasts_of_a_boundary_block():
     g, h = contrasts({"kind": "fluid", "density": 1.23, "sound_speed": 343.0}, medium)
     assert g == pytest.approx(1.23 / 1025.0) and h == pytest.approx(343.0 / 1500.0)
     k, d, x = 2.0, [0.0, 0.0, 1.0], [[1.0, 0.0, 0.0]]
-    series = formulation_for(boundary_from({"kind": "fluid", "density": 1537.5,
-                                       "sound_speed_ratio": 1.2}, medium)).sphere_series()
+    series = sphere_series(boundary_from({"kind": "fluid", "density": 1537.5,
+                                       "sound_speed_ratio": 1.2}, medium))
     assert series.far_field(k, 1.0, d, x) == fluid.far_field(k, 1.0, d, x, **FLESH)
     with pytest.raises(InputError, match=r"^density_ratio / density: .* exactly one .*both"):
         contrasts({"kind": "fluid", "density_ratio": 1.0, "density": 1000.0,

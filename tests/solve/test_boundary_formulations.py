@@ -17,6 +17,7 @@ from wavescat.config import prepare_config
 from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import impedance_sphere, pressure_release_sphere
+from wavescat.reference.sphere import sphere_series
 from wavescat.solve import records
 from wavescat.solve.driver import solve_frequency
 from wavescat.surface import SurfaceMesh
@@ -33,8 +34,8 @@ def _freq(ka, a=1.0):
 
 
 def _series(boundary):
-    """The exact sphere series of a boundary block (its formulation's)."""
-    return formulation_for(boundary_from(boundary)).sphere_series()
+    """The exact sphere series of a boundary block."""
+    return sphere_series(boundary_from(boundary))
 
 
 def _surface_trace(boundary, ka, d, points):

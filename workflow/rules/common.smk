@@ -59,10 +59,8 @@ STUDIES = run_studies(CONFIG)
 CASES = CONFIG["cases"]
 TYPED = {name: Case.from_config(CONFIG, name) for name in CASES}  # what the helpers read
 SPHERE_CASES = [c for c in RUN if has_series(TYPED[c])]  # spheres, concentric spheres
-DG_CASES = [c for c, v in CASES.items() if v.get("dg_cross_check", {}).get("enabled", False)]
-HERMITE_CASES = [
-    c for c, v in CASES.items() if v.get("hermite_cross_check", {}).get("enabled", False)
-]
+DG_CASES = [c for c in CASES if TYPED[c].dg_cross_check]  # None where absent or disabled
+HERMITE_CASES = [c for c in CASES if TYPED[c].hermite_cross_check]
 
 # Refuse a case whose mesh or solve cannot fit the machine (config key `limits`).
 try:
@@ -109,7 +107,7 @@ MEDIUM = medium_json(CONFIG)
 
 
 def frequency_indices(case):
-    return [f"{i:03d}" for i in range(len(CASES[case]["frequencies_hz"]))]
+    return [f"{i:03d}" for i in range(len(TYPED[case].frequencies_hz))]
 
 
 def mesh_bands(case):
@@ -158,7 +156,7 @@ def frequency_case(wildcards):
 
 
 def frequency(wildcards):
-    return CASES[wildcards.case]["frequencies_hz"][int(wildcards.index)]
+    return TYPED[wildcards.case].frequencies_hz[int(wildcards.index)]
 
 
 def solutions(wildcards):
@@ -303,13 +301,14 @@ def study_averages_json(wildcards):
 
 
 # --- near-field maps (wavescat.near_field): the cases that ask for one ---
-NEAR_FIELD_CASES = [c for c, v in CASES.items() if v.get("near_field")]
+NEAR_FIELD_CASES = [c for c in CASES if TYPED[c].near_field]
 
 
 def near_field_solutions(wildcards):
     """The solutions a case's near-field maps are made of: its highest frequency's, or all."""
-    freqs = CASES[wildcards.case]["frequencies_hz"]
-    which = CASES[wildcards.case]["near_field"]["frequencies"]
+    case = TYPED[wildcards.case]
+    freqs = case.frequencies_hz
+    which = case.near_field.frequencies
     indices = range(len(freqs)) if which == "all" else [freqs.index(max(freqs))]
     return [f"results/{wildcards.case}/solutions/f{i:03d}.h5" for i in indices]
 
@@ -326,10 +325,6 @@ VERIFY_FLAGS = f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}
 )
 
 
-def dg_cross_check(wildcards):
-    return CASES[wildcards.case]["dg_cross_check"]
-
-
 def cross_check_probes(wildcards):
     """The probes of the case's `{check}_cross_check` (dg or hermite), for its BEM table."""
     return CASES[wildcards.case][f"{wildcards.check}_cross_check"]["probes"]
@@ -338,9 +333,9 @@ def cross_check_probes(wildcards):
 def hermite_bem_table(wildcards):
     """The BEM probe table hermite_vs_bem compares with: DG's where the two checks share their
     probes (one table for both), else the Hermite check's own."""
-    case = CASES[wildcards.case]
-    dg = case.get("dg_cross_check", {})
-    shared = dg.get("enabled", False) and dg["probes"] == case["hermite_cross_check"]["probes"]
+    case = TYPED[wildcards.case]
+    dg = case.dg_cross_check  # None where absent or disabled
+    shared = dg is not None and dg.probes == case.hermite_cross_check.probes
     return f"results/{wildcards.case}/{'dg' if shared else 'hermite'}/bem_probes.csv"
 
 
@@ -349,7 +344,7 @@ def stale_plan(wildcards):
     plan = {
         case: {
             "bands": len(mesh_bands(case)),
-            "frequencies": len(CASES[case]["frequencies_hz"]),
+            "frequencies": len(TYPED[case].frequencies_hz),
             "near_field": case in NEAR_FIELD_CASES,
             "averages": case in AVERAGE_CASES,
         }

@@ -76,3 +76,19 @@ def study_cases(text: str) -> dict[str, Case]:
     """`--cases`: JSON {case name: case block} (in the order given) read into Cases."""
     blocks = json_object(text, "cases")
     return {name: Case.from_dict(block, name=name) for name, block in blocks.items()}
+
+
+def comparison_arguments(c, method: str, producer: str) -> None:
+    """The arguments of `<method>-vs-bem` (dg-vs-bem, hermite-vs-bem): the time-domain table of
+    `producer`, the BEM's, the outputs and the run's summary with its tolerance."""
+    c.add_argument(f"--{method}", required=True, help=f"CSV [frequency_hz,]x,y,z,re_p_{method},"
+                   f"im_p_{method} (from {producer})")
+    c.add_argument("--bem", required=True, help="CSV [frequency_hz,]x,y,z,re_p_bem,im_p_bem at the same "
+                   "frequencies and points")
+    c.add_argument("--out", required=True, help=f"{method}_vs_bem.csv (rows frequency by frequency)")
+    c.add_argument("--errors", default=None, help="JSON: the relative L2 difference at each frequency")
+    c.add_argument("--plot", default=None, help="plot of both amplitudes per probe (one frequency) "
+                   "or over the band, with their differences")
+    c.add_argument("--summary", default=None,
+                   help=f"{method}_summary.json of {producer}: fail if the relative L2 difference "
+                   "exceeds its `tolerance`")

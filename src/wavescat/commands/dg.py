@@ -4,7 +4,6 @@ frequencies; amplitudes at probe points) and `wavescat dg-vs-bem` (the compariso
 at the same probes, which fails beyond the run's tolerance)."""
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import os
@@ -13,21 +12,22 @@ import time
 import numpy as np
 
 from ..backend import get_backend
-from ..bem.formulations import formulation_for
 from ..case import Case
 from ..defaults import DG_CROSS_CHECK
-from ..errors import ConfigError, InputError, MeshError
+from ..errors import ConfigError, MeshError
 from ..files import atomic_path
-from ..plots import band_comparison, convergence, probe_comparison
+from ..plots import convergence
+from ..reference.sphere import sphere_series
 from ..timedomain.checks import order_shortfalls, require, round_off_floor
 from ..timedomain.dg import cavity  # (cavity.convergence_study: tests replace it)
 from ..timedomain.dg.gmsh_volume import scattering_volume_mesh
 from ..timedomain.dg.mesh import TetMesh
 from ..timedomain.dg.reference import check_order
-from ..timedomain.dg.scatterer import Body
 from ..timedomain.dg.scattering import (ScatteringSetup, read_probes, relative_l2,
                                         run_scattering, scattering_mesh_sizes,
-                                        write_csv_atomic, write_dg_amplitudes, write_vs_bem)
+                                        write_csv_atomic, write_dg_amplitudes)
+from ..timedomain.vs_bem import compare_with_bem, single_body
+from . import comparison_arguments
 
 log = logging.getLogger(__name__)
 
@@ -93,22 +93,6 @@ def register(subparsers) -> None:
     c = subparsers.add_parser("dg-vs-bem", help="join DG and BEM probe amplitudes into dg_vs_bem.csv")
     comparison_arguments(c, "dg", "dg-scatter")
     c.set_defaults(func=dg_vs_bem)
-
-
-def comparison_arguments(c, method: str, producer: str) -> None:
-    """The arguments of `<method>-vs-bem` (dg-vs-bem, hermite-vs-bem): the time-domain table of
-    `producer`, the BEM's, the outputs and the run's summary with its tolerance."""
-    c.add_argument(f"--{method}", required=True, help=f"CSV [frequency_hz,]x,y,z,re_p_{method},"
-                   f"im_p_{method} (from {producer})")
-    c.add_argument("--bem", required=True, help="CSV [frequency_hz,]x,y,z,re_p_bem,im_p_bem at the same "
-                   "frequencies and points")
-    c.add_argument("--out", required=True, help=f"{method}_vs_bem.csv (rows frequency by frequency)")
-    c.add_argument("--errors", default=None, help="JSON: the relative L2 difference at each frequency")
-    c.add_argument("--plot", default=None, help="plot of both amplitudes per probe (one frequency) "
-                   "or over the band, with their differences")
-    c.add_argument("--summary", default=None,
-                   help=f"{method}_summary.json of {producer}: fail if the relative L2 difference "
-                   "exceeds its `tolerance`")
 
 
 # observed order on the finest pair of meshes: at least N + 1 - this (the quick sequences
@@ -229,22 +213,12 @@ def _case_run(args):
     return body, freqs, direction, probes
 
 
-def single_body(case) -> Body:
-    """The time-domain Body of a case of one body (nested ones refused)."""
-    if case.nested:
-        raise ConfigError("case.inside: the time-domain cross-check models one body, not nested ones")
-    try:
-        return Body(case.geometry, case.boundary, case.medium)
-    except InputError as exc:
-        raise ConfigError(f"case: {exc}") from None
-
-
 def _exact(body, freqs, direction, probes):
     """(frequencies, probes) exact scattered pressure of a sphere (its boundary condition's
     series), or None for other bodies."""
     if body.shape != "sphere":
         return None
-    series = formulation_for(body.boundary).sphere_series()
+    series = sphere_series(body.boundary)
     c, a = body.medium.sound_speed, float(body.geometry.radius)
     return np.array([series.scattered_field(2 * np.pi * f / c, a, direction, probes, body.center)
                      for f in freqs])
@@ -325,70 +299,6 @@ def dg_scatter(args) -> int:
     return 0
 
 
-def _read_columns(path, names, optional=()):
-    """The columns `names` (and those of `optional` that the file has, else NaN) of a CSV."""
-    if not os.path.exists(path):
-        raise ConfigError(f"{path!r}: file not found")
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = set(names) - set(reader.fieldnames or ())
-        if missing:
-            raise ConfigError(f"{path}: missing columns {sorted(missing)}")
-        cols = list(optional) + list(names)
-        return np.array([[float(r.get(n) or "nan") for n in cols] for r in reader]).reshape(-1, len(cols))
-
-
 def dg_vs_bem(args) -> int:
     return compare_with_bem(args, "dg", "DG", lambda run: f"order {run.get('order')}, "
                             f"{run.get('elements')} elements")
-
-
-def compare_with_bem(args, method: str, label: str, describe) -> int:
-    """`<method>-vs-bem`: the time-domain amplitudes (args.<method>, columns re_p_<method>,
-    im_p_<method>) against the BEM's at the same frequencies and probes; the joined table, the
-    errors, the plot; fails beyond the summary's tolerance, naming the frequency, the error
-    and the run's sizes (`describe(summary)`)."""
-    td_path = getattr(args, method)
-    td = _read_columns(td_path, ["x", "y", "z", f"re_p_{method}", f"im_p_{method}"], ["frequency_hz"])
-    bem = _read_columns(args.bem, ["x", "y", "z", "re_p_bem", "im_p_bem"], ["frequency_hz"])
-    if td.shape == bem.shape:  # a file without frequencies matches any (one frequency)
-        td[:, 0] = np.where(np.isnan(td[:, 0]), bem[:, 0], td[:, 0])
-        bem[:, 0] = np.where(np.isnan(bem[:, 0]), td[:, 0], bem[:, 0])
-    if td.shape != bem.shape or not np.allclose(td[:, 0], bem[:, 0], rtol=1e-9, equal_nan=True) \
-            or not np.allclose(td[:, 1:4], bem[:, 1:4], rtol=0, atol=1e-9):
-        raise ConfigError(f"--{method} {td_path} and --bem {args.bem} must list the same frequencies "
-                          "and probe points in order")
-    p_td, p_bem = td[:, 4] + 1j * td[:, 5], bem[:, 4] + 1j * bem[:, 5]
-    write_vs_bem(args.out, td[:, 1:4], p_td, p_bem, method)
-    freqs, blocks = np.unique(td[:, 0], return_inverse=True) if not np.isnan(td[:, 0]).any() \
-        else (np.array([np.nan]), np.zeros(len(td), int))
-    errors = [relative_l2(p_td[blocks == i], p_bem[blocks == i]) for i in range(len(freqs))]
-    for f, err in zip(freqs, errors):
-        at = "" if np.isnan(f) else f" at {f:.6g} Hz"
-        print(f"{method}-vs-bem: relative L2 difference {err:.4f} at {np.sum(blocks == 0)} probes{at}")
-    tolerance, run = None, {}
-    if args.summary:
-        with open(args.summary) as fh:
-            run = json.load(fh)
-        tolerance = run.get("tolerance")
-    if args.errors:
-        with atomic_path(args.errors) as tmp:
-            tmp.write_text(json.dumps({"frequencies_hz": [None if np.isnan(f) else float(f) for f in freqs],
-                                       "relative_l2": errors, "tolerance": tolerance}, indent=2))
-    if args.plot:
-        if len(freqs) > 1:
-            band_comparison(args.plot, freqs, td[blocks == 0, 1:4],
-                            np.array([p_td[blocks == i] for i in range(len(freqs))]),
-                            np.array([p_bem[blocks == i] for i in range(len(freqs))]), errors, tolerance,
-                            label=label)
-        else:
-            probe_comparison(args.plot, td[:, 1:4], p_td, p_bem, errors[0], label=label)
-    if tolerance is not None:
-        n = int(np.sum(blocks == 0))
-        require([f"relative L2 difference {err:.4f} at {n} probes"
-                 + ("" if np.isnan(f) else f" at {f:.6g} Hz") + f" exceeds {tolerance:g} "
-                 f"({run.get('sizes')} sizes: {describe(run)})"
-                 for f, err in zip(freqs, errors) if not err <= tolerance], f"{label} vs BEM")
-        print(f"{method}-vs-bem: within the tolerance {tolerance:g} of the {run.get('sizes')} sizes"
-              + (f" at all {len(freqs)} frequencies" if len(freqs) > 1 else ""))
-    return 0

@@ -17,8 +17,8 @@ from ..files import atomic_path
 from ..timedomain.dg.scattering import ScatteringSetup, read_probes, write_dg_amplitudes
 from ..timedomain.hermite.box_checks import CPU_SIZES
 from ..timedomain.hermite.box_scattering import run_box_scattering
-from . import case_arguments
-from .dg import compare_with_bem, comparison_arguments, single_body
+from ..timedomain.vs_bem import compare_with_bem, single_body
+from . import case_arguments, comparison_arguments
 
 log = logging.getLogger(__name__)
 

@@ -1,13 +1,47 @@
 """The exact far field of a case whose bodies are a sphere or concentric spheres: one
-sphere's series is its boundary condition's (each formulation of bem/formulations/ carries
-its own, `sphere_series`); concentric spheres are layered_sphere.py's."""
+sphere's series is its boundary condition's (`sphere_series`, one module of this package per
+boundary kind); concentric spheres are layered_sphere.py's."""
 from __future__ import annotations
 
+from functools import partial
 from types import SimpleNamespace
 
-from ..bem.formulations import formulation_for
 from ..errors import InputError
-from . import layered_sphere
+from . import (fluid_sphere, impedance_sphere, layered_sphere, pressure_release_sphere,
+               rigid_sphere)
+from .absorption import complex_sound_speed_ratio
+
+
+def _series(module, **params) -> SimpleNamespace:
+    """`far_field(k, a, d, xhat, center)`, `monostatic_far_field(k, a, ds, center)` and
+    `scattered_field(k, a, d, points, center)` of a sphere series module with a boundary
+    condition's parameters bound."""
+    return SimpleNamespace(far_field=partial(module.far_field, **params),
+                           monostatic_far_field=partial(module.monostatic_far_field, **params),
+                           scattered_field=partial(module.scattered_field, **params))
+
+
+def _fluid(boundary) -> SimpleNamespace:
+    """The fluid sphere's series; an absorption makes h complex (absorption.py)."""
+    h = boundary.sound_speed_ratio
+    if boundary.absorption_db_per_wavelength:
+        h = complex_sound_speed_ratio(h, boundary.absorption_db_per_wavelength)
+    return _series(fluid_sphere, density_ratio=boundary.density_ratio, sound_speed_ratio=h)
+
+
+# boundary kind (bem/formulations' registry) -> its sphere's series with the Boundary's parameters
+SERIES = {"rigid": lambda boundary: _series(rigid_sphere),
+          "pressure_release": lambda boundary: _series(pressure_release_sphere),
+          "impedance": lambda boundary: _series(impedance_sphere,
+                                                admittance=boundary.admittance),
+          "fluid": _fluid}
+
+
+def sphere_series(boundary) -> SimpleNamespace:
+    """The exact fields of a sphere with this boundary condition (a boundary.Boundary):
+    `far_field(k, a, d, xhat, center)`, `monostatic_far_field(k, a, ds, center)` and
+    `scattered_field(k, a, d, points, center)`."""
+    return SERIES[boundary.kind](boundary)
 
 
 def concentric_chain(case) -> list | None:
@@ -39,7 +73,7 @@ def case_series(case) -> SimpleNamespace:
                          "concentric spheres each holding at most one other")
     center = chain[0].geometry.center
     if len(chain) == 1:
-        s = formulation_for(case.boundary).sphere_series()
+        s = sphere_series(case.boundary)
         a = chain[0].geometry.radius
         return SimpleNamespace(
             far_field=lambda k, d, xhat: s.far_field(k, a, d, xhat, center),

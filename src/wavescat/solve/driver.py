@@ -166,15 +166,15 @@ class FrequencyResult:
 
 
 def solve_frequency(case, mesh, frequency_hz: float,
-                    ranks: parallel.Ranks | None = None) -> FrequencyResult:
-    """Solve `case` (case.Case) on `mesh` at `frequency_hz`, on `ranks` (default: those
-    `solver.ranks` asks for, solve/parallel.py); every rank calls it, and rank 0's result
-    holds the far field."""
+                    ranks: parallel.Ranks = parallel.ONE) -> FrequencyResult:
+    """Solve `case` (case.Case) on `mesh` at `frequency_hz`, on `ranks` (default: this one
+    process): those that parallel.start gave the process for `solver.ranks`, started where
+    the process begins (commands/solve.py), before anything touches CuPy. Every rank calls
+    it, and rank 0's result holds the far field."""
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
         raise InputError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
     c, k = case.medium.sound_speed, case.medium.wavenumber(frequency_hz)
     settings = case.solver
-    ranks = ranks or parallel.start(settings.ranks)  # before CuPy: binds a GPU per rank
     incidence, receivers = case.incidence, case.receivers
 
     warnings = []
@@ -195,9 +195,54 @@ def solve_frequency(case, mesh, frequency_hz: float,
     rhs = formulation.rhs(system, space, k, incidence.directions)
     timings["preconditioner"] += time.perf_counter() - t0  # the data are its work too
 
+    solved = solve_system(assembled, rhs, settings.gmres, frequency_hz, ranks)
+    timings["solve"] = solved.seconds
+    log.info("GMRES iterations %s, residuals <= %.2e", solved.iterations.tolist(),
+             solved.residuals.max())
+
     t0 = time.perf_counter()
-    gm = settings.gmres
-    n_inc = len(incidence.directions)
+    far = mono = None
+    if ranks.is_root:  # every rank holds the same solution: one computes its far field
+        far, mono = far_fields(assembled, k, incidence, receivers, solved.pressure)
+    timings["far_field"] = time.perf_counter() - t0
+
+    return FrequencyResult(
+        frequency_hz=float(frequency_hz), wavenumber=k, sound_speed=c, incidence=incidence,
+        receivers=receivers, surface_pressure=solved.pressure, far_field=far,
+        monostatic_far_field=mono, iterations=solved.iterations, residuals=solved.residuals,
+        timings=timings,
+        settings=settings, operator_format=fmt, backend=be.describe(),
+        formulation=formulation, dofs=space.n_dofs,
+        elements=mesh.n_triangles, elements_per_wavelength=epw,
+        mesh_fingerprint=mesh.fingerprint(), warnings=warnings,
+        residual_history=solved.history,
+        parallel=ranks.record(timings, assembled.operators, be, {
+            **solved.products, "operator_seconds": getattr(system, "operator_seconds", None)}))
+
+
+@dataclass
+class Solved:
+    """GMRES's answer for every incidence direction: the formulation's unknowns (n, n_inc)
+    on the host, iterations and residuals per direction, the residual history, the system
+    products' count and seconds, and GMRES's seconds."""
+
+    pressure: np.ndarray
+    iterations: np.ndarray
+    residuals: np.ndarray
+    history: list
+    products: dict
+    seconds: float
+
+
+def solve_system(assembled: Assembled, rhs, gm, frequency_hz: float,
+                 ranks=parallel.ONE) -> Solved:
+    """GMRES (settings `gm`: the case's solver.gmres) on the assembled system for the
+    right-hand sides `rhs` (n, n_inc), in batches of directions whose Krylov bases fit in
+    the least free memory of the ranks; every rank calls it."""
+    formulation, space, system, be = (assembled.formulation, assembled.space,
+                                      assembled.system, assembled.backend)
+    t0 = time.perf_counter()
+    n_inc = rhs.shape[1]
     n_unknowns = formulation.n_unknowns(space)
     # the least basis of one right-hand side (what krylov_batches grants at least), beside
     # the operators' blocks: a card they fill moves some to the host first
@@ -233,26 +278,17 @@ def solve_frequency(case, mesh, frequency_hz: float,
         pressure[:, cols] = be.asnumpy(system.solution(res.x))
         iterations[cols], residuals[cols] = res.iterations, res.residuals
         history.extend(res.history)
-    timings["solve"] = time.perf_counter() - t0
-    log.info("GMRES iterations %s, residuals <= %.2e", iterations.tolist(), residuals.max())
+    return Solved(pressure, iterations, residuals, history, products,
+                  time.perf_counter() - t0)
 
-    t0 = time.perf_counter()
-    far = mono = None
-    if ranks.is_root:  # every rank holds the same solution: one computes its far field
-        ff = be.asnumpy(formulation.far_field(space, receivers.vectors, k, backend=be))
-        far = ff @ pressure
-        if incidence.monostatic:
-            fm = be.asnumpy(formulation.far_field(space, -incidence.directions, k, backend=be))
-            mono = np.einsum("ij,ji->i", fm, pressure)
-    timings["far_field"] = time.perf_counter() - t0
 
-    return FrequencyResult(
-        frequency_hz=float(frequency_hz), wavenumber=k, sound_speed=c, incidence=incidence,
-        receivers=receivers, surface_pressure=pressure, far_field=far,
-        monostatic_far_field=mono, iterations=iterations, residuals=residuals, timings=timings,
-        settings=settings, operator_format=fmt, backend=be.describe(),
-        formulation=formulation, dofs=space.n_dofs,
-        elements=mesh.n_triangles, elements_per_wavelength=epw,
-        mesh_fingerprint=mesh.fingerprint(), warnings=warnings, residual_history=history,
-        parallel=ranks.record(timings, assembled.operators, be, {
-            **products, "operator_seconds": getattr(system, "operator_seconds", None)}))
+def far_fields(assembled: Assembled, k: float, incidence, receivers, pressure):
+    """(F at the receivers (n_receivers, n_inc), the monostatic F of each incidence direction
+    or None where the incidence is not monostatic) of the solutions `pressure` (host)."""
+    formulation, space, be = assembled.formulation, assembled.space, assembled.backend
+    ff = be.asnumpy(formulation.far_field(space, receivers.vectors, k, backend=be))
+    far, mono = ff @ pressure, None
+    if incidence.monostatic:
+        fm = be.asnumpy(formulation.far_field(space, -incidence.directions, k, backend=be))
+        mono = np.einsum("ij,ji->i", fm, pressure)
+    return far, mono

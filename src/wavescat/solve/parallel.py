@@ -1,9 +1,11 @@
 """One solve over several MPI ranks (mpi4py): one rank per GPU, or per group of CPU cores.
 
 A case with `solver.ranks: N` is started by the workflow as N processes (`mpiexec -n N` on
-a workstation, `srun` on a SLURM cluster; workflow/rules/bem.smk). Every rank runs the same
-solve (solve/driver.py) with the same inputs, except for the operators: each rank assembles
-and keeps only its share of every H-matrix's blocks (bem/assembly/hmatrix/distributed.py), and
+a workstation, `srun` on a SLURM cluster; workflow/rules/bem.smk), and `start` joins them
+once, where the process begins (commands/solve.py, a benchmark's main), before anything
+touches CuPy; the solve takes the Ranks it returns. Every rank runs the same solve
+(solve/driver.py) with the same inputs, except for the operators: each rank assembles and
+keeps only its share of every H-matrix's blocks (bem/assembly/hmatrix/distributed.py), and
 a product with an operator is the sum over the ranks of their partial products (`Ranks.sum`,
 an allreduce). The OSRC preconditioner's Padé terms are shared out too (each rank factorises
 and solves its own, bem/formulations/osrc.py; an allreduce sums them). Everything else is

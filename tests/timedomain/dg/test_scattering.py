@@ -12,6 +12,7 @@ from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.kinds import GEOMETRIES
 from wavescat.geometry.volume import match_volume
 from wavescat.medium import Medium
+from wavescat.reference.sphere import sphere_series
 from wavescat.timedomain.dg.gmsh_volume import body_surface, scattering_volume_mesh
 from wavescat.timedomain.dg.scatterer import Body
 from wavescat.timedomain.dg.scattering import (ScatteringSetup, relative_l2, run_scattering,
@@ -43,7 +44,7 @@ def coarse_run(body, ks, settle=0.0, direction=(0, 0, 1), h_surface=0.7):
 
 
 def exact(kind, k):
-    series = formulation_for(boundary_from(BOUNDARIES[kind], UNIT)).sphere_series()
+    series = sphere_series(boundary_from(BOUNDARIES[kind], UNIT))
     return series.scattered_field(k, 1.0, [0, 0, 1], PROBES)
 
 

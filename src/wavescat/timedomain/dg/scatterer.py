@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...bem.formulations import Boundary, boundary_from
+from ...bem.formulations import boundary_from
+from ...boundary import Boundary
 from ...errors import InputError
 from ...geometry.shape import Geometry
 from ...medium import Medium

@@ -130,6 +130,31 @@ def test_hmatrix_format_agrees_with_dense(spheres):
     assert np.linalg.norm(res.far_field - dense) < 1e-4 * np.linalg.norm(dense)
 
 
+def test_directional_format_agrees_with_dense(spheres, monkeypatch):
+    """operator_format directional through the workflow's settings: the far field of the
+    dense solve, with directional blocks in the operators (a small aca_kd_max leaves the
+    sphere's distant pairs to the directional far field)."""
+    from wavescat.bem.assembly import directional
+
+    made = []
+    real = directional.assemble_directional
+
+    def spy(*args, **kw):
+        made.append(real(*args, **kw))
+        return made[-1]
+
+    monkeypatch.setattr("wavescat.solve.driver.assemble_directional", spy)
+    case = _case(solver={"operator_format": "directional", "backend": "cpu",
+                         "hmatrix": {"eps": 1e-6, "leaf_size": 16},
+                         "directional": {"aca_kd_max": 2.0, "eta2": 3.0, "order": 7}})
+    res = solve_frequency(case, icosphere(3), _freq(5.0))
+    assert res.operator_format == "directional"
+    assert {op.report["operator"] for op in made} == {"double_layer", "hypersingular"}
+    assert all(op.report["directional"]["blocks"] >= 20 for op in made)
+    dense = spheres[3].far_field
+    assert np.linalg.norm(res.far_field - dense) < 1e-4 * np.linalg.norm(dense)
+
+
 def test_single_precision_storage_keeps_the_hmatrix_far_field():
     """H-matrix blocks stored in complex64 (the default at eps = 1e-4) move the far field of a
     642-vertex sphere solve only by their rounding: 2^-24 = 6e-8 relative per entry (two per

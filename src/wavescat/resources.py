@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import math
 
+from .backend import complex_dtype
+from .bem.assembly.hmatrix.assembly import stored_dtype
 from .bem.formulations import formulation_for
+from .bem.formulations.muller_preconditioner import estimated_bytes
 from .bem.formulations.osrc import PROCESS_UNKNOWNS
 from .bem.linalg.gmres import least_basis_bytes
 from .geometry.sizing import element_sizes
@@ -141,6 +144,32 @@ def dense_assembly_bytes(n: int, precision: str = "double", gpu: bool = False,
     return operators * n * n * 16 + (n * n * 8 if precision == "single" else 0)
 
 
+def _stored_itemsize(solver) -> int:
+    """Bytes per entry of the H-matrix blocks (solver.hmatrix.storage)."""
+    return stored_dtype(complex_dtype(solver.precision), solver.hmatrix.storage,
+                        solver.hmatrix.eps).itemsize
+
+
+def _fluid_preconditioner_bytes(case, gpu: bool) -> tuple[float, float]:
+    """(bytes held, bytes of set-up work arrays) of the Müller preconditioners of the case's
+    fluid interfaces (each body's contrast to the region outside it;
+    muller_preconditioner.estimated_bytes), in the operators' storage precision."""
+    solver, bodies = case.solver, case.bodies
+    itemsize = (_stored_itemsize(solver) if solver.format_for(p1_dofs_estimate(case)) == "hmatrix"
+                else complex_dtype(solver.precision).itemsize)
+    held = work = 0.0
+    for body, n in zip(bodies, surface_vertex_estimates(case)):
+        if not body.is_fluid:
+            continue
+        ratio = body.boundary.density_ratio * body.boundary.sound_speed_ratio
+        if body.parent >= 0 and bodies[body.parent].is_fluid:
+            outer = bodies[body.parent].boundary
+            ratio /= outer.density_ratio * outer.sound_speed_ratio
+        h, w = estimated_bytes(solver.fluid_preconditioner, n, itemsize, ratio, gpu)
+        held, work = held + h, max(work, w)
+    return held, work
+
+
 def case_estimates(case, gpu: bool) -> dict:
     """Unknowns (P1 DOFs: the vertices of all its surfaces; `system_unknowns`: the solved
     traces, two per vertex of a fluid interface, one of a rigid or pressure-release surface)
@@ -172,7 +201,14 @@ def case_estimates(case, gpu: bool) -> dict:
         operators = dense_assembly_bytes(n, solver.precision, gpu, count)
     else:
         operators = count / 2 * _HMATRIX_BYTES_PER_NLOGN * n * math.log2(max(n, 2))
+    if fmt == "hmatrix":  # the model's bytes are complex128 blocks'
+        operators *= _stored_itemsize(solver) / 16
     operators /= solver.ranks  # each rank its share of the blocks
+    # a fluid body's preconditioner: its factors, and its set-up's work arrays (freed
+    # before GMRES's basis is made)
+    held, work = _fluid_preconditioner_bytes(case, gpu)
+    operators += held
+    krylov = max(krylov, work)
     host = _SOLVE_BASE_BYTES + _SOLVE_BYTES_PER_UNKNOWN * n
     if n >= PROCESS_UNKNOWNS:
         host += _LU_WORKER_BYTES * math.ceil(_LU_WORKERS / solver.ranks)

@@ -14,8 +14,10 @@ import pytest
 from wavescat.bem.assembly.hmatrix import assemble_hmatrix
 from wavescat.bem.discretisation.spaces import p1
 from wavescat.bem.formulations.burton_miller import plane_wave_data
-from wavescat.bem.formulations.muller_preconditioner import (chosen, dense_of, factor_dtype,
-                                                             restricted)
+from wavescat.bem.formulations import muller_preconditioner
+from wavescat.bem.formulations.muller_preconditioner import (HierarchicalBlockTriangular, chosen,
+                                                             dense_limit, dense_of, dof_points,
+                                                             factor_dtype, restricted)
 from wavescat.bem.formulations.osrc import mass_and_stiffness
 from wavescat.bem.formulations.transmission import MullerTransmission
 from wavescat.bem.linalg.gmres import gmres
@@ -56,7 +58,13 @@ def gas_sphere():
 
 def _system(space, ops, preconditioner):
     return MullerTransmission(ops, mass_and_stiffness(space)[0], KA, G,
-                              preconditioner=preconditioner)
+                              preconditioner=preconditioner, points=dof_points(space))
+
+
+@pytest.fixture
+def small_leaves(monkeypatch):
+    """HODLR leaves of at most 48 vertices: a 642-vertex sphere gets four levels."""
+    monkeypatch.setattr(HierarchicalBlockTriangular, "leaf_size", 48)
 
 
 def _far_field_error(space, x):
@@ -103,7 +111,46 @@ def test_gas_sphere_matches_series_in_few_iterations(gas_sphere):
     assert err_pc < 1e-3 and abs(err_pc - err_none) < 1e-6, results  # measured 1.65e-4
 
 
-def _solves(mesh, ka, direction, receivers, solver=None, tols=(1e-5,)):
+def test_hodlr_preconditioner_is_the_block_triangle_at_a_tight_truncation(
+        gas_sphere, small_leaves, monkeypatch):
+    """HODLR inverses truncated at 1e-9 apply the dense factors' P^{-1} (to 1e-6), in
+    O(n r log n) memory: the peeling, the Woodbury factors and the transposed solve of the
+    Neumann block all exact but for the truncation."""
+    space, ops = gas_sphere
+    monkeypatch.setattr(muller_preconditioner, "HODLR_TOL", 1e-9)
+    exact, approx = _system(space, ops, "block_triangular"), _system(space, ops, "hodlr")
+    assert approx.preconditioner.stats["levels"] >= 4
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((2 * space.n_dofs, 2)) + 1j * rng.standard_normal((2 * space.n_dofs, 2))
+    want = exact.solution(z)
+    assert np.linalg.norm(approx.solution(z) - want) < 1e-6 * np.linalg.norm(want)
+    # an approximate P: the product is A P^{-1} in full, not the exact triangle's shortcut
+    np.testing.assert_allclose(approx.matvec(z), approx.unpreconditioned(approx.solution(z)),
+                               rtol=0, atol=1e-12 * np.abs(z).max())
+
+
+def test_hodlr_preconditioner_gives_the_dense_answer_in_few_iterations(gas_sphere,
+                                                                       small_leaves):
+    """At the default truncation (HODLR_TOL): the dense factors' answer to GMRES's
+    tolerance, in at most two more iterations."""
+    space, ops = gas_sphere
+    out = {}
+    for name in ("block_triangular", "hodlr"):
+        system = _system(space, ops, name)
+        rhs = system.rhs(*plane_wave_data(space, KA, D[None]))
+        res = gmres(system.matvec, rhs, tol=1e-8, restart=500, maxiter=500)
+        x = system.solution(res.x)
+        assert np.linalg.norm(system.unpreconditioned(x) - rhs) <= 1e-7 * np.linalg.norm(rhs)
+        out[name] = (int(res.iterations[0]), x)
+    assert out["hodlr"][0] <= out["block_triangular"][0] + 2, out  # measured 6 against 4
+    stats = system.preconditioner.stats
+    assert stats["bytes"] < 2 * space.n_dofs**2 * 16, stats  # less than the dense factors
+    np.testing.assert_allclose(out["hodlr"][1], out["block_triangular"][1], rtol=0,
+                               atol=1e-6 * np.abs(out["block_triangular"][1]).max())
+
+
+def _solves(mesh, ka, direction, receivers, solver=None, tols=(1e-5,),
+            names=("none", "block_triangular")):
     """{(preconditioner, tol): (GMRES iterations, far field)} of the gas body on `mesh` with
     no preconditioner and the block-triangular one: the solver's own steps (its assembly
     for the case's `solver` block, the formulation's system for each setting, GMRES, far
@@ -117,7 +164,7 @@ def _solves(mesh, ka, direction, receivers, solver=None, tols=(1e-5,)):
     form, space = assembled.formulation, assembled.space
     far_field = np.asarray(form.far_field(space, case.receivers.vectors, ka))
     out = {}
-    for name in ("none", "block_triangular"):
+    for name in names:
         settings = dataclasses.replace(case.solver, fluid_preconditioner=name)
         system = form.system(space, ka, assembled.operators, settings)
         rhs = form.rhs(system, space, ka, case.incidence.directions)
@@ -146,6 +193,18 @@ def test_hmatrix_format_gives_the_same_iterations():
     double = its["hmatrix", "double", "block_triangular"]
     assert single[0] <= double[0] + 1, its
     assert np.abs(single[1] - double[1]).max() <= 1e-4 * np.abs(double[1]).max(), its
+
+
+def test_hodlr_through_the_solver_settings(small_leaves):
+    """solver.fluid_preconditioner = hodlr on H-matrix operators (stored in double
+    precision: with single storage the HODLR inverses' rounding, about 1e-7, bounds the
+    residual GMRES reaches): the dense factors' answer, within two iterations of theirs."""
+    mesh = match_volume(icosphere(3), 4 / 3 * math.pi)[0]
+    out = _solves(mesh, KA, D, 7, {"operator_format": "hmatrix", "hmatrix": {"storage": "double"}},
+                  tols=(1e-5, 1e-9), names=("block_triangular", "hodlr"))
+    assert out["hodlr", 1e-5][0] <= out["block_triangular", 1e-5][0] + 2, out  # measured 4, 2
+    np.testing.assert_allclose(out["hodlr", 1e-9][1], out["block_triangular", 1e-9][1],
+                               rtol=0, atol=1e-6 * np.abs(out["block_triangular", 1e-9][1]).max())
 
 
 def test_factor_precision_follows_the_storage():
@@ -202,12 +261,33 @@ def test_setting_choices():
     assert chosen("block_triangular", 10**6) == "block_triangular"
     gas = 0.0012 * 0.22
     assert chosen("auto", 1000, 16, 64e6, gas) == "block_triangular"  # 32 MB of factors
-    assert chosen("auto", 1001, 16, 64e6, gas) == "none"
+    assert chosen("auto", 1001, 16, 64e6, gas) == "hodlr"  # dense factors would not fit
+    assert chosen("auto", 1000, 16, 64e6, gas, dense_max=999) == "hodlr"  # nor be quicker
+    assert chosen("auto", 10**6, 16, 64e6, 1.04 * 1.03) == "none"
+    assert chosen("hodlr", 10) == "hodlr"
+    assert dense_limit(np) == muller_preconditioner.DENSE_MAX_HOST
     assert chosen("auto", 1414, 8, 64e6, gas) == "block_triangular"  # single precision
     assert chosen("auto", 1000, 16, 64e6, 1.04 * 1.03) == "none"  # fish flesh: few plain steps
     assert chosen("auto", 1000, 16, 64e6, 8.0) == "block_triangular"  # a dense, stiff body
     with pytest.raises(InputError, match="fluid preconditioner = .osrc."):
         chosen("osrc", 10)
+
+
+def test_memory_estimates_follow_the_choice():
+    """resources.py's count of a fluid body's preconditioner: none for fish flesh, the
+    dense factors' 2 n^2 where auto makes them on the host, else the HODLR model's (held,
+    and set-up work freed before GMRES): on a GPU, and for the 53,640-vertex gas sphere
+    at 200 kHz a few GB, not the 46 GB of dense factors."""
+    gas = 0.0012 * 0.22
+    assert muller_preconditioner.estimated_bytes("auto", 5000, 8, 1.04 * 1.03, False) == (0, 0)
+    assert muller_preconditioner.estimated_bytes("auto", 5000, 8, gas, False) == (4e8, 0)
+    held, work = muller_preconditioner.estimated_bytes("auto", 53640, 8, gas, False)
+    assert (held, work) == muller_preconditioner.hodlr_bytes(53640, 8)
+    assert held + work < 9e9 and 2 * 53640**2 * 8 > 4.6e10
+    assert muller_preconditioner.estimated_bytes("auto", 5000, 8, gas, True) == \
+        muller_preconditioner.hodlr_bytes(5000, 8)
+    assert muller_preconditioner.estimated_bytes("block_triangular", 5000, 8, gas, True) == \
+        (4e8, 0)
 
 
 def test_gas_spheroid_iterations_drop_from_about_fifty_to_a_few():
@@ -227,16 +307,19 @@ def test_gas_spheroid_iterations_drop_from_about_fifty_to_a_few():
                                rtol=0, atol=1e-7 * np.abs(out["none", 1e-10][1]).max())
 
 
-def test_preconditioned_solve_on_the_gpu_matches_the_cpu(gpu_backend):
-    """The factors and solves on the device (CuPy's LU; SciPy's under the CUDA emulation):
-    the CPU's iterations and answer."""
+@pytest.mark.parametrize("name", ["block_triangular", "hodlr"])
+def test_preconditioned_solve_on_the_gpu_matches_the_cpu(gpu_backend, name, monkeypatch):
+    """The factors and solves on the device (CuPy's LU; SciPy's under the CUDA emulation),
+    or the HODLR inverses there (leaves of 16 vertices: two levels): the CPU's iterations
+    and answer."""
+    monkeypatch.setattr(HierarchicalBlockTriangular, "leaf_size", 16)
     mesh = icosphere(1)
     out = {}
     for backend in ("cpu", "gpu"):
         case = {"boundary": {"kind": "fluid", "density_ratio": G, "sound_speed_ratio": H},
                 "incident": {"direction": D.tolist()}, "receivers": {"plane": "xz", "count": 7},
                 "solver": {"operator_format": "dense", "backend": backend,
-                           "fluid_preconditioner": "block_triangular"}}
+                           "fluid_preconditioner": name}}
         out[backend] = solve_frequency(Case.from_dict(case, MEDIUM), mesh, 0.8 * C / (2 * math.pi))
     assert out["gpu"].backend["backend"] == "gpu"
     assert out["gpu"].iterations[0] <= 3

@@ -13,7 +13,7 @@ from ...reference._validate import positive
 from ...reference.absorption import loss_factor
 from ..assembly.potentials import (double_layer, double_layer_far_field, single_layer,
                                    single_layer_far_field)
-from .muller_preconditioner import chosen, factor_dtype
+from .muller_preconditioner import chosen, dense_limit, dof_points, factor_dtype
 from .muller_preconditioner import free_bytes as free_bytes_of
 from .osrc import mass_and_stiffness
 from .rigid import SoundHardBurtonMiller
@@ -124,9 +124,9 @@ class FluidMuller(SoundHardBurtonMiller):
         setting = solver.fluid_preconditioner
         name = chosen(setting, space.n_dofs, itemsize,
                       (free_bytes or free_bytes_of(xp)) if setting == "auto" else np.inf,
-                      self.density_ratio * self.sound_speed_ratio)
+                      self.density_ratio * self.sound_speed_ratio, dense_limit(xp))
         return MullerTransmission(operators, mass, k, self.density_ratio, xp=xp,
-                                  preconditioner=name)
+                                  preconditioner=name, points=dof_points(space))
 
     def _traces(self, double, single, space, points, k, backend, order=None):
         """[DL, -k SL]: the potential (or far field) of (u, w)."""

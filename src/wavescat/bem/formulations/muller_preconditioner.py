@@ -34,20 +34,39 @@ the host, its products with unit columns on the GPU), each then turned into its 
 place. The winner while 2 n^2
 entries fit: some 40,000 vertices in complex64 on an 80 GB GPU beside the H-matrices.
 
+Beyond that size (`hodlr`, HierarchicalBlockTriangular): the same two blocks D = M A_DD and
+N = (M A_NN)^T as HODLR matrices (bem/linalg/hodlr.py: dense leaves, one low-rank block
+between sibling clusters of a vertex cluster tree, from products with K0, K1, K0', K1' by
+randomised peeling, truncated at HODLR_TOL of their norms) inverted by recursive Woodbury:
+memory n (leaf + 2 sum of ranks), measured about n^1.5 entries on gas spheres, where the
+dense factors take 2 n^2. An approximate P no longer leaves A P^{-1} = I + the coupling, so
+a product is A applied to P^{-1} z (eight operator products, not four); truncated at 1e-2 it
+costs a step or two more than the exact P (bench/bench_gas_preconditioner.py). `auto` keeps
+the dense factors where they fit and, on the host, up to DENSE_MAX_HOST vertices, where
+their O(n^3) LU is the quicker set-up.
+
 Per surface: P is built from the diagonal (self-interaction) blocks of one interface only,
 so a nested body composes it block-diagonally over its interfaces (block Jacobi/Gauss-Seidel
 in the interface ordering), leaving the coupling between interfaces to GMRES.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.linalg
 
-from ...backend import array_module, to_host
+from ...backend import array_module, sparse_module, to_host
+from ..assembly.hmatrix.cluster_tree import build_cluster_tree
+from ..linalg.hodlr import hodlr_inverses
 from ...errors import InputError
 from ...memory import available_gpu_bytes, available_host_bytes
 
-PRECONDITIONERS = ("auto", "none", "block_triangular")
+PRECONDITIONERS = ("auto", "none", "block_triangular", "hodlr")
+
+# The HODLR blocks' truncation, relative to each diagonal block's norm (measured:
+# bench/bench_gas_preconditioner.py)
+HODLR_TOL = 1e-2
 
 # `auto` factorises the blocks while their 2 n^2 entries take at most this share of the
 # memory free where they live (after the operators' assembly): the rest keeps room for the
@@ -152,22 +171,76 @@ def _lu_module(xp):
 # 1) converges in 5 to 10 plain iterations, less than the factors cost on large meshes.
 AUTO_IMPEDANCE_CONTRAST = 5.0
 
+# `auto` on the host: dense factors up to this many vertices, HODLR inverses above: at 2,562
+# vertices the dense LU set up in 9 to 44 s, the HODLR inverses in 142 to 207 s (70 and
+# 120 kHz, the shared 2-core machine, bench/bench_gas_preconditioner.py); the LU grows like
+# n^3, the HODLR like n^1.5 log n: they cross between about 7,000 and 16,000 vertices
+DENSE_MAX_HOST = 8000
+
 
 def chosen(setting: str, n_dofs: int, itemsize: int = 16, free_bytes: float = np.inf,
-           impedance_ratio: float = 0.0) -> str:
+           impedance_ratio: float = 0.0, dense_max: float = np.inf) -> str:
     """The preconditioner that `solver.fluid_preconditioner = setting` gives for n_dofs
-    vertices: `auto` is block_triangular for a body of high impedance contrast
-    (`impedance_ratio` g h at most 1 / AUTO_IMPEDANCE_CONTRAST or at least
-    AUTO_IMPEDANCE_CONTRAST) while its factors (2 n^2 entries of `itemsize` bytes) take at
-    most AUTO_SHARE of `free_bytes`, else none."""
+    vertices: `auto` preconditions a body of high impedance contrast (`impedance_ratio`
+    g h at most 1 / AUTO_IMPEDANCE_CONTRAST or at least AUTO_IMPEDANCE_CONTRAST), by the
+    dense factors (block_triangular) while their 2 n^2 entries of `itemsize` bytes take
+    at most AUTO_SHARE of `free_bytes` and n_dofs is at most `dense_max` (dense_limit:
+    where their O(n^3) LU is the quicker set-up), else by HODLR inverses (hodlr); a body
+    of low contrast gets none."""
     if setting not in PRECONDITIONERS:
         raise InputError(f"fluid preconditioner = {setting!r}: must be one of "
                           f"{', '.join(PRECONDITIONERS)}")
     if setting != "auto":
         return setting
     contrast = max(impedance_ratio, 1.0 / impedance_ratio) if impedance_ratio > 0 else np.inf
+    if contrast < AUTO_IMPEDANCE_CONTRAST:
+        return "none"
     fits = 2 * n_dofs**2 * itemsize <= AUTO_SHARE * free_bytes
-    return "block_triangular" if fits and contrast >= AUTO_IMPEDANCE_CONTRAST else "none"
+    return "block_triangular" if fits and n_dofs <= dense_max else "hodlr"
+
+
+def dense_limit(xp) -> float:
+    """The most vertices `auto` gives dense factors on backend `xp` (where they fit): on
+    the host DENSE_MAX_HOST, past which the HODLR inverses set up sooner than the dense LU
+    (bench/bench_gas_preconditioner.py); on a GPU no limit but memory (its dense LU is
+    quick: 39,102 vertices measured, bench/README.md)."""
+    return DENSE_MAX_HOST if xp is np else np.inf
+
+
+# The HODLR blocks' ranks at HODLR_TOL, measured on the 1 cm gas sphere at 70 kHz, 2,562
+# vertices (bench/bench_gas_preconditioner.py; 176, 83, 39, 30 by level): the root's
+# 3.5 sqrt(n), their sum 6.5 sqrt(n), counted here as HODLR_TOP_RANK and HODLR_RANK_SUM
+# times sqrt(n); while they are built the peeling holds about HODLR_WORK_ARRAYS complex128
+# arrays of n x (the root's rank + oversampling) (the operators' products take
+# hodlr.CHUNK columns at a time)
+HODLR_TOP_RANK = 4.0
+HODLR_RANK_SUM = 8.0
+HODLR_WORK_ARRAYS = 5
+
+
+def hodlr_bytes(n_dofs: int, itemsize: int) -> tuple[float, float]:
+    """(bytes held, bytes of the set-up's work arrays) of a HODLR preconditioner of n_dofs
+    vertices, factors of `itemsize`: per diagonal block the leaves (n x leaf) and per
+    level V and What (n x r each); the peeling's sketches while they are built."""
+    root, leaf = math.sqrt(n_dofs), HierarchicalBlockTriangular.leaf_size
+    held = 2 * itemsize * n_dofs * (leaf + 2 * HODLR_RANK_SUM * root)
+    work = HODLR_WORK_ARRAYS * 16 * n_dofs * max(leaf, HODLR_TOP_RANK * root + 16)
+    return held, work
+
+
+def estimated_bytes(setting: str, n_dofs: int, itemsize: int, impedance_ratio: float,
+                    gpu: bool) -> tuple[float, float]:
+    """(bytes held, bytes of the set-up's work arrays, freed before GMRES) of a fluid
+    interface's preconditioner, before anything runs (resources.py): what `chosen` gives
+    without knowing the free memory. On a GPU `auto` is counted as the HODLR inverses: the
+    dense factors are made only where they fit beside the rest."""
+    name = chosen(setting, n_dofs, itemsize, np.inf, impedance_ratio,
+                  np.inf if gpu else DENSE_MAX_HOST)
+    if name == "none":
+        return 0.0, 0.0
+    if name == "block_triangular" and not (gpu and setting == "auto"):
+        return 2.0 * n_dofs**2 * itemsize, 0.0
+    return hodlr_bytes(n_dofs, itemsize)
 
 
 def free_bytes(xp) -> int:
@@ -185,25 +258,29 @@ class BlockTriangular:
     slice."""
 
     name = "block_triangular"
+    exact = True  # P itself: A P^{-1} z = z + [A_DN y_N, 0] (transmission.py)
 
     def __init__(self, operators: dict, mass, k: float, density_ratio: float, apply, xp=np,
                  dtype=None):
         self.xp, self.k, self.g, self._apply = xp, float(k), float(density_ratio), apply
-        self.scale = a = 2.0 / (1.0 + self.g)
+        self.scale = 2.0 / (1.0 + self.g)
         self.w0, self.w1 = operators["W0"], operators["W1"]
         self.mass = mass.tocsr()
         self.n_dofs = self.mass.shape[0]
-        dtype = factor_dtype(operators["K0"]) if dtype is None else np.dtype(dtype)
+        self.dtype = factor_dtype(operators["K0"]) if dtype is None else np.dtype(dtype)
+        self._factorise(operators)
+
+    def _factorise(self, operators):
+        """The dense LU factors of D = M A_DD and N = (M A_NN)^T."""
         coo = self.mass.tocoo()
         coo.sum_duplicates()
-        lu = _lu_module(xp)
-        self._lu, self.dtype = lu, dtype
+        xp, a, g = self.xp, self.scale, self.g
+        lu = self._lu = _lu_module(xp)
         # Two n x n arrays in all, the factors themselves: D = M A_DD = M + a K1 - a g K0
         # built in K1's place, then M A_NN^T = M + a K0 - a g K1 = a (1 - g^2) K0 - g D +
         # (1 + g) M in K0's (solved transposed)
-        g = self.g
-        k0 = dense_of(operators["K0"], xp, dtype)
-        dirichlet = dense_of(operators["K1"], xp, dtype)
+        k0 = dense_of(operators["K0"], xp, self.dtype)
+        dirichlet = dense_of(operators["K1"], xp, self.dtype)
         _combine(dirichlet, a, k0, -a * g)
         _add_mass(xp, dirichlet, coo, 1.0)
         _combine(k0, a * (1 - g * g), dirichlet, -g)
@@ -212,22 +289,92 @@ class BlockTriangular:
         self._neumann_t = lu.lu_factor(k0, overwrite_a=True, check_finite=False)
 
     @classmethod
-    def for_system(cls, system):
+    def for_system(cls, system, **options):
         """The preconditioner of a MullerTransmission system (one surface)."""
         return cls(system.ops, system.mass, system.k, system.g,
-                   system._applied_on_host, system.xp)  # noqa: SLF001
+                   system._applied_on_host, system.xp, **options)  # noqa: SLF001
 
-    def _solve(self, factors, y, trans=0):
-        y = self.xp.asarray(y)
-        return self._lu.lu_solve(factors, y.astype(self.dtype, copy=False), trans=trans,
+    def _solve_dirichlet(self, y):
+        """D^{-1} y."""
+        return self._lu.lu_solve(self._dirichlet, y.astype(self.dtype, copy=False),
+                                 check_finite=False)
+
+    def _solve_neumann(self, y):
+        """(M A_NN)^{-1} y = N^{-T} y."""
+        return self._lu.lu_solve(self._neumann_t, y.astype(self.dtype, copy=False), trans=1,
                                  check_finite=False)
 
     def solve(self, z):
         """P^{-1} z for z (2n, r) on the backend: (y_D, y_N) stacked."""
-        n = self.n_dofs
+        n, xp = self.n_dofs, self.xp
         zd, zn = to_host(z[:n]), to_host(z[n:])
-        yd = self._solve(self._dirichlet, self.mass @ zd)
+        yd = self._solve_dirichlet(xp.asarray(self.mass @ zd))
         wy = self._apply(self.w0, yd) - self._apply(self.w1, yd)
-        yn = self._solve(self._neumann_t, self.mass @ zn - (self.scale / self.k) * wy, trans=1)
-        return self.xp.concatenate([self.xp.asarray(yd), self.xp.asarray(yn)]).astype(
-            z.dtype, copy=False)
+        yn = self._solve_neumann(xp.asarray(self.mass @ zn - (self.scale / self.k) * wy))
+        return xp.concatenate([xp.asarray(yd), xp.asarray(yn)]).astype(z.dtype, copy=False)
+
+
+def _product(op, x):
+    """op @ x on x's backend (a host operator takes host vectors), in op's precision."""
+    xp = array_module(x)
+    if isinstance(op, np.ndarray):
+        x = to_host(x)
+    dtype = getattr(op, "dtype", x.dtype)
+    return xp.asarray(op @ x.astype(np.result_type(dtype, x.dtype), copy=False))
+
+
+class HierarchicalBlockTriangular(BlockTriangular):
+    """The same P^{-1}, its two diagonal blocks D and N inverted as HODLR matrices
+    (bem/linalg/hodlr.py) on a cluster tree of the surface's vertices `points`, from
+    products with K0, K1 and their transposes (operators Kp0, Kp1): memory O(n r log n)
+    in place of 2 n^2, set-up O(n r^2 log^2 n) in place of O(n^3). Truncated at HODLR_TOL
+    of each block's norm, an approximate inverse: GMRES sees P^{-1} as a fixed linear map,
+    so its answer keeps the system's accuracy, and a few more iterations at most
+    (bench/bench_gas_preconditioner.py). Stored in single precision (the operators'
+    single storage) its products carry a rounding of about 1e-7, which bounds the residual
+    GMRES can reach (the default tolerance 1e-5 is far above it)."""
+
+    name = "hodlr"
+    exact = False  # A P^{-1} z needs all of A's products
+    leaf_size = 256  # the HODLR leaves: dense blocks of at most this many vertices
+
+    def __init__(self, operators: dict, mass, k: float, density_ratio: float, apply, xp=np,
+                 dtype=None, points=None):
+        if points is None:
+            raise ValueError("the hodlr preconditioner needs the surface's vertices")
+        self.points = np.asarray(points, float)
+        super().__init__(operators, mass, k, density_ratio, apply, xp, dtype)
+
+    def _factorise(self, operators):
+        xp, a, g = self.xp, self.scale, self.g
+        mass = self.mass if xp is np else sparse_module(xp.zeros(0)).csr_matrix(
+            self.mass.astype(complex))  # cuSPARSE: one dtype
+        k0, k1, kp0, kp1 = (operators[name] for name in ("K0", "K1", "Kp0", "Kp1"))
+
+        def apply(x):  # [D x, N x]: M + a (K1 - g K0) and M + a (K0 - g K1)
+            mx, y0, y1 = mass @ x, _product(k0, x), _product(k1, x)
+            return [mx + a * (y1 - g * y0), mx + a * (y0 - g * y1)]
+
+        def apply_t(xs):  # [D^T x_D, N^T x_N], both from one product of each K'
+            both = xp.concatenate(xs, axis=1)
+            mx, y0, y1 = mass @ both, _product(kp0, both), _product(kp1, both)
+            r = xs[0].shape[1]
+            return [(mx + a * (y1 - g * y0))[:, :r], (mx + a * (y0 - g * y1))[:, r:]]
+
+        (self._dirichlet, self._neumann_t), self.stats = hodlr_inverses(
+            apply, apply_t, 2, build_cluster_tree(self.points, self.points, self.leaf_size), xp,
+            self.dtype, HODLR_TOL)
+
+    def _solve_dirichlet(self, y):
+        return self._dirichlet.solve(y)
+
+    def _solve_neumann(self, y):
+        return self._neumann_t.solve(y, transpose=True)
+
+
+PRECONDITIONER_CLASSES = {cls.name: cls for cls in (BlockTriangular, HierarchicalBlockTriangular)}
+
+
+def dof_points(space) -> np.ndarray:
+    """The positions of a P1 space's dofs: the vertices its triangles use, in order."""
+    return space.mesh.vertices[np.unique(space.mesh.triangles)]

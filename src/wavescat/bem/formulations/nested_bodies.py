@@ -11,7 +11,8 @@ from ...errors import WavescatError
 from ...surface import SurfaceMesh
 from ..discretisation import spaces
 from .fluid import FluidMuller
-from .muller_preconditioner import BlockTriangular, chosen, factor_dtype, restricted
+from .muller_preconditioner import (PRECONDITIONER_CLASSES, chosen, dense_limit, dof_points,
+                                    factor_dtype, restricted)
 from .muller_preconditioner import free_bytes as free_bytes_of
 from .nested import MultiDomainTransmission, interfaces_and_regions, region_surfaces
 from .osrc import OsrcDtN, OsrcNtD, mass_and_stiffness
@@ -101,10 +102,11 @@ class NestedTransmission(FluidMuller):
         system = MultiDomainTransmission(self.interfaces, self.regions, ops, dofs,
                                          surface_of_dof, mass, k, couplings, core_dofs, xp=xp)
         system.preconditioners = self._interface_preconditioners(system, k, solver, xp,
-                                                                 free_bytes)
+                                                                 free_bytes, dof_points(space))
         return system
 
-    def _interface_preconditioners(self, system, k, solver, xp, free_bytes=None) -> dict:
+    def _interface_preconditioners(self, system, k, solver, xp, free_bytes=None,
+                                   points=None) -> dict:
         """{surface: (its dofs, BlockTriangular)} for the fluid interfaces that
         `solver.fluid_preconditioner` picks (auto: high impedance contrast between the two
         sides, factors within half the free memory), each from its own diagonal blocks: the
@@ -121,17 +123,20 @@ class NestedTransmission(FluidMuller):
             h = abs(outer.wavenumber_factor / inner.wavenumber_factor)
             dtype = factor_dtype(system.ops[face.outer]["K"])
             free = (free_bytes or free_bytes_of(xp)) if setting == "auto" else np.inf
-            name = chosen(setting, len(idx), dtype.itemsize, free, g * h)
-            if name != "block_triangular":
+            name = chosen(setting, len(idx), dtype.itemsize, free, g * h, dense_limit(xp))
+            if name == "none":
                 continue
             blocks = {}  # the interface's own blocks of the regions on either side
             for sym, region in (("0", face.outer), ("1", face.inner)):
                 pos = np.searchsorted(system.dofs[region], idx)
                 for name_ in ("K", "W"):
                     blocks[f"{name_}{sym}"] = restricted(system.ops[region][name_], pos)
-            out[face.index] = (idx, BlockTriangular(
+                if name == "hodlr":  # products with K' too (an H-matrix's transpose)
+                    blocks[f"Kp{sym}"] = restricted(system.ops[region]["K"].T, pos)
+            extra = {"points": points[idx]} if name == "hodlr" else {}
+            out[face.index] = (idx, PRECONDITIONER_CLASSES[name](
                 blocks, system.mass[idx][:, idx], k * outer.density_ratio, g,
-                system._applied_on_host, xp, dtype))  # noqa: SLF001
+                system._applied_on_host, xp, dtype, **extra))  # noqa: SLF001
         return out
 
     @staticmethod

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .burton_miller import StrongForm
-from .muller_preconditioner import BlockTriangular
+from .muller_preconditioner import BlockTriangular, HierarchicalBlockTriangular
 
 
 def adjoint_of(double_layer):
@@ -38,12 +38,14 @@ class MullerTransmission(StrongForm):
     W0, V1, K1, Kp1, W1 to the assembled operators (dense or H-matrix).
 
     `preconditioner` (a name of muller_preconditioner.PRECONDITIONERS other than auto):
-    with block_triangular, `matvec` is the right-preconditioned product A P^{-1} z (four
-    operator products, bem/formulations/muller_preconditioner.py) and `solution(z) = P^{-1} z` turns
-    GMRES's answer into the traces (u, w); the residuals stay those of A x = f."""
+    with block_triangular (dense factors) or hodlr (HODLR inverses, which need the
+    surface's vertices `points`, the P1 dofs), `matvec` is the right-preconditioned product
+    A P^{-1} z (four operator products, bem/formulations/muller_preconditioner.py) and
+    `solution(z) = P^{-1} z` turns GMRES's answer into the traces (u, w); the residuals
+    stay those of A x = f."""
 
     def __init__(self, operators: dict, mass, k: float, density_ratio: float, xp=np,
-                 preconditioner: str = "none"):
+                 preconditioner: str = "none", points=None):
         super().__init__(mass, xp)
         self.ops = dict(operators)
         for i in "01":
@@ -55,6 +57,8 @@ class MullerTransmission(StrongForm):
         self.preconditioner = None
         if preconditioner == "block_triangular":
             self.preconditioner = BlockTriangular.for_system(self)
+        elif preconditioner == "hodlr":
+            self.preconditioner = HierarchicalBlockTriangular.for_system(self, points=points)
         elif preconditioner != "none":
             raise ValueError(f"unknown Müller preconditioner {preconditioner!r}")
 
@@ -71,10 +75,13 @@ class MullerTransmission(StrongForm):
 
     def matvec(self, x):
         """A x for x of shape (2n, r) on the backend: rows u then w (A P^{-1} x with a
-        preconditioner: x plus the Dirichlet rows' coupling A_DN applied to y_N)."""
-        if self.preconditioner is not None:
+        preconditioner: with the exact block triangle, x plus the Dirichlet rows' coupling
+        A_DN applied to y_N; with an approximate one, A applied to P^{-1} x)."""
+        if self.preconditioner is None:
+            return self.unpreconditioned(x)
+        if self.preconditioner.exact:
             return self._preconditioned(x)
-        return self.unpreconditioned(x)
+        return self.unpreconditioned(self.xp.asarray(self.preconditioner.solve(x)))
 
     def _preconditioned(self, z):
         n = self.n_dofs

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .backend import complex_dtype
 from .bem.assembly.hmatrix.assembly import stored_dtype
 from .bem.formulations import formulation_for
@@ -156,7 +158,7 @@ def _fluid_preconditioner_bytes(case, gpu: bool) -> tuple[float, float]:
     muller_preconditioner.estimated_bytes), in the operators' storage precision."""
     solver, bodies = case.solver, case.bodies
     itemsize = (_stored_itemsize(solver) if solver.format_for(p1_dofs_estimate(case)) == "hmatrix"
-                else complex_dtype(solver.precision).itemsize)
+                else np.dtype(complex_dtype(solver.precision)).itemsize)
     held = work = 0.0
     for body, n in zip(bodies, surface_vertex_estimates(case)):
         if not body.is_fluid:

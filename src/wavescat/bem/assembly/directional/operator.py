@@ -14,12 +14,10 @@ import numpy as np
 from ....backend import resolve
 from ....defaults import HMATRIX
 from ....errors import InputError
-from ...discretisation import quadrature as q
-from ..hmatrix.assembly import BlockPlan, _compressed_share, SYMMETRIC_OPERATORS
+from ..hmatrix.assembly import SYMMETRIC_OPERATORS, BlockPlan, _compressed_share
 from ..hmatrix.block_tree import BlockTree
 from ..hmatrix.cluster_tree import build_cluster_tree
 from ..hmatrix.galerkin import assemble_hmatrix
-from ..operators import EntryEvaluator
 from ...kernels.green import Operator
 from .farfield import FarField
 from .plan import DirectionalSettings, build_plan
@@ -36,10 +34,11 @@ def _far_dtype(near) -> np.dtype:
 
 
 class DirectionalHMatrix:
-    """near (an HMatrix of the dense and ACA blocks) + far (FarField, in tree order)."""
+    """near (an HMatrix of the dense and ACA blocks) + far (FarField, in tree order);
+    clouds: the (test, trial) quadrature clouds in tree order (the transpose's far field)."""
 
-    def __init__(self, near, far, perm, report):
-        self.near, self.far, self.perm = near, far, perm
+    def __init__(self, near, far, perm, report, clouds):
+        self.near, self.far, self.perm, self.clouds = near, far, perm, clouds
         self.dtype = near.dtype
         self.shape = near.shape
         self.report = report
@@ -74,12 +73,11 @@ class DirectionalHMatrix:
         whose kernel is this one's with x and y swapped (K <-> K'; V and W are symmetric)."""
         op = {Operator.double_layer: Operator.adjoint_double_layer,
               Operator.adjoint_double_layer: Operator.double_layer}.get(self.far.op, self.far.op)
-        far = FarField(self.far.plan, op, self.far.k, self._clouds[1],
-                       self._clouds[0], self.far.backend, self.far.dtype)
-        out = DirectionalHMatrix(self.near.T, far, self.perm, {**self.report,
-                                 "transpose_of": self.report.get("operator")})
-        out._clouds = self._clouds[::-1]
-        return out
+        far = FarField(self.far.plan, op, self.far.k, self.clouds[1], self.clouds[0],
+                       self.far.backend, self.far.dtype)
+        return DirectionalHMatrix(self.near.T, far, self.perm,
+                                  {**self.report, "transpose_of": self.report.get("operator")},
+                                  self.clouds[::-1])
 
 
 def assemble_directional(name, trial, test, k, *, backend=None, precision="double",
@@ -135,8 +133,7 @@ def assemble_directional(name, trial, test, k, *, backend=None, precision="doubl
     }
     report["time_s"] = {**report["time_s"], "directional_setup": t_far,
                         "total": report["time_s"]["total"] + t_far}
-    H = DirectionalHMatrix(near, far, plan.tree.perm, report)
-    H._clouds = (cloud, cloud)
+    H = DirectionalHMatrix(near, far, plan.tree.perm, report, (cloud, cloud))
     log.info("directional %s: %d far blocks over levels %s, %d expansions, set up in %.2f s "
              "(near and ACA %.1f s)", name, plan.far_blocks, report["directional"]["blocks_per_level"],
              report["directional"]["expansions"], t_far, t1 - t0)

@@ -24,3 +24,9 @@ def tube(radius=0.25, length=12.0, nt=16, nz=192) -> SurfaceMesh:
 @pytest.fixture(scope="package")
 def tube_space():
     return spaces.p1(tube())
+
+
+@pytest.fixture(scope="package")
+def small_tube_space():
+    """A coarser, shorter tube: the CUDA emulation runs a fiber per GPU thread."""
+    return spaces.p1(tube(nt=8, nz=96))

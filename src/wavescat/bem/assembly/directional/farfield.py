@@ -72,8 +72,9 @@ def _real_times(A, Z):
 
 
 class Leaves:
-    """One side's leaf bases: the deepest level's clusters as padded point sets, and the
-    component weights; `moments` (sources) and `evaluate` (targets) apply them."""
+    """One side's leaf bases: the clusters of level `lv` (the deepest with directional
+    blocks) as padded point sets, and the component weights; `moments` (sources) and
+    `evaluate` (targets) apply them."""
 
     def __init__(self, cloud, tree, lv, comps, sign, xp, rdtype):
         self.xp, self.rdtype, self.sign, self.comps = xp, rdtype, sign, comps

@@ -21,7 +21,6 @@ Nothing of the blocks is stored: S is evaluated in each product from the nodes.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +31,6 @@ from . import chebyshev, directions
 from .m2l_cpu import apply_blocks
 from .plan import children
 
-_INV4PI = 1.0 / (4.0 * math.pi)
 
 
 def components(op: Operator, k: complex):

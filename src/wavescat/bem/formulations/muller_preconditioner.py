@@ -57,8 +57,11 @@ import numpy as np
 import scipy.linalg
 
 from ...backend import array_module, sparse_module, to_host
+from ..assembly.hmatrix import HMatrix
 from ..assembly.hmatrix.cluster_tree import build_cluster_tree
+from ..assembly.hmatrix.tree_parts import HMatrixParts, SparseParts
 from ..linalg.hodlr import hodlr_inverses
+from ..linalg.hodlr_parts import hodlr_from_parts
 from ...errors import InputError
 from ...memory import available_gpu_bytes, available_host_bytes
 
@@ -337,6 +340,9 @@ class HierarchicalBlockTriangular(BlockTriangular):
     name = "hodlr"
     exact = False  # A P^{-1} z needs all of A's products
     leaf_size = 256  # the HODLR leaves: dense blocks of at most this many vertices
+    # "leaves": from the H-matrices' blocks where K0 and K1 are H-matrices (hodlr_parts.py),
+    # else (or "peeling") by peeling from whole-operator products (hodlr.py)
+    build = "leaves"
 
     def __init__(self, operators: dict, mass, k: float, density_ratio: float, apply, xp=np,
                  dtype=None, points=None):
@@ -346,6 +352,24 @@ class HierarchicalBlockTriangular(BlockTriangular):
         super().__init__(operators, mass, k, density_ratio, apply, xp, dtype)
 
     def _factorise(self, operators):
+        hmatrices = [_hmatrix_of(operators[name]) for name in ("K0", "K1")]
+        leaves = self.build == "leaves" and all(hmatrices)
+        inverses, self.stats = self._from_leaves(hmatrices) if leaves else \
+            self._peeled(operators)
+        self.stats["build"] = "leaves" if leaves else "peeling"
+        self._dirichlet, self._neumann_t = inverses
+
+    def _from_leaves(self, hmatrices):
+        """D, N = M + a (K1 - g K0), M + a (K0 - g K1) from the blocks of M, K0, K1."""
+        xp, a, g = self.xp, self.scale, self.g
+        tree = self._tree(hmatrices)
+        parts = [SparseParts(self.mass, tree, xp, self.dtype)] + [
+            HMatrixParts(op, tree, xp, positions) for op, positions in hmatrices]
+        return hodlr_from_parts(parts, [[1.0, -a * g, a], [1.0, a, -a * g]], tree, xp,
+                                self.dtype, HODLR_TOL)
+
+    def _peeled(self, operators):
+        """D and N from products with M, K0, K1, K0', K1' (any operators)."""
         xp, a, g = self.xp, self.scale, self.g
         mass = self.mass if xp is np else sparse_module(xp.zeros(0)).csr_matrix(
             self.mass.astype(complex))  # cuSPARSE: one dtype
@@ -361,9 +385,18 @@ class HierarchicalBlockTriangular(BlockTriangular):
             r = xs[0].shape[1]
             return [(mx + a * (y1 - g * y0))[:, :r], (mx + a * (y0 - g * y1))[:, r:]]
 
-        (self._dirichlet, self._neumann_t), self.stats = hodlr_inverses(
-            apply, apply_t, 2, build_cluster_tree(self.points, self.points, self.leaf_size), xp,
-            self.dtype, HODLR_TOL)
+        return hodlr_inverses(apply, apply_t, 2,
+                              build_cluster_tree(self.points, self.points, self.leaf_size), xp,
+                              self.dtype, HODLR_TOL)
+
+    def _tree(self, hmatrices):
+        """The HODLR tree: an unrestricted H-matrix's own cluster tree cut at leaf_size (its
+        blocks then lie in one HODLR block each), else one of the vertices (the blocks of a
+        region's operator restricted to this interface are split by tree_parts)."""
+        for op, positions in hmatrices:
+            if positions is None and op.block_tree is not None:
+                return op.block_tree.rows.truncated(self.leaf_size)
+        return build_cluster_tree(self.points, self.points, self.leaf_size)
 
     def _solve_dirichlet(self, y):
         return self._dirichlet.solve(y)
@@ -373,6 +406,17 @@ class HierarchicalBlockTriangular(BlockTriangular):
 
 
 PRECONDITIONER_CLASSES = {cls.name: cls for cls in (BlockTriangular, HierarchicalBlockTriangular)}
+
+
+def _hmatrix_of(op):
+    """(H-matrix, positions or None) of a one-device H-matrix or its Restricted, else None
+    (dense arrays, a rank's share, directional operators: peeled from products)."""
+    positions = None
+    if isinstance(op, Restricted):
+        op, positions = op.op, op.positions
+    if isinstance(op, HMatrix) and len(op.parts) == 1:
+        return op, positions
+    return None
 
 
 def dof_points(space) -> np.ndarray:

@@ -120,6 +120,15 @@ class Hodlr:
             y += level.unstack(xp, out, self.n)
         return y
 
+    def set_leaves(self, y):
+        """The dense leaves from y (n, largest leaf): a product with leaf_columns of the
+        diagonal blocks; columns past a leaf's size (other leaves' columns) become zero,
+        with ones on the diagonal."""
+        xp, leaf = self.xp, self.levels[-1]
+        real = leaf.mask[:, :, None] & leaf.mask[:, None, :]
+        padding = xp.eye(y.shape[1], dtype=self.dtype)[None] * ~leaf.mask[:, :, None]
+        self.leaves = xp.where(real, leaf.stack(xp, y), padding).astype(self.dtype)
+
     def factorise(self):
         """Invert the leaves, then from the finest level up: What = (inverse below) U and
         the inverse of S per pair. The U factors become What (no copy kept)."""
@@ -254,20 +263,28 @@ def hodlr_inverses(apply, apply_t, count, tree, xp, dtype, tol, first_samples=No
         for m, mat in enumerate(mats):
             mat.factors[lev] = _stacked(level, [blocks[0][m], blocks[1][m]], xp, dtype)
         p = max(rank + OVERSAMPLING, 32)
-    leaf = levels[-1]
+    unit = leaf_columns(levels[-1], n, xp, dtype)
+    samples += unit.shape[1]
+    for mat, y in zip(mats, op(unit)):
+        mat.set_leaves(y - mat.product(unit))
+    return finished(mats, tree, samples)
+
+
+def leaf_columns(leaf, n, xp, dtype):
+    """(n, largest leaf) unit columns, column j the j-th dof of every leaf at once: a
+    product with them holds each leaf's diagonal block on the leaf's rows."""
     unit = xp.zeros((n, int(leaf.sizes.max())), np.result_type(dtype, np.complex64))
     rows = np.concatenate([s + np.arange(z) for s, z in zip(leaf.starts, leaf.sizes)])
     cols = np.concatenate([np.arange(z) for z in leaf.sizes])
     unit[xp.asarray(rows), xp.asarray(cols)] = 1
-    samples += unit.shape[1]
-    real = leaf.mask[:, :, None] & leaf.mask[:, None, :]
-    padding = xp.eye(unit.shape[1], dtype=dtype)[None] * ~leaf.mask[:, :, None]
-    for mat, y in zip(mats, op(unit)):
-        # columns past a leaf's size hold other leaves' columns: zero, identity on the diagonal
-        mat.leaves = xp.where(real, leaf.stack(xp, y - mat.product(unit)), padding).astype(dtype)
+    return unit
+
+
+def finished(mats, tree, samples):
+    """([Permuted] of the factorised `mats`, stats) as hodlr_inverses returns them."""
     for mat in mats:
         mat.factorise()
-    stats = {"n": n, "levels": len(levels) - 1, "samples": samples,
+    stats = {"n": tree.n, "levels": tree.depth - 1, "samples": samples,
              "ranks": [mat.ranks for mat in mats], "bytes": sum(m.nbytes for m in mats)}
     return [Permuted(mat, tree.perm) for mat in mats], stats
 

@@ -1,0 +1,111 @@
+"""HODLR inverses (hodlr.py) built from the operators' own blocks: each operator P_j is known
+by its parts per tree level (bem/assembly/hmatrix/tree_parts.py: the stored H-matrix blocks,
+or sparse entries, that lie in the level's sibling blocks, and those of the leaves' diagonal
+blocks), and the matrices are fixed combinations A_m = sum_j w_mj P_j (the Müller system's
+diagonal blocks: M + a (K1 - g K0) and M + a (K0 - g K1)).
+
+Why not peeling (hodlr.hodlr_inverses): every level's sample there is a product of the whole
+operator, less the coarser levels already built (whose truncation error the finer levels
+inherit); here a level's sample is a product of that level's part alone, whose cost is the
+stored entries of the level's blocks, and the parts of all levels together cost one
+whole-operator product per sample column. One random block X (n, p) samples the sibling
+blocks of every pair, both ways, at once: part_l(A) X holds A[c, s] X[s] on the rows of
+each cluster c with sibling s. Per cluster the range Q_c of that sample, then part_l(A)^T
+conj(Q) holds A[c, s]^T conj(Q_c) on the rows of s, so A[c, s] ~ Q_c (Q_c^H A[c, s]),
+truncated by its singular values at `tol` times the operator's norm (batched QR and SVD
+over the level's padded stack). The sample count doubles until every block's rank falls
+short of it, as in the peeling. The leaves are the leaf-diagonal part times unit columns.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...backend import to_host
+from .hodlr import (FIRST_SAMPLES_PER_ROOT, OVERSAMPLING, Hodlr, _levels, _norms, finished,
+                    leaf_columns)
+
+
+def hodlr_from_parts(parts, weights, tree, xp, dtype, tol, first_samples=None, seed=0):
+    """Factorised HODLR approximations of A_m = sum_j weights[m][j] parts[j] on `tree` (the
+    parts' positions are the tree's), blocks truncated at `tol` times each A_m's 2-norm,
+    stored and sampled in `dtype`. Returns ([Permuted], stats) as hodlr_inverses does; the
+    stats' `samples` count the columns each part multiplied."""
+    n, count = tree.n, len(weights)
+    levels = _levels(tree, xp)
+    mats = [Hodlr(levels, xp, dtype, n) for _ in range(count)]
+    random = xp.random.RandomState(seed)
+
+    def combined(lev, x, transpose=False):
+        """[A_m's part at lev (transposed) times x]: x (n, p) shared, or (transposed) x_m
+        stacked side by side (n, count p), one product per part for all A_m."""
+        ys = [part.product(lev, x.astype(dtype, copy=False), transpose) for part in parts]
+        p = x.shape[1] // count if transpose else x.shape[1]
+        at = (lambda y, m: y[:, m * p:(m + 1) * p]) if transpose else (lambda y, m: y)
+        return [sum(w * at(y, m) for w, y in zip(row, ys) if w) for m, row in enumerate(weights)]
+
+    def whole(x, transpose=False):  # every part of every level
+        return [sum(ys) for ys in zip(*(combined(lev, x, transpose)
+                                        for lev in [None, *range(1, len(levels))]))]
+
+    norms = _norms(whole, lambda xs: whole(xp.concatenate(xs, axis=1), True), count, n, xp,
+                   np.random.default_rng(seed))
+    samples = 0
+    p = first_samples or int(FIRST_SAMPLES_PER_ROOT * np.sqrt(n)) + OVERSAMPLING
+    for lev in range(1, len(levels)):
+        level = levels[lev]
+        if not len(level.pairs):
+            continue
+        smallest = int(level.sizes[level.pairs].min())
+        while True:
+            p = min(p, smallest)
+            x = xp.asarray(random.standard_normal((n, p))).astype(dtype)
+            factors, rank = _sibling_blocks(level, combined(lev, x), lambda zs: combined(
+                lev, xp.concatenate(zs, axis=1), True), norms, tol, xp, dtype)
+            samples += (1 + count) * p
+            if rank <= p - OVERSAMPLING or p == smallest:
+                break
+            p *= 2
+        for mat, f in zip(mats, factors):
+            mat.factors[lev] = f
+        p = max(rank + OVERSAMPLING, 32)
+    unit = leaf_columns(levels[-1], n, xp, dtype)
+    samples += unit.shape[1]
+    for mat, y in zip(mats, combined(None, unit)):
+        mat.set_leaves(y)
+    return finished(mats, tree, samples)
+
+
+def _sibling_blocks(level, ys, transposed, norms, tol, xp, dtype):
+    """([(U, V) stacks of the level, or None] per matrix, the largest rank) from the
+    samples ys[m] = part(A_m) X: Q per paired cluster, then `transposed`([conj(Q_m)])."""
+    paired, sibling = level.on[:2]
+    n = len(ys[0])
+    mask = level.mask[paired][:, :, None]
+    qs = [xp.linalg.qr(level.stack(xp, y)[paired])[0] * mask for y in ys]
+    del ys
+    full = xp.zeros(level.idx.shape + qs[0].shape[2:], dtype)
+    conj = []
+    for q in qs:
+        full[paired] = xp.conj(q)
+        conj.append(level.unstack(xp, full, n))
+    zs = transposed(conj)
+    del conj, full
+    out, largest = [], 0
+    for q, z, norm in zip(qs, zs, norms):
+        # A[c, s] ~ Q_c B, B = Q_c^H A[c, s] = Z_s^T with Z_s = A[c, s]^T conj(Q_c) the rows
+        # of s in z; Z_s = W S Y (the SVD of the tall side: LAPACK's of the wide one was
+        # 100 times slower) gives B = Y^T S W^T
+        w, sv, y = xp.linalg.svd(level.stack(xp, z)[sibling], full_matrices=False)
+        keep = sv > tol * norm
+        rank = int(to_host(keep.sum(axis=1)).max())
+        largest = max(largest, rank)
+        if rank == 0:
+            out.append(None)
+            continue
+        keep = keep[:, :rank]
+        shape = level.idx.shape + (rank,)
+        u, v = xp.zeros(shape, dtype), xp.zeros(shape, dtype)
+        u[paired] = xp.matmul(q, xp.swapaxes(y[:, :rank], 1, 2) * xp.where(keep, sv[:, :rank], 0)[:, None, :])
+        v[sibling] = w[:, :, :rank] * keep[:, None, :]
+        out.append((u, v))
+    return out, largest

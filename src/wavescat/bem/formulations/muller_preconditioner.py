@@ -51,7 +51,9 @@ in the interface ordering), leaving the coupling between interfaces to GMRES.
 """
 from __future__ import annotations
 
+import logging
 import math
+import time
 
 import numpy as np
 import scipy.linalg
@@ -64,6 +66,8 @@ from ..linalg.hodlr import hodlr_inverses
 from ..linalg.hodlr_parts import hodlr_from_parts
 from ...errors import InputError
 from ...memory import available_gpu_bytes, available_host_bytes
+
+log = logging.getLogger(__name__)
 
 PRECONDITIONERS = ("auto", "none", "block_triangular", "hodlr")
 
@@ -354,10 +358,14 @@ class HierarchicalBlockTriangular(BlockTriangular):
     def _factorise(self, operators):
         hmatrices = [_hmatrix_of(operators[name]) for name in ("K0", "K1")]
         leaves = self.build == "leaves" and all(hmatrices)
+        t = time.perf_counter()
         inverses, self.stats = self._from_leaves(hmatrices) if leaves else \
             self._peeled(operators)
         self.stats["build"] = "leaves" if leaves else "peeling"
         self._dirichlet, self._neumann_t = inverses
+        log.info("HODLR inverses of %d vertices (%s) in %.1f s: ranks by level %s, %.3g GB",
+                 self.n_dofs, self.stats["build"], time.perf_counter() - t,
+                 self.stats["ranks"], self.stats["bytes"] / 1e9)
 
     def _from_leaves(self, hmatrices):
         """D, N = M + a (K1 - g K0), M + a (K0 - g K1) from the blocks of M, K0, K1."""

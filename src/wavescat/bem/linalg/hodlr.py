@@ -244,6 +244,29 @@ def hodlr_inverses(apply, apply_t, count, tree, xp, dtype, tol, first_samples=No
     levels = _levels(tree, xp)
     mats = [Hodlr(levels, xp, dtype, n) for _ in range(count)]
     norms = _norms(op, op_t, count, n, xp, rng)
+
+    def sample(lev, p):  # both sides of every pair, peeled
+        blocks = [_peel(mats, op, op_t, lev, side, p, norms, tol, rng) for side in (0, 1)]
+        rank = max(u.shape[1] for side in blocks for per in side for u, _ in per)
+        return [_stacked(levels[lev], [blocks[0][m], blocks[1][m]], xp, dtype)
+                for m in range(count)], rank, 4 * p
+
+    samples = sampled_levels(mats, n, sample, first_samples)
+    unit = leaf_columns(levels[-1], n, xp, dtype)
+    samples += unit.shape[1]
+    for mat, y in zip(mats, op(unit)):
+        mat.set_leaves(y - mat.product(unit))
+    return finished(mats, tree, samples)
+
+
+def sampled_levels(mats, n, sample, first_samples=None) -> int:
+    """Set the low-rank levels of `mats` from the root down: `sample(lev, p)` gives ([(U, V)
+    stacks or None] per matrix, the largest rank, columns multiplied) of level lev from p
+    random columns; p doubles until the rank falls OVERSAMPLING short of it (or p reaches
+    the level's smallest cluster), and the next level starts from the rank found. The root
+    starts from `first_samples` (default FIRST_SAMPLES_PER_ROOT sqrt(n)). Returns the
+    columns multiplied in all."""
+    levels = mats[0].levels
     samples = 0
     p = first_samples or int(FIRST_SAMPLES_PER_ROOT * np.sqrt(n)) + OVERSAMPLING
     for lev in range(1, len(levels)):
@@ -253,21 +276,15 @@ def hodlr_inverses(apply, apply_t, count, tree, xp, dtype, tol, first_samples=No
         smallest = int(level.sizes[level.pairs].min())
         while True:
             p = min(p, smallest)
-            blocks = [_peel(mats, op, op_t, lev, side, p, norms, tol, rng)
-                      for side in (0, 1)]
-            samples += 4 * p
-            rank = max(u.shape[1] for side in blocks for per in side for u, _ in per)
+            factors, rank, used = sample(lev, p)
+            samples += used
             if rank <= p - OVERSAMPLING or p == smallest:
                 break
             p *= 2
-        for m, mat in enumerate(mats):
-            mat.factors[lev] = _stacked(level, [blocks[0][m], blocks[1][m]], xp, dtype)
+        for mat, f in zip(mats, factors):
+            mat.factors[lev] = f
         p = max(rank + OVERSAMPLING, 32)
-    unit = leaf_columns(levels[-1], n, xp, dtype)
-    samples += unit.shape[1]
-    for mat, y in zip(mats, op(unit)):
-        mat.set_leaves(y - mat.product(unit))
-    return finished(mats, tree, samples)
+    return samples
 
 
 def leaf_columns(leaf, n, xp, dtype):

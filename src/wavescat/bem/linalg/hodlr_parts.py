@@ -21,8 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...backend import to_host
-from .hodlr import (FIRST_SAMPLES_PER_ROOT, OVERSAMPLING, Hodlr, _levels, _norms, finished,
-                    leaf_columns)
+from .hodlr import Hodlr, _levels, _norms, finished, leaf_columns, sampled_levels
 
 
 def hodlr_from_parts(parts, weights, tree, xp, dtype, tol, first_samples=None, seed=0):
@@ -49,25 +48,14 @@ def hodlr_from_parts(parts, weights, tree, xp, dtype, tol, first_samples=None, s
 
     norms = _norms(whole, lambda xs: whole(xp.concatenate(xs, axis=1), True), count, n, xp,
                    np.random.default_rng(seed))
-    samples = 0
-    p = first_samples or int(FIRST_SAMPLES_PER_ROOT * np.sqrt(n)) + OVERSAMPLING
-    for lev in range(1, len(levels)):
-        level = levels[lev]
-        if not len(level.pairs):
-            continue
-        smallest = int(level.sizes[level.pairs].min())
-        while True:
-            p = min(p, smallest)
-            x = xp.asarray(random.standard_normal((n, p))).astype(dtype)
-            factors, rank = _sibling_blocks(level, combined(lev, x), lambda zs: combined(
-                lev, xp.concatenate(zs, axis=1), True), norms, tol, xp, dtype)
-            samples += (1 + count) * p
-            if rank <= p - OVERSAMPLING or p == smallest:
-                break
-            p *= 2
-        for mat, f in zip(mats, factors):
-            mat.factors[lev] = f
-        p = max(rank + OVERSAMPLING, 32)
+
+    def sample(lev, p):  # both sides of every pair from one random block
+        x = xp.asarray(random.standard_normal((n, p))).astype(dtype)
+        factors, rank = _sibling_blocks(levels[lev], combined(lev, x), lambda zs: combined(
+            lev, xp.concatenate(zs, axis=1), True), norms, tol, xp, dtype)
+        return factors, rank, (1 + count) * p
+
+    samples = sampled_levels(mats, n, sample, first_samples)
     unit = leaf_columns(levels[-1], n, xp, dtype)
     samples += unit.shape[1]
     for mat, y in zip(mats, combined(None, unit)):

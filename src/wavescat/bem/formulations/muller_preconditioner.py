@@ -36,8 +36,13 @@ entries fit: some 40,000 vertices in complex64 on an 80 GB GPU beside the H-matr
 
 Beyond that size (`hodlr`, HierarchicalBlockTriangular): the same two blocks D = M A_DD and
 N = (M A_NN)^T as HODLR matrices (bem/linalg/hodlr.py: dense leaves, one low-rank block
-between sibling clusters of a vertex cluster tree, from products with K0, K1, K0', K1' by
-randomised peeling, truncated at HODLR_TOL of their norms) inverted by recursive Woodbury:
+between sibling clusters of a vertex cluster tree, truncated at HODLR_TOL of their norms)
+inverted by recursive Woodbury. Where K0 and K1 are H-matrices (or an interface's block of
+one) each HODLR block is sampled from the H-matrix blocks inside it (hodlr_parts.py, on the
+H-matrix's own cluster tree cut at leaf_size), all levels together costing about one
+whole-operator product per sample column; other operators (dense, a rank's share,
+directional) by randomised peeling from products with K0, K1, K0', K1' (hodlr.py), whole
+products for every level and each side of it (4 times slower at 2,562 vertices):
 memory n (leaf + 2 sum of ranks), measured about n^1.5 entries on gas spheres, where the
 dense factors take 2 n^2. An approximate P no longer leaves A P^{-1} = I + the coupling, so
 a product is A applied to P^{-1} z (eight operator products, not four); truncated at 1e-2 it

@@ -14,7 +14,8 @@ truncated by its singular values at `tol` times the operator's norm; the sample 
 doubles until a block's rank falls short of it. The leaves come last, from products with
 unit columns of every leaf at once less the low-rank levels. Every product is one of the
 whole operator with a block of columns, so any operator serves (an H-matrix, a dense array,
-an interface's own block of a region operator, a rank's share of one).
+an interface's own block of a region operator, a rank's share of one). Operators whose blocks
+are at hand (H-matrices) are sampled level by level from those blocks alone: hodlr_parts.py.
 
 Inverse, for a cluster c with children c1, c2 and sibling blocks U1 V2^T, U2 V1^T:
 A_c = diag(A_c1, A_c2) + W Z^T, W = diag(U1, U2), Z^T = [[0, V2^T], [V1^T, 0]], so

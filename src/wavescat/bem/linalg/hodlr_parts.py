@@ -81,9 +81,10 @@ def _sibling_blocks(level, ys, transposed, norms, tol, xp, dtype):
     out, largest = [], 0
     for q, z, norm in zip(qs, zs, norms):
         # A[c, s] ~ Q_c B, B = Q_c^H A[c, s] = Z_s^T with Z_s = A[c, s]^T conj(Q_c) the rows
-        # of s in z; Z_s = W S Y (the SVD of the tall side: LAPACK's of the wide one was
-        # 100 times slower) gives B = Y^T S W^T
-        w, sv, y = xp.linalg.svd(level.stack(xp, z)[sibling], full_matrices=False)
+        # of s in z; Z_s = Q' R = Q' W S Y (QR, then the SVD of the small R: an SVD of Z_s
+        # itself bidiagonalises all its rows) gives B = Y^T S (Q' W)^T
+        qz, r = xp.linalg.qr(level.stack(xp, z)[sibling])
+        w, sv, y = xp.linalg.svd(r)
         keep = sv > tol * norm
         rank = int(to_host(keep.sum(axis=1)).max())
         largest = max(largest, rank)
@@ -93,7 +94,8 @@ def _sibling_blocks(level, ys, transposed, norms, tol, xp, dtype):
         keep = keep[:, :rank]
         shape = level.idx.shape + (rank,)
         u, v = xp.zeros(shape, dtype), xp.zeros(shape, dtype)
-        u[paired] = xp.matmul(q, xp.swapaxes(y[:, :rank], 1, 2) * xp.where(keep, sv[:, :rank], 0)[:, None, :])
-        v[sibling] = w[:, :, :rank] * keep[:, None, :]
+        scaled = xp.swapaxes(y[:, :rank], 1, 2) * xp.where(keep, sv[:, :rank], 0)[:, None, :]
+        u[paired] = xp.matmul(q, scaled)
+        v[sibling] = xp.matmul(qz, w[:, :, :rank]) * keep[:, None, :]
         out.append((u, v))
     return out, largest

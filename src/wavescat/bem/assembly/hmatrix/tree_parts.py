@@ -109,32 +109,38 @@ class _Group:
         self.hr, self.hc = xp.asarray(hr.astype(np.int32)), xp.asarray(hc.astype(np.int32))
 
     def product(self, lev, clusters, xe, y, transpose):
-        """y += (this group's part at level index lev) @ xe (its transpose)."""
+        """y += (this group's part at level index lev) @ xe (its transpose): the blocks
+        wholly in the part first, then the pieces of the others (masked)."""
         if lev not in self.pieces:
             return
-        xp, g = self.xp, self.g
-        blk, ci, cj = self.pieces[lev]
-        (hi, ki), (hj, kj) = ((self.hc, cj), (self.hr, ci)) if transpose else \
-            ((self.hr, ci), (self.hc, cj))  # output rows, input columns
-        p = xe.shape[1]
-        low = g.D is None
-        rank = g.U.shape[2] if low else 0
-        per = xe.itemsize * p * (hi.shape[1] + hj.shape[1]) + 16 * rank * (hi.shape[1] + hj.shape[1])
+        blk, ci, cj, whole = self.pieces[lev]
+        # output rows and their clusters, input columns and theirs
+        out, into = (self.hc, cj) if transpose else (self.hr, ci)
+        inp, onto = (self.hr, ci) if transpose else (self.hc, cj)
+        low = self.g.D is None
+        width = out.shape[1] + inp.shape[1]
+        per = width * (xe.itemsize * xe.shape[1] + (16 * self.g.U.shape[2] if low else 0))
         step = max(1, _CHUNK_BYTES // per)
-        for start in range(0, len(blk), step):
-            b = blk[start:start + step]
-            cols = hj[b]
-            xs = xp.where((clusters[cols] == kj[start:start + step, None])[:, :, None], xe[cols], 0)
-            if low:
-                u, v = _factors(xp, g, to_host(b) if g.on_host else b)
-                u, v = (v, u) if transpose else (u, v)
-                ys = stack_product(xp, u, stack_product(xp, xp.swapaxes(v, 1, 2), xs))
-            else:
-                d = g.D[b]
-                ys = stack_product(xp, xp.swapaxes(d, 1, 2) if transpose else d, xs)
-            rows = hi[b]
-            rows = xp.where(clusters[rows] == ki[start:start + step, None], rows, len(xe) - 1)
-            _add_rows(xp, y, rows, ys.astype(y.dtype, copy=False))
+        for first, last, masked in ((0, whole, False), (whole, len(blk), True)):
+            for start in range(first, last, step):
+                sel = slice(start, min(start + step, last))
+                rows, cols = out[blk[sel]], inp[blk[sel]]
+                xs = xe[cols]
+                if masked:  # the piece's columns only, its rows only
+                    xs = self.xp.where((clusters[cols] == onto[sel, None])[:, :, None], xs, 0)
+                    rows = self.xp.where(clusters[rows] == into[sel, None], rows, len(xe) - 1)
+                ys = self._times(blk[sel], xs, transpose)
+                _add_rows(self.xp, y, rows, ys.astype(y.dtype, copy=False))
+
+    def _times(self, b, xs, transpose):
+        """Blocks b (or their transposes) times xs (b, L, p), in xs's precision."""
+        xp, g = self.xp, self.g
+        if g.D is None:
+            u, v = _factors(xp, g, to_host(b) if g.on_host else b)
+            u, v = (v, u) if transpose else (u, v)
+            return stack_product(xp, u, stack_product(xp, xp.swapaxes(v, 1, 2), xs))
+        d = g.D[b]
+        return stack_product(xp, xp.swapaxes(d, 1, 2) if transpose else d, xs)
 
 
 def _add_rows(xp, y, rows, ys):
@@ -148,11 +154,12 @@ def _add_rows(xp, y, rows, ys):
 
 
 def _pieces(hr, hc, leaf, ancestors, xp) -> dict:
-    """{level index: (blocks, row clusters, column clusters) on xp} of a group whose blocks'
-    rows and columns have tree positions hr (B, Lr), hc (B, Lc) (`leaf`: the leaf cluster of
-    each position): every pair of a leaf cluster that a block's rows touch and one its
-    columns touch, at the level where the two first differ (depth: the same leaf), once per
-    block and pair of that level's clusters."""
+    """{level index: (blocks, row clusters, column clusters on xp, how many of them are
+    whole)} of a group whose blocks' rows and columns have tree positions hr (B, Lr), hc
+    (B, Lc) (`leaf`: the leaf cluster of each position): every pair of a leaf cluster that a
+    block's rows touch and one its columns touch, at the level where the two first differ
+    (depth: the same leaf), once per block and pair of that level's clusters; a block with
+    one piece in all is whole (no masks), and comes first."""
     rb, ra = _touched(hr, leaf)
     cb, cc = _touched(hc, leaf)
     # all (row cluster, column cluster) pairs of each block: both lists are sorted by block
@@ -163,13 +170,17 @@ def _pieces(hr, hc, leaf, ancestors, xp) -> dict:
     blocks, li, lj = rb[owner], ra[owner], cc[col]
     lev = split_levels(ancestors, li, lj)
     depth = len(ancestors)
-    out = {}
+    keys = {}
     for level in np.unique(lev):
         sel = lev == level
         row = min(int(level), depth - 1)  # the leaves' diagonal: clusters of the last level
-        key = np.unique(np.stack([blocks[sel], ancestors[row, li[sel]],
-                                  ancestors[row, lj[sel]]], axis=1), axis=0)
-        out[int(level)] = tuple(xp.asarray(a) for a in key.T)
+        keys[int(level)] = np.unique(np.stack([blocks[sel], ancestors[row, li[sel]],
+                                               ancestors[row, lj[sel]]], axis=1), axis=0)
+    count = np.bincount(np.concatenate([k[:, 0] for k in keys.values()]), minlength=len(hr))
+    out = {}
+    for level, key in keys.items():
+        key = key[np.argsort(count[key[:, 0]] > 1, kind="stable")]
+        out[level] = tuple(xp.asarray(a) for a in key.T) + (int(np.sum(count[key[:, 0]] == 1)),)
     return out
 
 

@@ -48,7 +48,7 @@ class _Parts:
     backend) and the level names (1..depth-1, None for the leaves' diagonal)."""
 
     def __init__(self, tree, xp):
-        self.tree, self.xp, self.n = tree, xp, tree.n
+        self.xp = xp
         self.clusters = tree_clusters(tree)
         self.ancestors = self.clusters[:, tree.starts[-1]]  # (depth, leaves)
         self.depth = tree.depth
@@ -66,14 +66,12 @@ class _Parts:
 
 
 class HMatrixParts(_Parts):
-    """The parts of an H-matrix `op` on the dofs at `positions` of its own (None: all, in
-    its numbering), whose tree positions `tree` gives (tree.perm: position -> dof index
-    among `positions`). Single-device H-matrices (a rank's share or several GPUs' parts:
-    products only)."""
+    """The parts of an H-matrix `op` (its blocks on one device) on the dofs at `positions`
+    of its own (None: all, in its numbering), whose tree positions `tree` gives (tree.perm:
+    position -> index into `positions`)."""
 
     def __init__(self, op, tree, xp, positions=None):
         super().__init__(tree, xp)
-        self.dtype = op.dtype
         where = np.full(op.shape[0], tree.n, np.int64)  # operator dof -> tree position
         index = np.arange(tree.n) if positions is None else np.asarray(positions)
         where[index] = tree.iperm

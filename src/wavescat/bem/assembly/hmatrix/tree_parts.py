@@ -174,6 +174,8 @@ def _pieces(hr, hc, leaf, ancestors, xp) -> dict:
         row = min(int(level), depth - 1)  # the leaves' diagonal: clusters of the last level
         keys[int(level)] = np.unique(np.stack([blocks[sel], ancestors[row, li[sel]],
                                                ancestors[row, lj[sel]]], axis=1), axis=0)
+    if not keys:  # no block touches the tree's dofs on both sides (a region's other surface)
+        return {}
     count = np.bincount(np.concatenate([k[:, 0] for k in keys.values()]), minlength=len(hr))
     out = {}
     for level, key in keys.items():

@@ -1,8 +1,8 @@
 /* Register form of the monolithic Hermite half step, a cell per thread (gpu_cell.py renders it
-   after `typedef <real> T;`). The straight-line parts are generated per (m, q, system): each
-   line holding only a __NAME__ token becomes those statements. __LAMS__: the coupling factors;
-   __REGISTERS__: every register of the cell; __LOADS__: the 8 vertices' data; __BODY__: the
-   interpolation and the Taylor stages; __STORES__: the centre data. */
+   after `typedef <real> T;`). Generated per (m, q, system), in place: __REGISTERS__ (every
+   register of the cell); a line holding only a token becomes statements: __LAMS__ (the coupling
+   factors), __LOADS__ (the 8 vertices' data), __BODY__ (the interpolation and the Taylor
+   stages), __STORES__ (the centre data). */
 extern "C" __global__ void __launch_bounds__(128)
 hermite_cell(const T* __restrict__ src, T* __restrict__ dst, const T* __restrict__ lam,
              int shift, int n0, int n1, int n2) {

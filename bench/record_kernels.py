@@ -1,13 +1,14 @@
 """Make the kernel manifest (src/wavescat/kernel_cache.py): run representative GPU solves
 with empty caches and record every kernel they compile.
 
-    WAVESCAT_RECORD_KERNELS=src/wavescat/kernels.json.gz CUPY_CACHE_DIR=$(mktemp -d) \
-    NUMBA_CACHE_DIR=$(mktemp -d) python bench/record_kernels.py [--submarine-mesh M.msh]
+    WAVESCAT_RECORD_KERNELS=src/wavescat/kernels.json.gz python bench/record_kernels.py \
+        [--submarine-mesh M.msh]
 
 The solves: each boundary kind on a small sphere in the dense and the H-matrix formats, in
 double and single precision, and the default submarine on a stored mesh (the workflow's
 solver settings), each through the solver's own path (solve/driver.py). What they compile
-is merged into the manifest at exit; a kernel a later code change adds compiles on first use
+is merged into the manifest at exit (every compile request is recorded, whether the caches
+held it or not); a kernel a later code change adds compiles on first use
 until the manifest is made again.
 """
 from __future__ import annotations

@@ -78,3 +78,17 @@ def test_signatures_of_this_package_are_found():
 def test_warm_up_without_cupy_does_nothing(monkeypatch):
     monkeypatch.setattr(kernel_cache, "_cupy_compiler", lambda: None)
     assert kernel_cache.warm_up(force=True)["entries"] == 0
+
+
+def test_packaged_manifest_is_current_for_the_h_matrix_kernels():
+    """The manifest holds today's hm_pairs source for every operator and precision: a change
+    of kernels.cu or green's CUDA makes this fail until the manifest is recorded again
+    (bench/record_kernels.py on a GPU), instead of fresh machines silently compiling."""
+    from wavescat.bem.assembly.hmatrix import kernels
+    from wavescat.bem.kernels.green import Operator, cuda_defines
+
+    sources = {e["source"] for e in kernel_cache.read_manifest()["nvrtc"]}
+    for op in (Operator.single_layer, Operator.double_layer, Operator.adjoint_double_layer,
+               Operator.hypersingular):
+        for double in (True, False):
+            assert cuda_defines(op, 1.0, double) + kernels._CUDA_SRC in sources, (op, double)

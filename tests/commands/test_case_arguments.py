@@ -1,13 +1,13 @@
 """Subcommands take `--case` as the workflow hands it over or as typed by hand: a bare case is
-normalised through wavescat.config like the workflow's, or refused naming the key."""
+normalised through wavescat.configuration.config like the workflow's, or refused naming the key."""
 import json
 
 import numpy as np
 import pytest
 
 from wavescat.cli import main
-from wavescat.config import prepare_config
-from wavescat.farfield import receiver_directions
+from wavescat.configuration.config import prepare_config
+from wavescat.problem.farfield import receiver_directions
 from wavescat.reference.rigid_sphere import far_field
 from wavescat.solve.records import read_farfield_csv
 

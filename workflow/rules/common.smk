@@ -11,8 +11,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
-from wavescat.case import Case
-from wavescat.config import (
+from wavescat.configuration.case import Case
+from wavescat.configuration.config import (
     SOLVE_KEYS,
     band_case,
     case_json,
@@ -21,15 +21,15 @@ from wavescat.config import (
     run_cases,
     run_studies,
 )
-from wavescat.config_files import config_error
+from wavescat.configuration.config_files import config_error
 from wavescat.defaults import SCHEMA_PATH
-from wavescat.studies import study_cases
+from wavescat.configuration.studies import study_cases
 from wavescat.reference.sphere import has_series
 from wavescat.errors import ConfigError
 from wavescat.geometry.sizing import frequency_bands, sizing_frequencies
-from wavescat.notices import config_warning_lines, print_run_warnings
-from wavescat.preflight import check_limits, check_resolution
-from wavescat.resources import gpu_count, mesh_resources, partition, solve_resources
+from wavescat.results.notices import config_warning_lines, print_run_warnings
+from wavescat.planning.preflight import check_limits, check_resolution
+from wavescat.planning.resources import gpu_count, mesh_resources, partition, solve_resources
 
 # Our own pass first: it names the key and value of the first problem and checks what a
 # schema cannot (geometry keys per kind, mesh files on disk, `run` entries). The error is
@@ -70,7 +70,8 @@ except ConfigError as exc:
 
 # Refuse a case whose stored mesh file is far too coarse for its wavelengths (a file in
 # millimetres read as metres: wavescat.geometry.resolution), and say on the console, before
-# any job starts, which cases' single-frequency TS is hypersensitive (wavescat.sensitivity).
+# any job starts, which cases' single-frequency TS is hypersensitive
+# (wavescat.planning.sensitivity).
 try:
     CONFIG_WARNINGS = check_resolution(CONFIG, RUN)
 except ConfigError as exc:
@@ -193,7 +194,7 @@ def total_cores():
 
 
 def solve_resource(key):
-    """Resource `key` of a solve job, estimated from the case (see wavescat.resources)."""
+    """Resource `key` of a solve job, estimated from the case (see wavescat.planning.resources)."""
     return lambda wildcards: solve_resources(
         frequency_case(wildcards), total_cores(), CONFIG["cluster"]
     )[key]
@@ -274,7 +275,7 @@ def study_cases_json(wildcards):
     return json.dumps({n: CASES[n] for n in names}, sort_keys=True, separators=(",", ":"))
 
 
-# --- TS averages (wavescat.averages): the cases and studies that have them ---
+# --- TS averages (wavescat.results.averages): the cases and studies that have them ---
 AVERAGE_CASES = [c for c, v in CASES.items() if v.get("averages")]
 AVERAGE_STUDIES = [
     s for s in CONFIG["studies"] if any(CASES[c].get("averages") for c in study_cases(CONFIG, s))
@@ -300,7 +301,7 @@ def study_averages_json(wildcards):
     )
 
 
-# --- near-field maps (wavescat.near_field): the cases that ask for one ---
+# --- near-field maps (wavescat.results.near_field): the cases that ask for one ---
 NEAR_FIELD_CASES = [c for c in CASES if TYPED[c].near_field]
 
 

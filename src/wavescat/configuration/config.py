@@ -15,10 +15,10 @@ import json
 import re
 from pathlib import Path
 
+from ..defaults import SCHEMA_PATH, load_schema
+from ..errors import ConfigError
 from .case import (Case, check_boxes, frequencies,  # noqa: F401 - frequencies re-exported
                    medium_from, normalise)
-from .defaults import SCHEMA_PATH, load_schema
-from .errors import ConfigError
 from .schema import check_finite, raise_first, read_exponent_numbers, validator
 from .studies import expand_studies, study_cases
 

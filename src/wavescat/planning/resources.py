@@ -4,7 +4,8 @@ job that cannot fit the machine (config key `limits`) is refused before any job 
 
 Memory estimates are calibrated against measured peaks (a little above them); the rules ask
 for 1.5 times as much. The checks that refuse a case before any job starts are in
-wavescat.preflight; dense allocations are checked again where they happen (wavescat.memory).
+wavescat.planning.preflight; dense allocations are checked again where they happen
+(wavescat.memory).
 """
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import math
 
 import numpy as np
 
-from .backend import complex_dtype
-from .bem.assembly.hmatrix.assembly import stored_dtype
-from .bem.formulations import formulation_for
-from .bem.formulations.muller_preconditioner import estimated_bytes
-from .bem.formulations.osrc import PROCESS_UNKNOWNS
-from .bem.linalg.gmres import least_basis_bytes
-from .geometry.sizing import element_sizes
+from ..backend import complex_dtype
+from ..bem.assembly.hmatrix.assembly import stored_dtype
+from ..bem.formulations import formulation_for
+from ..bem.formulations.muller_preconditioner import estimated_bytes
+from ..bem.formulations.osrc import PROCESS_UNKNOWNS
+from ..bem.linalg.gmres import least_basis_bytes
+from ..geometry.sizing import element_sizes
 
 # Mean triangle area of a mesh with edge length h is about sqrt(3)/4 h^2; vertices ~ triangles / 2.
 _TRIANGLE_AREA_FACTOR = math.sqrt(3.0) / 4.0

@@ -25,23 +25,23 @@ from pathlib import Path
 
 import numpy as np
 
-from . import defaults
-from .averages import (TILT_DEFAULTS, AveragesError, Band, Tilt, band_weights, parse_averages,
-                       tilt_weights)
-from .bem.discretisation.quadrature import QuadratureOrders
-from .bem.formulations import INNER_KINDS, boundary_from
-from .boundary import Boundary
-from .errors import ConfigError, InputError
-from .farfield import Directions, Incidence, incident_directions, receiver_directions
-from .geometry.bodies import Body
-from .geometry.kinds import GEOMETRIES
-from .geometry.shape import Geometry
-from .medium import Medium
+from .. import defaults
+from ..bem.discretisation.quadrature import QuadratureOrders
+from ..bem.formulations import INNER_KINDS, boundary_from
+from ..errors import ConfigError, InputError
+from ..geometry.bodies import Body
+from ..geometry.kinds import GEOMETRIES
+from ..geometry.shape import Geometry
+from ..problem.boundary import Boundary
+from ..problem.farfield import Directions, Incidence, incident_directions, receiver_directions
+from ..problem.medium import Medium
+from ..results.averages import (TILT_DEFAULTS, AveragesError, Band, Tilt, band_weights,
+                                parse_averages, tilt_weights)
+from ..timedomain.dg.scatterer import SHAPES
+from ..timedomain.dg.scatterer import Body as ScatteringBody
+from ..timedomain.hermite.box_checks import CPU_SIZES as HERMITE_CPU_SIZES
+from ..timedomain.hermite.box_checks import check_rigid_box, grid_cell, incidence_axis
 from .schema import raise_first, show, validator
-from .timedomain.dg.scatterer import SHAPES
-from .timedomain.dg.scatterer import Body as ScatteringBody
-from .timedomain.hermite.box_checks import CPU_SIZES as HERMITE_CPU_SIZES
-from .timedomain.hermite.box_checks import check_rigid_box, grid_cell, incidence_axis
 
 BODY_KEYS = {"description", "geometry", "boundary", "inside"}
 
@@ -177,7 +177,8 @@ class HermiteCrossCheck:
 
 @dataclass(frozen=True)
 class NearFieldSettings:
-    """`near_field`: a map of the pressure on a plane through the body (wavescat.near_field)."""
+    """`near_field`: a map of the pressure on a plane through the body
+    (wavescat.results.near_field)."""
 
     plane: str  # xy | xz | yz
     center: tuple[float, float, float] | None  # None: the body's bounding-box centre
@@ -555,7 +556,7 @@ def _normalise_hermite(case: dict, where: str, tree: tuple[Body, ...], medium: M
 def _normalise_averages(where: str, case: dict) -> None:
     """`averages` (issue 26): `band` and `tilt` become lists; every band holds at least 3 of
     the case's frequencies and every tilt distribution fits the aspect sweep
-    (wavescat.averages)."""
+    (wavescat.results.averages)."""
     spec = case["averages"]
     incident = case.get("incident")
     if incident is not None and "aspect" not in incident:

@@ -601,3 +601,35 @@ def test_boundary_kinds_are_the_schemas():
 
     case = load_schema()["$defs"]["case"]["properties"]
     assert list(FORMULATIONS) == case["boundary"]["properties"]["kind"]["enum"]
+
+
+def test_typed_cases_are_what_the_rules_read(default):
+    """The rules read typed objects only (workflow/rules/common.smk): a Case hands a
+    subcommand the text `case_json` gives for its block (params are a rerun trigger), a
+    band's case carries the band's frequencies into it, and the `cluster` and `verification`
+    blocks are typed too."""
+    from wavescat.configuration.config import (ClusterSettings, VerificationSettings,
+                                               case_json, typed_cases)
+
+    cfg = copy.deepcopy(default)
+    _averages({"band": {"center_hz": 1000, "width_hz": 200}})(cfg)
+    cfg["cluster"] = {"gpus": True, "partitions": {"cpu": "batch", "gpu": "gpuq"}}
+    prepared = prepare_config(cfg, base_dir=ROOT)
+    cases = typed_cases(prepared)
+    assert list(cases) == list(prepared["cases"])
+    for name, case in cases.items():
+        assert case.as_json() == case_json(prepared, name)
+        assert case.as_json(("mesh", "solver")) == case_json(prepared, name, ("mesh", "solver"))
+        assert case.as_dict() == prepared["cases"][name]
+        assert case.has_averages == bool(prepared["cases"][name].get("averages"))
+    case = cases["sphere_ka5"]
+    assert case.has_averages
+    band = case.with_frequencies(case.frequencies_hz[:1])
+    assert json.loads(band.as_json())["frequencies_hz"] == [case.frequencies_hz[0]]
+    assert band.as_dict() == {**prepared["cases"]["sphere_ka5"],
+                              "frequencies_hz": [case.frequencies_hz[0]]}
+    assert ClusterSettings.from_config(prepared) == ClusterSettings(
+        True, None, {"cpu": "batch", "gpu": "gpuq"})
+    assert ClusterSettings.from_config(prepare_config(default, base_dir=ROOT)) == ClusterSettings()
+    assert VerificationSettings.from_config(prepared) == VerificationSettings(
+        **prepared["verification"])

@@ -210,6 +210,8 @@ class Case:
     tilts: tuple[Tilt, ...] = ()  # averages.tilt
     study: dict | None = None  # set by study expansion: name, base, parameters
     where: str = "case"  # its config path in messages
+    # the normalised block as compact JSON: what the rules hand a subcommand (`as_json`)
+    block: str = field(default="{}", repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, block: dict, medium: dict | Medium | None = None, name: str = "",
@@ -265,12 +267,37 @@ class Case:
         """Whether bodies lie inside the case's body."""
         return len(self.bodies) > 1
 
+    @property
+    def has_averages(self) -> bool:
+        """Whether the case asks for TS averages (`averages`: a band, a tilt, or both)."""
+        return bool(self.bands or self.tilts)
+
     def with_frequencies(self, frequencies_hz) -> Case:
         """The case at these frequencies (a mesh band's, or one solve's)."""
-        return replace(self, frequencies_hz=tuple(float(f) for f in frequencies_hz))
+        freqs = tuple(float(f) for f in frequencies_hz)
+        block = compact_json({**self.as_dict(), "frequencies_hz": list(freqs)})
+        return replace(self, frequencies_hz=freqs, block=block)
+
+    def as_dict(self) -> dict:
+        """The normalised case block (a copy)."""
+        return json.loads(self.block)
+
+    def as_json(self, keys=None) -> str:
+        """The normalised case block (only `keys` of it, if given) as compact JSON with sorted
+        keys: what a rule hands a subcommand, which `Case.from_json` reads back; the same
+        text for the same settings, as params are a rerun trigger."""
+        block = self.as_dict()
+        if keys is not None:
+            block = {k: block[k] for k in keys if k in block}
+        return compact_json(block)
 
 
 # -- reading a block -----------------------------------------------------------------------
+
+def compact_json(block) -> str:
+    """A block as the rules hand it on: compact JSON with sorted keys."""
+    return json.dumps(block, sort_keys=True, separators=(",", ":"))
+
 
 def medium_from(block: dict | None) -> Medium:
     try:
@@ -632,4 +659,4 @@ def build(case: dict, medium: Medium, name: str = "", where: str | None = None) 
             raise ConfigError(f"{where}.averages: {exc}") from None
         out["bands"], out["tilts"] = tuple(bands), tuple(tilts)
     return Case(medium=medium, name=name, description=case.get("description", ""),
-                study=case.get("study"), where=where, **out)
+                study=case.get("study"), where=where, block=compact_json(case), **out)

@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "verify-dg": "dg", "dg-scatter": "dg", "dg-vs-bem": "dg",
     "verify-hermite": "hermite",
     "hermite-scatter": "hermite_box", "hermite-vs-bem": "hermite_box",
+    "kernels": "kernels",
     "mesh": "mesh",
     "near-field": "near_field",
     "bem-probes": "probes",

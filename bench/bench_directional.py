@@ -27,7 +27,7 @@ from wavescat.backend import get_backend
 from wavescat.bem.assembly.directional import DirectionalSettings, assemble_directional
 from wavescat.bem.assembly.hmatrix import assemble_hmatrix
 from wavescat.bem.discretisation import spaces
-from wavescat.case import SolverSettings
+from wavescat.configuration.case import SolverSettings
 from wavescat.surface import SurfaceMesh
 
 SOUND_SPEED = 1500.0  # the default config's water

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from wavescat.case import Case
-from wavescat.config import prepare_config, solve_case
-from wavescat.config_files import load_config_files
+from wavescat.configuration.case import Case
+from wavescat.configuration.config import prepare_config, solve_case
+from wavescat.configuration.config_files import load_config_files
 from wavescat.reference.sphere import case_series, has_series
 from wavescat.solve import parallel
 from wavescat.solve.driver import solve_frequency

@@ -20,7 +20,7 @@ import time
 
 import yaml
 
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.solve.driver import solve_frequency
 from wavescat.surface import SurfaceMesh

@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import pickle
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -117,8 +118,6 @@ def _key(entry: dict) -> str:
 def _numba_signatures() -> list[dict]:
     """The compiled signatures of this package's module-level Numba functions (pickled: Numba
     types have no other round trip)."""
-    import sys  # noqa: PLC0415
-
     out = []
     for name, module in list(sys.modules.items()):
         if not name.startswith("wavescat") or module is None:

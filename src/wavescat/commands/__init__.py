@@ -9,7 +9,7 @@ subpackages they call.
 import json
 from pathlib import Path
 
-from ..case import Case
+from ..configuration.case import Case
 from ..errors import ConfigError
 
 # subcommand -> module of this package that registers it (tests/test_cli.py checks both ways)

@@ -12,16 +12,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import farfield, kernel_cache
+from .. import kernel_cache
 from ..backend import get_backend
 from ..bem.assembly import operators
-from ..bem.assembly.hmatrix import assemble_hmatrix, host_blocks
 from ..bem.assembly.directional import assemble_directional
+from ..bem.assembly.hmatrix import assemble_hmatrix, host_blocks
 from ..bem.assembly.hmatrix.distributed import assemble_distributed
 from ..bem.formulations import formulation_for_case, sub_space
 from ..bem.linalg.gmres import gmres, krylov_batches, least_basis_bytes
 from ..errors import InputError, SolverError
 from ..memory import available_bytes
+from ..problem import farfield
 from . import parallel
 
 log = logging.getLogger(__name__)

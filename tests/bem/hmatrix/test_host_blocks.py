@@ -186,8 +186,8 @@ def test_the_solve_asks_room_for_its_least_krylov_basis(monkeypatch):
     (KRYLOV_MIN_VECTORS + 1 + WORK_VECTORS vectors), not a whole restart cycle's: with the
     default restart of 2000 that would move most blocks of a large solve to the host."""
     from wavescat.bem.linalg.gmres import KRYLOV_MIN_VECTORS, WORK_VECTORS
-    from wavescat.case import Case
-    from wavescat.config import prepare_config
+    from wavescat.configuration.case import Case
+    from wavescat.configuration.config import prepare_config
     from wavescat.geometry.icosphere import icosphere
     from wavescat.solve import driver
 

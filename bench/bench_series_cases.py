@@ -18,6 +18,16 @@ reads DIR/<case>_f<hz>.npz, which `--write-meshes` makes where gmsh is installed
 does (solve/parallel.py: each rank holds its share of the operators); rank 0 prints.
 Prints one row per case and frequency and, per case, the RMS and largest TS error (dB);
 cases without a series (a spheroid, a fish) print their TS alone (`--ts-out` keeps all).
+`--stages` adds a line per solve: every stage's seconds (assembly, preconditioner, GMRES,
+far field), the iterations per incidence, the device's high-water memory (CuPy's pool) and
+the host's peak; `--hodlr-build` how HODLR preconditioners are built (from the H-matrix
+blocks, or peeled from products: HierarchicalBlockTriangular.build). A fish end to end on
+a GPU machine, its mesh made here first:
+
+    python bench/bench_series_cases.py config/examples/fish.yaml --cases sardine_120k \
+        --frequencies 200000 --meshes .gpu --write-meshes
+    python bench/bench_series_cases.py config/examples/fish.yaml --cases sardine_120k \
+        --frequencies 200000 --meshes .gpu --backend gpu --stages --log
 """
 from __future__ import annotations
 
@@ -30,6 +40,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from bench_submarine import DevicePeak  # a sibling: run as a script, bench/ is on the path
+from wavescat.backend import get_backend
+from wavescat.bem.assembly.hmatrix.report import host_peak_bytes
+from wavescat.bem.formulations.muller_preconditioner import HierarchicalBlockTriangular
 from wavescat.configuration.case import Case
 from wavescat.configuration.config import prepare_config, solve_case
 from wavescat.configuration.config_files import load_config_files
@@ -77,7 +91,12 @@ def main() -> None:
     ap.add_argument("--ts-out", help="append every TS (case,f,dofs,dx,dz,ts_db) to this CSV")
     ap.add_argument("--ranks", type=int, default=1, help="MPI ranks of each solve (mpiexec -n)")
     ap.add_argument("--log", action="store_true", help="the solver's log (stages, GMRES) on stderr")
+    ap.add_argument("--stages", action="store_true",
+                    help="per solve: every stage's seconds, the iterations, peak memory")
+    ap.add_argument("--hodlr-build", default="leaves", choices=["leaves", "peeling"],
+                    help="how HODLR preconditioners are built")
     args = ap.parse_args()
+    HierarchicalBlockTriangular.build = args.hodlr_build
     if args.log:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     ranks = parallel.start(args.ranks)  # before CuPy: binds a GPU per rank
@@ -95,6 +114,7 @@ def main() -> None:
         if args.frequencies:
             raw["cases"][name]["frequencies_hz"] = list(args.frequencies)
     config = prepare_config(raw)
+    peak = DevicePeak(get_backend(args.backend or "auto")) if args.stages else None
     say(f"{'case':28s} {'f Hz':>8s} {'dofs':>7s} {'its':>5s} {'mesh s':>7s} {'asm s':>7s} "
           f"{'gmres s':>7s} {'TS dB':>8s} {'exact':>8s} {'max err':>8s}")
     for name in names:
@@ -123,6 +143,12 @@ def main() -> None:
                   f"{mesh_s:7.1f} {t['assembly']:7.1f} {t['solve']:7.1f} "
                   f"{20 * np.log10(abs(bem[0])):8.3f} {20 * np.log10(abs(exact[0])):8.3f} "
                   f"{np.abs(err).max():8.4f}", flush=True)
+            if peak is not None:
+                peak.sample()
+                print(f"  stages (s): {', '.join(f'{key} {value:.1f}' for key, value in t.items())}; "
+                      f"iterations {res.iterations.tolist()}; device high-water "
+                      f"{peak.arrays / 2**30:.2f} GiB (pool {peak.held / 2**30:.2f} GiB), "
+                      f"host peak {host_peak_bytes() / 2**30:.2f} GiB", flush=True)
             for share in res.parallel.get("per_rank", []) if ranks.size > 1 else []:
                 print(f"  rank {share['rank']}: operators {share['operator_bytes'] / 1e9:.1f} GB"
                       + (f", device pool {share['device_pool_bytes'] / 1e9:.1f} GB"

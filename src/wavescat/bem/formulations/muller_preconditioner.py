@@ -36,8 +36,13 @@ entries fit: some 40,000 vertices in complex64 on an 80 GB GPU beside the H-matr
 
 Beyond that size (`hodlr`, HierarchicalBlockTriangular): the same two blocks D = M A_DD and
 N = (M A_NN)^T as HODLR matrices (bem/linalg/hodlr.py: dense leaves, one low-rank block
-between sibling clusters of a vertex cluster tree, from products with K0, K1, K0', K1' by
-randomised peeling, truncated at HODLR_TOL of their norms) inverted by recursive Woodbury:
+between sibling clusters of a vertex cluster tree, truncated at HODLR_TOL of their norms)
+inverted by recursive Woodbury. Where K0 and K1 are H-matrices (or an interface's block of
+one) each HODLR block is sampled from the H-matrix blocks inside it (hodlr_parts.py, on the
+H-matrix's own cluster tree cut at leaf_size), all levels together costing about one
+whole-operator product per sample column; other operators (dense, a rank's share,
+directional) by randomised peeling from products with K0, K1, K0', K1' (hodlr.py), whole
+products for every level and each side of it (4 times slower at 2,562 vertices):
 memory n (leaf + 2 sum of ranks), measured about n^1.5 entries on gas spheres, where the
 dense factors take 2 n^2. An approximate P no longer leaves A P^{-1} = I + the coupling, so
 a product is A applied to P^{-1} z (eight operator products, not four); truncated at 1e-2 it
@@ -51,16 +56,23 @@ in the interface ordering), leaving the coupling between interfaces to GMRES.
 """
 from __future__ import annotations
 
+import logging
 import math
+import time
 
 import numpy as np
 import scipy.linalg
 
 from ...backend import array_module, sparse_module, to_host
+from ..assembly.hmatrix import HMatrix
 from ..assembly.hmatrix.cluster_tree import build_cluster_tree
+from ..assembly.hmatrix.tree_parts import HMatrixParts, SparseParts
 from ..linalg.hodlr import hodlr_inverses
+from ..linalg.hodlr_parts import hodlr_from_parts
 from ...errors import InputError
 from ...memory import available_gpu_bytes, available_host_bytes
+
+log = logging.getLogger(__name__)
 
 PRECONDITIONERS = ("auto", "none", "block_triangular", "hodlr")
 
@@ -337,6 +349,9 @@ class HierarchicalBlockTriangular(BlockTriangular):
     name = "hodlr"
     exact = False  # A P^{-1} z needs all of A's products
     leaf_size = 256  # the HODLR leaves: dense blocks of at most this many vertices
+    # "leaves": from the H-matrices' blocks where K0 and K1 are H-matrices (hodlr_parts.py),
+    # else (or "peeling") by peeling from whole-operator products (hodlr.py)
+    build = "leaves"
 
     def __init__(self, operators: dict, mass, k: float, density_ratio: float, apply, xp=np,
                  dtype=None, points=None):
@@ -346,6 +361,28 @@ class HierarchicalBlockTriangular(BlockTriangular):
         super().__init__(operators, mass, k, density_ratio, apply, xp, dtype)
 
     def _factorise(self, operators):
+        hmatrices = [_hmatrix_of(operators[name]) for name in ("K0", "K1")]
+        leaves = self.build == "leaves" and all(hmatrices)
+        t = time.perf_counter()
+        inverses, self.stats = self._from_leaves(hmatrices) if leaves else \
+            self._peeled(operators)
+        self.stats["build"] = "leaves" if leaves else "peeling"
+        self._dirichlet, self._neumann_t = inverses
+        log.info("HODLR inverses of %d vertices (%s) in %.1f s: ranks by level %s, %.3g GB",
+                 self.n_dofs, self.stats["build"], time.perf_counter() - t,
+                 self.stats["ranks"], self.stats["bytes"] / 1e9)
+
+    def _from_leaves(self, hmatrices):
+        """D, N = M + a (K1 - g K0), M + a (K0 - g K1) from the blocks of M, K0, K1."""
+        xp, a, g = self.xp, self.scale, self.g
+        tree = self._tree(hmatrices)
+        parts = [SparseParts(self.mass, tree, xp, self.dtype)] + [
+            HMatrixParts(op, tree, xp, positions) for op, positions in hmatrices]
+        return hodlr_from_parts(parts, [[1.0, -a * g, a], [1.0, a, -a * g]], tree, xp,
+                                self.dtype, HODLR_TOL)
+
+    def _peeled(self, operators):
+        """D and N from products with M, K0, K1, K0', K1' (any operators)."""
         xp, a, g = self.xp, self.scale, self.g
         mass = self.mass if xp is np else sparse_module(xp.zeros(0)).csr_matrix(
             self.mass.astype(complex))  # cuSPARSE: one dtype
@@ -361,9 +398,18 @@ class HierarchicalBlockTriangular(BlockTriangular):
             r = xs[0].shape[1]
             return [(mx + a * (y1 - g * y0))[:, :r], (mx + a * (y0 - g * y1))[:, r:]]
 
-        (self._dirichlet, self._neumann_t), self.stats = hodlr_inverses(
-            apply, apply_t, 2, build_cluster_tree(self.points, self.points, self.leaf_size), xp,
-            self.dtype, HODLR_TOL)
+        return hodlr_inverses(apply, apply_t, 2,
+                              build_cluster_tree(self.points, self.points, self.leaf_size), xp,
+                              self.dtype, HODLR_TOL)
+
+    def _tree(self, hmatrices):
+        """The HODLR tree: an unrestricted H-matrix's own cluster tree cut at leaf_size (its
+        blocks then lie in one HODLR block each), else one of the vertices (the blocks of a
+        region's operator restricted to this interface are split by tree_parts)."""
+        for op, positions in hmatrices:
+            if positions is None and op.block_tree is not None:
+                return op.block_tree.rows.truncated(self.leaf_size)
+        return build_cluster_tree(self.points, self.points, self.leaf_size)
 
     def _solve_dirichlet(self, y):
         return self._dirichlet.solve(y)
@@ -373,6 +419,17 @@ class HierarchicalBlockTriangular(BlockTriangular):
 
 
 PRECONDITIONER_CLASSES = {cls.name: cls for cls in (BlockTriangular, HierarchicalBlockTriangular)}
+
+
+def _hmatrix_of(op):
+    """(H-matrix, positions or None) of a one-device H-matrix or its Restricted, else None
+    (dense arrays, a rank's share, directional operators: peeled from products)."""
+    positions = None
+    if isinstance(op, Restricted):
+        op, positions = op.op, op.positions
+    if isinstance(op, HMatrix) and len(op.parts) == 1:
+        return op, positions
+    return None
 
 
 def dof_points(space) -> np.ndarray:

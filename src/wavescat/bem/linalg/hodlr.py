@@ -14,7 +14,8 @@ truncated by its singular values at `tol` times the operator's norm; the sample 
 doubles until a block's rank falls short of it. The leaves come last, from products with
 unit columns of every leaf at once less the low-rank levels. Every product is one of the
 whole operator with a block of columns, so any operator serves (an H-matrix, a dense array,
-an interface's own block of a region operator, a rank's share of one).
+an interface's own block of a region operator, a rank's share of one). Operators whose blocks
+are at hand (H-matrices) are sampled level by level from those blocks alone: hodlr_parts.py.
 
 Inverse, for a cluster c with children c1, c2 and sibling blocks U1 V2^T, U2 V1^T:
 A_c = diag(A_c1, A_c2) + W Z^T, W = diag(U1, U2), Z^T = [[0, V2^T], [V1^T, 0]], so
@@ -119,6 +120,15 @@ class Hodlr:
             out[paired] = xp.matmul(u[paired], t[sibling])
             y += level.unstack(xp, out, self.n)
         return y
+
+    def set_leaves(self, y):
+        """The dense leaves from y (n, largest leaf): a product with leaf_columns of the
+        diagonal blocks; columns past a leaf's size (other leaves' columns) become zero,
+        with ones on the diagonal."""
+        xp, leaf = self.xp, self.levels[-1]
+        real = leaf.mask[:, :, None] & leaf.mask[:, None, :]
+        padding = xp.eye(y.shape[1], dtype=self.dtype)[None] * ~leaf.mask[:, :, None]
+        self.leaves = xp.where(real, leaf.stack(xp, y), padding).astype(self.dtype)
 
     def factorise(self):
         """Invert the leaves, then from the finest level up: What = (inverse below) U and
@@ -235,6 +245,29 @@ def hodlr_inverses(apply, apply_t, count, tree, xp, dtype, tol, first_samples=No
     levels = _levels(tree, xp)
     mats = [Hodlr(levels, xp, dtype, n) for _ in range(count)]
     norms = _norms(op, op_t, count, n, xp, rng)
+
+    def sample(lev, p):  # both sides of every pair, peeled
+        blocks = [_peel(mats, op, op_t, lev, side, p, norms, tol, rng) for side in (0, 1)]
+        rank = max(u.shape[1] for side in blocks for per in side for u, _ in per)
+        return [_stacked(levels[lev], [blocks[0][m], blocks[1][m]], xp, dtype)
+                for m in range(count)], rank, 4 * p
+
+    samples = sampled_levels(mats, n, sample, first_samples)
+    unit = leaf_columns(levels[-1], n, xp, dtype)
+    samples += unit.shape[1]
+    for mat, y in zip(mats, op(unit)):
+        mat.set_leaves(y - mat.product(unit))
+    return finished(mats, tree, samples)
+
+
+def sampled_levels(mats, n, sample, first_samples=None) -> int:
+    """Set the low-rank levels of `mats` from the root down: `sample(lev, p)` gives ([(U, V)
+    stacks or None] per matrix, the largest rank, columns multiplied) of level lev from p
+    random columns; p doubles until the rank falls OVERSAMPLING short of it (or p reaches
+    the level's smallest cluster), and the next level starts from the rank found. The root
+    starts from `first_samples` (default FIRST_SAMPLES_PER_ROOT sqrt(n)). Returns the
+    columns multiplied in all."""
+    levels = mats[0].levels
     samples = 0
     p = first_samples or int(FIRST_SAMPLES_PER_ROOT * np.sqrt(n)) + OVERSAMPLING
     for lev in range(1, len(levels)):
@@ -244,30 +277,32 @@ def hodlr_inverses(apply, apply_t, count, tree, xp, dtype, tol, first_samples=No
         smallest = int(level.sizes[level.pairs].min())
         while True:
             p = min(p, smallest)
-            blocks = [_peel(mats, op, op_t, lev, side, p, norms, tol, rng)
-                      for side in (0, 1)]
-            samples += 4 * p
-            rank = max(u.shape[1] for side in blocks for per in side for u, _ in per)
+            factors, rank, used = sample(lev, p)
+            samples += used
             if rank <= p - OVERSAMPLING or p == smallest:
                 break
             p *= 2
-        for m, mat in enumerate(mats):
-            mat.factors[lev] = _stacked(level, [blocks[0][m], blocks[1][m]], xp, dtype)
+        for mat, f in zip(mats, factors):
+            mat.factors[lev] = f
         p = max(rank + OVERSAMPLING, 32)
-    leaf = levels[-1]
+    return samples
+
+
+def leaf_columns(leaf, n, xp, dtype):
+    """(n, largest leaf) unit columns, column j the j-th dof of every leaf at once: a
+    product with them holds each leaf's diagonal block on the leaf's rows."""
     unit = xp.zeros((n, int(leaf.sizes.max())), np.result_type(dtype, np.complex64))
     rows = np.concatenate([s + np.arange(z) for s, z in zip(leaf.starts, leaf.sizes)])
     cols = np.concatenate([np.arange(z) for z in leaf.sizes])
     unit[xp.asarray(rows), xp.asarray(cols)] = 1
-    samples += unit.shape[1]
-    real = leaf.mask[:, :, None] & leaf.mask[:, None, :]
-    padding = xp.eye(unit.shape[1], dtype=dtype)[None] * ~leaf.mask[:, :, None]
-    for mat, y in zip(mats, op(unit)):
-        # columns past a leaf's size hold other leaves' columns: zero, identity on the diagonal
-        mat.leaves = xp.where(real, leaf.stack(xp, y - mat.product(unit)), padding).astype(dtype)
+    return unit
+
+
+def finished(mats, tree, samples):
+    """([Permuted] of the factorised `mats`, stats) as hodlr_inverses returns them."""
     for mat in mats:
         mat.factorise()
-    stats = {"n": n, "levels": len(levels) - 1, "samples": samples,
+    stats = {"n": tree.n, "levels": tree.depth - 1, "samples": samples,
              "ranks": [mat.ranks for mat in mats], "bytes": sum(m.nbytes for m in mats)}
     return [Permuted(mat, tree.perm) for mat in mats], stats
 

@@ -46,6 +46,16 @@ class ClusterTree:
     def is_leaf(self, level: int) -> np.ndarray:
         return self.sizes[level] <= self.leaf_size
 
+    def truncated(self, leaf_size: int) -> "ClusterTree":
+        """This tree down to its first level of clusters of at most `leaf_size` dofs, its
+        leaves: the same numbering and clusters, coarser leaves (a HODLR tree whose blocks
+        hold whole blocks of an H-matrix on this tree, hmatrix/tree_parts.py)."""
+        last = next((lev for lev in range(self.depth) if self.sizes[lev].max() <= leaf_size),
+                    self.depth - 1)
+        return ClusterTree(self.perm, int(leaf_size), self.starts[:last + 1],
+                           self.sizes[:last + 1], self.lo[:last + 1], self.hi[:last + 1],
+                           self.first_child[:last], self.n_children[:last])
+
 
 def _boxes(lo, hi, seg_starts, seg_sizes):
     """Bounding boxes of contiguous segments of the (permuted) per-dof boxes."""

@@ -13,7 +13,7 @@ import sys
 
 from snakemake.utils import min_version
 
-from wavescat.config_files import load_config_file
+from wavescat.configuration.config_files import load_config_file
 from wavescat.errors import ConfigError
 
 min_version("9.0")

@@ -32,10 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
-from wavescat import defaults, farfield
+from wavescat import defaults
+from wavescat.problem import farfield
 from wavescat.bem.formulations import boundary_from, formulation_for
-from wavescat.case import Case
-from wavescat.config import prepare_config, solve_case
+from wavescat.configuration.case import Case
+from wavescat.configuration.config import prepare_config, solve_case
 from wavescat.errors import InputError
 from wavescat.geometry import mesh_case
 from wavescat.reference.sphere import sphere_series

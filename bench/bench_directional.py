@@ -1,11 +1,12 @@
 """Directional against plain H-matrices of the submarine's Burton-Miller operators.
 
     python bench/bench_directional.py --mesh-dir DIR --freq 500 1000 2000 [--backend gpu]
-        [--configs 10:1:5 15:2:6] [--ops double_layer hypersingular]
+        [--configs 10:1:5 15:2:6 hmatrix:none] [--ops double_layer hypersingular]
 
 For each frequency (mesh DIR/submarine_<f>Hz.msh, as bench_submarine.py --mesh-dir writes
 them) and operator: the H-matrix at the workflow's settings (solver.hmatrix) and the
-directional format at each ACA_KD_MAX:ETA2:ORDER of --configs; per row the assembly time,
+directional format at each ACA_KD_MAX:ETA2:ORDER of --configs (`hmatrix:KD`: the plain
+H-matrix with solver.hmatrix.kd_max KD, a number or none); per row the assembly time,
 what is stored (near field and ACA blocks; the far field stores nothing), the far field's
 own device arrays, the product time of one vector (median of 3, after a first product),
 and the product's distance from the H-matrix's (relative, 2-norm, over a random vector).
@@ -26,7 +27,7 @@ from wavescat.backend import get_backend
 from wavescat.bem.assembly.directional import DirectionalSettings, assemble_directional
 from wavescat.bem.assembly.hmatrix import assemble_hmatrix
 from wavescat.bem.discretisation import spaces
-from wavescat.case import SolverSettings
+from wavescat.configuration.case import SolverSettings
 from wavescat.surface import SurfaceMesh
 
 SOUND_SPEED = 1500.0  # the default config's water
@@ -86,21 +87,27 @@ def main(argv=None):
                 del H
                 release(be)
             for cfg in args.configs:
-                aca, eta2, order = cfg.split(":")
-                st = DirectionalSettings(order=int(order), eta2=float(eta2))
                 t0 = time.perf_counter()
-                D = assemble_directional(op, space, space, k, backend=be,
-                                         **{**hm, "kd_max": float(aca)}, settings=st)
+                if cfg.startswith("hmatrix:"):
+                    kd = cfg.split(":")[1]
+                    D = assemble_hmatrix(op, space, space, k, backend=be, **{
+                        **hm, "kd_max": None if kd == "none" else float(kd)})
+                else:
+                    aca, eta2, order = cfg.split(":")
+                    st = DirectionalSettings(order=int(order), eta2=float(eta2))
+                    D = assemble_directional(op, space, space, k, backend=be,
+                                             **{**hm, "kd_max": float(aca)}, settings=st)
                 be.synchronize()
                 ta = time.perf_counter() - t0
                 y, tp = timed_products(D, xd, be)
                 y = be.asnumpy(y) if be.is_gpu else y
                 diff = np.linalg.norm(y - ref) / np.linalg.norm(ref) if ref is not None else float("nan")
                 rep = D.report
-                print(f"{f:g} {space.n_dofs} {op} directional:{cfg} {ta:.1f} "
-                      f"{rep['storage_bytes'] / 2**30:.3f} "
-                      f"{rep['directional']['device_bytes'] / 2**30:.3f} {tp:.3f} {diff:.2e} "
-                      f"{rep['directional']['blocks_per_level']}", flush=True)
+                far = rep.get("directional", {"device_bytes": 0, "blocks_per_level": "-"})
+                name = cfg if cfg.startswith("hmatrix:") else f"directional:{cfg}"
+                print(f"{f:g} {space.n_dofs} {op} {name} {ta:.1f} "
+                      f"{rep['storage_bytes'] / 2**30:.3f} {far['device_bytes'] / 2**30:.3f} "
+                      f"{tp:.3f} {diff:.2e} {far['blocks_per_level']}", flush=True)
                 del D
                 release(be)
 

@@ -82,7 +82,7 @@ def body_mesh(body, top_frequency, per_gas_wavelength, level):
 
         a = 0.01
         return match_volume(icosphere(level, a), 4 / 3 * math.pi * a**3)[0]
-    from wavescat.case import Case
+    from wavescat.configuration.case import Case
     from wavescat.geometry import mesh_case
 
     size = C1 / top_frequency / per_gas_wavelength

@@ -31,7 +31,7 @@ from wavescat.bem.formulations.burton_miller import plane_wave_data
 from wavescat.bem.formulations.osrc import mass_and_stiffness
 from wavescat.bem.formulations.transmission import MullerTransmission
 from wavescat.bem.linalg.gmres import gmres
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
 from wavescat.solve.driver import assemble_system

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.timedomain.dg.scatterer import Body
 from wavescat.timedomain.dg.scattering import ScatteringSetup, relative_l2
 from wavescat.timedomain.hermite.box_scattering import run_box_scattering

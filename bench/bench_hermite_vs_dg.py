@@ -119,7 +119,7 @@ def verify_sphere(sizes: str, dg_cost: float, hermite: list[dict], overlap_cells
 
     from wavescat.cli import build_parser
     from wavescat.commands.dg import scattering_mesh, scattering_problem
-    from wavescat.config import prepare_config
+    from wavescat.configuration.config import prepare_config
     from wavescat.timedomain.dg.scattering import scattering_space
 
     config = yaml.safe_load((Path(__file__).parents[1] / "config" / "config.yaml").read_text())

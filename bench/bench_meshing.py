@@ -9,7 +9,7 @@ import platform
 import sys
 import time
 
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.geometry import mesh_case
 
 

@@ -20,7 +20,7 @@ from wavescat import defaults
 from wavescat.backend import get_backend
 from wavescat.bem.discretisation import spaces
 from wavescat.bem.formulations import FORMULATIONS
-from wavescat.case import Case, SolverSettings
+from wavescat.configuration.case import Case, SolverSettings
 from wavescat.geometry.icosphere import icosphere
 from wavescat.solve.driver import boundary_operator
 

@@ -35,7 +35,7 @@ from wavescat.bem.formulations.osrc import (
     characteristic_radius, damped_wavenumber, mass_and_stiffness, pade_coefficients)
 from wavescat.bem.linalg.sparse_lu import OrderedLU, metis_order, pattern
 from wavescat.bem.linalg.triangular import _by_rows
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.defaults import OSRC
 from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere

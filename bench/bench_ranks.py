@@ -36,8 +36,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from wavescat.case import Case
-from wavescat.config import SOLVE_KEYS, case_json, medium_json, prepare_config
+from wavescat.configuration.case import Case
+from wavescat.configuration.config import SOLVE_KEYS, case_json, medium_json, prepare_config
 
 GIB = 2**30
 

@@ -44,9 +44,9 @@ from bench_submarine import DevicePeak  # a sibling: run as a script, bench/ is 
 from wavescat.backend import get_backend
 from wavescat.bem.assembly.hmatrix.report import host_peak_bytes
 from wavescat.bem.formulations.muller_preconditioner import HierarchicalBlockTriangular
-from wavescat.case import Case
-from wavescat.config import prepare_config, solve_case
-from wavescat.config_files import load_config_files
+from wavescat.configuration.case import Case
+from wavescat.configuration.config import prepare_config, solve_case
+from wavescat.configuration.config_files import load_config_files
 from wavescat.reference.sphere import case_series, has_series
 from wavescat.solve import parallel
 from wavescat.solve.driver import solve_frequency

@@ -32,8 +32,9 @@ import time
 
 import numpy as np
 
-from wavescat import defaults, farfield
-from wavescat.config import prepare_config, solve_case
+from wavescat import defaults
+from wavescat.problem import farfield
+from wavescat.configuration.config import prepare_config, solve_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere
 from wavescat.solve.driver import solve_frequency

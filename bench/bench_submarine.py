@@ -64,8 +64,8 @@ from wavescat.bem.assembly.hmatrix.clouds import space_cloud
 from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree
 from wavescat.bem.assembly.hmatrix.report import host_peak_bytes
 from wavescat.bem.formulations import formulation_for_case
-from wavescat.case import Case
-from wavescat.config import prepare_config, solve_case
+from wavescat.configuration.case import Case
+from wavescat.configuration.config import prepare_config, solve_case
 from wavescat.solve.driver import assemble_system, far_fields, solve_system
 
 

@@ -36,12 +36,12 @@ import time
 
 import numpy as np
 
-from wavescat import farfield
+from wavescat.problem import farfield
 from wavescat.backend import to_host
 from wavescat.bem.formulations import burton_miller
 from wavescat.bem.linalg.gmres import gmres, krylov_batches
-from wavescat.case import Case
-from wavescat.config import prepare_config, solve_case
+from wavescat.configuration.case import Case
+from wavescat.configuration.config import prepare_config, solve_case
 from wavescat.geometry.mesher import mesh_case
 from wavescat.memory import available_bytes
 from wavescat.solve import driver

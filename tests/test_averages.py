@@ -1,12 +1,13 @@
-"""TS averages over a band and a tilt distribution (wavescat.averages) against exact answers."""
+"""TS averages over a band and a tilt distribution (wavescat.results.averages) against exact
+answers."""
 import math
 
 import numpy as np
 import pytest
 
-from wavescat.averages import (AveragesError, Band, Tilt, averages_table, band_average,
-                               band_weights, parse_averages, tilt_average, tilt_weights,
-                               ts_of_sigma)
+from wavescat.results.averages import (AveragesError, Band, Tilt, averages_table, band_average,
+                                       band_weights, parse_averages, tilt_average, tilt_weights,
+                                       ts_of_sigma)
 
 
 def test_constant_sigma_averages_to_itself():
@@ -150,7 +151,7 @@ def test_table_rows_and_spans():
 def test_tilt_defaults_are_the_documented_ones():
     from dataclasses import asdict
 
-    from wavescat.averages import TILT_DEFAULTS
+    from wavescat.results.averages import TILT_DEFAULTS
 
     assert {k: v for k, v in asdict(Tilt(1.0, 2.0)).items() if k in TILT_DEFAULTS} == TILT_DEFAULTS
     assert parse_averages({"tilt": {"mean_deg": 1, "std_deg": 2}})[1] == [Tilt(1.0, 2.0)]

@@ -3,8 +3,8 @@ average, with the angle convention and the linear averaging said (Figure objects
 import numpy as np
 import pytest
 
-from wavescat import plots
-from wavescat.averages import averages_table, parse_averages, ts_of_sigma
+from wavescat.results import plots
+from wavescat.results.averages import averages_table, parse_averages, ts_of_sigma
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wavescat.config import prepare_config
+from wavescat.configuration.config import prepare_config
 from wavescat.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]

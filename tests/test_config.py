@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from wavescat.config import frequencies, load_schema, prepare_config
+from wavescat.configuration.config import frequencies, load_schema, prepare_config
 from wavescat.errors import ConfigError
 from wavescat.geometry.submarine import DEFAULTS as SUBMARINE_DEFAULTS
 
@@ -177,7 +177,7 @@ def test_user_list_replaces_default_list(default, tmp_path):
 
 
 def test_schema_lists_exactly_the_submarine_keys_the_builder_knows():
-    from wavescat.config import load_schema
+    from wavescat.configuration.config import load_schema
     from wavescat.geometry.kinds import GEOMETRIES
     from wavescat.geometry.submarine import DEFAULTS
 
@@ -189,7 +189,7 @@ def test_schema_lists_exactly_the_submarine_keys_the_builder_knows():
 def test_geometry_kinds_are_the_schemas():
     """The schema lists the geometry kinds a user may name and their keys; each kind is one
     class whose fields are its keys."""
-    from wavescat.config import load_schema
+    from wavescat.configuration.config import load_schema
     from wavescat.geometry.kinds import GEOMETRIES
 
     geometry = load_schema()["$defs"]["geometry"]
@@ -405,7 +405,7 @@ def _schema_bounds(node, schema, path):
         ref, node = node["$ref"], schema
         for part in ref.removeprefix("#/").split("/"):  # a JSON pointer into the schema
             node = node[part]
-    from wavescat.schema import _WHAT
+    from wavescat.configuration.schema import _WHAT
 
     for rule in ("exclusiveMinimum", "minimum", "exclusiveMaximum", "maximum"):
         if rule in node:
@@ -521,8 +521,8 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
     from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree
     from wavescat.bem.formulations.osrc import OsrcNtD, pade_sqrt
     from wavescat.bem.discretisation.quadrature import QuadratureOrders
-    from wavescat.case import Case, SolverSettings
-    from wavescat.farfield import incident_directions, receiver_directions
+    from wavescat.configuration.case import Case, SolverSettings
+    from wavescat.problem.farfield import incident_directions, receiver_directions
     from wavescat.geometry.sizing import MeshOptions, mesh_options
     from wavescat.bem.linalg.gmres import gmres
 
@@ -570,7 +570,7 @@ def test_library_keyword_defaults_are_the_normalised_case(default):
 
 # --- averages (issue 26) ---
 def test_averages_normalise_to_lists_with_tilt_defaults(default):
-    from wavescat.averages import TILT_DEFAULTS
+    from wavescat.results.averages import TILT_DEFAULTS
 
     cfg = copy.deepcopy(default)
     _averages({"band": {"center_hz": 1000, "width_hz": 200},
@@ -587,7 +587,7 @@ def test_averages_normalise_to_lists_with_tilt_defaults(default):
 
 
 def test_config_readme_states_the_tilt_defaults():
-    from wavescat.averages import TILT_DEFAULTS
+    from wavescat.results.averages import TILT_DEFAULTS
 
     documented = _readme_defaults()
     for key, value in TILT_DEFAULTS.items():
@@ -601,3 +601,35 @@ def test_boundary_kinds_are_the_schemas():
 
     case = load_schema()["$defs"]["case"]["properties"]
     assert list(FORMULATIONS) == case["boundary"]["properties"]["kind"]["enum"]
+
+
+def test_typed_cases_are_what_the_rules_read(default):
+    """The rules read typed objects only (workflow/rules/common.smk): a Case hands a
+    subcommand the text `case_json` gives for its block (params are a rerun trigger), a
+    band's case carries the band's frequencies into it, and the `cluster` and `verification`
+    blocks are typed too."""
+    from wavescat.configuration.config import (ClusterSettings, VerificationSettings,
+                                               case_json, typed_cases)
+
+    cfg = copy.deepcopy(default)
+    _averages({"band": {"center_hz": 1000, "width_hz": 200}})(cfg)
+    cfg["cluster"] = {"gpus": True, "partitions": {"cpu": "batch", "gpu": "gpuq"}}
+    prepared = prepare_config(cfg, base_dir=ROOT)
+    cases = typed_cases(prepared)
+    assert list(cases) == list(prepared["cases"])
+    for name, case in cases.items():
+        assert case.as_json() == case_json(prepared, name)
+        assert case.as_json(("mesh", "solver")) == case_json(prepared, name, ("mesh", "solver"))
+        assert case.as_dict() == prepared["cases"][name]
+        assert case.has_averages == bool(prepared["cases"][name].get("averages"))
+    case = cases["sphere_ka5"]
+    assert case.has_averages
+    band = case.with_frequencies(case.frequencies_hz[:1])
+    assert json.loads(band.as_json())["frequencies_hz"] == [case.frequencies_hz[0]]
+    assert band.as_dict() == {**prepared["cases"]["sphere_ka5"],
+                              "frequencies_hz": [case.frequencies_hz[0]]}
+    assert ClusterSettings.from_config(prepared) == ClusterSettings(
+        True, None, {"cpu": "batch", "gpu": "gpuq"})
+    assert ClusterSettings.from_config(prepare_config(default, base_dir=ROOT)) == ClusterSettings()
+    assert VerificationSettings.from_config(prepared) == VerificationSettings(
+        **prepared["verification"])

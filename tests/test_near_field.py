@@ -6,11 +6,11 @@ import meshio
 import numpy as np
 import pytest
 
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.errors import WavescatError
 
 from wavescat.geometry.icosphere import icosphere
-from wavescat.near_field import NEAR_EDGES, SKIP_EDGES, near_field, plane_grid, write_csv
+from wavescat.results.near_field import NEAR_EDGES, SKIP_EDGES, near_field, plane_grid, write_csv
 from wavescat.reference import fluid_sphere, pressure_release_sphere, rigid_sphere
 from wavescat.solve import records
 from wavescat.solve.driver import solve_frequency

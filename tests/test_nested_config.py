@@ -5,8 +5,8 @@ import copy
 import pytest
 
 from wavescat.bem.formulations import boundary_from
-from wavescat.case import Case
-from wavescat.config import prepare_config, solve_case
+from wavescat.configuration.case import Case
+from wavescat.configuration.config import prepare_config, solve_case
 from wavescat.errors import ConfigError
 from wavescat.geometry.kinds import GEOMETRIES
 
@@ -140,7 +140,7 @@ def test_study_varies_a_nested_body():
 
 def test_an_inner_sphere_larger_than_its_parent_is_refused_before_any_job():
     """Bounding boxes from the parameters: a 12 mm sphere cannot be inside a 10 mm one."""
-    from wavescat.config import prepare_config
+    from wavescat.configuration.config import prepare_config
     from wavescat.errors import ConfigError
 
     config = {"run": ["f"], "cases": {"f": {

@@ -1,9 +1,10 @@
-"""Warnings reach the user: a run's case warnings gathered for the console (wavescat.notices)."""
+"""Warnings reach the user: a run's case warnings gathered for the console
+(wavescat.results.notices)."""
 import io
 import json
 
-from wavescat.notices import (case_warnings, config_warning_lines, format_warnings, plot_note,
-                              print_run_warnings)
+from wavescat.results.notices import (case_warnings, config_warning_lines, format_warnings,
+                                      plot_note, print_run_warnings)
 
 
 def _write(path, warnings):
@@ -52,7 +53,7 @@ def test_the_console_is_not_flooded():
 
 
 def test_known_warnings_only_for_cases_without_a_summary(tmp_path):
-    from wavescat.notices import run_warnings
+    from wavescat.results.notices import run_warnings
 
     _write(tmp_path / "gas" / "summary.json", ["the body (...) has an estimated interior Q"])
     known = ["case gas: cases.gas (...) has an estimated interior Q"]

@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from wavescat import plots
-from wavescat.case import Case
+from wavescat.results import plots
+from wavescat.configuration.case import Case
 from wavescat.commands.solve import make_plots
-from wavescat.farfield import incident_directions, receiver_directions, target_strength
+from wavescat.problem.farfield import incident_directions, receiver_directions, target_strength
 from wavescat.reference import rigid_sphere
-from wavescat.study_table import plot_study
+from wavescat.results.study_table import plot_study
 from wavescat.solve.records import FARFIELD_HEADER
 
 C = 1500.0

@@ -41,7 +41,7 @@ def test_progress_can_be_silenced(monkeypatch, capsys):
 
 
 def test_verbose_meshing_prints_gmsh_progress(capfd):
-    from wavescat.case import Case
+    from wavescat.configuration.case import Case
     from wavescat.geometry import mesh_case
 
     case = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [300.0],

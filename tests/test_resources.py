@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import yaml
 
-from wavescat import memory, preflight, resources
-from wavescat.case import Case
+from wavescat import memory
+from wavescat.planning import preflight, resources
+from wavescat.configuration.case import Case
 from wavescat.cli import main
-from wavescat.config import prepare_config
+from wavescat.configuration.config import prepare_config
 from wavescat.errors import ConfigError, ResourceError
 from wavescat.progress import progress
 
@@ -83,8 +84,8 @@ def test_gpu_solve_checked_against_gpu_memory(default, monkeypatch):
 def test_gpu_hmatrix_blocks_may_use_the_host(default, monkeypatch):
     """An H-matrix solve on a GPU: its blocks may move to host memory (host_blocks.py), so
     they count against the GPU's and the host's memory together; the rest against the GPU's."""
-    from wavescat.resources import case_estimates
-    from wavescat.case import Case
+    from wavescat.planning.resources import case_estimates
+    from wavescat.configuration.case import Case
 
     monkeypatch.setattr(preflight, "gpu_memory_bytes", lambda: 16e9)
     monkeypatch.setattr(preflight, "host_memory_bytes", lambda: 64e9)

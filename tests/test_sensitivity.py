@@ -1,13 +1,13 @@
-"""Interior Q of fluid regions and the hypersensitivity warning (wavescat.sensitivity)."""
+"""Interior Q of fluid regions and the hypersensitivity warning (wavescat.planning.sensitivity)."""
 import math
 
 import numpy as np
 import pytest
 
-from wavescat.sensitivity import (HYPERSENSITIVE_Q, Q_PER_DB, can_resonate, case_regions,
-                                  geometry_size, interior_q, sensitivity_warnings,
-                                  solve_preflight)
-from wavescat.case import Case
+from wavescat.planning.sensitivity import (HYPERSENSITIVE_Q, Q_PER_DB, can_resonate, case_regions,
+                                           geometry_size, interior_q, sensitivity_warnings,
+                                           solve_preflight)
+from wavescat.configuration.case import Case
 from wavescat.errors import ConfigError, MeshError
 from wavescat.geometry.file import FileGeometry
 from wavescat.geometry.spheroid import Spheroid

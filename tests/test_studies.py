@@ -10,7 +10,7 @@ import pytest
 import yaml
 from snakemake.utils import update_config
 
-from wavescat.config import prepare_config, run_cases, run_studies
+from wavescat.configuration.config import prepare_config, run_cases, run_studies
 from wavescat.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
+from . import kernel_cache
 from .errors import BackendError
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,8 @@ def _probe_gpu() -> tuple[Any, str, int] | str:
         return "CuPy sees no CUDA device"
     props = cupy.cuda.runtime.getDeviceProperties(0)
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    if os.environ.get(kernel_cache.RECORD_ENV):  # making the kernel manifest
+        kernel_cache.start_recording(os.environ[kernel_cache.RECORD_ENV])
     return cupy, name, count
 
 

@@ -1,5 +1,7 @@
 """The default of every case key, read from the one place that holds them: the `default:`
-entries of the package's config.schema.yaml (`SCHEMA_PATH`).
+entries of the package's configuration/config.schema.yaml (`SCHEMA_PATH`). Every layer reads
+them (bem, geometry, problem, configuration), so this module sits at the top of the package,
+below them all; the schema file lives beside the validator that checks against it.
 
 The schema is what `prepare_config` and Snakemake's `validate` fill into each case before any
 job runs, so the numerics take their keyword defaults from here rather than writing the
@@ -15,7 +17,8 @@ from pathlib import Path
 
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "config.schema.yaml"  # package data (pyproject.toml)
+# package data (pyproject.toml)
+SCHEMA_PATH = Path(__file__).resolve().parent / "configuration" / "config.schema.yaml"
 
 
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:

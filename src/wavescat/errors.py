@@ -7,8 +7,8 @@ class WavescatError(Exception):
 
 class ConfigError(WavescatError):
     """The configuration is invalid; the message names the key and the value. Raised by the
-    config layer only (config.py, case.py, the commands that read config files): the one
-    that knows where a value came from."""
+    config layer only (configuration/, the commands that read config files): the one that
+    knows where a value came from."""
 
 
 class InputError(WavescatError, ValueError):

@@ -3,7 +3,7 @@ refused before it is tried, and an allocation that failed anyway turned into a m
 naming the stage (`out_of_memory_message`).
 
 The numerics ask here at the point of allocation; the checks made before any job starts
-(wavescat.preflight) ask here for the host's total (backend.gpu_memory_bytes: the GPU's).
+(wavescat.planning.preflight) ask here for the host's total (backend.gpu_memory_bytes: the GPU's).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import scipy.sparse.linalg as spla
 from wavescat.bem.discretisation import spaces
 from wavescat.bem.formulations import burton_miller, osrc
 from wavescat.bem.linalg import sparse_lu
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.errors import InputError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.solve.driver import solve_frequency

@@ -9,12 +9,12 @@ import sys
 import numpy as np
 import pytest
 
-from wavescat.averages import AVERAGES_HEADER
-from wavescat.case import Case
+from wavescat.results.averages import AVERAGES_HEADER
+from wavescat.configuration.case import Case
 from wavescat.cli import main
-from wavescat.farfield import directions_to_angles, plane_directions
+from wavescat.problem.farfield import directions_to_angles, plane_directions
 from wavescat.solve.records import FARFIELD_HEADER
-from wavescat.study_table import gather_averages
+from wavescat.results.study_table import gather_averages
 
 SWEEP = {"plane": "xz", "start_deg": 30.0, "stop_deg": 150.0, "count": 121}
 FREQS = [36e3, 37e3, 38e3, 39e3, 40e3]

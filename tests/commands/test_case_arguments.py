@@ -1,13 +1,13 @@
 """Subcommands take `--case` as the workflow hands it over or as typed by hand: a bare case is
-normalised through wavescat.config like the workflow's, or refused naming the key."""
+normalised through wavescat.configuration.config like the workflow's, or refused naming the key."""
 import json
 
 import numpy as np
 import pytest
 
 from wavescat.cli import main
-from wavescat.config import prepare_config
-from wavescat.farfield import receiver_directions
+from wavescat.configuration.config import prepare_config
+from wavescat.problem.farfield import receiver_directions
 from wavescat.reference.rigid_sphere import far_field
 from wavescat.solve.records import read_farfield_csv
 
@@ -42,3 +42,20 @@ def test_bad_bare_case_names_the_key(tmp_path, capsys, case, medium, message):
     assert rc == 2 and not out.exists()
     err = capsys.readouterr().err
     assert err.startswith(f"wavescat reference: error: {message}"), err
+
+
+@pytest.mark.parametrize("solver, message", [
+    ({"ranks": 0}, "--case solver.ranks = 0: must be >= 1"),
+    ({"ranks": 1.5}, "--case solver.ranks = 1.5: must be of type integer"),
+    ({"ranks": 2, "operator_format": "dense"}, "--case solver.operator_format = 'dense' with 2 "
+                                               "ranks: a solve over several ranks shares H-matrix"),
+])
+def test_solve_refuses_bad_ranks_before_it_starts(tmp_path, capsys, solver, message):
+    """solver.ranks is checked where the case is read (the schema: an integer >= 1; the case's
+    check: several ranks share H-matrix blocks), before any rank is started or file read."""
+    out = tmp_path / "f000.h5"
+    rc = main(["solve", "--case", json.dumps({"solver": solver}), "--medium", "{}",
+               "--mesh", str(tmp_path / "absent.msh"), "--frequency", "300", "--out", str(out)])
+    assert rc == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert err.startswith(f"wavescat solve: error: {message}"), err

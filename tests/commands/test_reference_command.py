@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from wavescat.cli import main
-from wavescat.farfield import receiver_directions
+from wavescat.problem.farfield import receiver_directions
 from wavescat.reference import fluid_sphere, impedance_sphere, pressure_release_sphere
 from wavescat.reference.rigid_sphere import far_field
 from wavescat.solve.records import FARFIELD_HEADER, read_farfield_csv
@@ -70,7 +70,7 @@ def test_monostatic_reference_is_backscatter_per_aspect(tmp_path):
 
 def test_reference_rows_match_the_bem_table_layout(tmp_path):
     """Rows of the reference and of the BEM's farfield.csv (solve.records) line up."""
-    from wavescat.farfield import incident_directions
+    from wavescat.problem.farfield import incident_directions
     from wavescat.solve.records import farfield_rows
 
     for incident in ({"aspect": {"plane": "xz", "start_deg": -30.0, "stop_deg": 200.0,

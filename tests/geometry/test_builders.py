@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.errors import ConfigError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.statistics import mesh_statistics

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.cli import main
 from wavescat.errors import ConfigError, MeshError
 from wavescat.geometry.file import FileGeometry
@@ -16,7 +16,7 @@ from wavescat.geometry.sphere import Sphere
 from wavescat.geometry.resolution import (REFUSE_ELEMENTS_PER_WAVELENGTH, case_wavelengths,
                                           check_mesh_resolution, coarse_mesh_refusal,
                                           mesh_extent)
-from wavescat.preflight import check_resolution
+from wavescat.planning.preflight import check_resolution
 
 WATER = {"sound_speed": 1500.0, "density": 1000.0}
 STL = FileGeometry(path="capsule.stl")
@@ -123,10 +123,10 @@ def test_mesh_extent():
 def test_a_cad_file_is_sized_by_its_surfaces_and_a_refusal_names_the_unit(monkeypatch):
     from pathlib import Path
 
-    from wavescat.config import prepare_config
+    from wavescat.configuration.config import prepare_config
     from wavescat.geometry.file import file_facts
-    from wavescat.preflight import check_limits
-    from wavescat.resources import p1_dofs_estimate
+    from wavescat.planning.preflight import check_limits
+    from wavescat.planning.resources import p1_dofs_estimate
 
     root = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(root)
@@ -150,7 +150,7 @@ def test_a_cad_file_is_sized_by_its_surfaces_and_a_refusal_names_the_unit(monkey
 
 
 def test_a_stored_mesh_is_estimated_by_its_vertices(tmp_path, monkeypatch):
-    from wavescat.resources import p1_dofs_estimate
+    from wavescat.planning.resources import p1_dofs_estimate
 
     monkeypatch.chdir(tmp_path)
     _millimetre_file(tmp_path)

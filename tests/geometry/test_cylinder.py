@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from wavescat.case import Case
-from wavescat.config import prepare_config
+from wavescat.configuration.case import Case
+from wavescat.configuration.config import prepare_config
 from wavescat.errors import ConfigError
 from wavescat.geometry import mesh_case
 

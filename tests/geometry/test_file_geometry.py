@@ -11,7 +11,7 @@ import meshio
 import numpy as np
 import pytest
 
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.errors import ConfigError, MeshError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere
@@ -144,7 +144,7 @@ def test_garbage_file(tmp_path, name):
     if name.endswith(".geo"):
         # gmsh's .geo parser keeps state across sessions after a syntax error (a later Include
         # in the same process then fails), so this one runs in its own process, as jobs do
-        code = ("import sys; from wavescat.case import Case\n"
+        code = ("import sys; from wavescat.configuration.case import Case\n"
                 "from wavescat.geometry import mesh_case\n"
                 "try:\n    mesh_case(Case.from_dict(%r, %r))\nexcept Exception as exc:\n"
                 "    print(type(exc).__name__, exc); sys.exit(3)" % (file_case(path), MEDIUM))

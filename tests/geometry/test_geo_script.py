@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.errors import ConfigError, MeshError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.geo_script import check_geo_script
@@ -91,7 +91,7 @@ def test_clean_included_script_meshes(tmp_path):
 
 
 def test_config_refuses_the_script(tmp_path):
-    from wavescat.config import prepare_config
+    from wavescat.configuration.config import prepare_config
 
     (tmp_path / "part.geo").write_text(BOX + 'SystemCall "id";\n')
     config = {"run": ["part"], "cases": {"part": {

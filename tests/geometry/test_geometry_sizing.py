@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.geometry import mesh_case
 from wavescat.geometry.sizing import frequency_bands
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import yaml
 
-from wavescat.case import Case
-from wavescat.config import prepare_config
+from wavescat.configuration.case import Case
+from wavescat.configuration.config import prepare_config
 from wavescat.errors import ConfigError, InputError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.krm import KrmShape, read_outline, read_shape, shape_estimates
@@ -265,7 +265,7 @@ def test_swim_bladder_against_the_body_is_said_before_meshing(dz, said):
     word at 15 mm, against the back of the body: its stations, each part at its centre,
     closer than half the element size are said before any job starts (the mesh job then
     measures the surfaces and refuses under half an element)."""
-    from wavescat.preflight import nesting_warnings
+    from wavescat.planning.preflight import nesting_warnings
 
     with open(ROOT / "config" / "examples" / "fish.yaml") as fh:
         cfg = yaml.safe_load(fh)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.errors import MeshError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere

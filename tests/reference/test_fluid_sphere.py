@@ -10,7 +10,7 @@ import pytest
 
 from wavescat.bem.formulations import boundary_from
 from wavescat.errors import InputError
-from wavescat.medium import Medium
+from wavescat.problem.medium import Medium
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference import pressure_release_sphere as soft
 from wavescat.reference import rigid_sphere as rs

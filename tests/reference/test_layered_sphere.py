@@ -11,7 +11,7 @@ from scipy.special import spherical_jn, spherical_yn
 
 from wavescat.bem.formulations import boundary_from
 from wavescat.errors import InputError
-from wavescat.medium import Medium
+from wavescat.problem.medium import Medium
 from wavescat.reference import fluid_sphere as fluid
 from wavescat.reference import layered_sphere as layered
 from wavescat.reference import pressure_release_sphere as soft

@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from wavescat import farfield
+from wavescat.problem import farfield
 from wavescat.bem.assembly import operators
 from wavescat.bem.formulations import (ImpedanceBurtonMiller, PressureReleaseBurtonMiller,
                                        boundary_from, formulation_for, formulation_of_record)
 from wavescat.bem.linalg.gmres import gmres
-from wavescat.case import Case, SolverSettings
-from wavescat.config import prepare_config
+from wavescat.configuration.case import Case, SolverSettings
+from wavescat.configuration.config import prepare_config
 from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import impedance_sphere, pressure_release_sphere
@@ -104,8 +104,8 @@ def test_iterations_almost_independent_of_frequency(boundary, counts):
 
 
 def _normalised_sphere_case(boundary, operator_format, ka):
-    """A sphere case at ka normalised by wavescat.config (defaults filled in: 10 elements per
-    wavelength, the default quadrature)."""
+    """A sphere case at ka normalised by wavescat.configuration.config (defaults filled in: 10
+    elements per wavelength, the default quadrature)."""
     config = prepare_config({"medium": {"sound_speed": C, "density": 1000.0}, "run": ["ball"],
                              "cases": {"ball": {
                                  "geometry": {"kind": "sphere", "radius": 1.0},
@@ -217,7 +217,7 @@ def test_solve_frequency_on_each_backend(backend, operator_format, boundary):
 
 def test_dense_memory_estimate_counts_the_formulation_operators():
     """An impedance body keeps four dense operators, a rigid or pressure-release one two."""
-    from wavescat.resources import solve_resources
+    from wavescat.planning.resources import solve_resources
 
     mem = {}
     for name, boundary in (("rigid", {}), ("soft", SOFT), ("impedance", IMPEDANCE)):

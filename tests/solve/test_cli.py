@@ -7,7 +7,8 @@ import h5py
 import numpy as np
 import pytest
 
-from wavescat import cli, farfield
+from wavescat import cli
+from wavescat.problem import farfield
 from wavescat.defaults import GMRES
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere

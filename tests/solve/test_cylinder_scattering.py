@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from wavescat import farfield
-from wavescat.case import Case
+from wavescat.problem import farfield
+from wavescat.configuration.case import Case
 from wavescat.geometry import mesh_case
 from wavescat.solve.driver import solve_frequency
 

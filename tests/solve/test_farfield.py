@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from wavescat import farfield
+from wavescat.problem import farfield
 from wavescat.errors import InputError
 
 

@@ -17,18 +17,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wavescat import farfield
+from wavescat.problem import farfield
 from wavescat.bem.formulations import (FluidMuller, boundary_from, formulation_for,
                                        formulation_of_record)
 from wavescat.bem.linalg.gmres import gmres
-from wavescat.case import Case, SolverSettings
+from wavescat.configuration.case import Case, SolverSettings
 from wavescat.commands.probes import scattered_pressure
-from wavescat.config import prepare_config
+from wavescat.configuration.config import prepare_config
 from wavescat.errors import ConfigError, SolverError
 from wavescat.geometry import mesh_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
-from wavescat.medium import Medium
+from wavescat.problem.medium import Medium
 from wavescat.reference import fluid_sphere
 from wavescat.reference.sphere import sphere_series
 from wavescat.solve import driver, records
@@ -310,7 +310,7 @@ def test_operator_specs_and_memory_estimate():
     dense, hmat = form.operator_specs(3.0, "dense"), form.operator_specs(3.0, "hmatrix")
     assert dense == hmat and len(dense) == 6 and "Kp0" not in dense and "Kp1" not in dense
     assert hmat["W1"] == ("hypersingular", pytest.approx(2.5)) and hmat["V0"] == ("single_layer", 3.0)
-    from wavescat.resources import case_estimates
+    from wavescat.planning.resources import case_estimates
 
     est = {}
     for name, boundary in (("rigid", {}), ("fluid", FLESH)):

@@ -21,7 +21,7 @@ from wavescat.bem.formulations.muller_preconditioner import (HierarchicalBlockTr
 from wavescat.bem.formulations.osrc import mass_and_stiffness
 from wavescat.bem.formulations.transmission import MullerTransmission
 from wavescat.bem.linalg.gmres import gmres
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.errors import InputError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume
@@ -274,7 +274,7 @@ def test_setting_choices():
 
 
 def test_memory_estimates_follow_the_choice():
-    """resources.py's count of a fluid body's preconditioner: none for fish flesh, the
+    """planning/resources.py's count of a fluid body's preconditioner: none for fish flesh, the
     dense factors' 2 n^2 where auto makes them on the host, else the HODLR model's (held,
     and set-up work freed before GMRES): on a GPU, and for the 53,640-vertex gas sphere
     at 200 kHz a few GB, not the 46 GB of dense factors."""

@@ -12,8 +12,8 @@ from wavescat.bem.assembly import operators
 from wavescat.bem.formulations import (SoundHardBurtonMiller, boundary_from, formulation_for,
                                        formulation_of_record)
 from wavescat.bem.linalg.gmres import gmres
-from wavescat.case import Case, SolverSettings
-from wavescat.config import prepare_config
+from wavescat.configuration.case import Case, SolverSettings
+from wavescat.configuration.config import prepare_config
 from wavescat.errors import ConfigError, InputError, WavescatError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere

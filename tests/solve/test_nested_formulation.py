@@ -11,7 +11,7 @@ import pytest
 from wavescat.bem.formulations import (FluidMuller, NestedTransmission, boundary_from,
                                        formulation_for_case, formulation_of_record)
 from wavescat.bem.linalg.gmres import gmres
-from wavescat.case import Case, SolverSettings
+from wavescat.configuration.case import Case, SolverSettings
 from wavescat.errors import ConfigError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.volume import match_volume

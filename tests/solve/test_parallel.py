@@ -181,7 +181,7 @@ def test_a_process_assembles_on_one_gpu_of_several(monkeypatch, caplog):
     over the GPUs in one process the assembly was slower: issue 28), and a one-rank solve says
     that solver.ranks uses them all."""
     from wavescat.backend import Backend
-    from wavescat.case import Case
+    from wavescat.configuration.case import Case
     from wavescat.solve import driver
 
     seen = []

@@ -11,8 +11,8 @@ import types
 import numpy as np
 import pytest
 
-from wavescat import farfield
-from wavescat.config import prepare_config, solve_case
+from wavescat.problem import farfield
+from wavescat.configuration.config import prepare_config, solve_case
 from wavescat.errors import SolverError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.reference import rigid_sphere

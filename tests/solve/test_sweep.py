@@ -11,8 +11,8 @@ from wavescat.bem.assembly.hmatrix.assembly import assemble_from_clouds
 from wavescat.bem.assembly.hmatrix.clouds import space_cloud
 from wavescat.bem.linalg import gmres as krylov
 from wavescat.bem.linalg.gmres import gmres
-from wavescat.case import SolverSettings
-from wavescat.config import prepare_config, solve_case
+from wavescat.configuration.case import SolverSettings
+from wavescat.configuration.config import prepare_config, solve_case
 from wavescat.geometry.icosphere import icosphere
 from wavescat.solve import driver
 

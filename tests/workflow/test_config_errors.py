@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from wavescat.config_files import config_error, locate
+from wavescat.configuration.config_files import config_error, locate
 from wavescat.errors import ConfigError
 
 BAD_VALUE = """\

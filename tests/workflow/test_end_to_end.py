@@ -68,7 +68,7 @@ def test_tiny_study_end_to_end_with_report(tmp_path):
     # what was asserted above ran with the normalised case's settings (the tests' defaults)
     import yaml
 
-    from wavescat.config import prepare_config
+    from wavescat.configuration.config import prepare_config
 
     study = yaml.safe_load(STUDY)
     case = prepare_config({"run": ["pebble"], "cases": {"pebble": study["cases"]["pebble"]}})

@@ -174,7 +174,7 @@ rule bem_vs_exact:
         " --out {output} > {log} 2>&1"
 
 
-# TS averaged over bands and tilt distributions (wavescat.averages)
+# TS averaged over bands and tilt distributions (wavescat.results.averages)
 rule ts_averages:
     """TS of a monostatic sweep averaged in sigma_bs over bands and tilt distributions."""
     input:

@@ -11,25 +11,26 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
-from wavescat.case import Case
-from wavescat.config import (
+from wavescat.configuration.config import (
     SOLVE_KEYS,
-    band_case,
-    case_json,
+    ClusterSettings,
+    VerificationSettings,
+    all_studies,
     medium_json,
     prepare_config,
     run_cases,
     run_studies,
+    typed_cases,
 )
-from wavescat.config_files import config_error
+from wavescat.configuration.config_files import config_error
+from wavescat.configuration.studies import study_cases
 from wavescat.defaults import SCHEMA_PATH
-from wavescat.studies import study_cases
-from wavescat.reference.sphere import has_series
 from wavescat.errors import ConfigError
 from wavescat.geometry.sizing import frequency_bands, sizing_frequencies
-from wavescat.notices import config_warning_lines, print_run_warnings
-from wavescat.preflight import check_limits, check_resolution
-from wavescat.resources import gpu_count, mesh_resources, partition, solve_resources
+from wavescat.planning.preflight import check_limits, check_resolution
+from wavescat.planning.resources import gpu_count, mesh_resources, partition, solve_resources
+from wavescat.reference.sphere import has_series
+from wavescat.results.notices import config_warning_lines, print_run_warnings
 
 # Our own pass first: it names the key and value of the first problem and checks what a
 # schema cannot (geometry keys per kind, mesh files on disk, `run` entries). The error is
@@ -56,11 +57,14 @@ JOB_PYTHON = Path("python" if DEPLOYED else sys.executable)
 
 RUN = run_cases(CONFIG)
 STUDIES = run_studies(CONFIG)
-CASES = CONFIG["cases"]
-TYPED = {name: Case.from_config(CONFIG, name) for name in CASES}  # what the helpers read
-SPHERE_CASES = [c for c in RUN if has_series(TYPED[c])]  # spheres, concentric spheres
-DG_CASES = [c for c in CASES if TYPED[c].dg_cross_check]  # None where absent or disabled
-HERMITE_CASES = [c for c in CASES if TYPED[c].hermite_cross_check]
+# Every case, typed (configuration.case.Case): what the helpers read, the JSON handed to the
+# subcommands included (Case.as_json); the config sections the rules need, typed too.
+CASES = typed_cases(CONFIG)
+CLUSTER = ClusterSettings.from_config(CONFIG)
+VERIFY = VerificationSettings.from_config(CONFIG)
+SPHERE_CASES = [c for c in RUN if has_series(CASES[c])]  # spheres, concentric spheres
+DG_CASES = [c for c in CASES if CASES[c].dg_cross_check]  # None where absent or disabled
+HERMITE_CASES = [c for c in CASES if CASES[c].hermite_cross_check]
 
 # Refuse a case whose mesh or solve cannot fit the machine (config key `limits`).
 try:
@@ -70,7 +74,8 @@ except ConfigError as exc:
 
 # Refuse a case whose stored mesh file is far too coarse for its wavelengths (a file in
 # millimetres read as metres: wavescat.geometry.resolution), and say on the console, before
-# any job starts, which cases' single-frequency TS is hypersensitive (wavescat.sensitivity).
+# any job starts, which cases' single-frequency TS is hypersensitive
+# (wavescat.planning.sensitivity).
 try:
     CONFIG_WARNINGS = check_resolution(CONFIG, RUN)
 except ConfigError as exc:
@@ -98,7 +103,7 @@ def case_param(*keys):
     change to solver settings does not re-trigger meshing (params are a rerun trigger)."""
 
     def param(wildcards):
-        return case_json(CONFIG, wildcards.case, keys or None)
+        return CASES[wildcards.case].as_json(keys or None)
 
     return param
 
@@ -107,12 +112,12 @@ MEDIUM = medium_json(CONFIG)
 
 
 def frequency_indices(case):
-    return [f"{i:03d}" for i in range(len(TYPED[case].frequencies_hz))]
+    return [f"{i:03d}" for i in range(len(CASES[case].frequencies_hz))]
 
 
 def mesh_bands(case):
     """Frequency indices of each mesh band of `case`, finest (highest frequencies) first."""
-    return frequency_bands(sizing_frequencies(TYPED[case]), TYPED[case].mesh.band_ratio)
+    return frequency_bands(sizing_frequencies(CASES[case]), CASES[case].mesh.band_ratio)
 
 
 def band_mesh(case, band, stats=False):
@@ -136,27 +141,30 @@ def solve_mesh(wildcards):
     return band_mesh(wildcards.case, band_of(wildcards.case, wildcards.index))
 
 
-def band_case_json(wildcards):
-    """What a band's mesh depends on: geometry, mesh keys, the band's frequencies, the
-    boundary (its kind: `mesh.match_volume: auto` matches fluid bodies' volume; a fluid's
-    sound speed: `mesh.resolve_interior`) and the bodies inside."""
+# What a band's mesh depends on: geometry, mesh keys, the band's frequencies, the boundary
+# (its kind: `mesh.match_volume: auto` matches fluid bodies' volume; a fluid's sound speed:
+# `mesh.resolve_interior`) and the bodies inside.
+MESH_KEYS = ("geometry", "frequencies_hz", "mesh", "inside", "boundary")
+
+
+def band_case(wildcards):
+    """The case at the frequencies of the band of its mesh (`band`, else band 0)."""
     band = mesh_bands(wildcards.case)[int(getattr(wildcards, "band", 0))]
-    case = band_case(CASES[wildcards.case], band)
-    keep = {
-        k: case[k]
-        for k in ("geometry", "frequencies_hz", "mesh", "inside", "boundary")
-        if k in case
-    }
-    return json.dumps(keep, sort_keys=True, separators=(",", ":"))
+    freqs = CASES[wildcards.case].frequencies_hz
+    return CASES[wildcards.case].with_frequencies([freqs[i] for i in band])
+
+
+def band_case_json(wildcards):
+    return band_case(wildcards).as_json(MESH_KEYS)
 
 
 def frequency_case(wildcards):
     """The case at one frequency (what a solve job's size follows)."""
-    return TYPED[wildcards.case].with_frequencies([frequency(wildcards)])
+    return CASES[wildcards.case].with_frequencies([frequency(wildcards)])
 
 
 def frequency(wildcards):
-    return TYPED[wildcards.case].frequencies_hz[int(wildcards.index)]
+    return CASES[wildcards.case].frequencies_hz[int(wildcards.index)]
 
 
 def solutions(wildcards):
@@ -170,7 +178,7 @@ def solutions(wildcards):
 def geometry_file(wildcards):
     """The geometry files of a case's `file` and `krm` bodies (the body's and those inside it):
     inputs of its mesh, so editing one re-meshes."""
-    return [path for body in TYPED[wildcards.case].bodies for path in body.geometry.files()]
+    return [path for body in CASES[wildcards.case].bodies for path in body.geometry.files()]
 
 
 # What a sphere case's exact series depends on (a rerun trigger of reference_farfield).
@@ -178,7 +186,7 @@ REFERENCE_KEYS = ("geometry", "boundary", "inside", "frequencies_hz", "incident"
 
 
 def reference_if_sphere(wildcards):
-    if has_series(TYPED[wildcards.case]):
+    if has_series(CASES[wildcards.case]):
         return f"results/{wildcards.case}/reference_farfield.csv"
     return []
 
@@ -193,10 +201,8 @@ def total_cores():
 
 
 def solve_resource(key):
-    """Resource `key` of a solve job, estimated from the case (see wavescat.resources)."""
-    return lambda wildcards: solve_resources(
-        frequency_case(wildcards), total_cores(), CONFIG["cluster"]
-    )[key]
+    """Resource `key` of a solve job, estimated from the case (see wavescat.planning.resources)."""
+    return lambda wildcards: solve_resources(frequency_case(wildcards), total_cores(), CLUSTER)[key]
 
 
 # Snakemake's MPI support: a case with solver.ranks > 1 starts its solve as that many MPI
@@ -218,16 +224,14 @@ SRUN = "srun --mpi=pmi2"
 
 
 def solve_ranks(wildcards):
-    return TYPED[wildcards.case].solver.ranks
+    return CASES[wildcards.case].solver.ranks
 
 
 def mpi_launcher(wildcards):
     """The `mpi` resource of a solve: None on one rank (an ordinary job)."""
     if solve_ranks(wildcards) == 1:
         return None
-    return CONFIG["cluster"].get("mpi_launcher") or (
-        SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC
-    )
+    return CLUSTER.mpi_launcher or (SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC)
 
 
 def mpi_launch(wildcards):
@@ -247,21 +251,14 @@ def gpu_resources(gpus):
     where the config names `cluster.partitions`, the `slurm_partition` that goes with it;
     otherwise the profile's partition applies."""
     resources = {"gpu": gpus}
-    if CONFIG["cluster"].get("partitions"):
+    if CLUSTER.partitions:
         count = gpus if callable(gpus) else (lambda wildcards: gpus)
-        resources["slurm_partition"] = lambda wildcards: partition(
-            count(wildcards), CONFIG["cluster"]
-        )
+        resources["slurm_partition"] = lambda wildcards: partition(count(wildcards), CLUSTER)
     return resources
 
 
 def mesh_resource(key):
-    def resource(wildcards):
-        band = mesh_bands(wildcards.case)[int(getattr(wildcards, "band", 0))]
-        freqs = TYPED[wildcards.case].frequencies_hz
-        return mesh_resources(TYPED[wildcards.case].with_frequencies([freqs[i] for i in band]))[key]
-
-    return resource
+    return lambda wildcards: mesh_resources(band_case(wildcards))[key]
 
 
 def study_farfields(wildcards):
@@ -271,13 +268,13 @@ def study_farfields(wildcards):
 
 def study_cases_json(wildcards):
     names = study_cases(CONFIG, wildcards.study)
-    return json.dumps({n: CASES[n] for n in names}, sort_keys=True, separators=(",", ":"))
+    return json.dumps({n: CASES[n].as_dict() for n in names}, sort_keys=True, separators=(",", ":"))
 
 
-# --- TS averages (wavescat.averages): the cases and studies that have them ---
-AVERAGE_CASES = [c for c, v in CASES.items() if v.get("averages")]
+# --- TS averages (wavescat.results.averages): the cases and studies that have them ---
+AVERAGE_CASES = [c for c in CASES if CASES[c].has_averages]
 AVERAGE_STUDIES = [
-    s for s in CONFIG["studies"] if any(CASES[c].get("averages") for c in study_cases(CONFIG, s))
+    s for s in all_studies(CONFIG) if any(CASES[c].has_averages for c in study_cases(CONFIG, s))
 ]
 
 
@@ -289,24 +286,24 @@ def only(names):
 
 def study_average_cases(study):
     """Sorted, as the keys of the JSON given with them (sort_keys)."""
-    return sorted(c for c in study_cases(CONFIG, study) if CASES[c].get("averages"))
+    return sorted(c for c in study_cases(CONFIG, study) if CASES[c].has_averages)
 
 
 def study_averages_json(wildcards):
     return json.dumps(
-        {n: {"study": CASES[n]["study"]} for n in study_average_cases(wildcards.study)},
+        {n: {"study": CASES[n].study} for n in study_average_cases(wildcards.study)},
         sort_keys=True,
         separators=(",", ":"),
     )
 
 
-# --- near-field maps (wavescat.near_field): the cases that ask for one ---
-NEAR_FIELD_CASES = [c for c in CASES if TYPED[c].near_field]
+# --- near-field maps (wavescat.results.near_field): the cases that ask for one ---
+NEAR_FIELD_CASES = [c for c in CASES if CASES[c].near_field]
 
 
 def near_field_solutions(wildcards):
     """The solutions a case's near-field maps are made of: its highest frequency's, or all."""
-    case = TYPED[wildcards.case]
+    case = CASES[wildcards.case]
     freqs = case.frequencies_hz
     which = case.near_field.frequencies
     indices = range(len(freqs)) if which == "all" else [freqs.index(max(freqs))]
@@ -315,25 +312,25 @@ def near_field_solutions(wildcards):
 
 def near_field_gpus(wildcards):
     """The potentials run where the case's solves run: ask for a GPU as a solve does."""
-    return gpu_count(TYPED[wildcards.case].solver.backend, CONFIG["cluster"])
+    return gpu_count(CASES[wildcards.case].solver.backend, CLUSTER)
 
 
 # --- time-domain verification (timedomain.smk) ---
-VERIFY = CONFIG["verification"]
-VERIFY_FLAGS = f"--backend {VERIFY['backend']} --precision {VERIFY['precision']}" + (
-    " --quick" if VERIFY["quick"] else ""
+VERIFY_FLAGS = f"--backend {VERIFY.backend} --precision {VERIFY.precision}" + (
+    " --quick" if VERIFY.quick else ""
 )
 
 
 def cross_check_probes(wildcards):
-    """The probes of the case's `{check}_cross_check` (dg or hermite), for its BEM table."""
-    return CASES[wildcards.case][f"{wildcards.check}_cross_check"]["probes"]
+    """The probes of the case's `{check}_cross_check` (dg or hermite), for its BEM table, as
+    its block gives them: a param's text is a rerun trigger (the typed probes read 1 as 1.0)."""
+    return CASES[wildcards.case].as_dict()[f"{wildcards.check}_cross_check"]["probes"]
 
 
 def hermite_bem_table(wildcards):
     """The BEM probe table hermite_vs_bem compares with: DG's where the two checks share their
     probes (one table for both), else the Hermite check's own."""
-    case = TYPED[wildcards.case]
+    case = CASES[wildcards.case]
     dg = case.dg_cross_check  # None where absent or disabled
     shared = dg is not None and dg.probes == case.hermite_cross_check.probes
     return f"results/{wildcards.case}/{'dg' if shared else 'hermite'}/bem_probes.csv"
@@ -344,7 +341,7 @@ def stale_plan(wildcards):
     plan = {
         case: {
             "bands": len(mesh_bands(case)),
-            "frequencies": len(TYPED[case].frequencies_hz),
+            "frequencies": len(CASES[case].frequencies_hz),
             "near_field": case in NEAR_FIELD_CASES,
             "averages": case in AVERAGE_CASES,
         }

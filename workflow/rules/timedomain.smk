@@ -77,7 +77,7 @@ rule dg_scatter:
     conda:
         "../envs/wavescat.yaml"
     resources:
-        **gpu_resources(gpu_count(VERIFY["backend"], CONFIG["cluster"])),
+        **gpu_resources(gpu_count(VERIFY.backend, CLUSTER)),
         runtime=120,
     params:
         python=JOB_PYTHON,
@@ -85,7 +85,7 @@ rule dg_scatter:
             "geometry", "boundary", "inside", "frequencies_hz", "incident", "dg_cross_check"
         ),
         medium=MEDIUM,
-        flags=VERIFY_FLAGS + (" --full-on-cpu" if VERIFY["full_on_cpu"] else ""),
+        flags=VERIFY_FLAGS + (" --full-on-cpu" if VERIFY.full_on_cpu else ""),
     shell:
         "{params.python:q} -m wavescat dg-scatter"
         " --case {params.case:q} --medium {params.medium:q}"
@@ -133,13 +133,13 @@ rule hermite_scatter:
     conda:
         "../envs/wavescat.yaml"
     resources:
-        **gpu_resources(gpu_count(VERIFY["backend"], CONFIG["cluster"])),
+        **gpu_resources(gpu_count(VERIFY.backend, CLUSTER)),
         runtime=120,
     params:
         python=JOB_PYTHON,
         case=case_param("geometry", "boundary", "frequencies_hz", "incident", "hermite_cross_check"),
         medium=MEDIUM,
-        flags=VERIFY_FLAGS + (" --full-on-cpu" if VERIFY["full_on_cpu"] else ""),
+        flags=VERIFY_FLAGS + (" --full-on-cpu" if VERIFY.full_on_cpu else ""),
     shell:
         "{params.python:q} -m wavescat hermite-scatter"
         " --case {params.case:q} --medium {params.medium:q}"

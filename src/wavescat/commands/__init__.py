@@ -9,7 +9,7 @@ subpackages they call.
 import json
 from pathlib import Path
 
-from ..case import Case
+from ..configuration.case import Case
 from ..errors import ConfigError
 
 # subcommand -> module of this package that registers it (tests/test_cli.py checks both ways)
@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "verify-dg": "dg", "dg-scatter": "dg", "dg-vs-bem": "dg",
     "verify-hermite": "hermite",
     "hermite-scatter": "hermite_box", "hermite-vs-bem": "hermite_box",
+    "kernels": "kernels",
     "mesh": "mesh",
     "near-field": "near_field",
     "bem-probes": "probes",

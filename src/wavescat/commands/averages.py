@@ -1,17 +1,17 @@
 """`wavescat averages` (a case's farfield.csv -> ts_averages.csv: TS averaged over bands and
-tilt distributions, wavescat.averages) and `wavescat study-averages` (a study's cases'
+tilt distributions, wavescat.results.averages) and `wavescat study-averages` (a study's cases'
 ts_averages.csv -> one long table)."""
 from __future__ import annotations
 
 import csv
 import logging
 
-from ..averages import AVERAGES_HEADER, averages_table, monostatic_grid, ts_of_sigma
 from ..errors import ConfigError
 from ..files import atomic_path
-from ..plots import averages_plot
+from ..results.averages import AVERAGES_HEADER, averages_table, monostatic_grid, ts_of_sigma
+from ..results.plots import averages_plot
+from ..results.study_table import gather_averages
 from ..solve.records import read_farfield_csv
-from ..study_table import gather_averages
 from . import case_arguments, study_cases
 
 log = logging.getLogger("wavescat.averages")

@@ -9,10 +9,10 @@ import os
 import sys
 from pathlib import Path
 
-from ..config import prepare_config, run_cases
-from ..config_files import DEFAULT_CONFIG, config_error, load_config_files
+from ..configuration.config import prepare_config, run_cases
+from ..configuration.config_files import DEFAULT_CONFIG, config_error, load_config_files
 from ..errors import ConfigError
-from ..preflight import check_resolution
+from ..planning.preflight import check_resolution
 
 
 def check_config(args) -> None:

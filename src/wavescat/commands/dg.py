@@ -12,12 +12,12 @@ import time
 import numpy as np
 
 from ..backend import get_backend
-from ..case import Case
+from ..configuration.case import Case
 from ..defaults import DG_CROSS_CHECK
 from ..errors import ConfigError, MeshError
 from ..files import atomic_path
-from ..plots import convergence
 from ..reference.sphere import sphere_series
+from ..results.plots import convergence
 from ..timedomain.checks import order_shortfalls, require, round_off_floor
 from ..timedomain.dg import cavity  # (cavity.convergence_study: tests replace it)
 from ..timedomain.dg.gmsh_volume import scattering_volume_mesh

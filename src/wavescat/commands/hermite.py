@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..backend import get_backend
 from ..files import atomic_path
-from ..plots import convergence
+from ..results.plots import convergence
 from ..timedomain.checks import order_shortfalls, require, round_off_floor
 from ..timedomain.hermite import convergence as study  # (its study and grids: tests replace them)
 from ..timedomain.hermite.convergence import HEADER

@@ -6,9 +6,9 @@ import logging
 import math
 from pathlib import Path
 
-from ..near_field import near_field, write_csv
-from ..notices import plot_note
-from ..plots import near_field_map
+from ..results.near_field import near_field, write_csv
+from ..results.notices import plot_note
+from ..results.plots import near_field_map
 from ..solve.records import read_solution
 from . import case_arguments
 

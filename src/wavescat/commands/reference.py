@@ -8,10 +8,10 @@ import logging
 
 import numpy as np
 
-from ..case import Case
+from ..configuration.case import Case
 from ..errors import ConfigError
-from ..farfield import far_field_errors
 from ..files import atomic_path
+from ..problem.farfield import far_field_errors
 from ..reference.sphere import case_series
 from ..solve.records import read_farfield_csv, write_farfield_csv
 from . import case_arguments

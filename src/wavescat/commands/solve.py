@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ..plots import case_plots
+from ..planning.sensitivity import solve_preflight
 from ..progress import announce_compilation
-from ..sensitivity import solve_preflight
+from ..results.plots import case_plots
 from ..solve import records
 from ..solve.driver import solve_frequency
 from ..solve.parallel import start

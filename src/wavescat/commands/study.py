@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..errors import ConfigError
-from ..study_table import gather, plot_study
+from ..results.study_table import gather, plot_study
 from . import study_cases
 
 

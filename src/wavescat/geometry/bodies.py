@@ -16,7 +16,7 @@ body's insides, then the next sibling, ... (the order of the mesh's `surface_ids
 (density_ratio, sound_speed_ratio) in any boundary block are relative to the case's
 `medium`, never to the enclosing body. Inner bodies are of the kinds whose formulation may
 be a core (bem.formulations.INNER_KINDS: fluid, rigid, pressure_release). The config layer
-reads the tree into Body objects (case.py); this module holds what is known of them.
+reads the tree into Body objects (configuration/case.py); this module holds what is known of them.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The geometry kinds a case may name (`geometry.kind`): one class each, registered here.
 A new kind is a Geometry subclass in its own module, one entry below, and its keys in the
-config schema (config.schema.yaml, checked against GEOMETRIES by tests/test_config.py)."""
+config schema (configuration/config.schema.yaml, checked against GEOMETRIES by
+tests/test_config.py)."""
 from __future__ import annotations
 
 from .box import Box

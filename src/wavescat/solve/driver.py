@@ -12,16 +12,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import farfield
+from .. import kernel_cache
 from ..backend import get_backend
 from ..bem.assembly import operators
-from ..bem.assembly.hmatrix import assemble_hmatrix, host_blocks
 from ..bem.assembly.directional import assemble_directional
+from ..bem.assembly.hmatrix import assemble_hmatrix, host_blocks
 from ..bem.assembly.hmatrix.distributed import assemble_distributed
 from ..bem.formulations import formulation_for_case, sub_space
 from ..bem.linalg.gmres import gmres, krylov_batches, least_basis_bytes
 from ..errors import InputError, SolverError
 from ..memory import available_bytes
+from ..problem import farfield
 from . import parallel
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,8 @@ def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None,
                         "rank per GPU (README, \"One solve over several GPUs or nodes\")",
                         be.device_count, be.device_count)
     timings = {}
+    if be.is_gpu:  # a fresh machine's kernels on every core, before anything needs them
+        kernel_cache.warm_up(processes=max(1, kernel_cache.workers() // ranks.size))
     group = None if ranks.size == 1 else ranks
     start = getattr(formulation, "start_preconditioner", None)
     # the preconditioner's factorisations on the host's cores while the GPU assembles

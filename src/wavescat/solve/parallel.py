@@ -203,12 +203,11 @@ ONE = Ranks()
 
 
 def start(requested: int) -> Ranks:
-    """The ranks of a solve whose case asks for `requested` (solver.ranks): one process for
-    1, else MPI's world, with one GPU bound to each rank of a node and the node's cores
-    shared among its ranks. Call before anything touches CuPy (the binding sets
-    CUDA_VISIBLE_DEVICES)."""
-    if int(requested) != requested or requested < 1:
-        raise ConfigError(f"solver.ranks = {requested!r}: must be a positive integer")
+    """The ranks of a solve whose case asks for `requested` (solver.ranks, a checked Case's:
+    the schema makes it an integer >= 1, the case's checks refuse several ranks with a dense
+    or directional operator): one process for 1, else MPI's world, with one GPU bound to each
+    rank of a node and the node's cores shared among its ranks. Call before anything touches
+    CuPy (the binding sets CUDA_VISIBLE_DEVICES)."""
     if requested == 1:
         return ONE
     try:

@@ -35,10 +35,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from .. import __version__, farfield
+from .. import __version__
 from ..bem.formulations import formulation_of_record
 from ..errors import WavescatError
 from ..files import atomic_path
+from ..problem import farfield
 from ..surface import SurfaceMesh
 
 FARFIELD_HEADER = ["frequency_hz", "theta_deg", "phi_deg", "re_F", "im_F", "ts_db"]

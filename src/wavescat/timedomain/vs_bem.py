@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ConfigError, InputError
 from ..files import atomic_path
-from ..plots import band_comparison, probe_comparison
+from ..results.plots import band_comparison, probe_comparison
 from .checks import require
 from .dg.scatterer import Body
 from .dg.scattering import relative_l2, write_vs_bem

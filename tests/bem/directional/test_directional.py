@@ -127,20 +127,19 @@ def test_device_kernels_match_the_cpu(small_tube_space, device):
 
 def test_directional_operator_is_the_h_matrix_within_its_tolerance():
     """Dense near field, ACA blocks and far field together (an 8 m tube: all three kinds):
-    the H-matrix's product (eps 1e-5) within the H-matrix tolerance, and K^T as K' is."""
+    the H-matrix's product (eps 1e-5) within the H-matrix tolerance, and K^T as K' is. The
+    double layer only: the near field and ACA blocks are the H-matrix's own code for every
+    operator, and each operator's far field is checked entry by entry above (the
+    hypersingular here took as long again on two cores)."""
     space = spaces.p1(tube(nz=128, length=8.0))
     options = dict(backend="cpu", storage="double", leaf_size=16)
     x = np.random.default_rng(2).standard_normal((space.n_dofs, 2)) + 0j
-    for name in ("double_layer", "hypersingular"):
-        H = assemble_hmatrix(name, space, space, K, eps=1e-5, **options)
-        D = assemble_directional(name, space, space, K, eps=1e-6, kd_max=5.0,
-                                 settings=SETTINGS, **options)
-        assert D.report["directional"]["blocks"] > 300 and D.report["blocks"]["admissible"] > 1000
-        ref = H @ x
-        assert np.linalg.norm(D @ x - ref) <= 2e-4 * np.linalg.norm(ref)
-        if name == "double_layer":
-            ref_t = H.T @ x
-            assert np.linalg.norm(D.T @ x - ref_t) <= 2e-4 * np.linalg.norm(ref_t)
+    H = assemble_hmatrix("double_layer", space, space, K, eps=1e-5, **options)
+    D = assemble_directional("double_layer", space, space, K, eps=1e-6, kd_max=5.0,
+                             settings=SETTINGS, **options)
+    assert D.report["directional"]["blocks"] > 300 and D.report["blocks"]["admissible"] > 1000
+    for ref, got in ((H @ x, D @ x), (H.T @ x, D.T @ x)):
+        assert np.linalg.norm(got - ref) <= 2e-4 * np.linalg.norm(ref)
 
 
 def test_bad_settings_are_refused():

@@ -43,7 +43,7 @@ def dense(kernel, n_rows, n_cols):
 
 def workflow_hmatrix() -> dict:
     """eps, eta and leaf_size of `solver.hmatrix` as the workflow fills them into a case."""
-    from wavescat.config import prepare_config
+    from wavescat.configuration.config import prepare_config
 
     case = {"geometry": {"kind": "sphere", "radius": 1.0}, "frequencies_hz": [100.0]}
     opts = prepare_config({"run": ["c"], "cases": {"c": case}})["cases"]["c"]["solver"]["hmatrix"]

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from wavescat.bem.formulations import boundary_from, formulation_for
-from wavescat.case import Case
+from wavescat.configuration.case import Case
 from wavescat.errors import InputError
 from wavescat.geometry.icosphere import icosphere
 from wavescat.geometry.kinds import GEOMETRIES
 from wavescat.geometry.volume import match_volume
-from wavescat.medium import Medium
+from wavescat.problem.medium import Medium
 from wavescat.reference.sphere import sphere_series
 from wavescat.timedomain.dg.gmsh_volume import body_surface, scattering_volume_mesh
 from wavescat.timedomain.dg.scatterer import Body

@@ -14,7 +14,7 @@ import yaml
 from wavescat.backend import Backend
 from wavescat.cli import main
 from wavescat.commands import hermite_box
-from wavescat.config import prepare_config
+from wavescat.configuration.config import prepare_config
 from wavescat.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]

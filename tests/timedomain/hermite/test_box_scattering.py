@@ -6,7 +6,7 @@ import pytest
 
 from wavescat.errors import InputError
 from wavescat.geometry.kinds import GEOMETRIES
-from wavescat.medium import Medium
+from wavescat.problem.medium import Medium
 from wavescat.timedomain.dg.scatterer import Body
 from wavescat.timedomain.dg.scattering import ScatteringSetup
 from wavescat.timedomain.hermite.box_scattering import (BoxGrid, BoxScattering, box_frame,

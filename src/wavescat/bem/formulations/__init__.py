@@ -2,8 +2,8 @@
 
 A case names its boundary condition with `boundary.kind` (docs/conventions.md; the
 schema's default `rigid`); `boundary_from(block)` reads the block into a Boundary (the
-kind and its parameters, boundary.py) and `formulation_for(boundary)` returns the
-formulation that solves it (registry.py). A formulation says which keys its block takes,
+kind and its parameters, problem/boundary.py) and `formulation_for(boundary)` returns
+the formulation that solves it (registry.py). A formulation says which keys its block takes,
 which unknown it solves for, on which function space, with which boundary operators, and
 how to turn the assembled operators and the incident field into a preconditioned system
 (`matvec`, `rhs`), the far field and the near-field potential of the unknown, and what
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import json
 
-from ...boundary import Boundary
 from ...errors import InputError, WavescatError
 from ...geometry.bodies import Body
+from ...problem.boundary import Boundary
 from .fluid import FluidMuller
 from .impedance import ImpedanceBurtonMiller
 from .nested_bodies import NestedTransmission, sub_space

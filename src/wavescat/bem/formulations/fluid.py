@@ -6,9 +6,9 @@ import json
 import numpy as np
 
 from ...backend import resolve
-from ...boundary import Boundary
 from ...errors import InputError
-from ...medium import Medium
+from ...problem.boundary import Boundary
+from ...problem.medium import Medium
 from ...reference._validate import positive
 from ...reference.absorption import loss_factor
 from ..assembly.potentials import (double_layer, double_layer_far_field, single_layer,

@@ -1,9 +1,9 @@
 """The impedance body's formulation."""
 from __future__ import annotations
 
-from ...boundary import Boundary
 from ...errors import InputError
-from ...medium import Medium
+from ...problem.boundary import Boundary
+from ...problem.medium import Medium
 from ...reference.impedance_sphere import admittance_value
 from ..assembly.potentials import (double_layer, double_layer_far_field, single_layer,
                                    single_layer_far_field)

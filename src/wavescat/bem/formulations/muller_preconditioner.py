@@ -243,7 +243,7 @@ def hodlr_bytes(n_dofs: int, itemsize: int) -> tuple[float, float]:
 def estimated_bytes(setting: str, n_dofs: int, itemsize: int, impedance_ratio: float,
                     gpu: bool) -> tuple[float, float]:
     """(bytes held, bytes of the set-up's work arrays, freed before GMRES) of a fluid
-    interface's preconditioner, before anything runs (resources.py): what `chosen` gives
+    interface's preconditioner, before anything runs (planning/resources.py): what `chosen` gives
     without knowing the free memory. On a GPU `auto` is counted as the HODLR inverses: the
     dense factors are made only where they fit beside the rest."""
     name = chosen(setting, n_dofs, itemsize, np.inf, impedance_ratio,

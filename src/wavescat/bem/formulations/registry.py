@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 
 from ... import defaults
-from ...boundary import Boundary
 from ...errors import InputError
-from ...medium import Medium
+from ...problem.boundary import Boundary
+from ...problem.medium import Medium
 from .fluid import FluidMuller
 from .impedance import ImpedanceBurtonMiller
 from .pressure_release import PressureReleaseBurtonMiller

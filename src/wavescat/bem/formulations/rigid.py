@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...boundary import Boundary
-from ...medium import Medium
+from ...problem.boundary import Boundary
+from ...problem.medium import Medium
 from ..assembly.potentials import double_layer, double_layer_far_field
 from ..discretisation import spaces
 from .burton_miller import OsrcBurtonMiller, plane_wave_data

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...bem.formulations import boundary_from
-from ...boundary import Boundary
 from ...errors import InputError
 from ...geometry.shape import Geometry
-from ...medium import Medium
+from ...problem.boundary import Boundary
+from ...problem.medium import Medium
 from .space import BC_IMPEDANCE, BC_SCATTERER, BC_SOFT
 
 SHAPES = ("sphere", "spheroid", "box")

@@ -7,7 +7,7 @@ for constant-coefficient linear hyperbolic systems on periodic Cartesian grids.
 - solver: HermiteSolver (two half steps per step, CPU via Numba/NumPy or GPU via CuPy)
 - cpu / gpu: the recursion half-step kernels (Numba twin; CUDA shared and two-kernel forms, which
   gpu.make_kernels picks among with gpu_cell's register and gpu_warp's warp forms; gpu_common:
-  what they share)
+  what they share; the CUDA of each is the gpu_*.cu template beside its module)
 - propagator / gpu_propagator: scalar advection at full q, where the half step is a translation
   (three 1D operators; NumPy reference and a bandwidth-bound CUDA kernel)
 - convergence: the verification study behind `wavescat verify-hermite`

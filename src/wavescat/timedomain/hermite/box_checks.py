@@ -1,6 +1,6 @@
 """What the Hermite-Taylor box cross-check (box_scattering.py) can take, without its numerics:
-the configuration's check of `hermite_cross_check` (case.py) and the run share these refusals
-and the grid's cell size."""
+the configuration's check of `hermite_cross_check` (configuration/case.py) and the run share
+these refusals and the grid's cell size."""
 from __future__ import annotations
 
 import numpy as np

@@ -5,17 +5,16 @@ registers, so the Taylor stages need no shared memory and no barriers, and becau
 source is generated per (m, q, system), the stage loop is unrolled too: every
 coefficient a stage does not need (it can no longer reach the centre data, or it is
 zero by degree) is dropped at generation time, and the 1D operator's zeros vanish.
-The body is generated once as plain arithmetic, rendered both as CUDA and as Python
-(`emulate`, used by the tests to check the generated code on the CPU).
+The body is generated once as plain arithmetic, rendered both as CUDA (into gpu_cell.cu) and
+as Python (`emulate`, used by the tests to check the generated code on the CPU).
 """
 from __future__ import annotations
 
 import itertools
-import re
 
 import numpy as np
 
-from .gpu_common import compile_module, interpolation_operator, interpolation_statements
+from .gpu_common import compile_module, interpolation_operator, interpolation_statements, render, with_literals
 
 #: largest fields x (2m+2)^3 a thread may hold (beyond, registers spill)
 MAX_VALUES = 256
@@ -86,50 +85,24 @@ def emulate(src_cells: np.ndarray, lam, m: int, q: int, couplings) -> np.ndarray
 
 
 def kernel_source(m: int, q: int, couplings, n_fields: int, dtype) -> str:
-    single = np.dtype(dtype) == np.float32
-    ctype = "float" if single else "double"
+    """CUDA source of `hermite_cell` (gpu_cell.cu) for one (m, q, system, dtype)."""
     n, m1 = 2 * m + 2, m + 1
-    body = generate_body(m, q, couplings, n_fields)
-    lit = (lambda x: f"{float(x)!r}f") if single else (lambda x: f"{float(x)!r}")
-    body = [re.sub(r"L\(([^)]*)\)", lambda mt: lit(mt.group(1)), line) for line in body]
+    # straight-line code: its registers and statements are per coefficient of the cube
+    body = [line + ";" for line in with_literals(generate_body(m, q, couplings, n_fields), dtype)]
     decl = [_name(f, j) for f in range(n_fields) for j in itertools.product(range(n), repeat=3)]
     decl += [f"a{f}_{i}_{j}_{k}" for f in range(n_fields) for i, j, k in itertools.product(range(m1), repeat=3)]
     decl += [f"e{k}" for k in range(m1)] + [f"o{k}" for k in range(m1)] + [f"w{c}" for c in range(len(couplings))]
     loads, stores = [], []
     for f, a0, a1, a2, k0, k1, k2 in itertools.product(range(n_fields), *[range(2)] * 3, *[range(m1)] * 3):
         dof = ((f * m1 + k0) * m1 + k1) * m1 + k2
-        loads.append(f"    {_name(f, (a0 * m1 + k0, a1 * m1 + k1, a2 * m1 + k2))} = "
+        loads.append(f"{_name(f, (a0 * m1 + k0, a1 * m1 + k1, a2 * m1 + k2))} = "
                      f"__ldg(src + {dof}LL * plane + v{a0}{a1}{a2});")
     for f, k0, k1, k2 in itertools.product(range(n_fields), *[range(m1)] * 3):
         dof = ((f * m1 + k0) * m1 + k1) * m1 + k2
-        stores.append(f"    dst[{dof}LL * plane + cell] = a{f}_{k0}_{k1}_{k2};")
-    lams = "\n".join(f"    const T lam{c} = lam[{c}];" for c in range(len(couplings)))
-    verts = "\n".join(f"    const int v{a0}{a1}{a2} = (x0[{a0}] * n1 + x1[{a1}]) * n2 + x2[{a2}];"
-                      for a0, a1, a2 in itertools.product(range(2), repeat=3))
-    return f"""
-typedef {ctype} T;
-extern "C" __global__ void __launch_bounds__(128)
-hermite_cell(const T* __restrict__ src, T* __restrict__ dst, const T* __restrict__ lam,
-             int shift, int n0, int n1, int n2) {{
-    const int cell = blockIdx.x * blockDim.x + threadIdx.x;
-    const long long plane = (long long)n0 * n1 * n2;
-    if (cell >= plane) return;
-    const int i2 = cell % n2, i1 = (cell / n2) % n1, i0 = cell / (n2 * n1);
-    int x0[2], x1[2], x2[2];
-    #pragma unroll
-    for (int a = 0; a < 2; ++a) {{
-        x0[a] = (i0 + shift + a + n0) % n0;
-        x1[a] = (i1 + shift + a + n1) % n1;
-        x2[a] = (i2 + shift + a + n2) % n2;
-    }}
-{verts}
-{lams}
-    T {", ".join(decl)};
-{chr(10).join(loads)}
-{chr(10).join("    " + line + ";" for line in body)}
-{chr(10).join(stores)}
-}}
-"""
+        stores.append(f"dst[{dof}LL * plane + cell] = a{f}_{k0}_{k1}_{k2};")
+    lams = [f"const T lam{c} = lam[{c}];" for c in range(len(couplings))]
+    return render("gpu_cell.cu", dtype, {}, LAMS=lams, REGISTERS=", ".join(decl), LOADS=loads, BODY=body,
+                  STORES=stores)
 
 
 class CellKernel:

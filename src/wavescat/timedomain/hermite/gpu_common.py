@@ -1,9 +1,12 @@
 """What the CUDA forms of the Hermite half step share: the 1D operator in derivative form, the
-generated statements of one 1D interpolation, and compilation."""
+generated statements of one 1D interpolation, the rendering of their .cu templates, and
+compilation."""
 from __future__ import annotations
 
 import functools
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 
@@ -44,6 +47,54 @@ def interpolation_statements(m: int, at) -> list[str]:
                  for k in range(m1) if hleft[j, k] != 0.0]
         body.append(f"{at(j)} = " + (" + ".join(terms) if terms else "L(0.0)"))
     return body
+
+
+def single(dtype) -> bool:
+    return np.dtype(dtype) == np.float32
+
+
+def literal(x, dtype) -> str:
+    """x as a C literal of the kernel's precision (repr: the double exactly)."""
+    return f"{float(x)!r}f" if single(dtype) else f"{float(x)!r}"
+
+
+def with_literals(lines, dtype) -> list[str]:
+    """Generated statements with each L(x) written as a literal of the precision."""
+    return [re.sub(r"\bL\(([^)]*)\)", lambda mt: literal(mt.group(1), dtype), ln) for ln in lines]
+
+
+#: a template's placeholder; CUDA's own names (__global__, __ldg, ...) are lower case
+PLACEHOLDER = re.compile(r"__[A-Z][A-Z0-9_]*__")
+
+
+@functools.lru_cache(maxsize=None)
+def template(name: str) -> str:
+    """The .cu template `name` beside this module, less its leading /* */ comment (which
+    documents the template, not the kernel)."""
+    text = Path(__file__).with_name(name).read_text()
+    return text[text.index("*/\n") + 3:]
+
+
+def render(name: str, dtype, defines: dict, **parts) -> str:
+    """CUDA source of template `name` after `typedef <real> T;` and the #defines. Each part fills
+    its __KEY__: a string in place; a list of statements replaces the line holding only the
+    token, one statement per line at that line's indentation."""
+    text = template(name)
+    for key, value in parts.items():
+        token = f"__{key}__"
+        if token not in text:
+            raise ValueError(f"{name} has no {token}")
+        if isinstance(value, str):
+            text = text.replace(token, value)
+        else:
+            text = re.sub(rf"^( *){token}$", lambda mt: "\n".join(mt.group(1) + s for s in value), text,
+                          flags=re.M)
+    left = sorted(set(PLACEHOLDER.findall(text)))
+    if left:
+        raise ValueError(f"{name}: placeholders left unfilled: {', '.join(left)}")
+    # (the leading newline is the sources' as they were f-strings: unchanged, CuPy's cache still hits)
+    return (f"\ntypedef {'float' if single(dtype) else 'double'} T;\n"
+            + "".join(f"#define {k} {v}\n" for k, v in defines.items()) + text)
 
 
 @functools.lru_cache(maxsize=32)

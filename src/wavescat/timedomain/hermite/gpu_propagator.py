@@ -16,8 +16,9 @@ to read each node from DRAM about once:
 - loads and stores go dof by dof as rows of LANES consecutive nodes (coalesced).
 
 Tunables (a `Tile`): LANES and ROWS (compile time: shuffle width, shared memory) and `planes`
-(launch time; 0 picks about two waves of blocks); bench_hermite.py --tiles times them. The source is straight-line code generated per
-(m, dtype, LANES, ROWS); tests run it on the CPU through a C++ host harness.
+(launch time; 0 picks about two waves of blocks); bench_hermite.py --tiles times them. The kernel
+is gpu_propagator.cu with straight-line statements generated per m; tests run it on the CPU
+through a C++ host harness.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ import numpy as np
 
 from ...errors import InputError
 from . import propagator
-from .gpu_common import compile_module
+from .gpu_common import compile_module, render
 
 SHARED_LIMIT = 48 * 1024
 LANE_CHOICES = (32, 16, 8)
@@ -142,71 +143,21 @@ def _plane(m: int) -> tuple[list[str], list[str]]:
 
 
 def kernel_source(m: int, dtype, lanes: int, rows: int) -> str:
-    """CUDA source of `hermite_propagator` for one (m, dtype, LANES, ROWS)."""
+    """CUDA source of `hermite_propagator` (gpu_propagator.cu) for one (m, dtype, LANES, ROWS)."""
     itemsize = np.dtype(dtype).itemsize
-    ctype = "float" if np.dtype(dtype) == np.float32 else "double"
     m1 = m + 1
     tile = Tile(lanes, rows)
+    # straight-line code: its registers, operator entries and statements are per coefficient
     first, second = _plane(m)
     names = [f"u{a}_{b}_{c}" for a, b, c in itertools.product(range(m1), repeat=3)]
     temps = ([f"c{i}" for i in range(m1)] + [f"t{k}_{i}" for k in range(m1) for i in range(m1)]
              + [f"{v}{i}" for v in "wrv" for i in range(m1)])
     ops = [f"T {_op(d, k, i)}" for d in range(3) for k in range(m1) for i in range(2 * m1)]
-    loads = "\n".join(f"        {u} = __ldg(s + {i}LL * plane);" for i, u in enumerate(names))
-
-    def block(lines, indent):
-        return "\n".join(f"{' ' * indent}{ln};" for ln in lines)
-
-    return f"""
-typedef {ctype} T;
-#define LANES {lanes}
-#define ROWS {rows}
-#define THREADS {tile.threads}
-#define NDOF {m1 ** 3}
-#define BUFFERS {tile.buffers(m, itemsize)}
-
-__device__ __forceinline__ int wrap(int v, int n) {{
-    v %= n;
-    return v < 0 ? v + n : v;
-}}
-
-// One half step of scalar advection as P_0 (x) P_1 (x) P_2 on the 8 vertices of every cell.
-// Thread (ty, tx) owns node column (i1 + shift, i2 + shift) and cell column (i1, i2); the
-// block marches along i0 through cell planes [first, last).
-extern "C" __global__ void __launch_bounds__(THREADS)
-hermite_propagator(const T* __restrict__ src, T* __restrict__ dst, int shift, int n0, int n1, int n2,
-                   int planes, {", ".join(ops)}) {{
-    __shared__ T sm[BUFFERS * NDOF * THREADS];
-    const int tx = threadIdx.x % LANES, ty = threadIdx.x / LANES;
-    const int i2 = blockIdx.x * (LANES - 1) + tx, i1 = blockIdx.y * (ROWS - 1) + ty;
-    const int first = blockIdx.z * planes;
-    const int last = first + planes < n0 ? first + planes : n0;
-    // the last lane and row are halo; lanes past the grid wrap around and store nothing
-    const bool store = tx < LANES - 1 && ty < ROWS - 1 && i1 < n1 && i2 < n2;
-    const long long plane = (long long)n0 * n1 * n2;
-    const int column = wrap(i1 + shift, n1) * n2 + wrap(i2 + shift, n2);
-    int z = wrap(first + shift, n0);  // node plane left of cell plane `first`
-    T {", ".join(names)};
-    T {", ".join(temps)};
-    {{
-        const T* s = src + (long long)z * n1 * n2 + column;
-{loads}
-    }}
-    #pragma unroll 1
-    for (int cell = first; cell < last; ++cell) {{
-        z = z + 1 == n0 ? 0 : z + 1;
-        const T* s = src + (long long)z * n1 * n2 + column;
-        T* sb = sm + (BUFFERS == 2 ? (cell & 1) * (NDOF * THREADS) : 0) + threadIdx.x;
-{block(first, 8)}
-        __syncthreads();  // the axis-2 results of the row below are in shared memory
-        if (store) {{
-            T* d = dst + ((long long)cell * n1 + i1) * n2 + i2;
-{block(second, 12)}
-        }}
-        if (BUFFERS == 1) __syncthreads();  // everyone has read sb before it is refilled
-    }}
-}}
-"""
+    defines = {"LANES": lanes, "ROWS": rows, "THREADS": tile.threads, "NDOF": m1 ** 3,
+               "BUFFERS": tile.buffers(m, itemsize)}
+    return render("gpu_propagator.cu", dtype, defines, OPERATORS=", ".join(ops), NODES=", ".join(names),
+                  TEMPS=", ".join(temps), LOADS=[f"{u} = __ldg(s + {i}LL * plane);" for i, u in enumerate(names)],
+                  AXES02=[f"{ln};" for ln in first], AXIS1=[f"{ln};" for ln in second])
 
 
 class PropagatorKernel:

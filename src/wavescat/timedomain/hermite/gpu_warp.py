@@ -3,8 +3,8 @@
 Lane t of a cell owns the plane j0 = t of the (2m+2)^3 cube in registers, so d/dz1 and
 d/dz2 are register shifts and d/dz0 is one warp shuffle from lane t+1: no shared memory
 and no block barriers (the cells of a warp advance in lock step). The interpolation runs
-along axes 2 and 1 in registers and along axis 0 through shuffles. Straight-line source
-is generated per (m, q, system); `emulate` runs the same statements in NumPy with the
+along axes 2 and 1 in registers and along axis 0 through shuffles. Straight-line statements
+are generated per (m, q, system) into gpu_warp.cu; `emulate` runs the same statements in NumPy with the
 lanes as an array axis, which the tests compare with the Numba half step.
 """
 from __future__ import annotations
@@ -14,7 +14,8 @@ import re
 
 import numpy as np
 
-from .gpu_common import compile_module, interpolation_operator, interpolation_statements
+from .gpu_common import (compile_module, interpolation_operator, interpolation_statements, literal, render,
+                         with_literals)
 
 #: registers a lane may hold: fields x (2m+2)^2 plane values
 MAX_VALUES = 64
@@ -113,18 +114,17 @@ def emulate(src_cells: np.ndarray, lam, m: int, q: int, couplings) -> np.ndarray
 
 
 def kernel_source(m: int, q: int, couplings, n_fields: int, dtype) -> str:
-    single = np.dtype(dtype) == np.float32
-    ctype = "float" if single else "double"
+    """CUDA source of `hermite_warp` (gpu_warp.cu) for one (m, q, system, dtype)."""
     n, m1 = 2 * m + 2, m + 1
     cpw = 32 // n  # cells per warp
-    lit = (lambda x: f"{float(x)!r}f") if single else (lambda x: f"{float(x)!r}")
 
     def c(lines):
-        lines = [re.sub(r"\bL\(([^)]*)\)", lambda mt: lit(mt.group(1)), ln) for ln in lines]
+        lines = with_literals(lines, dtype)
         lines = [re.sub(r"SHFL_DOWN\(([^)]*)\)", r"__shfl_down_sync(FULL, \1, 1)", ln) for ln in lines]
         lines = [re.sub(r"SHFL\(([^,]*), (\d+)\)", r"__shfl_sync(FULL, \1, base + \2)", ln) for ln in lines]
-        return "\n".join(f"        {ln};" for ln in lines)
+        return [f"{ln};" for ln in lines]
 
+    # straight-line code: its registers and statements are per coefficient of a lane's plane
     hleft, finv = interpolation_operator(m)
     planes = [_p(f, j1, j2) for f in range(n_fields) for j1, j2 in itertools.product(range(n), repeat=2)]
     accs = [f"a{f}_{j1}_{j2}" for f in range(n_fields) for j1, j2 in itertools.product(range(m1), repeat=2)]
@@ -132,79 +132,29 @@ def kernel_source(m: int, q: int, couplings, n_fields: int, dtype) -> str:
              + [f"xb{k}" for k in range(m1)] + [f"nb{g}" for g in range(n_fields)])
     loads = []
     for f, a1, k1, a2, k2 in itertools.product(range(n_fields), range(2), range(m1), range(2), range(m1)):
-        loads.append(f"{_p(f, a1 * m1 + k1, a2 * m1 + k2)} = __ldg(src + (long long)(((({f} * M1 + k0) * M1 + {k1}) * M1 + {k2})) * plane + "
-                     f"(x0 * n1 + x1[{a1}]) * n2 + x2[{a2}])")
-    stage_src = []
+        loads.append(f"{_p(f, a1 * m1 + k1, a2 * m1 + k2)} = __ldg(src + (long long)(((({f} * M1 + k0) * M1 + {k1})"
+                     f" * M1 + {k2})) * plane + (x0 * n1 + x1[{a1}]) * n2 + x2[{a2}])")
+    stages = []
     for e12, d12, st in _stage(m, q, couplings, n_fields):
-        stage_src.append(f"        if ({e12} <= Q - s && {d12} <= TOP - s) {{\n{c(st)}\n        }}")
-    w_set = "\n".join(f"        w{i} = lam{i} * inv{' * last' if d == 0 else ''};"
-                      for i, (d, _, _, _) in enumerate(couplings))
-    stores = []
-    for f, j1, j2 in itertools.product(range(n_fields), range(m1), range(m1)):
-        stores.append(f"        dst[(long long)((({f} * M1 + t) * M1 + {j1}) * M1 + {j2}) * plane + cell] = "
-                      f"a{f}_{j1}_{j2} * (ft * {lit(finv[j1] * finv[j2])})")
-    htab = ", ".join(lit(v) for v in hleft.ravel())
-    ftab = ", ".join(lit(v) for v in finv)
-    return f"""
-typedef {ctype} T;
-#define M {m}
-#define M1 {m1}
-#define N {n}
-#define Q {q}
-#define TOP {3 * (2 * m + 1)}
-#define FULL 0xffffffffu
-__constant__ T Hw[N * M1] = {{{htab}}};
-__constant__ T Fw[N] = {{{ftab}}};
-
-extern "C" __global__ void __launch_bounds__(128)
-hermite_warp(const T* __restrict__ src, T* __restrict__ dst, const T* __restrict__ lam,
-             int shift, int n0, int n1, int n2) {{
-    const int lane = threadIdx.x & 31;
-    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const int slot = lane / N < {cpw} ? lane / N : {cpw - 1};   // idle lanes shadow the last cell
-    const int t = lane - slot * N < N ? lane - slot * N : N - 1;
-    const int base = slot * N;
-    const int ncells = n0 * n1 * n2;
-    const long long plane = ncells;
-    int cell = warp * {cpw} + slot;
-    const bool store = cell < ncells && lane < {cpw * n};
-    cell = cell < ncells ? cell : ncells - 1;
-    const int i2 = cell % n2, i1 = (cell / n2) % n1, i0 = cell / (n2 * n1);
-    const int a0 = t / M1, k0 = t % M1;
-    const int x0 = (i0 + shift + a0 + n0) % n0;
-    int x1[2], x2[2];
-    #pragma unroll
-    for (int a = 0; a < 2; ++a) {{
-        x1[a] = (i1 + shift + a + n1) % n1;
-        x2[a] = (i2 + shift + a + n2) % n2;
-    }}
-    T {", ".join(planes)};
-    T {", ".join(accs)};
-    T {", ".join(temps)};
-    T {", ".join(f"w{i}" for i in range(len(couplings)))};
-    T {", ".join(f"h{k}" for k in range(m1))}, {", ".join(f"sg{k}" for k in range(m1))};
-{chr(10).join(f"    const T lam{i} = lam[{i}];" for i in range(len(couplings)))}
-    const T last = (t + 1 < N) ? (T)1 : (T)0;
-    const T ft = Fw[t];
-    {{
-{c(loads)}
-    }}
-{chr(10).join(f"    h{k} = Hw[t * M1 + {k}]; sg{k} = (T)(((t % 2 == 0) ? 1 : -1) * {(-1) ** k});" for k in range(m1))}
-    {{
-{c(_interp_2d(m, n_fields) + _interp_axis0(m, n_fields))}
-    }}
-{chr(10).join(f"    {a} = {a.replace('a', 'p', 1)};" for a in accs)}
-    #pragma unroll 1
-    for (int s = 1; s <= Q; ++s) {{
-        const T inv = (T)1 / (T)s;
-{w_set}
-{chr(10).join(stage_src)}
-    }}
-    if (store && t < M1) {{
-{chr(10).join(ln + ";" for ln in stores)}
-    }}
-}}
-"""
+        stages += [f"if ({e12} <= Q - s && {d12} <= TOP - s) {{", *c(st), "}"]
+    stores = [f"dst[(long long)((({f} * M1 + t) * M1 + {j1}) * M1 + {j2}) * plane + cell] = "
+              f"a{f}_{j1}_{j2} * (ft * {literal(finv[j1] * finv[j2], dtype)});"
+              for f, j1, j2 in itertools.product(range(n_fields), range(m1), range(m1))]
+    return render(
+        "gpu_warp.cu", dtype, {"M": m, "M1": m1, "N": n, "Q": q, "TOP": 3 * (2 * m + 1)},
+        HTAB=", ".join(literal(v, dtype) for v in hleft.ravel()), FTAB=", ".join(literal(v, dtype) for v in finv),
+        CELLS=str(cpw), LAST_SLOT=str(cpw - 1), BUSY_LANES=str(cpw * n),
+        PLANES=", ".join(planes), ACCS=", ".join(accs), TEMPS=", ".join(temps),
+        WEIGHTS=", ".join(f"w{i}" for i in range(len(couplings))),
+        OPERATOR=", ".join([f"h{k}" for k in range(m1)] + [f"sg{k}" for k in range(m1)]),
+        LAMS=[f"const T lam{i} = lam[{i}];" for i in range(len(couplings))], LOADS=c(loads),
+        OPERATOR_INIT=[f"h{k} = Hw[t * M1 + {k}]; sg{k} = (T)(((t % 2 == 0) ? 1 : -1) * {(-1) ** k});"
+                       for k in range(m1)],
+        INTERPOLATE=c(_interp_2d(m, n_fields) + _interp_axis0(m, n_fields)),
+        ACCS_INIT=[f"{a} = {a.replace('a', 'p', 1)};" for a in accs],
+        WEIGHTS_SET=[f"w{i} = lam{i} * inv{' * last' if d == 0 else ''};"
+                     for i, (d, _, _, _) in enumerate(couplings)],
+        STAGES=stages, STORES=stores)
 
 
 class WarpKernel:

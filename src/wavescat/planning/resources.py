@@ -4,7 +4,8 @@ job that cannot fit the machine (config key `limits`) is refused before any job 
 
 Memory estimates are calibrated against measured peaks (a little above them); the rules ask
 for 1.5 times as much. The checks that refuse a case before any job starts are in
-wavescat.preflight; dense allocations are checked again where they happen (wavescat.memory).
+wavescat.planning.preflight; dense allocations are checked again where they happen
+(wavescat.memory).
 """
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import math
 
 import numpy as np
 
-from .backend import complex_dtype
-from .bem.assembly.hmatrix.assembly import stored_dtype
-from .bem.formulations import formulation_for
-from .bem.formulations.muller_preconditioner import estimated_bytes
-from .bem.formulations.osrc import PROCESS_UNKNOWNS
-from .bem.linalg.gmres import least_basis_bytes
-from .geometry.sizing import element_sizes
+from ..backend import complex_dtype
+from ..bem.assembly.hmatrix.assembly import stored_dtype
+from ..bem.formulations import formulation_for
+from ..bem.formulations.muller_preconditioner import estimated_bytes
+from ..bem.formulations.osrc import PROCESS_UNKNOWNS
+from ..bem.linalg.gmres import least_basis_bytes
+from ..configuration.config import ClusterSettings
+from ..geometry.sizing import element_sizes
 
 # Mean triangle area of a mesh with edge length h is about sqrt(3)/4 h^2; vertices ~ triangles / 2.
 _TRIANGLE_AREA_FACTOR = math.sqrt(3.0) / 4.0
@@ -76,25 +78,25 @@ def _nested_estimate(case) -> tuple[int, int, list[int]]:
     return sum(vertices), unknowns, regions
 
 
-def gpu_count(backend: str, cluster: dict) -> int:
+def gpu_count(backend: str, cluster: ClusterSettings) -> int:
     """GPUs a job asks the scheduler for: one on the GPU backend, and on `auto` where the
     cluster's nodes have GPUs (config `cluster.gpus`); `auto` falls back to the CPU anyway."""
-    return int(backend == "gpu" or (backend == "auto" and cluster.get("gpus", False)))
+    return int(backend == "gpu" or (backend == "auto" and cluster.gpus))
 
 
-def partition(gpus: int, cluster: dict) -> str | None:
+def partition(gpus: int, cluster: ClusterSettings) -> str | None:
     """SLURM partition of a job by whether it asks for a GPU (config `cluster.partitions`);
     None where the config names none, so the profile's `slurm_partition` applies."""
-    partitions = cluster.get("partitions")
+    partitions = cluster.partitions
     return partitions["gpu" if gpus else "cpu"] if partitions else None
 
 
-def solve_resources(case, cores: int, cluster: dict | None = None) -> dict:
+def solve_resources(case, cores: int, cluster: ClusterSettings | None = None) -> dict:
     """threads, mem_mb, runtime (minutes) and gpu count of one (case, frequency) solve; on
     several ranks (solver.ranks) also the MPI `tasks`, one GPU per rank (`tasks_per_gpu`),
     and the memory of all of them (the threads are the whole solve's, shared by the ranks)."""
     ranks = case.solver.ranks
-    gpu = gpu_count(case.solver.backend, cluster or {})
+    gpu = gpu_count(case.solver.backend, cluster or ClusterSettings())
     est = case_estimates(case, bool(gpu))
     n = est["unknowns"]
     # CPU assembly ~1e6 entries/s per core and ~4 operators' worth of entries, plus GMRES

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import resolve
-from .bem.formulations import formulation_of_record
-from .errors import InputError
-from .farfield import PLANE_AXES
-from .files import atomic_path
-from .geometry.nesting import Reach, winding_numbers
-from .solve.records import solution_mesh
+from ..backend import resolve
+from ..bem.formulations import formulation_of_record
+from ..errors import InputError
+from ..files import atomic_path
+from ..geometry.nesting import Reach, winding_numbers
+from ..problem.farfield import PLANE_AXES
+from ..solve.records import solution_mesh
 
 CSV_HEADER = ["x", "y", "z", "re_p_scattered", "im_p_scattered", "re_p_total", "im_p_total"]
 _ENTRIES = 2**24  # potential-matrix entries per chunk of points (256 MB in complex128)

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import WavescatError
-from .farfield import directions_to_angles
+from ..errors import WavescatError
+from ..problem.farfield import directions_to_angles
 
 # Columns of results/<case>/ts_averages.csv (docs/conventions.md); a study prepends
 # case, base_case and its varied keys.

@@ -11,7 +11,7 @@ import re
 
 from jsonschema import Draft202012Validator, exceptions, validators
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 
 def key_path(parts) -> str:

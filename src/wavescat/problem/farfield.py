@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .defaults import ASPECT, RECEIVERS
-from .errors import InputError
+from ..defaults import ASPECT, RECEIVERS
+from ..errors import InputError
 
 PLANE_AXES = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
 

@@ -45,9 +45,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .geometry.resolution import (check_mesh_resolution, interior_resolution_warnings,
-                                  mesh_extent)
-from .reference.absorption import loss_factor
+from ..geometry.resolution import (check_mesh_resolution, interior_resolution_warnings,
+                                   mesh_extent)
+from ..reference.absorption import loss_factor
 
 # Q of a mode inside a fluid losing 1 dB per wavelength: 1 / (2 delta), delta = ln(10) / (40 pi)
 Q_PER_DB = 20.0 * math.pi / math.log(10.0)  # 27.29

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import yaml
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "config" / "config.yaml"
 
-# Messages of wavescat.config start with the key path: 'cases.a.frequencies_hz[0] = -50: ...',
-# 'cases.a.geometry: unknown key ...', 'top level: unknown key ...'.
+# Messages of wavescat.configuration.config start with the key path:
+# 'cases.a.frequencies_hz[0] = -50: ...', 'cases.a.geometry: unknown key ...',
+# 'top level: unknown key ...'.
 _KEY_AT_START = re.compile(r"^(?P<key>[^\s=:]+|top level)(?: = |: )")
 _UNKNOWN_KEY = re.compile(r": unknown key '([^']+)'")
 

@@ -25,7 +25,7 @@ import copy
 import itertools
 import re
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 CASE_KEYS = {"description", "geometry", "boundary", "inside", "frequencies_hz", "incident",
              "receivers", "mesh", "solver", "dg_cross_check", "hermite_cross_check",

@@ -1,21 +1,21 @@
 """Checks before any job starts, which name the config's keys: a case whose mesh or solve
 job cannot fit the machine (config key `limits`, against the estimates of
-wavescat.resources), a stored mesh file far too coarse for its wavelengths, and the
-hypersensitivity warnings of every case (wavescat.sensitivity).
+wavescat.planning.resources), a stored mesh file far too coarse for its wavelengths, and the
+hypersensitivity warnings of every case (wavescat.planning.sensitivity).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .backend import gpu_memory_bytes
-from .case import Case
-from .errors import ConfigError, MeshError
-from .geometry.file import FileGeometry
-from .geometry.krm import KrmShape, station_clearance
-from .geometry.nesting import REFUSE_GAP_ELEMENTS
-from .geometry.resolution import check_mesh_resolution
-from .geometry.sizing import element_sizes
-from .memory import host_memory_bytes
+from ..backend import gpu_memory_bytes
+from ..configuration.case import Case
+from ..errors import ConfigError, MeshError
+from ..geometry.file import FileGeometry
+from ..geometry.krm import KrmShape, station_clearance
+from ..geometry.nesting import REFUSE_GAP_ELEMENTS
+from ..geometry.resolution import check_mesh_resolution
+from ..geometry.sizing import element_sizes
+from ..memory import host_memory_bytes
 from .resources import case_estimates
 from .sensitivity import sensitivity_warnings
 
@@ -101,7 +101,7 @@ def check_resolution(config: dict, cases) -> list[str]:
     """Before any job starts: refuse (ConfigError, one line) a case whose stored mesh file
     is far too coarse for its highest frequency (geometry.resolution.coarse_mesh_refusal),
     and return the warnings of every case: a stored mesh of several disjoint bodies, and
-    hypersensitivity (wavescat.sensitivity)."""
+    hypersensitivity (wavescat.planning.sensitivity)."""
     out = []
     for name in cases:
         case = Case.from_config(config, name)

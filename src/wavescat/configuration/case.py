@@ -25,23 +25,23 @@ from pathlib import Path
 
 import numpy as np
 
-from . import defaults
-from .averages import (TILT_DEFAULTS, AveragesError, Band, Tilt, band_weights, parse_averages,
-                       tilt_weights)
-from .bem.discretisation.quadrature import QuadratureOrders
-from .bem.formulations import INNER_KINDS, boundary_from
-from .boundary import Boundary
-from .errors import ConfigError, InputError
-from .farfield import Directions, Incidence, incident_directions, receiver_directions
-from .geometry.bodies import Body
-from .geometry.kinds import GEOMETRIES
-from .geometry.shape import Geometry
-from .medium import Medium
+from .. import defaults
+from ..bem.discretisation.quadrature import QuadratureOrders
+from ..bem.formulations import INNER_KINDS, boundary_from
+from ..errors import ConfigError, InputError
+from ..geometry.bodies import Body
+from ..geometry.kinds import GEOMETRIES
+from ..geometry.shape import Geometry
+from ..problem.boundary import Boundary
+from ..problem.farfield import Directions, Incidence, incident_directions, receiver_directions
+from ..problem.medium import Medium
+from ..results.averages import (TILT_DEFAULTS, AveragesError, Band, Tilt, band_weights,
+                                parse_averages, tilt_weights)
+from ..timedomain.dg.scatterer import SHAPES
+from ..timedomain.dg.scatterer import Body as ScatteringBody
+from ..timedomain.hermite.box_checks import CPU_SIZES as HERMITE_CPU_SIZES
+from ..timedomain.hermite.box_checks import check_rigid_box, grid_cell, incidence_axis
 from .schema import raise_first, show, validator
-from .timedomain.dg.scatterer import SHAPES
-from .timedomain.dg.scatterer import Body as ScatteringBody
-from .timedomain.hermite.box_checks import CPU_SIZES as HERMITE_CPU_SIZES
-from .timedomain.hermite.box_checks import check_rigid_box, grid_cell, incidence_axis
 
 BODY_KEYS = {"description", "geometry", "boundary", "inside"}
 
@@ -177,7 +177,8 @@ class HermiteCrossCheck:
 
 @dataclass(frozen=True)
 class NearFieldSettings:
-    """`near_field`: a map of the pressure on a plane through the body (wavescat.near_field)."""
+    """`near_field`: a map of the pressure on a plane through the body
+    (wavescat.results.near_field)."""
 
     plane: str  # xy | xz | yz
     center: tuple[float, float, float] | None  # None: the body's bounding-box centre
@@ -209,6 +210,8 @@ class Case:
     tilts: tuple[Tilt, ...] = ()  # averages.tilt
     study: dict | None = None  # set by study expansion: name, base, parameters
     where: str = "case"  # its config path in messages
+    # the normalised block as compact JSON: what the rules hand a subcommand (`as_json`)
+    block: str = field(default="{}", repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, block: dict, medium: dict | Medium | None = None, name: str = "",
@@ -264,12 +267,37 @@ class Case:
         """Whether bodies lie inside the case's body."""
         return len(self.bodies) > 1
 
+    @property
+    def has_averages(self) -> bool:
+        """Whether the case asks for TS averages (`averages`: a band, a tilt, or both)."""
+        return bool(self.bands or self.tilts)
+
     def with_frequencies(self, frequencies_hz) -> Case:
         """The case at these frequencies (a mesh band's, or one solve's)."""
-        return replace(self, frequencies_hz=tuple(float(f) for f in frequencies_hz))
+        freqs = tuple(float(f) for f in frequencies_hz)
+        block = compact_json({**self.as_dict(), "frequencies_hz": list(freqs)})
+        return replace(self, frequencies_hz=freqs, block=block)
+
+    def as_dict(self) -> dict:
+        """The normalised case block (a copy)."""
+        return json.loads(self.block)
+
+    def as_json(self, keys=None) -> str:
+        """The normalised case block (only `keys` of it, if given) as compact JSON with sorted
+        keys: what a rule hands a subcommand, which `Case.from_json` reads back; the same
+        text for the same settings, as params are a rerun trigger."""
+        block = self.as_dict()
+        if keys is not None:
+            block = {k: block[k] for k in keys if k in block}
+        return compact_json(block)
 
 
 # -- reading a block -----------------------------------------------------------------------
+
+def compact_json(block) -> str:
+    """A block as the rules hand it on: compact JSON with sorted keys."""
+    return json.dumps(block, sort_keys=True, separators=(",", ":"))
+
 
 def medium_from(block: dict | None) -> Medium:
     try:
@@ -555,7 +583,7 @@ def _normalise_hermite(case: dict, where: str, tree: tuple[Body, ...], medium: M
 def _normalise_averages(where: str, case: dict) -> None:
     """`averages` (issue 26): `band` and `tilt` become lists; every band holds at least 3 of
     the case's frequencies and every tilt distribution fits the aspect sweep
-    (wavescat.averages)."""
+    (wavescat.results.averages)."""
     spec = case["averages"]
     incident = case.get("incident")
     if incident is not None and "aspect" not in incident:
@@ -631,4 +659,4 @@ def build(case: dict, medium: Medium, name: str = "", where: str | None = None) 
             raise ConfigError(f"{where}.averages: {exc}") from None
         out["bands"], out["tilts"] = tuple(bands), tuple(tilts)
     return Case(medium=medium, name=name, description=case.get("description", ""),
-                study=case.get("study"), where=where, **out)
+                study=case.get("study"), where=where, block=compact_json(case), **out)

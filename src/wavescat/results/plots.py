@@ -25,8 +25,8 @@ import matplotlib.pyplot as plt  # noqa: E402 - after the backend is chosen
 from matplotlib.colors import ListedColormap, Normalize  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from .farfield import PLANE_AXES, target_strength  # noqa: E402
-from .files import atomic_path  # noqa: E402
+from ..files import atomic_path  # noqa: E402
+from ..problem.farfield import PLANE_AXES, target_strength  # noqa: E402
 from .notices import plot_note  # noqa: E402
 
 AXIS_NAMES = "xyz"
@@ -547,7 +547,7 @@ def case_plots(solutions, folder, name: str = "", reference=None, description: s
 
 
 def near_field_map(path, field, title="", warning="") -> Path:
-    """A near-field map (wavescat.near_field.NearField) in two panels: the real part of the
+    """A near-field map (wavescat.results.near_field.NearField) in two panels: the real part of the
     total pressure (a snapshot of the wave at t = 0) and the level of the scattered pressure
     in dB re the incident wave's amplitude; the body's inside in grey, the incident wave's
     direction (its projection on the plane) as an arrow."""
@@ -667,12 +667,12 @@ def band_comparison(path, freqs, points, p_dg, p_bem, errors, tolerance=None, la
 # --- averages (issue 26): TS averaged over bands and tilt distributions ---------------------
 
 def averages_plot(path, rows, freqs, aspect_deg, plane, ts, tilts=(), title="") -> Path:
-    """The rows of ts_averages.csv (wavescat.averages.averages_table) drawn beside the TS they
-    average, `ts` (frequencies, aspects) in dB: left, per tilt distribution, the tilt-averaged
-    TS against frequency (band-and-tilt averages as bars over their band; dashed: the TS at the
-    mean tilt's aspect); right, per band, the band-averaged TS against aspect (dashed: the TS at
-    the frequency nearest the band's centre). `tilts`: the wavescat.averages.Tilt of the rows,
-    in their order."""
+    """The rows of ts_averages.csv (wavescat.results.averages.averages_table) drawn beside the
+    TS they average, `ts` (frequencies, aspects) in dB: left, per tilt distribution, the
+    tilt-averaged TS against frequency (band-and-tilt averages as bars over their band; dashed:
+    the TS at the mean tilt's aspect); right, per band, the band-averaged TS against aspect
+    (dashed: the TS at the frequency nearest the band's centre). `tilts`: the
+    wavescat.results.averages.Tilt of the rows, in their order."""
     freqs, aspect_deg, ts = (np.asarray(freqs, float), np.asarray(aspect_deg, float),
                              np.asarray(ts, float))
     bands = list(dict.fromkeys((r["band_center_hz"], r["band_width_hz"]) for r in rows

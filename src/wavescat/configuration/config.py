@@ -11,14 +11,14 @@ hand to `wavescat` subcommands, one case at a time, as JSON that `Case.from_json
 from __future__ import annotations
 
 import copy
-import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from .case import (Case, check_boxes, frequencies,  # noqa: F401 - frequencies re-exported
+from ..defaults import SCHEMA_PATH, load_schema
+from ..errors import ConfigError
+from .case import (Case, check_boxes, compact_json, frequencies,  # noqa: F401 (frequencies)
                    medium_from, normalise)
-from .defaults import SCHEMA_PATH, load_schema
-from .errors import ConfigError
 from .schema import check_finite, raise_first, read_exponent_numbers, validator
 from .studies import expand_studies, study_cases
 
@@ -49,6 +49,50 @@ def run_cases(config: dict) -> list[str]:
 
 def run_studies(config: dict) -> list[str]:
     return [n for n in config["run"] if n in config["studies"]]
+
+
+def all_studies(config: dict) -> list[str]:
+    """Every study of a config, under `run` or not."""
+    return list(config["studies"])
+
+
+def typed_cases(config: dict) -> dict[str, Case]:
+    """Every case of a prepared config (under `run` or not, studies' generated ones too) as
+    its typed Case: what the rules read."""
+    return {name: Case.from_config(config, name) for name in config["cases"]}
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """The config's `cluster` block: whether the nodes have GPUs, the MPI launcher of solves
+    on several ranks (None: the workflow's choice), the SLURM partitions {cpu, gpu}; the
+    defaults, the schema's, are those of a config without the block."""
+
+    gpus: bool = False
+    mpi_launcher: str | None = None
+    partitions: dict[str, str] | None = None
+
+    @classmethod
+    def from_config(cls, config: dict) -> ClusterSettings:
+        block = config.get("cluster") or {}
+        return cls(bool(block.get("gpus", False)), block.get("mpi_launcher"),
+                   dict(block["partitions"]) if block.get("partitions") else None)
+
+
+@dataclass(frozen=True)
+class VerificationSettings:
+    """The `verification` block of a prepared config (the schema's defaults filled in): the
+    time-domain studies' size, backend and precision, and whether the GPU-sized DG
+    cross-check also runs on the CPU."""
+
+    quick: bool
+    backend: str
+    precision: str
+    full_on_cpu: bool
+
+    @classmethod
+    def from_config(cls, config: dict) -> VerificationSettings:
+        return cls(**config["verification"])
 
 
 def prepare_config(config: dict, base_dir: str | Path = ".", schema_path=SCHEMA_PATH) -> dict:
@@ -86,20 +130,13 @@ def solve_case(config: dict, name: str) -> Case:
     return Case.from_json(case_json(config, name, SOLVE_KEYS), medium_json(config))
 
 
-def band_case(case: dict, band: list[int]) -> dict:
-    """The case block restricted to the frequencies of one mesh band (what its mesh is
-    sized for)."""
-    freqs = case["frequencies_hz"]
-    return {**case, "frequencies_hz": [freqs[i] for i in band]}
-
-
 def case_json(config: dict, name: str, keys=None) -> str:
     """The normalised case (only `keys` of it, if given) as compact JSON for a subcommand."""
     case = config["cases"][name]
     if keys is not None:
         case = {k: case[k] for k in keys if k in case}
-    return json.dumps(case, sort_keys=True, separators=(",", ":"))
+    return compact_json(case)
 
 
 def medium_json(config: dict) -> str:
-    return json.dumps(config["medium"], sort_keys=True, separators=(",", ":"))
+    return compact_json(config["medium"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .defaults import MEDIUM
-from .errors import InputError
+from ..defaults import MEDIUM
+from ..errors import InputError
 
 
 @dataclass(frozen=True)

@@ -2,21 +2,25 @@
 
 `results/<study>/ts.csv` has one row per (case, frequency, receiver): the case, its base case,
 one column per varied parameter, then the farfield.csv columns. `results/<study>/ts_averages.csv`
-does the same with the ts_averages.csv of its cases that have `averages` (wavescat.averages).
+does the same with the ts_averages.csv of its cases that have `averages`
+(wavescat.results.averages).
 """
 from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import WavescatError
+from ..files import atomic_path
+from ..solve.records import FARFIELD_HEADER, read_farfield_csv
 from .averages import AVERAGES_HEADER
-from .case import Case
-from .errors import WavescatError
-from .files import atomic_path
 from .plots import AngleAxis, frequency_curves, ts_against_parameter, ts_plots
-from .solve.records import FARFIELD_HEADER, read_farfield_csv
+
+if TYPE_CHECKING:  # annotations only: configuration/ sits above results/ (it reads averages)
+    from ..configuration.case import Case
 
 
 def gather(cases: dict[str, Case], farfield_paths: dict[str, str | Path], out: str | Path) -> list[str]:
@@ -27,7 +31,7 @@ def gather(cases: dict[str, Case], farfield_paths: dict[str, str | Path], out: s
 def gather_averages(cases: dict[str, Case], averages_paths: dict[str, str | Path],
                     out: str | Path) -> list[str]:
     """results/<study>/ts_averages.csv: the columns case, base_case, the varied keys, then
-    those of each case's ts_averages.csv (wavescat.averages); returns its header."""
+    those of each case's ts_averages.csv (wavescat.results.averages); returns its header."""
     return _gather_tables(cases, averages_paths, out, AVERAGES_HEADER)
 
 

@@ -81,8 +81,8 @@ def test_warm_up_without_cupy_does_nothing(monkeypatch):
 
 
 def test_packaged_manifest_is_current_for_the_h_matrix_kernels():
-    """The manifest holds today's hm_pairs source for every operator and precision: a change
-    of kernels.cu or green's CUDA makes this fail until the manifest is recorded again
+    """The manifest holds today's hm_pairs source for every operator and precision, and the
+    block products' source: a change of kernels.cu, block_products.cu or green's CUDA makes this fail until the manifest is recorded again
     (bench/record_kernels.py on a GPU), instead of fresh machines silently compiling."""
     from wavescat.bem.assembly.hmatrix import kernels
     from wavescat.bem.kernels.green import Operator, cuda_defines
@@ -92,3 +92,8 @@ def test_packaged_manifest_is_current_for_the_h_matrix_kernels():
                Operator.hypersingular):
         for double in (True, False):
             assert cuda_defines(op, 1.0, double) + kernels._CUDA_SRC in sources, (op, double)
+    # the block products of GMRES, single-precision blocks in a double and a single solve
+    from wavescat.bem.assembly.hmatrix import block_products
+
+    for real in ("double", "float"):
+        assert f"typedef {real} REAL;\ntypedef float STORE;\n" + block_products._SOURCE in sources, real

@@ -89,17 +89,20 @@ def test_narrow_products_go_a_column_at_a_time_through_the_vector_kernels(device
         X = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(H.dtype)
         assert_products(H, device, X, {"dense_vector", "lowrank_vector"}, tol)
 
-def test_vector_kernels_on_wide_ranks_long_rows_and_overlapping_blocks(device):
+@pytest.mark.parametrize("L", [70, 1100])
+def test_vector_kernels_on_wide_ranks_long_rows_and_overlapping_blocks(device, L):
     """The vector kernels on stacks made up here: ranks of 150 (two slices of the kernel's
-    shared sums, VEC_RANKS = 128), blocks of 70 x 45 padded rows and columns (their padding
-    full of values that must not be read), blocks sharing rows (added by atomics), complex64
-    stored and double sums, against NumPy."""
+    shared sums, VEC_RANKS = 128), blocks of up to L x L - 25 padded rows and columns (their
+    padding full of values that must not be read), blocks sharing rows (added by atomics),
+    complex64 stored and double sums, against NumPy. L = 1100 takes the low-rank blocks'
+    split path (rows over several thread blocks, SPLIT_ABOVE = 1024), with chunks of rows
+    beyond a block's own (padding) and a last chunk cut short."""
     from wavescat.bem.assembly.hmatrix.batched_aca import BlockGroup  # noqa: PLC0415
-    from wavescat.bem.assembly.hmatrix.block_products import BlockProducts  # noqa: PLC0415
+    from wavescat.bem.assembly.hmatrix.block_products import SPLIT_ABOVE, BlockProducts  # noqa: PLC0415
 
     xp, rng = device.xp, np.random.default_rng(8)
-    n_rows, n_cols, B, L, K = 300, 260, 6, 70, 150
-    m, n = rng.integers(20, L + 1, B), rng.integers(20, L + 1, B)
+    n_rows, n_cols, B, K = L + 230, L + 190, 6, 150
+    m, n = rng.integers(L // 4, L + 1, B), rng.integers(L // 4, L + 1, B)
     r0, c0 = rng.integers(0, n_rows - L, B), rng.integers(0, n_cols - L, B)
 
     def cplx(*shape):
@@ -115,6 +118,9 @@ def test_vector_kernels_on_wide_ranks_long_rows_and_overlapping_blocks(device):
         want[r0[b]:r0[b] + m[b]] += D[b, :m[b], :nd].astype(complex) @ x[c0[b]:c0[b] + nd]
     products = BlockProducts(xp, np.complex128, np.complex64)
     y = xp.zeros(n_rows, np.complex128)
+    launches = getattr(xp, "launches", None)  # the emulation's record
+    if launches is not None:
+        del launches[:]
     places = [xp.asarray(a.astype(np.int32)) for a in (r0, c0, m, n)]
     dense_places = places[:3] + [xp.asarray(np.minimum(n, L - 25).astype(np.int32))]
     products.add(BlockGroup(None, None, None, None, U=xp.asarray(U), V=xp.asarray(V)), places,
@@ -122,3 +128,6 @@ def test_vector_kernels_on_wide_ranks_long_rows_and_overlapping_blocks(device):
     products.add(BlockGroup(None, None, None, None, D=xp.asarray(D)), dense_places, xp.asarray(x), y)
     got = device.asnumpy(y)
     assert np.linalg.norm(got - want) <= 1e-13 * np.linalg.norm(want)
+    if launches is not None:
+        split = {"lowrank_vt", "lowrank_ut"} <= {k for k, _, _ in launches}
+        assert split == (L > SPLIT_ABOVE)

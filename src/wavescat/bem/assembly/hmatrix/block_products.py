@@ -14,6 +14,10 @@ read-only cache, as X's: nothing a launch reads is written by it).
 One vector (GMRES's single right-hand side) goes through `dense_vector` and `lowrank_vector`
 instead: one thread block per block, its warps over the block's rows and their lanes along a
 row (coalesced reads of the stored entries, no lane idle), sums across lanes by shuffles.
+Low-rank blocks of more than SPLIT_ABOVE rows (those of an unbounded admissibility, many
+wavelengths wide) split their rows over thread blocks of SPLIT_ROWS (`lowrank_vt`, then
+`lowrank_ut` through the ranks' sums T): one thread block each would leave most of the
+GPU idle while the largest blocks finish.
 
 Complex blocks and vectors only, interleaved (re, im). The blocks are read in their stored
 precision (STORE: complex64 blocks are half the bytes to read) and every sum is formed in the
@@ -30,6 +34,8 @@ _SOURCE = Path(__file__).with_name("block_products.cu").read_text()
 
 THREADS = 128  # four warps per thread block
 VECTOR_THREADS = 128  # one vector: four warps over a block's rows (lowrank_vector holds at most 8)
+SPLIT_ROWS = 256  # as in block_products.cu
+SPLIT_ABOVE = 4 * SPLIT_ROWS
 
 
 class BlockProducts:
@@ -50,8 +56,10 @@ class BlockProducts:
         if key not in self._compiled:
             module = xp.RawModule(code=f"typedef {real} REAL;\ntypedef {stored} STORE;\n" + _SOURCE)
             self._compiled[key] = tuple(module.get_function(name) for name in (
-                "dense_blocks", "lowrank_blocks", "dense_vector", "lowrank_vector"))
-        self._dense, self._lowrank, self._dense_vector, self._lowrank_vector = self._compiled[key]
+                "dense_blocks", "lowrank_blocks", "dense_vector", "lowrank_vector",
+                "lowrank_vt", "lowrank_ut"))
+        (self._dense, self._lowrank, self._dense_vector, self._lowrank_vector,
+         self._lowrank_vt, self._lowrank_ut) = self._compiled[key]
 
     def _launch(self, kernel, B, r, args):
         warps = B * (-(-r // 32))
@@ -72,6 +80,9 @@ class BlockProducts:
                                    (D, *places, np.int32(B), *(np.int32(s) for s in D.shape[1:]), X, Y))
             else:
                 U, V = xp.ascontiguousarray(group.U), xp.ascontiguousarray(group.V)
+                if max(U.shape[1], V.shape[1]) > SPLIT_ABOVE:
+                    self._split_lowrank_vector(U, V, places, B, X, Y)
+                    return
                 self._lowrank_vector((B,), (VECTOR_THREADS,),
                                      (U, V, *places, np.int32(B), np.int32(U.shape[1]),
                                       np.int32(V.shape[1]), np.int32(U.shape[2]), X, Y))
@@ -87,3 +98,13 @@ class BlockProducts:
             self._launch(self._lowrank, B, int(r),
                          (U, V, *places, np.int32(B), np.int32(U.shape[1]), np.int32(V.shape[1]),
                           np.int32(U.shape[2]), X, Y, r))
+
+    def _split_lowrank_vector(self, U, V, places, B, X, Y):
+        r0, c0, m, n = places
+        (_, Lu, K), Lv = U.shape, V.shape[1]
+        T = self.xp.zeros((B, K), self.dtype)
+        chunks = lambda rows: -(-rows // SPLIT_ROWS)  # noqa: E731
+        self._lowrank_vt((B, chunks(Lv)), (VECTOR_THREADS,),
+                         (V, c0, n, np.int32(B), np.int32(Lv), np.int32(K), X, T))
+        self._lowrank_ut((B, chunks(Lu)), (VECTOR_THREADS,),
+                         (U, r0, m, np.int32(B), np.int32(Lu), np.int32(K), T, Y))

@@ -2,7 +2,8 @@
 with g++ after a shim of the CUDA built-ins, and launches them with the grid, block and
 arguments the production code passes, so CI (which has no GPU) runs the GPU code paths.
 
-The shim runs the CUDA threads of a block as fibers (ucontext) on the launching thread, and
+The shim runs the CUDA threads of a block as fibers (made by ucontext, switched by
+_setjmp/_longjmp, kept from block to block) on the launching thread, and
 the blocks (of 1-D, 2-D or 3-D grids) one after another: a thread runs until it reaches a
 barrier or ends, then the next one runs (in index order, and in reverse order every other
 round, so which of two threads runs first between two barriers changes from round to round);
@@ -52,6 +53,7 @@ SHIM = r"""
 #include <memory>
 #include <mutex>
 #include <vector>
+#include <csetjmp>
 #include <ucontext.h>
 #define WAVESCAT_EMULATION 1
 /* the shared pool between two guard bands that every launch checks (a pool sized too small,
@@ -65,12 +67,12 @@ static thread_local uint3_ threadIdx, blockIdx;
 static uint3_ blockDim, gridDim;
 /* Fibers: the threads of the block being run, each with its own stack, and the barriers
    (the block's, one per warp) they wait at. */
-struct Fiber { ucontext_t context; bool done, waiting; };
+struct Fiber { ucontext_t context; std::jmp_buf resume; bool started, done, waiting, parked; };
 struct Barrier { unsigned live, arrived; std::vector<unsigned> waiting; };
 static std::vector<Fiber> g_fibers;
 static std::vector<std::unique_ptr<char[]>> g_stacks;
 static const size_t STACK_BYTES = 512 * 1024;
-static ucontext_t g_scheduler;
+static std::jmp_buf g_scheduler;
 static unsigned g_current;
 static Barrier g_block_barrier;
 static std::vector<Barrier> g_warp_barriers;
@@ -86,18 +88,31 @@ static void arrive_and_wait(Barrier& b) {
     if (++b.arrived == b.live) { release(b); return; }  /* the last one goes on */
     b.waiting.push_back(g_current);
     g_fibers[g_current].waiting = true;
-    swapcontext(&g_fibers[g_current].context, &g_scheduler);
+    if (!_setjmp(g_fibers[g_current].resume)) _longjmp(g_scheduler, 1);
 }
 static void arrive_and_drop(Barrier& b) {  /* a thread that returns */
     --b.live;
     if (b.arrived && b.arrived == b.live) release(b);
 }
 static void fiber_main() {
-    g_body(g_body_arg);
-    g_fibers[g_current].done = true;
-    arrive_and_drop(g_block_barrier);
-    arrive_and_drop(g_warp_barriers[g_current / 32]);
-}  /* returns to the scheduler (uc_link) */
+    for (;;) {  /* a thread of a block, then parked to be the same thread of the next block */
+        g_body(g_body_arg);
+        g_fibers[g_current].done = true;
+        arrive_and_drop(g_block_barrier);
+        arrive_and_drop(g_warp_barriers[g_current / 32]);
+        g_fibers[g_current].parked = true;
+        if (!_setjmp(g_fibers[g_current].resume)) _longjmp(g_scheduler, 1);
+    }
+}
+/* Run fiber t until it waits at a barrier or ends. A fiber is made (makecontext) and started
+   on its own stack by setcontext once; every later switch is _setjmp/_longjmp, which (unlike
+   swapcontext) make no signal-mask system call: most of the emulation's time went to those. */
+static __attribute__((noinline)) void run_fiber(unsigned t) {
+    if (_setjmp(g_scheduler)) return;
+    Fiber& f = g_fibers[t];
+    if (!f.started) { f.started = true; setcontext(&f.context); }
+    _longjmp(f.resume, 1);
+}
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -206,10 +221,13 @@ template <class F> static void launch(uint3_ grid, unsigned block, F kernel) {
         for (unsigned t = 0; t < block; ++t) {
             Fiber& f = g_fibers[t];
             f.done = f.waiting = false;
+            f.started = f.parked;  /* one that ended its last block goes on from there */
+            f.parked = false;
+            if (f.started) continue;  /* a new fiber (or one a deadlock left half way) */
             getcontext(&f.context);
             f.context.uc_stack.ss_sp = g_stacks[t].get();
             f.context.uc_stack.ss_size = STACK_BYTES;
-            f.context.uc_link = &g_scheduler;
+            f.context.uc_link = nullptr;  /* fiber_main never returns: it jumps back */
             makecontext(&f.context, fiber_main, 0);
         }
         unsigned running = block;
@@ -220,7 +238,7 @@ template <class F> static void launch(uint3_ grid, unsigned block, F kernel) {
                 if (g_fibers[t].done || g_fibers[t].waiting) continue;
                 g_current = t;
                 threadIdx = {t, 0, 0};
-                swapcontext(&g_scheduler, &g_fibers[t].context);
+                run_fiber(t);
                 moved = true;
                 running -= g_fibers[t].done;
             }
@@ -359,7 +377,7 @@ class EmulatedCuda:
         cpp, lib = os.path.join(self._workdir, f"{key}.cpp"), os.path.join(self._workdir, f"{key}.so")
         with open(cpp, "w") as fh:
             fh.write(text)
-        cmd = [compiler(), "-std=c++20", "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-pthread", "-w",
+        cmd = [compiler(), "-std=c++20", "-O1", "-U_FORTIFY_SOURCE", "-ffp-contract=off", "-shared", "-fPIC", "-pthread", "-w",
                "-o", lib, cpp]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode:

@@ -76,6 +76,20 @@ def test_toml_and_csv_read_the_same_stations(tmp_path):
     assert scaled.length == pytest.approx(100.0)
 
 
+def test_an_edited_file_is_read_again(tmp_path):
+    """Shape files are parsed once per version (planning reads them for every rule): an
+    edit (a new modification time) gives the new stations."""
+    import os
+
+    path = write(tmp_path, BODY)
+    assert read_outline(path, "body").length == pytest.approx(0.10)
+    st = path.stat()
+    path.write_text(toml_text({**BODY, "x_b": [x + 0.01 for x in X[:-1]] + [0.14]}).replace(
+        "0.14", "0.2"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    assert read_outline(path, "body").length == pytest.approx(0.19)
+
+
 def test_the_shipped_sardine_reads_head_first(tmp_path):
     body = read_shape(KrmShape(path=str(SARDINE), part="body"))
     bladder = read_shape(KrmShape(path=str(SARDINE), part="swimbladder"))

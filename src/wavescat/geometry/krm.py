@@ -27,6 +27,7 @@ MAX_ASPECT or thinner than MIN_HALF_AXIS of the part. The surface is cut into th
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import tomllib
@@ -112,10 +113,18 @@ def _numbers(path, name: str, values) -> np.ndarray:
     return arr
 
 
+@functools.lru_cache(maxsize=16)
+def _parsed_toml(path: Path, mtime_ns: int, size: int) -> dict:
+    """A shape file's TOML, parsed once per version of the file: a workflow's planning reads
+    each case's outlines for every frequency and rule (echoSMs' files are large)."""
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
 def _read_toml(path: Path, shape: str | None) -> dict:
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        stat = path.stat()
+        data = _parsed_toml(path.resolve(), stat.st_mtime_ns, stat.st_size)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         _fail(path, f"cannot read it as TOML: {exc}")
     tables = data.get("shape")

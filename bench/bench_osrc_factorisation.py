@@ -17,6 +17,9 @@ on one thread), the fill nnz(L + U) of each and the levels of L (the steps of th
 level-scheduled solve, bem/linalg/triangular.py), the relative difference of their solutions,
 and the growth of the CPU seconds and the fill from the previous mesh, scaled to one doubling
 of the frequency (4 times the unknowns): (t / t_prev) ** (log 4 / log(N / N_prev)).
+`--refine-last N` adds N rows: the last mesh with every triangle split into four through its
+edge midpoints, at twice the frequency, N times (a flat mesh of the next frequency's size
+where meshing it would take long: the 2 kHz submarine split once has 1.2 million vertices).
 """
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ from wavescat.bem.linalg.triangular import _by_rows
 from wavescat.configuration.case import Case
 from wavescat.defaults import OSRC
 from wavescat.geometry import mesh_case
-from wavescat.geometry.icosphere import icosphere
+from wavescat.geometry.icosphere import icosphere, split_in_four
 from wavescat.surface import SurfaceMesh
 
 SOUND_SPEED = 1500.0
@@ -118,6 +121,9 @@ def main(argv=None):
                    help="unit icospheres of these subdivisions instead of the submarine")
     p.add_argument("--no-mmd-above", type=int, default=10**9,
                    help="skip the MMD factorisation above this many unknowns")
+    p.add_argument("--refine-last", type=int, default=0, metavar="N",
+                   help="then N more rows: the last mesh with every triangle split into four, "
+                        "at twice the frequency, N times")
     args = p.parse_args(argv)
     if args.meshes and len(args.meshes) != len(args.frequencies):
         p.error(f"{len(args.meshes)} meshes need as many --frequencies (their wavenumbers)")
@@ -129,6 +135,10 @@ def main(argv=None):
             [submarine(f, args.meshes_dir) for f in args.frequencies]
         runs = [(path.name, SurfaceMesh.from_file(path), f)
                 for path, f in zip(paths, args.frequencies)]
+    base = runs[-1][0]
+    for times in range(1, args.refine_last + 1):  # edges halved: as at twice the frequency
+        _, mesh, f = runs[-1]
+        runs.append((f"{base}, split {times}x", SurfaceMesh(*split_in_four(mesh.vertices, mesh.triangles)), 2 * f))
     print(f"# {platform.node()} ({platform.machine()}), one thread, BLAS on one thread")
     print(" ".join(f"{title:>{width}}" for title, width, _ in COLUMNS))
     prev = None

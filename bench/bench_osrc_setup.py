@@ -3,7 +3,7 @@ factorisation with SuperLU's BLAS calls on 1 thread (what wavescat does, bem/for
 `one_blas_thread`) against BLAS's own thread count.
 
     PYTHONPATH=src python bench/bench_osrc_setup.py MESH [--k K] [--blas-threads 1 2 ...]
-        [--ranks R]
+        [--ranks R] [--split N]
 
 MESH: any surface mesh file (meshio). Prints the unknowns, each factorisation's seconds per
 BLAS thread count, and the OsrcNtD set-up (all Padé terms and the inverse) as the solve
@@ -26,6 +26,7 @@ from wavescat.bem.discretisation import spaces
 from wavescat.bem.linalg import triangular
 from wavescat.bem.linalg.sparse_lu import OrderedLU, nested_dissection
 from wavescat.bem.formulations.osrc import OsrcNtD, mass_and_stiffness, solve_threads
+from wavescat.geometry.icosphere import split_in_four
 from wavescat.surface import SurfaceMesh
 
 
@@ -35,8 +36,14 @@ def main(argv=None):
     p.add_argument("--k", type=float, default=4.18879)
     p.add_argument("--blas-threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--ranks", type=int, default=0, help="also one rank's set-up on this many")
+    p.add_argument("--split", type=int, default=0, metavar="N",
+                   help="split every triangle into four N times first (a mesh of twice the "
+                        "frequency each time: pass its --k)")
     args = p.parse_args(argv)
-    space = spaces.p1(SurfaceMesh.from_file(args.mesh))
+    mesh = SurfaceMesh.from_file(args.mesh)
+    for _ in range(args.split):
+        mesh = SurfaceMesh(*split_in_four(mesh.vertices, mesh.triangles))
+    space = spaces.p1(mesh)
     mass, stiffness = mass_and_stiffness(space)
     shifted = (mass - (0.3 + 0.1j) * stiffness / args.k**2).tocsc()
     print(f"{args.mesh}: {space.n_dofs} unknowns, k = {args.k:g}")

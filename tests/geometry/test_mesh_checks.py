@@ -92,3 +92,22 @@ def test_triangle_soup_is_merged():
     out = check_surface(soup)
     assert out.n_vertices == SPHERE.n_vertices
     assert out.enclosed_volume == pytest.approx(SPHERE.enclosed_volume)
+
+
+def test_split_in_four_keeps_the_surface_and_halves_the_edges():
+    """Splitting every triangle through its edge midpoints: four times the triangles, a vertex
+    more per edge, the same area and volume (flat), the edges halved, and still a closed
+    outward surface that passes the checks unchanged."""
+    from wavescat.geometry.icosphere import split_in_four
+
+    coarse = icosphere(2)
+    v, f = split_in_four(coarse.vertices, coarse.triangles)
+    fine = SurfaceMesh(v, f)
+    edges = np.unique(np.sort(np.concatenate([coarse.triangles[:, [0, 1]], coarse.triangles[:, [1, 2]],
+                                              coarse.triangles[:, [2, 0]]]), axis=1), axis=0)
+    assert len(f) == 4 * len(coarse.triangles) and len(v) == len(coarse.vertices) + len(edges)
+    assert fine.total_area == pytest.approx(coarse.total_area, rel=1e-13)
+    assert fine.enclosed_volume == pytest.approx(coarse.enclosed_volume, rel=1e-13)
+    assert fine.edge_lengths.max() == pytest.approx(coarse.edge_lengths.max() / 2, rel=1e-13)
+    checked = check_surface(fine)
+    assert np.array_equal(checked.triangles, f)

@@ -23,14 +23,18 @@ def _icosahedron() -> tuple[np.ndarray, np.ndarray]:
     return v / np.linalg.norm(v, axis=1, keepdims=True), f
 
 
-def _subdivide(v: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Split every triangle into four through its edge midpoints (shared midpoints merged)."""
+def split_in_four(v: np.ndarray, f: np.ndarray, unit_sphere: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Split every triangle into four through its edge midpoints (shared midpoints merged;
+    with `unit_sphere` the midpoints moved onto the unit sphere): a flat mesh of half the
+    edge length, as for twice the frequency (bench/bench_osrc_factorisation.py)."""
     edges = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
     key = np.sort(edges, axis=1)
     uniq, inv = np.unique(key, axis=0, return_inverse=True)
     inv = inv.ravel()
     mid = 0.5 * (v[uniq[:, 0]] + v[uniq[:, 1]])
-    mid /= np.linalg.norm(mid, axis=1, keepdims=True)
+    if unit_sphere:
+        mid /= np.linalg.norm(mid, axis=1, keepdims=True)
     m = len(f)
     a, b, c = f[:, 0], f[:, 1], f[:, 2]
     ab, bc, ca = (len(v) + inv[:m], len(v) + inv[m:2 * m], len(v) + inv[2 * m:])
@@ -44,7 +48,7 @@ def icosphere(subdivisions: int, radius: float = 1.0, center=(0.0, 0.0, 0.0)) ->
         raise ValueError(f"subdivisions = {subdivisions}: must be >= 0")
     v, f = _icosahedron()
     for _ in range(subdivisions):
-        v, f = _subdivide(v, f)
+        v, f = split_in_four(v, f, unit_sphere=True)
     return SurfaceMesh(radius * v + np.asarray(center, dtype=float), f,
                        {"kind": "icosphere", "subdivisions": subdivisions, "radius": radius})
 

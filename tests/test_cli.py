@@ -1,4 +1,7 @@
 """`wavescat --help` tells a user what the command is for and where to go instead."""
+import subprocess
+import sys
+
 import pytest
 
 from wavescat.cli import main
@@ -28,3 +31,13 @@ def test_every_subcommand_is_found_by_its_module():
         importlib.import_module(f"wavescat.commands.{module}").register(sub)
         assert {n: module for n in sub.choices} == {
             n: m for n, m in commands.SUBCOMMANDS.items() if m == module}
+
+
+def test_a_solve_job_does_not_load_the_plotting_stack():
+    """`wavescat solve` runs once per frequency of every case: the module SUBCOMMANDS names
+    for it loads no matplotlib (`collect`, its own module, draws the plots)."""
+    code = ("import sys; from wavescat.cli import build_parser; build_parser('solve'); "
+            "print(sorted({'matplotlib', 'wavescat.results.plots'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -34,6 +34,28 @@ def test_default_config_valid_and_defaults_filled(default):
     assert set(cfg["run"]) <= set(cfg["cases"])
 
 
+def test_schema_is_parsed_once_per_version_of_its_file(tmp_path):
+    """load_schema parses a file once per (path, modification time, size) and hands each
+    caller a copy of its own; an edited file is read again; the package's schema reads as
+    PyYAML's pure-Python safe_load reads it (exponent numbers stay strings, as there)."""
+    import os
+
+    from wavescat.defaults import SCHEMA_PATH
+
+    path = tmp_path / "schema.yaml"
+    path.write_text("a: 1\nb: 1e-5\n")
+    first = load_schema(path)
+    assert first == {"a": 1, "b": "1e-5"}
+    first["a"] = 2  # the caller's copy
+    assert load_schema(path) == {"a": 1, "b": "1e-5"}
+    mtime = path.stat().st_mtime_ns
+    path.write_text("a: 7\nb: 1e-5\n")  # the same size: the modification time tells
+    os.utime(path, ns=(mtime + 10**9, mtime + 10**9))
+    assert load_schema(path)["a"] == 7
+    with open(SCHEMA_PATH) as fh:
+        assert load_schema() == yaml.safe_load(fh)
+
+
 def test_frequency_sweep_expands():
     assert frequencies({"start": 100, "stop": 200, "count": 3}) == [100.0, 150.0, 200.0]
     assert frequencies([50, 70]) == [50.0, 70.0]

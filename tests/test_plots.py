@@ -7,7 +7,7 @@ import pytest
 
 from wavescat.results import plots
 from wavescat.configuration.case import Case
-from wavescat.commands.solve import make_plots
+from wavescat.commands.collect import make_plots
 from wavescat.problem.farfield import incident_directions, receiver_directions, target_strength
 from wavescat.reference import rigid_sphere
 from wavescat.results.study_table import plot_study

@@ -21,9 +21,22 @@ import yaml
 SCHEMA_PATH = Path(__file__).resolve().parent / "configuration" / "config.schema.yaml"
 
 
+# libyaml's parser where PyYAML has it (the same documents, a tenth of the time): every
+# `wavescat` job and every prepare_config reads the schema.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
+    """The schema at `path`: a fresh copy (the caller may change it) of the file's one parse
+    per version (path, modification time, size), so an edited file is read again."""
+    stat = Path(path).stat()
+    return copy.deepcopy(_parsed_schema(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size))
+
+
+@lru_cache(maxsize=8)
+def _parsed_schema(path: str, mtime_ns: int, size: int) -> dict:
     with open(path) as fh:
-        return yaml.safe_load(fh)
+        return yaml.load(fh, Loader=_LOADER)
 
 
 def _resolve(node: dict, defs: dict) -> dict:

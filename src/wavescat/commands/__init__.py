@@ -24,7 +24,7 @@ SUBCOMMANDS = {
     "near-field": "near_field",
     "bem-probes": "probes",
     "reference": "reference", "compare-farfield": "reference",
-    "solve": "solve", "collect": "solve",
+    "solve": "solve", "collect": "collect",
     "stale": "stale",
     "study": "study",
 }

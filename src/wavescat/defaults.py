@@ -17,6 +17,8 @@ from pathlib import Path
 
 import yaml
 
+from .files import parsed_once
+
 # package data (pyproject.toml)
 SCHEMA_PATH = Path(__file__).resolve().parent / "configuration" / "config.schema.yaml"
 
@@ -28,13 +30,11 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
     """The schema at `path`: a fresh copy (the caller may change it) of the file's one parse
-    per version (path, modification time, size), so an edited file is read again."""
-    stat = Path(path).stat()
-    return copy.deepcopy(_parsed_schema(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size))
+    per version (files.parsed_once), so an edited file is read again."""
+    return copy.deepcopy(parsed_once(path, _load_yaml))
 
 
-@lru_cache(maxsize=8)
-def _parsed_schema(path: str, mtime_ns: int, size: int) -> dict:
+def _load_yaml(path: Path) -> dict:
     with open(path) as fh:
         return yaml.load(fh, Loader=_LOADER)
 

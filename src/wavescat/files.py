@@ -1,8 +1,10 @@
 """Result files written atomically: a failed or interrupted run never leaves a half-written
-file behind, and a finished file has the permissions of any file the user creates."""
+file behind, and a finished file has the permissions of any file the user creates. Input
+files read many times in one process (the schema, fish shapes) parsed once per version."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 from pathlib import Path
@@ -34,3 +36,17 @@ def atomic_path(path: str | Path):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def parsed_once(path: str | Path, parse):
+    """parse(path), kept for this version of the file (resolved path, modification time and
+    size), so an edited file is parsed again; `parse` a module-level function. The result is
+    shared: callers that change it take a copy."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    return _parsed(path, stat.st_mtime_ns, stat.st_size, parse)
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(path: Path, mtime_ns: int, size: int, parse):
+    return parse(path)

@@ -27,7 +27,6 @@ MAX_ASPECT or thinner than MIN_HALF_AXIS of the part. The surface is cut into th
 """
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import tomllib
@@ -38,6 +37,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import InputError, MeshError
+from ..files import parsed_once
 from ..surface import SurfaceMesh
 from .checks import check_surface
 from .gmsh_model import generate_surface_mesh, gmsh_session, occ_volume_area, surface_from_model
@@ -113,18 +113,14 @@ def _numbers(path, name: str, values) -> np.ndarray:
     return arr
 
 
-@functools.lru_cache(maxsize=16)
-def _parsed_toml(path: Path, mtime_ns: int, size: int) -> dict:
-    """A shape file's TOML, parsed once per version of the file: a workflow's planning reads
-    each case's outlines for every frequency and rule (echoSMs' files are large)."""
+def _load_toml(path: Path) -> dict:
     with open(path, "rb") as f:
         return tomllib.load(f)
 
 
 def _read_toml(path: Path, shape: str | None) -> dict:
-    try:
-        stat = path.stat()
-        data = _parsed_toml(path.resolve(), stat.st_mtime_ns, stat.st_size)
+    try:  # once per version of the file: planning reads each outline for every rule
+        data = parsed_once(path, _load_toml)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         _fail(path, f"cannot read it as TOML: {exc}")
     tables = data.get("shape")

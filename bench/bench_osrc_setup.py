@@ -34,7 +34,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("mesh")
     p.add_argument("--k", type=float, default=4.18879)
-    p.add_argument("--blas-threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--blas-threads", type=int, nargs="*", default=[1, 2],
+                   help="one factorisation in this process per count (none: skip)")
     p.add_argument("--ranks", type=int, default=0, help="also one rank's set-up on this many")
     p.add_argument("--split", type=int, default=0, metavar="N",
                    help="split every triangle into four N times first (a mesh of twice the "

@@ -2,11 +2,14 @@
 osrc.PROCESS_UNKNOWNS): the same factors and solves as in this process, the device's
 level-scheduled solves built from a worker's factors, and errors that name the worker."""
 import os
+import platform
 import signal
+import sys
 from collections import OrderedDict
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from wavescat.bem.discretisation import spaces
 from wavescat.bem.formulations import osrc
@@ -86,3 +89,18 @@ def test_large_patterns_are_ordered_by_a_worker(space, monkeypatch):
     pattern = sparse_lu.pattern(mass)
     assert np.array_equal(order_in_worker(pattern, 1), sparse_lu.metis_order(pattern))
     assert np.allclose(mass @ lu.solve(np.ones(space.n_dofs)), 1.0)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or sys.platform != "linux",
+                    reason="flushing subnormals is done on x86-64 Linux")
+def test_workers_flush_subnormal_numbers():
+    """A worker's factors flush subnormal numbers to zero (Intel cores slow down on them:
+    factor_processes.flush_subnormals); this process, which did not ask, keeps them."""
+    tiny = 1e-310  # below the smallest normal double, 2.2e-308
+    matrix = sp.csc_matrix(np.array([[1.0, 0.0], [tiny, 1.0]]))
+    here = sparse_lu.OrderedLU(matrix, [0, 1])
+    away = factor_processes.RemoteLU(matrix, [0, 1], workers=1)
+    assert here.L.toarray()[1, 0] == tiny
+    assert away.L.toarray()[1, 0] == 0.0
+    assert np.array_equal(away.solve(np.array([1.0, 0.0])), [1.0, 0.0])
+    assert here.solve(np.array([1.0, 0.0]))[1] == -tiny

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from threadpoolctl import threadpool_limits
 
 from wavescat.backend import follow_job_threads, get_backend, gpu_available
 
@@ -17,11 +18,16 @@ def _share_the_cores() -> None:
     """`pytest -n N` runs N workers on the machine's cores: each one's Numba pool takes its share,
     as a Snakemake job's does (backend.follow_job_threads). Two workers of two threads each on
     two cores stall on each other's parallel-loop barriers (tests/timedomain/dg/test_scattering.py
-    with -n 2 on the shared 2-core machine: 195 CPU seconds so, 20 with one thread each)."""
+    with -n 2 on the shared 2-core machine: 195 CPU seconds so, 20 with one thread each).
+    BLAS likewise, through threadpoolctl: it started one thread per core when NumPy was
+    imported (above), and its idle threads spin (solve.parallel.share_cores); so under -n 2
+    test_hodlr's 1e-4 inverse took 65 s, 5 s alone."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
-        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
         follow_job_threads()
+        threadpool_limits(limits=threads, user_api="blas")
 
 
 _share_the_cores()

@@ -138,12 +138,15 @@ def test_gas_core_preconditioner_keeps_the_answer_and_cuts_iterations(shell_mesh
     form = _nested(shell, gas)
     out = {}
     hmatrix = {"leaf_size": 16, "eta": 1.0, "eps": 1e-8, "storage": "double"}
+    assembled = {}  # the operators of each format, assembled once (a system reads them)
     for setting, fmt in (("none", "dense"), ("block_triangular", "dense"),
                          ("block_triangular", "hmatrix"), ("hodlr", "hmatrix")):
-        space = form.space(shell_mesh)
-        options = {"hmatrix_options": hmatrix} if fmt == "hmatrix" else {}
-        ops = assemble_operators(form, space, K, fmt, backend="cpu", precision="double",
-                                 **options)
+        if fmt not in assembled:
+            space = form.space(shell_mesh)
+            options = {"hmatrix_options": hmatrix} if fmt == "hmatrix" else {}
+            assembled[fmt] = space, assemble_operators(form, space, K, fmt, backend="cpu",
+                                                       precision="double", **options)
+        space, ops = assembled[fmt]
         system = form.system(space, K, ops,
                              SolverSettings.from_dict({"fluid_preconditioner": setting}))
         assert bool(system.preconditioners) == (setting != "none")

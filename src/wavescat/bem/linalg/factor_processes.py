@@ -56,7 +56,7 @@ def flush_subnormals() -> bool:
     matrix's inverse, and at a million unknowns some updates fall below 2.2e-308, where an
     Intel core takes a microcode assist per operation: the smallest Padé shift's factorisation
     of the 4 kHz submarine took 78.5 s against 20.6 s flushed, on an H200 host
-    (bench/README.md); values that small change no digit of a solve. Only the workers flush:
+    (docs/performance.md); values that small change no digit of a solve. Only the workers flush:
     it changes this thread's arithmetic for good."""
     if platform.machine() not in ("x86_64", "AMD64") or sys.platform != "linux":
         return False

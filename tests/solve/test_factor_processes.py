@@ -2,9 +2,7 @@
 osrc.PROCESS_UNKNOWNS): the same factors and solves as in this process, the device's
 level-scheduled solves built from a worker's factors, and errors that name the worker."""
 import os
-import platform
 import signal
-import sys
 from collections import OrderedDict
 
 import numpy as np
@@ -91,7 +89,7 @@ def test_large_patterns_are_ordered_by_a_worker(space, monkeypatch):
     assert np.allclose(mass @ lu.solve(np.ones(space.n_dofs)), 1.0)
 
 
-@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or sys.platform != "linux",
+@pytest.mark.skipif(not factor_processes.FLUSHES_SUBNORMALS,
                     reason="flushing subnormals is done on x86-64 Linux")
 def test_workers_flush_subnormal_numbers():
     """A worker's factors flush subnormal numbers to zero (Intel cores slow down on them:

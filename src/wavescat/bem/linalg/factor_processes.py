@@ -48,6 +48,8 @@ from .sparse_lu import OrderedLU, metis_order
 # x86-64 MXCSR bits: flush-to-zero (results) and denormals-are-zero (operands)
 _FTZ_DAZ = 0x8040
 _MXCSR_OFFSET = 28  # in glibc's x86-64 fenv_t (x87 environment, then MXCSR)
+# where `flush_subnormals` can: the MXCSR layout above is x86-64 glibc's
+FLUSHES_SUBNORMALS = platform.machine() == "x86_64" and sys.platform == "linux"
 
 
 def flush_subnormals() -> bool:
@@ -58,7 +60,7 @@ def flush_subnormals() -> bool:
     of the 4 kHz submarine took 78.5 s against 20.6 s flushed, on an H200 host
     (docs/performance.md); values that small change no digit of a solve. Only the workers flush:
     it changes this thread's arithmetic for good."""
-    if platform.machine() not in ("x86_64", "AMD64") or sys.platform != "linux":
+    if not FLUSHES_SUBNORMALS:
         return False
     name = ctypes.util.find_library("m")
     if name is None:

@@ -1,13 +1,15 @@
 """Directional against plain H-matrices of the submarine's Burton-Miller operators.
 
     python bench/bench_directional.py --mesh-dir DIR --freq 500 1000 2000 [--backend gpu]
-        [--configs 10:1:5 15:2:6 hmatrix:none] [--ops double_layer hypersingular]
+        [--configs 10:1:5 15:2:6 hmatrix:none] [--ops double_layer hypersingular] [--split N]
 
 For each frequency (mesh DIR/submarine_<f>Hz.msh, as bench_submarine.py --mesh-dir writes
-them) and operator: the H-matrix at the workflow's settings (solver.hmatrix) and the
+them; `--split N`: the mesh of f / 2^N Hz with every triangle split into four N times, a
+mesh of f's size where f's own is not at hand) and operator: the H-matrix at the workflow's settings (solver.hmatrix) and the
 directional format at each ACA_KD_MAX:ETA2:ORDER of --configs (`hmatrix:KD`: the plain
 H-matrix with solver.hmatrix.kd_max KD, a number or none); per row the assembly time,
-what is stored (near field and ACA blocks; the far field stores nothing), the far field's
+what is stored (near field and ACA blocks; the far field stores nothing) and the dense near
+field's share of it, the far field's
 own device arrays, the product time of one vector (median of 3, after a first product),
 and the product's distance from the H-matrix's (relative, 2-norm, over a random vector).
 Storage growth per doubling of the frequency is the ratio of one row's storage to the row
@@ -28,6 +30,7 @@ from wavescat.bem.assembly.directional import DirectionalSettings, assemble_dire
 from wavescat.bem.assembly.hmatrix import assemble_hmatrix
 from wavescat.bem.discretisation import spaces
 from wavescat.configuration.case import SolverSettings
+from wavescat.geometry.icosphere import split_in_four
 from wavescat.surface import SurfaceMesh
 
 SOUND_SPEED = 1500.0  # the default config's water
@@ -45,6 +48,12 @@ def timed_products(H, x, be, repeats=3):
     return y, float(np.median(times))
 
 
+def dense_gib(H) -> float:
+    """The dense near field's bytes of an H-matrix (or a directional one's near part)."""
+    near = getattr(H, "near", H)
+    return sum(int(g.D.nbytes) for g in near.groups() if g.D is not None) / 2**30
+
+
 def release(be):
     gc.collect()
     if be.is_gpu:
@@ -56,18 +65,22 @@ def main(argv=None):
     ap.add_argument("--mesh-dir", required=True)
     ap.add_argument("--freq", type=float, nargs="+", default=[500.0, 1000.0])
     ap.add_argument("--backend", default="auto", choices=["auto", "cpu", "gpu"])
-    ap.add_argument("--configs", nargs="+", default=["10:1:5"],
+    ap.add_argument("--configs", nargs="*", default=["10:1:5"],
                     help="ACA_KD_MAX:ETA2:ORDER of each directional run")
     ap.add_argument("--ops", nargs="+", default=["double_layer", "hypersingular"])
     ap.add_argument("--no-reference", action="store_true", help="skip the plain H-matrix")
+    ap.add_argument("--split", type=int, default=0, metavar="N",
+                    help="use the mesh of f / 2^N Hz split into four N times")
     args = ap.parse_args(argv)
     be = get_backend(args.backend)
     hm = SolverSettings.from_dict({}).hmatrix.options()
     print(f"# bench_directional on {be.device_name} ({be.name}); H-matrix {hm}", flush=True)
-    print("f_Hz  dofs  operator  format  assembly_s  stored_GiB  far_GiB  product_s  rel_diff  "
-          "far_blocks", flush=True)
+    print("f_Hz  dofs  operator  format  assembly_s  stored_GiB  dense_GiB  far_GiB  product_s  "
+          "rel_diff  far_blocks", flush=True)
     for f in args.freq:
-        mesh = SurfaceMesh.from_file(Path(args.mesh_dir) / f"submarine_{f:g}Hz.msh")
+        mesh = SurfaceMesh.from_file(Path(args.mesh_dir) / f"submarine_{f / 2**args.split:g}Hz.msh")
+        for _ in range(args.split):
+            mesh = SurfaceMesh(*split_in_four(mesh.vertices, mesh.triangles))
         space = spaces.p1(mesh)
         k = 2 * math.pi * f / SOUND_SPEED
         rng = np.random.default_rng(0)
@@ -83,7 +96,8 @@ def main(argv=None):
                 ref, tp = timed_products(H, xd, be)
                 ref = be.asnumpy(ref) if be.is_gpu else ref
                 print(f"{f:g} {space.n_dofs} {op} hmatrix {ta:.1f} "
-                      f"{H.report['storage_bytes'] / 2**30:.3f} 0 {tp:.3f} 0 0", flush=True)
+                      f"{H.report['storage_bytes'] / 2**30:.3f} {dense_gib(H):.3f} 0 {tp:.3f} 0 0",
+                      flush=True)
                 del H
                 release(be)
             for cfg in args.configs:
@@ -106,7 +120,8 @@ def main(argv=None):
                 far = rep.get("directional", {"device_bytes": 0, "blocks_per_level": "-"})
                 name = cfg if cfg.startswith("hmatrix:") else f"directional:{cfg}"
                 print(f"{f:g} {space.n_dofs} {op} {name} {ta:.1f} "
-                      f"{rep['storage_bytes'] / 2**30:.3f} {far['device_bytes'] / 2**30:.3f} "
+                      f"{rep['storage_bytes'] / 2**30:.3f} {dense_gib(D):.3f} "
+                      f"{far['device_bytes'] / 2**30:.3f} "
                       f"{tp:.3f} {diff:.2e} {far['blocks_per_level']}", flush=True)
                 del D
                 release(be)

@@ -5,13 +5,13 @@
 
 For each frequency (mesh DIR/submarine_<f>Hz.msh, as bench_submarine.py --mesh-dir writes
 them; `--split N`: the mesh of f / 2^N Hz with every triangle split into four N times, a
-mesh of f's size where f's own is not at hand) and operator: the H-matrix at the workflow's settings (solver.hmatrix) and the
-directional format at each ACA_KD_MAX:ETA2:ORDER of --configs (`hmatrix:KD`: the plain
-H-matrix with solver.hmatrix.kd_max KD, a number or none); per row the assembly time,
-what is stored (near field and ACA blocks; the far field stores nothing) and the dense near
-field's share of it, the far field's
-own device arrays, the product time of one vector (median of 3, after a first product),
-and the product's distance from the H-matrix's (relative, 2-norm, over a random vector).
+mesh of f's size where f's own is not at hand) and operator: the H-matrix at the workflow's
+settings (solver.hmatrix) and the directional format at each ACA_KD_MAX:ETA2:ORDER of
+--configs (`hmatrix:KD`: the plain H-matrix with solver.hmatrix.kd_max KD, a number or none);
+per row the assembly time, what is stored (near field and ACA blocks; the far field stores
+nothing) and the dense near field's share of it, the far field's own device arrays, the
+product time of one vector (median of 3, after a first product), and the product's distance
+from the H-matrix's (relative, 2-norm, over a random vector).
 Storage growth per doubling of the frequency is the ratio of one row's storage to the row
 of the same configuration at half the frequency.
 """

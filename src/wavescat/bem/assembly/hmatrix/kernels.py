@@ -175,6 +175,8 @@ class PairKernel:
         re = np.empty(npairs, dtype=self.rdtype)
         im = np.empty(npairs, dtype=self.rdtype)
         if npairs:
-            _pairs_cpu(int(self.op), *self._k, np.asarray(ti, np.int64), np.asarray(sj, np.int64),
+            # contiguous always: a strided index array would compile a second variant
+            _pairs_cpu(int(self.op), *self._k, np.ascontiguousarray(ti, np.int64),
+                       np.ascontiguousarray(sj, np.int64),
                        *self._t, *self._s, re, im)
         return (re + 1j * im).astype(self.dtype) if self.helmholtz else re

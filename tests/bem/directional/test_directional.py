@@ -64,8 +64,15 @@ def _plan(space, kd_max=3.0, settings=SETTINGS, leaf_size=16):
     return build_plan(tree, K, settings, 1.0, kd_max), cloud.permuted(tree.perm)
 
 
-def test_plan_partitions_the_matrix_and_admits_by_its_rules(tube_space):
-    plan, _ = _plan(tube_space)
+@pytest.fixture(scope="module")
+def tube_plan(tube_space):
+    """The tube's plan at the default settings and its permuted cloud, read by the plan's test
+    and every operator's far-field check (built once, not once per test)."""
+    return _plan(tube_space)
+
+
+def test_plan_partitions_the_matrix_and_admits_by_its_rules(tube_space, tube_plan):
+    plan, _ = tube_plan
     tree, n = plan.tree, tube_space.n_dofs
     cover = np.zeros((n, n), np.int8)
     used = [lv for lv, level in enumerate(plan.levels) if len(level.t)]
@@ -95,8 +102,8 @@ def test_plan_partitions_the_matrix_and_admits_by_its_rules(tube_space):
 # rings is small against G: (x - y).n ~ 0), W 2.5e-4
 @pytest.mark.parametrize("name, tol", [("single_layer", 1e-4), ("double_layer", 5e-3),
                                        ("adjoint_double_layer", 5e-3), ("hypersingular", 1e-3)])
-def test_far_field_approximates_the_regular_entries(tube_space, name, tol):
-    plan, cloud = _plan(tube_space)
+def test_far_field_approximates_the_regular_entries(tube_plan, name, tol):
+    plan, cloud = tube_plan
     n = cloud.n
     mask = np.zeros((n, n), bool)
     for lv, level in enumerate(plan.levels):

@@ -126,24 +126,38 @@ def test_symmetric_operators_compress_half_their_blocks(name, backend):
 
 @pytest.mark.parametrize("name, space_of", [("double_layer", spaces.p1), ("hypersingular", spaces.p1),
                                             ("single_layer", spaces.p0)])
-def test_blocks_compressed_whole_match_those_compressed_by_crosses(name, space_of, monkeypatch):
-    """On the CPU a level's admissible blocks go to ACA by crosses or whole (every entry by
-    element pairs, then ACA on the stored block), whichever its probes found cheaper: ACA
-    sees the same entries either way, so the H-matrix costs fewer kernel evaluations, is
-    the same to its accuracy (the icosphere's symmetry makes ties of ACA's pivots, which
-    rounding breaks either way) and applies the dense operator to that accuracy."""
+def test_blocks_compressed_whole_match_those_of_the_point_matrix(name, space_of, monkeypatch):
+    """On the CPU a level's admissible blocks go to ACA by their point kernel matrices
+    (point_aca.py) or whole (every entry by element pairs, then ACA on the stored block),
+    whichever its probes found cheaper. Either way the H-matrix is the same to its accuracy
+    (the icosphere's symmetry makes ties of ACA's pivots, which rounding breaks either way)
+    and applies the dense operator to that accuracy; the point matrices take several times
+    fewer kernel evaluations than whole blocks, and the probes keep the way of fewer."""
     space = space_of(icosphere(3))
     k, eps = 3.0, 1e-5
     kwargs = dict(backend="cpu", eps=eps, eta=2.0, leaf_size=8)
+
+    class Whole(batched_aca._Route):  # every level whole where its clusters allow
+        def __init__(self, kernel, far, sel):
+            super().__init__(kernel, far, sel)
+            self.whole, self.decided = batched_aca._clusters_partition(far, sel), True
+
     monkeypatch.setattr(batched_aca._Route, "PROBE", 10**9)  # no level large enough to probe
-    crosses = assemble_hmatrix(name, space, space, k, **kwargs)
+    points = assemble_hmatrix(name, space, space, k, **kwargs)
+    monkeypatch.setattr(batched_aca, "_Route", Whole)
+    whole = assemble_hmatrix(name, space, space, k, **kwargs)
+    monkeypatch.undo()
     monkeypatch.setattr(batched_aca._Route, "PROBE", 4)
     routed = assemble_hmatrix(name, space, space, k, **kwargs)
-    assert crosses.report["blocks"]["aca_whole"] == 0
-    assert routed.report["blocks"]["aca_whole"] > 0.3 * routed.report["blocks"]["admissible"]
-    assert routed.report["kernel_evaluations"] < crosses.report["kernel_evaluations"]
-    a, b = routed.to_dense(), crosses.to_dense()
-    assert np.abs(a - b).max() <= eps * np.abs(b).max()
+    compressed = sum(level["blocks"] for level in points.report["blocks"]["aca_levels"][0])
+    assert points.report["blocks"]["aca_whole"] == 0
+    assert whole.report["blocks"]["aca_whole"] > 0.9 * compressed
+    assert points.report["kernel_evaluations"] < whole.report["kernel_evaluations"]
+    assert routed.report["kernel_evaluations"] < whole.report["kernel_evaluations"]
     A = np.asarray(operators.assemble(name, space, space, k, backend="cpu"))
     x = np.random.default_rng(4).standard_normal(space.n_dofs)
-    assert np.linalg.norm(routed @ x - A @ x) / np.linalg.norm(A @ x) <= 10 * eps
+    b = whole.to_dense()
+    for H in (points, routed):
+        assert np.abs(H.to_dense() - b).max() <= eps * np.abs(b).max()
+    for H in (points, whole, routed):
+        assert np.linalg.norm(H @ x - A @ x) / np.linalg.norm(A @ x) <= 10 * eps

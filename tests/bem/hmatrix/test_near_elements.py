@@ -1,11 +1,15 @@
-"""The CPU's dense near field by element pairs equals the per-entry sums of the dof clouds."""
+"""The CPU's dense near field by element pairs, and its ACA blocks from the point matrices,
+equal the per-entry sums of the dof clouds."""
 import numpy as np
 import pytest
 
 from wavescat.backend import get_backend
 from wavescat.bem.assembly.hmatrix.clouds import space_cloud
 from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree
+from wavescat.bem.assembly import operators
+from wavescat.bem.assembly.hmatrix import assemble_hmatrix, batched_aca
 from wavescat.bem.assembly.hmatrix.kernels import OPERATORS, PairKernel
+from wavescat.bem.assembly.hmatrix.point_aca import point_aca
 from wavescat.bem.discretisation import quadrature, spaces
 from wavescat.geometry.icosphere import icosphere
 
@@ -99,27 +103,20 @@ def test_one_space_takes_both_orders_of_a_pair_from_one_evaluation(name, k, symm
 
 @pytest.mark.parametrize("k", [0.0, 3.0 + 0.5j])
 @pytest.mark.parametrize("name, kinds", SPACES)
-def test_element_pairs_give_the_per_entry_rows_and_columns(sphere_spaces, name, kinds, k):
-    """ACA's crosses: a row or a column of each block, padded with zeros to the length."""
-    test = shuffled_cloud(sphere_spaces[kinds[0]], 1)
-    trial = shuffled_cloud(sphere_spaces[kinds[1]], 2)
-    kern = PairKernel(name, k, test, trial, get_backend("cpu"))
-    want_all = dense(kern, test.n, trial.n)
-    rng = np.random.default_rng(4)
-    B, L = 40, 30
-    r0, c0 = rng.integers(0, test.n - 5, B), rng.integers(0, trial.n - 5, B)
-    m = rng.integers(1, np.minimum(L, test.n - r0) + 1)
-    n = rng.integers(1, np.minimum(L, trial.n - c0) + 1)
-    along_rows = rng.random(B) < 0.5
-    fixed = np.where(along_rows, rng.integers(0, n), rng.integers(0, m))
-    got = kern.crosses(r0, c0, m, n, fixed, along_rows, L)
-    want = np.zeros_like(got)
-    for b in range(B):
-        if along_rows[b]:
-            want[b, :m[b]] = want_all[r0[b]:r0[b] + m[b], c0[b] + fixed[b]]
-        else:
-            want[b, :n[b]] = want_all[r0[b] + fixed[b], c0[b]:c0[b] + n[b]]
-    assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()
+def test_point_matrix_aca_gives_the_admissible_blocks(name, kinds, k, monkeypatch):
+    """ACA of the admissible blocks' point kernel matrices, summed into dofs (point_aca.py),
+    gives the H-matrix of the dense operator to its tolerance, for any two spaces, Laplace
+    and damped Helmholtz; with the factors' first width at 2 nearly every block is redone
+    at full width."""
+    mesh = icosphere(2)
+    test, trial = ({"P0": spaces.p0, "P1": spaces.p1}[kind](mesh) for kind in kinds)
+    monkeypatch.setattr(batched_aca._Route, "PROBE", 10**9)  # every block by its point matrix
+    monkeypatch.setattr(batched_aca, "point_aca", lambda *args: point_aca(*args[:-1], 2))
+    eps = 1e-6
+    H = assemble_hmatrix(name, trial, test, k, backend="cpu", eps=eps, eta=2.0, leaf_size=8)
+    assert H.report["blocks"]["admissible"] > 100 and H.report["blocks"]["aca_whole"] == 0
+    A = np.asarray(operators.assemble(name, trial, test, k, backend="cpu"))
+    assert np.linalg.norm(H.to_dense() - A) <= 10 * eps * np.linalg.norm(A)
 
 
 @pytest.mark.parametrize("name", list(OPERATORS))

@@ -68,10 +68,10 @@ class AcaState:
               "used_c", "was_ref_r", "was_ref_c", "restarts_r", "restarts_c", "active",
               "converged", "refcol", "refrow", "iref", "jref", "dead_r", "dead_c", "orig")
 
-    def __init__(self, r0, m, c0, n, L, K, xp, dtype, rdt, evaluate, crosses):
+    def __init__(self, r0, m, c0, n, L, K, xp, dtype, rdt, evaluate):
         B = int(r0.shape[0])
         self.xp, self.dtype, self.L = xp, dtype, L
-        self.evaluate, self.crosses = evaluate, crosses
+        self.evaluate = evaluate
         self.ar = xp.arange(L)
         self.r0, self.m, self.c0, self.n = r0, m, c0, n
         self.rowmask = self.ar[None, :] < m[:, None]
@@ -115,13 +115,9 @@ class AcaState:
         m_, n_ = self.m[ids, None], self.n[ids, None]
         alr = along_rows[ids, None]
         fx = fixed[ids, None]
-        if self.crosses is not None:
-            vals = self.crosses(self.r0[ids], self.c0[ids], m_[:, 0], n_[:, 0], fx[:, 0],
-                                alr[:, 0], L)
-        else:
-            ti = self.r0[ids, None] + xp.where(alr, xp.minimum(self.ar[None, :], m_ - 1), fx)
-            sj = self.c0[ids, None] + xp.where(alr, fx, xp.minimum(self.ar[None, :], n_ - 1))
-            vals = self.evaluate(ti.ravel(), sj.ravel()).reshape(ids.shape[0], L)
+        ti = self.r0[ids, None] + xp.where(alr, xp.minimum(self.ar[None, :], m_ - 1), fx)
+        sj = self.c0[ids, None] + xp.where(alr, fx, xp.minimum(self.ar[None, :], n_ - 1))
+        vals = self.evaluate(ti.ravel(), sj.ravel()).reshape(ids.shape[0], L)
         out[ids] = xp.where(xp.where(alr, self.rowmask[ids], self.colmask[ids]), vals, 0)
         return out
 
@@ -205,12 +201,10 @@ class AcaState:
 
 
 def aca_plus_batched(evaluate, r0, m, c0, n, eps, xp, dtype, zero_tol=0.0, k_start=16,
-                     max_rank=None, max_restarts=3, length=None, compact=0.5, crosses=None):
+                     max_rank=None, max_restarts=3, length=None, compact=0.5):
     """Low-rank factors of B blocks; `evaluate(ti, sj)` gives entries of the permuted
     matrix for backend int arrays of row and column positions. `length`: the factors'
-    row count L (at least the largest block side; default exactly that). `crosses`, where
-    given, computes whole rows and columns at once instead (PairKernel.crosses: by element
-    pairs on the CPU).
+    row count L (at least the largest block side; default exactly that).
 
     Work per step is kept to the blocks still running: when the active ones fall to
     `compact` of the working set, the finished blocks' factors are set aside and every
@@ -223,7 +217,7 @@ def aca_plus_batched(evaluate, r0, m, c0, n, eps, xp, dtype, zero_tol=0.0, k_sta
     kcap = L if max_rank is None else int(max_rank)
     rdt = np.float32 if np.dtype(dtype) in (np.float32, np.complex64) else np.float64
     K = int(min(k_start, L))
-    st = AcaState(r0, m, c0, n, L, K, xp, dtype, rdt, evaluate, crosses)
+    st = AcaState(r0, m, c0, n, L, K, xp, dtype, rdt, evaluate)
     syncs = 0
     steps = 0
     while True:

@@ -21,6 +21,7 @@ from ....backend import array_module, scatter_add, to_host
 from ....errors import WavescatError
 from ....progress import progress
 from .aca import aca_plus_batched, recompress
+from .point_aca import point_aca
 from .host_blocks import copy_to_host, pinned_empty
 
 
@@ -116,7 +117,11 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
                 per_block += item * route.area
             chunk = min(route.probe(), max(1, int(budget_bytes // per_block)))
             ids = sel[c:c + chunk]
-            room(per_block * len(ids))
+            # a block alone over the budget (the a-priori rank of the top levels, up to L at
+            # high k diam) asks for the budget only: its factors start at 16 columns and grow
+            # with the ranks reached (below 100 there at 4 kHz on the submarine), and asking
+            # for the guess moved every block assembled before to the host (2 ranks, 4 kHz)
+            room(min(per_block * len(ids), budget_bytes))
             c += len(ids)
             r0, m, c0, n = (xp.asarray(far[key][ids]) for key in ("r0", "m", "c0", "n"))
             t0 = time.perf_counter()
@@ -124,11 +129,12 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
             if route.whole:
                 res = _aca_of_whole_blocks(kernel, far, ids, eps, dtype, zero_tol, L)
                 stats["aca_whole_blocks"] = stats.get("aca_whole_blocks", 0) + len(ids)
+            elif kernel.elements is not None:  # the CPU: ACA of the point kernel matrix
+                res = point_aca(kernel, *(far[key][ids] for key in ("r0", "m", "c0", "n")), eps,
+                                dtype, zero_tol, L, k_est)
             else:
                 res = aca_plus_batched(kernel, r0, m, c0, n, eps, xp, dtype, zero_tol=zero_tol,
-                                       length=L,  # one L per level: chunks concatenate
-                                       crosses=kernel.crosses if kernel.elements is not None
-                                       else None)
+                                       length=L)  # one L per level: chunks concatenate
             route.measured(ids, kernel.evaluations - ev0)
             steps += res.steps
             figures["chunks"] += 1
@@ -209,15 +215,14 @@ def _joined(pieces, xp, room) -> BlockGroup:
 
 
 class _Route:
-    """How the CPU gets a level's blocks for ACA: by crosses (each row or column by element
-    pairs: ~6 triangles around its DOF against every triangle of the other side) or whole
-    (every entry of the block by element pairs, each pair's kernel values shared by all the
-    entries it feeds, then ACA on the stored block: the same pivots on the same entries).
-    A row of a block costs about five times its entries in kernel evaluations more than the
-    whole block does per entry, so narrow blocks of moderate rank are cheaper whole. Which
-    way wins depends on the ranks, known only after ACA: the level's first PROBE blocks run
-    by crosses, the next PROBE whole, and the rest go the way that cost fewer kernel
-    evaluations per entry (counts, not timings: the same choice on every run)."""
+    """How the CPU gets a level's blocks for ACA: by their point kernel matrices
+    (point_aca.py: a row is one kernel value per point of the other side) or whole (every
+    entry of the block by element pairs, each pair's kernel values shared by all the entries
+    it feeds, then ACA on the stored block). The point matrices take several times fewer
+    kernel evaluations at every level measured, but a block's cost depends on its rank,
+    known only after ACA: the level's first PROBE blocks run by points, the next PROBE whole,
+    and the rest go the way that cost fewer kernel evaluations per entry (counts, not
+    timings: the same choice on every run)."""
 
     PROBE = 32
 

@@ -1,5 +1,5 @@
-"""Regular entries summed by element pairs (CPU): the dense near field, ACA's crosses and
-the local matrices the singular correction subtracts.
+"""Regular entries summed by element pairs (CPU): the dense near field, blocks that ACA
+takes whole, and the local matrices the singular correction subtracts.
 
 An entry (i, j) sums the regular rule over every pair (e, f) of an element e of the
 support of i and an element f of the support of j. Summed entry by entry from the dof
@@ -15,8 +15,6 @@ each trial element touching the columns of its blocks once and evaluates all the
 A space with itself (the same elements in the same numbering, a symmetric partition): the
 tasks take the blocks on and above the diagonal and fill those below from the swapped pairs'
 local matrices, computed from the same kernel values (V, W symmetric, K <-> K').
-ACA: one task per block and cross; a row of a block pairs the few elements of its test dof
-with the trial elements of the block's columns (a column likewise).
 """
 from __future__ import annotations
 
@@ -205,45 +203,6 @@ def _near_field(op, kr, ki, gstart, gblocks, r0, m, c0, n, colgroup, ncolgroups,
 
 
 @nb.njit(parallel=True, cache=True)
-def _crosses(op, kr, ki, r0, c0, m, n, fixed, along_rows, T, S, out, cplx, evals):
-    """Row fixed[b] of block b (along_rows false: columns c0 .. c0 + n) or its column
-    fixed[b] (rows r0 .. r0 + m) into out[b, 0] (L or 2 L interleaved re, im)."""
-    t_dofs, s_dofs = T[2], S[2]
-    nqq = T[3].shape[1] * S[3].shape[1]
-    for b in nb.prange(len(r0)):
-        col = along_rows[b]
-        # the fixed dof's few elements pair with every element of the block's other side
-        if col:
-            j = c0[b] + fixed[b]
-            mine, other = _elements_of(S, j, j + 1), _elements_of(T, r0[b], r0[b] + m[b])
-        else:
-            i = r0[b] + fixed[b]
-            mine, other = _elements_of(T, i, i + 1), _elements_of(S, c0[b], c0[b] + n[b])
-        work = _scratch(T, S)
-        loc, pe, pf = work[2], work[3], work[4]
-        for x in mine:
-            for o0 in range(0, len(other), CHUNK):
-                cnt = min(CHUNK, len(other) - o0)
-                if col:
-                    pf[:] = x
-                    pe[:cnt] = other[o0:o0 + cnt]
-                else:
-                    pe[:] = x
-                    pf[:cnt] = other[o0:o0 + cnt]
-                _pair_matrices(op, kr, ki, cnt, T, S, work)
-                for p in range(cnt):
-                    for a in range(t_dofs.shape[1]):
-                        for c in range(s_dofs.shape[1]):
-                            ri = t_dofs[pe[p], a] - r0[b]
-                            cj = s_dofs[pf[p], c] - c0[b]
-                            if col and cj == fixed[b] and 0 <= ri < m[b]:
-                                _add(out, cplx, b, 0, ri, loc[p, 0, a, c], loc[p, 1, a, c])
-                            elif not col and ri == fixed[b] and 0 <= cj < n[b]:
-                                _add(out, cplx, b, 0, cj, loc[p, 0, a, c], loc[p, 1, a, c])
-        evals[b] = len(mine) * len(other) * nqq
-
-
-@nb.njit(parallel=True, cache=True)
 def _local_matrices(op, kr, ki, pa, pb, T, S, out):
     """out[p] (2, nlt, nls): the local matrix (re, im) of the element pair (pa[p], pb[p])."""
     for c in nb.prange((len(pa) + CHUNK - 1) // CHUNK):
@@ -302,7 +261,8 @@ def _ints(*arrays):
 
 class ElementSums:
     """Regular entries of one operator between two ElementRules (permuted clouds' numbering)
-    by element pairs: the dense near field and ACA's rows and columns."""
+    by element pairs: the dense near field; its sides T and S are also what point_aca.py
+    reads."""
 
     def __init__(self, op, k, test, trial, shape):
         self.op, self.k = int(op), complex(k)
@@ -359,15 +319,3 @@ class ElementSums:
         out = np.empty((len(pa), 2) + (self.T[2].shape[1], self.S[2].shape[1]))
         _local_matrices(self.op, self.k.real, self.k.imag, *_ints(pa, pb), self.T, self.S, out)
         return out[:, 0], out[:, 1]
-
-    def crosses(self, r0, c0, m, n, fixed, along_rows, length, dtype):
-        """(values (B, length), kernel evaluations): column c0[b] + fixed[b] of block b
-        (rows r0[b] + t, t < m[b]) where along_rows[b], else its row r0[b] + fixed[b]
-        (columns c0[b] + t, t < n[b]); zero beyond the block."""
-        out = np.zeros((len(r0), 1, length), dtype)
-        evals = np.zeros(len(r0), np.int64)
-        with nb.parallel_chunksize(1):
-            _crosses(self.op, self.k.real, self.k.imag, *_ints(r0, c0, m, n, fixed),
-                     np.ascontiguousarray(along_rows, dtype=np.bool_), self.T, self.S,
-                     _real_view(out), np.iscomplexobj(out), evals)
-        return out[:, 0], int(evals.sum())

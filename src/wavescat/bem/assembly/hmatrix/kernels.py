@@ -107,7 +107,7 @@ class PairKernel:
             if self.helmholtz else np.dtype(self.rdtype)
         self._k = (self.rdtype(self.wavenumber.real), self.rdtype(self.wavenumber.imag))
         self.evaluations = 0  # kernel evaluations done (point pairs)
-        self.entries = 0  # matrix entries computed by __call__ and crosses
+        self.entries = 0  # matrix entries computed (point_aca: point kernel values)
         self.qq = test_cloud.q * trial_cloud.q
 
         def put(c):
@@ -127,8 +127,9 @@ class PairKernel:
         self._tcnt = self.xp.asarray(point_counts(test_cloud))
         self._scnt = self._tcnt if trial_cloud is test_cloud else \
             self.xp.asarray(point_counts(trial_cloud))
-        # the CPU sums the near field and ACA's crosses by element pairs where both clouds
-        # know their elements (elementwise.py); the GPU sums entry by entry
+        # the CPU sums the near field by element pairs and runs ACA on the point kernel
+        # matrices where both clouds know their elements (elementwise.py, point_aca.py); the
+        # GPU sums entry by entry
         self.elements = None
         if not backend.is_gpu and test_cloud.elements is not None \
                 and trial_cloud.elements is not None:
@@ -148,15 +149,6 @@ class PairKernel:
         """Add the regular entries of the dense blocks `near` (dict of host arrays) into the
         zero stack D by element pairs (`elements` is set)."""
         self.evaluations += self.elements.near_field(near, D, bar)
-
-    def crosses(self, r0, c0, m, n, fixed, along_rows, length):
-        """ACA's rows and columns by element pairs (`elements` is set): column c0[b] +
-        fixed[b] of block b (length `length`, zero beyond m[b]) where along_rows[b], else
-        its row r0[b] + fixed[b]."""
-        vals, evals = self.elements.crosses(r0, c0, m, n, fixed, along_rows, length, self.dtype)
-        self.evaluations += evals
-        self.entries += int(np.sum(np.where(along_rows, m, n)))
-        return vals
 
     def __call__(self, ti, sj):
         xp = self.xp
@@ -183,6 +175,8 @@ class PairKernel:
         re = np.empty(npairs, dtype=self.rdtype)
         im = np.empty(npairs, dtype=self.rdtype)
         if npairs:
-            _pairs_cpu(int(self.op), *self._k, np.asarray(ti, np.int64), np.asarray(sj, np.int64),
+            # contiguous always: a strided index array would compile a second variant
+            _pairs_cpu(int(self.op), *self._k, np.ascontiguousarray(ti, np.int64),
+                       np.ascontiguousarray(sj, np.int64),
                        *self._t, *self._s, re, im)
         return (re + 1j * im).astype(self.dtype) if self.helmholtz else re

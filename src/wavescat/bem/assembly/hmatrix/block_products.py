@@ -40,7 +40,8 @@ SPLIT_ABOVE = 4 * SPLIT_ROWS
 
 class BlockProducts:
     """The two kernels for one pair of precisions of one array module: the vectors' `dtype`
-    (the sums') and the stored blocks' `store` (default the same); compiled once per pair."""
+    (the sums') and the stored blocks' `store` (default the same); compiled once per pair
+    and device."""
 
     _compiled: dict = {}
 
@@ -52,7 +53,10 @@ class BlockProducts:
             if dt.kind != "c":
                 raise TypeError(f"block products take complex stacks, not {dt}")
         real, stored = ("double" if dt == np.complex128 else "float" for dt in (self.dtype, self.store))
-        key = (id(xp), real, stored)
+        # a function is loaded on the device current when it was fetched: one per device
+        # (launched from another, device 0's read its memory: illegal address on 2 GPUs)
+        device = getattr(xp.cuda.Device(), "id", 0) if hasattr(xp, "cuda") else 0
+        key = (id(xp), device, real, stored)
         if key not in self._compiled:
             module = xp.RawModule(code=f"typedef {real} REAL;\ntypedef {stored} STORE;\n" + _SOURCE)
             self._compiled[key] = tuple(module.get_function(name) for name in (

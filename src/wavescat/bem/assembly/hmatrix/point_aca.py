@@ -81,12 +81,9 @@ def _cross(src, fixed, along_rows, out):
         d0, d1, d2 = sign * (P[p, 0] - f[0]), sign * (P[p, 1] - f[1]), sign * (P[p, 2] - f[2])
         if d0 * d0 + d1 * d1 + d2 * d2 == 0.0:
             continue  # a point shared by touching elements: no admissible pair has one
-        if along_rows:
-            gre, gim = kernel(op, d0, d1, d2, NP[p, 0], NP[p, 1], NP[p, 2], nf[0], nf[1], nf[2],
-                              kr, ki)
-        else:
-            gre, gim = kernel(op, d0, d1, d2, nf[0], nf[1], nf[2], NP[p, 0], NP[p, 1], NP[p, 2],
-                              kr, ki)
+        na = NP[p] if along_rows else nf  # the test point's normal
+        nb_ = nf if along_rows else NP[p]
+        gre, gim = kernel(op, d0, d1, d2, na[0], na[1], na[2], nb_[0], nb_[1], nb_[2], kr, ki)
         out[p] = (WP[p] * wf) * complex(gre, gim)
 
 
@@ -125,6 +122,27 @@ def _free_norm2(vec, used):
         if not used[p]:
             s += vec[p].real ** 2 + vec[p].imag ** 2
     return s
+
+
+@nb.njit(cache=True)
+def _restarted(src, ref, used_along, was, used_fixed, along_rows, A, B, rank, zero_tol, allowed):
+    """Where the residual of reference `ref` (a column along_rows, else a row) vanished over
+    the indices not used_along: the first index neither a reference before (`was`) nor a
+    pivot (`used_fixed`) as the new reference, its residual in `ref` (A, B: the factors along
+    and across it). Returns it, -1 where no restart is needed, -2 where none is possible
+    (none left, or not `allowed`): the reference is dead."""
+    _, big = _largest_free(ref, used_along)
+    if big > zero_tol:
+        return -1
+    if not allowed:
+        return -2
+    for j in range(len(was)):
+        if not was[j] and not used_fixed[j]:
+            was[j] = True
+            _cross(src, j, along_rows, ref)
+            _minus_approximation(ref, A, B, j, rank)
+            return j
+    return -2
 
 
 @nb.njit(cache=True)
@@ -167,41 +185,22 @@ def _aca_plus(src, eps, zero_tol):
     while True:
         # restart a reference whose residual vanished (its index became a pivot, or the
         # block is exhausted there) with the first row / column not yet used for anything
-        for is_col in (True, False):
-            if is_col and not dead_c:
-                _, big = _largest_free(refcol, used_r)
-                if big <= zero_tol:
-                    new = -1
-                    for j in range(np_):
-                        if not was_c[j] and not used_c[j]:
-                            new = j
-                            break
-                    if new >= 0 and restarts_c < MAX_RESTARTS:
-                        restarts_c += 1
-                        was_c[new] = True
-                        jref = new
-                        _cross(src, jref, True, refcol)
-                        _minus_approximation(refcol, U, V, jref, rank)
-                        evals += mp
-                    else:
-                        dead_c = True
-            elif not is_col and not dead_r:
-                _, big = _largest_free(refrow, used_c)
-                if big <= zero_tol:
-                    new = -1
-                    for i in range(mp):
-                        if not was_r[i] and not used_r[i]:
-                            new = i
-                            break
-                    if new >= 0 and restarts_r < MAX_RESTARTS:
-                        restarts_r += 1
-                        was_r[new] = True
-                        iref = new
-                        _cross(src, iref, False, refrow)
-                        _minus_approximation(refrow, V, U, iref, rank)
-                        evals += np_
-                    else:
-                        dead_r = True
+        if not dead_c:
+            new = _restarted(src, refcol, used_r, was_c, used_c, True, U, V, rank, zero_tol,
+                             restarts_c < MAX_RESTARTS)
+            dead_c = new == -2
+            if new >= 0:
+                restarts_c += 1
+                jref = new
+                evals += mp
+        if not dead_r:
+            new = _restarted(src, refrow, used_c, was_r, used_r, False, V, U, rank, zero_tol,
+                             restarts_r < MAX_RESTARTS)
+            dead_r = new == -2
+            if new >= 0:
+                restarts_r += 1
+                iref = new
+                evals += np_
         if (dead_r and dead_c) or used_r.all() or used_c.all() or rank >= kcap:
             break
         istar, acol = (-1, -1.0) if dead_c else _largest_free(refcol, used_r)

@@ -119,7 +119,7 @@ def compress_far(kernel, far: dict, eps: float, xp, *, recompression=True,
             ids = sel[c:c + chunk]
             # a block alone over the budget (the a-priori rank of the top levels, up to L at
             # high k diam) asks for the budget only: its factors start at 16 columns and grow
-            # with the ranks reached (below 100 there at 4 kHz on the submarine), and asking
+            # with the ranks reached (about 140 there at 4 kHz on the submarine), and asking
             # for the guess moved every block assembled before to the host (2 ranks, 4 kHz)
             room(min(per_block * len(ids), budget_bytes))
             c += len(ids)

@@ -177,7 +177,8 @@ def test_leaf_built_inverses_on_the_gpu(gas_sphere, small_leaves, monkeypatch):
     tol = 1e-3
     monkeypatch.setattr(muller_preconditioner, "HODLR_TOL", tol)
     gpu = get_backend("gpu")
-    options = {**OPTIONS, "backend": gpu, "eps": 1e-6, "storage": "single"}
+    # one device's H-matrices (blocks spread over several GPUs are peeled from products)
+    options = {**OPTIONS, "backend": gpu, "eps": 1e-6, "storage": "single", "devices": 1}
     device = {f"K{i}": assemble_hmatrix("double_layer", space, space, kk, **options)
               for i, kk in enumerate((KA, KA / H))}
     pre = HierarchicalBlockTriangular({**device, "W0": None, "W1": None},

@@ -59,6 +59,12 @@ def test_transpose_of_the_double_layer_is_the_adjoint(backend):
     for v in (x[:, 0], x):
         err = np.linalg.norm(Ht @ v - adjoint @ v) / np.linalg.norm(adjoint @ v)
         assert err <= 10 * eps, err
+    if backend.is_gpu:  # with several GPUs, each part's transposed blocks stay on its own
+        for p in Ht.parts:
+            for g in p.dense + p.lowrank:
+                assert all(a.device.id == p.device_id for a in (g.D, g.U, g.V) if a is not None)
+        y = Ht @ backend.xp.asarray(x)  # a device vector, read by every part's GPU
+        assert np.linalg.norm(backend.asnumpy(y) - adjoint @ x) <= 10 * eps * np.linalg.norm(adjoint @ x)
 
 
 ALL_OPERATORS = ("single_layer", "double_layer", "adjoint_double_layer", "hypersingular")

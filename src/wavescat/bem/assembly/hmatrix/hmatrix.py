@@ -92,6 +92,15 @@ class DevicePart:
     def _ctx(self):
         return self.backend.device(self.device_id)
 
+    def transposed(self) -> "DevicePart":
+        """This part's blocks of the transpose, made on its own device: a dense stack copied
+        while another device is current would land there, and this device's kernels could
+        not read it (no peer access that way round)."""
+        with self._ctx():
+            xp = self.backend.xp
+            return DevicePart(self.backend, self.device_id, [transposed(g, xp) for g in self.dense],
+                              [transposed(g, xp) for g in self.lowrank], self.shape[::-1])
+
     def matvec_permuted(self, x_perm, dtype):
         """Partial product (this device's blocks) in the permuted numbering, on the host."""
         with self._ctx():
@@ -105,6 +114,9 @@ class DevicePart:
         precision cast up to `dtype`, to `_CHUNK_BYTES`."""
         xp = self.backend.xp
         with self._ctx():
+            if getattr(getattr(x, "device", None), "id", self.device_id) != self.device_id:
+                # another GPU's vector: this one's raw kernels can read only their own memory
+                x = xp.array(x, copy=True)
             x = xp.asarray(x).astype(dtype, copy=False)
             X = x[:, None] if x.ndim == 1 else x
             r = X.shape[1]
@@ -276,10 +288,7 @@ class HMatrix:
         U V^T becomes V U^T (the factors are shared, not copied) and each dense block is
         transposed into a contiguous stack (batched products need one); far cheaper than
         assembling K' (its report is K's; `block_tree` None)."""
-        parts = [DevicePart(p.backend, p.device_id,
-                            [transposed(g, p.backend.xp) for g in p.dense],
-                            [transposed(g, p.backend.xp) for g in p.lowrank], p.shape[::-1])
-                 for p in self.parts]
+        parts = [p.transposed() for p in self.parts]
         return HMatrix(parts, self.col_perm, self.row_perm, self.dtype, None,
                        {**self.report, "transpose_of": self.report.get("operator")})
 

@@ -263,3 +263,20 @@ def test_estimates_count_every_surface_at_its_own_size():
         prepare_config({"medium": medium, "run": ["b"], "cases": {"b": {
             **base, "boundary": flesh}}}), "b"), gpu=False)
     assert est["solve_host_bytes"] > outer["solve_host_bytes"]
+
+
+@pytest.mark.parametrize("version, flags", [
+    ("mpiexec (Open MPI) 5.0.3\n", ["--bind-to", "none"]),
+    ("mpiexec (OpenRTE) 4.1.2\n", ["--bind-to", "none"]),
+    ("HYDRA build details:\n    Version: 4.2.0\n", []),
+    (None, [])])
+def test_the_default_mpiexec_leaves_open_mpi_ranks_unbound(tmp_path, version, flags):
+    """Open MPI's mpiexec binds each of two ranks to one core, so the default launcher asks
+    it for none; MPICH's Hydra (which does not bind) and a launcher that is not there or
+    does not answer --version are named as they are."""
+    launcher = tmp_path / "my mpiexec"
+    if version is not None:
+        launcher.write_text(f"#!/bin/sh\nprintf '{version}'\n")
+        launcher.chmod(0o755)
+    quoted = f"'{launcher}'"
+    assert resources.mpiexec_command(quoted).split(quoted)[1].split() == flags

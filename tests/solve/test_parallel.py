@@ -206,3 +206,32 @@ def test_a_process_assembles_on_one_gpu_of_several(monkeypatch, caplog):
     with pytest.raises(StopIteration):  # a benchmark's own choice stays
         driver.assemble_system(case, icosphere(1), 1.0, hmatrix_options={"devices": 2})
     assert seen == [1, 2]
+
+
+def test_a_rank_bound_to_fewer_cores_than_its_share_says_so(monkeypatch, caplog):
+    """Two unbound ranks of an 8-thread job on 8 CPUs take 4 threads each, quietly; a rank
+    that the launcher bound to one CPU (Open MPI's mpiexec does so for two ranks) takes one
+    and warns, naming the launcher that does not bind."""
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    from wavescat.solve import parallel
+
+    restore = threadpool_limits(limits=None)  # share_cores limits BLAS: undone below
+    threads = numba.get_num_threads()
+
+    def shared(cpus):
+        monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda _pid: set(cpus))
+        local = SimpleNamespace(size=2, allgather=lambda mine: [mine, sorted(cpus)])
+        return parallel.share_cores(SimpleNamespace(local=local, rank=1))
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    try:
+        assert shared(range(8)) == 4 and "bound to" not in caplog.text
+        monkeypatch.setenv("OMP_NUM_THREADS", "8")
+        assert shared({3}) == 1
+    finally:
+        numba.set_num_threads(threads)
+        restore.restore_original_limits()
+    assert "rank 1 is bound to 1 CPU(s) of its share of 4 threads" in caplog.text
+    assert 'mpiexec --bind-to none' in caplog.text

@@ -28,7 +28,13 @@ from wavescat.defaults import SCHEMA_PATH
 from wavescat.errors import ConfigError
 from wavescat.geometry.sizing import frequency_bands, sizing_frequencies
 from wavescat.planning.preflight import check_limits, check_resolution
-from wavescat.planning.resources import gpu_count, mesh_resources, partition, solve_resources
+from wavescat.planning.resources import (
+    gpu_count,
+    mesh_resources,
+    mpiexec_command,
+    partition,
+    solve_resources,
+)
 from wavescat.reference.sphere import has_series
 from wavescat.results.notices import config_warning_lines, print_run_warnings
 
@@ -211,9 +217,10 @@ def solve_resource(key):
 # --ntasks and its step runs the command without srun of its own. The launcher is
 # `cluster.mpi_launcher` where the config names one; else inside a SLURM job srun, with the
 # PMI-2 interface MPICH's wheel speaks; elsewhere the mpiexec beside this Python (pip install
-# -e '.[mpi]'), else the PATH's. The command starts with the `launch` resource, `<mpi> -n
-# <tasks> ` or nothing (a resource, not a param: params are a rerun trigger, and the
-# submitting process and the job step name different launchers).
+# -e '.[mpi]'), else the PATH's, unbound where it is Open MPI's (mpiexec_command). The
+# command starts with the `launch` resource, `<mpi> -n <tasks> ` or nothing (a resource, not
+# a param: params are a rerun trigger, and the submitting process and the job step name
+# different launchers).
 # Under --sdm conda or apptainer, the mpiexec of the job's environment.
 MPIEXEC = (
     "mpiexec"
@@ -231,7 +238,11 @@ def mpi_launcher(wildcards):
     """The `mpi` resource of a solve: None on one rank (an ordinary job)."""
     if solve_ranks(wildcards) == 1:
         return None
-    return CLUSTER.mpi_launcher or (SRUN if os.environ.get("SLURM_JOB_ID") else MPIEXEC)
+    if CLUSTER.mpi_launcher:
+        return CLUSTER.mpi_launcher
+    if os.environ.get("SLURM_JOB_ID"):
+        return SRUN
+    return MPIEXEC if DEPLOYED else mpiexec_command(MPIEXEC)
 
 
 def mpi_launch(wildcards):

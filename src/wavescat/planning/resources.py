@@ -9,7 +9,10 @@ wavescat.planning.preflight; dense allocations are checked again where they happ
 """
 from __future__ import annotations
 
+import functools
 import math
+import shlex
+import subprocess
 
 import numpy as np
 
@@ -82,6 +85,24 @@ def gpu_count(backend: str, cluster: ClusterSettings) -> int:
     """GPUs a job asks the scheduler for: one on the GPU backend, and on `auto` where the
     cluster's nodes have GPUs (config `cluster.gpus`); `auto` falls back to the CPU anyway."""
     return int(backend == "gpu" or (backend == "auto" and cluster.gpus))
+
+
+@functools.cache
+def mpiexec_command(mpiexec: str) -> str:
+    """The default launcher (a shell word) of a solve's ranks on a workstation: `mpiexec`, and with Open
+    MPI's `--bind-to none`. Open MPI binds each of two ranks to one core (to a socket for
+    more), so each rank's sparse factorisations and solves ran on one thread (the OSRC set-up
+    took 257 s a rank at the 4 kHz size on 2 ranks, against 55 s on the host's cores;
+    docs/performance.md); solve.parallel.share_cores divides the cores among unbound ranks.
+    MPICH's Hydra does not bind by default. The version is asked once, only where a case runs
+    on several ranks."""
+    try:
+        version = subprocess.run([*shlex.split(mpiexec), "--version"], capture_output=True,
+                                 text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return mpiexec  # not there or not answering: the job's own error will name it
+    return f"{mpiexec} --bind-to none" if "Open MPI" in version or "OpenRTE" in version \
+        else mpiexec
 
 
 def partition(gpus: int, cluster: ClusterSettings) -> str | None:

@@ -271,6 +271,12 @@ def share_cores(ranks: Ranks) -> int:
     want = os.environ.get("OMP_NUM_THREADS", "")
     n = max(1, min(int(want) if want.isdigit() and int(want) > 0 else len(cpus),
                    len(cpus) // max(sharing, 1)))
+    share = int(want) // ranks.local.size if want.isdigit() else 0
+    if len(cpus) < share:  # bound by the launcher to fewer CPUs than the job gave this rank
+        log.warning("rank %d is bound to %d CPU(s) of its share of %d threads: its sparse "
+                    "factorisations and solves run on those only (Open MPI's mpiexec binds "
+                    "each rank to a core: name cluster.mpi_launcher \"mpiexec --bind-to none\")",
+                    ranks.rank, len(cpus), share)
     os.environ["OMP_NUM_THREADS"] = str(n)
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     threadpool_limits(limits=n)

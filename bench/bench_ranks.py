@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -79,11 +80,15 @@ def run(args, case, medium, mesh, ranks, reduction):
     """One solve on `ranks` ranks; its solution file's attributes and arrays."""
     import h5py  # noqa: PLC0415
 
-    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or "mpiexec"
+    from wavescat.planning.resources import mpiexec_command  # noqa: PLC0415
+
+    # the workflow's default launcher: Open MPI's unbound
+    mpiexec = mpiexec_command(shlex.quote(
+        shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or "mpiexec"))
     tag = f"ranks{ranks}_{reduction}"
     out = Path(args.work) / f"{tag}.h5"
     case = {**case, "solver": {**case["solver"], "ranks": ranks}}
-    command = [mpiexec, "-n", str(ranks), sys.executable, "-m", "wavescat", "solve",
+    command = [*shlex.split(mpiexec), "-n", str(ranks), sys.executable, "-m", "wavescat", "solve",
                "--case", json.dumps(case), "--medium", json.dumps(medium), "--mesh", str(mesh),
                "--frequency", repr(float(args.freq)), "--out", str(out)]
     env = {**os.environ, "WAVESCAT_REDUCTION": reduction}

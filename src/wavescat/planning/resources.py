@@ -89,13 +89,13 @@ def gpu_count(backend: str, cluster: ClusterSettings) -> int:
 
 @functools.cache
 def mpiexec_command(mpiexec: str) -> str:
-    """The default launcher (a shell word) of a solve's ranks on a workstation: `mpiexec`, and with Open
-    MPI's `--bind-to none`. Open MPI binds each of two ranks to one core (to a socket for
-    more), so each rank's sparse factorisations and solves ran on one thread (the OSRC set-up
-    took 257 s a rank at the 4 kHz size on 2 ranks, against 55 s on the host's cores;
+    """The default launcher (a shell word) of a solve's ranks on a workstation: `mpiexec`, and
+    with Open MPI's `--bind-to none`. Open MPI binds each of two ranks to one core (to a socket
+    for more), so each rank's sparse factorisations and solves ran on one thread (the OSRC
+    set-up took 257 s a rank at the 4 kHz size on 2 ranks, against 55 s on the host's cores;
     docs/performance.md); solve.parallel.share_cores divides the cores among unbound ranks.
-    MPICH's Hydra does not bind by default. The version is asked once, only where a case runs
-    on several ranks."""
+    MPICH's Hydra does not bind by default. The version is asked once, only where a case runs on
+    several ranks."""
     try:
         version = subprocess.run([*shlex.split(mpiexec), "--version"], capture_output=True,
                                  text=True, timeout=30).stdout

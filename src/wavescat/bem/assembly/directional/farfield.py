@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ....backend import array_module, scatter_add
+from ....memory import available_bytes
 from ...kernels.green import Operator
 from . import chebyshev, directions
 from .m2l_cpu import apply_blocks
@@ -93,10 +94,12 @@ class Leaves:
         self.deriv = any(c[2] for c in comps)
         self.npts = self.smax * self.q
 
-    def cluster_bytes(self, P, slots, K) -> int:
-        """Working memory of one cluster of a leaf pass with `slots` directions."""
+    def cluster_bytes(self, P, slots, K, C) -> int:
+        """Working memory of one cluster of a leaf pass with `slots` directions, K columns
+        and C of the components."""
         real = self.rdtype().itemsize
-        return self.npts * (P * (4 if self.deriv else 1) * real * 2 + slots * (K + 2) * real * 6)
+        return self.npts * (P * (4 if self.deriv else 1) * real * 2 + slots * (K + 2) * real * 6
+                            + C * real)
 
     def _bases(self, clusters, dirs, centre, half, k, p):
         """Per cluster (B of them) and its directions dirs (B, S, 3) (padded with zeros):
@@ -130,14 +133,16 @@ class Leaves:
         wts = self.weights[dofs].reshape(len(clusters), self.npts, -1)
         return mats, phase, nrm, cn, wts, dofs
 
-    def moments(self, x, clusters, dirs, centre, half, k, p, dtype):
-        """Source expansions (B, S, P, C R) of the clusters' directions from x (n + 1, R)."""
+    def moments(self, x, clusters, dirs, centre, half, k, p, dtype, comps):
+        """Source expansions (B, S, P, C R) of the clusters' directions from x (n + 1, R),
+        of the components `comps` (indices)."""
         xp = self.xp
         mats, phase, nrm, cn, wts, dofs = self._bases(clusters, dirs, centre, half, k, p)
         B, S, R = len(clusters), dirs.shape[1], x.shape[1]
         xv = xp.broadcast_to(x[dofs][:, :, None, :], (B, self.smax, self.q, R)).reshape(B, self.npts, R)
         out = []
-        for ci, (_, _, deriv, _) in enumerate(self.comps):
+        for ci in comps:
+            deriv = self.comps[ci][2]
             # (B, npts, S, R): every direction's modulated charges side by side
             v = (xp.swapaxes(phase, 1, 2)[..., None] * (wts[..., ci, None] * xv)[:, :, None, :]).astype(dtype)
             lt = xp.swapaxes(mats[0], 1, 2)
@@ -151,18 +156,18 @@ class Leaves:
             out.append(m.reshape(B, p ** 3, S, R))
         return xp.moveaxis(xp.stack(out, axis=3), 2, 1).reshape(B, S, p ** 3, -1)  # comp-major
 
-    def evaluate(self, locals_, y, clusters, dirs, centre, half, k, p, dtype):
+    def evaluate(self, locals_, y, clusters, dirs, centre, half, k, p, dtype, comps):
         """y[dofs] += the clusters' fields from their directions' local expansions
-        (B, S, P, C R) (padding slots hold zeros)."""
+        (B, S, P, C R) of the components `comps` (padding slots hold zeros)."""
         xp = self.xp
         mats, phase, nrm, cn, wts, dofs = self._bases(clusters, dirs, centre, half, k, p)
         B, S = len(clusters), dirs.shape[1]
-        C = len(self.comps)
-        lcs = xp.moveaxis(locals_.reshape(B, S, p ** 3, C, -1), 1, 2)  # (B, P, S, C, R)
+        lcs = xp.moveaxis(locals_.reshape(B, S, p ** 3, len(comps), -1), 1, 2)  # (B, P, S, C, R)
         R = lcs.shape[-1]
         acc = 0
-        for ci, (_, _, deriv, factor) in enumerate(self.comps):
-            lc = xp.ascontiguousarray(lcs[:, :, :, ci]).reshape(B, p ** 3, S * R)
+        for j, ci in enumerate(comps):
+            deriv, factor = self.comps[ci][2], self.comps[ci][3]
+            lc = xp.ascontiguousarray(lcs[:, :, :, j]).reshape(B, p ** 3, S * R)
             f = _real_times(mats[0], lc).reshape(B, self.npts, S, R)
             if deriv:
                 f = f * xp.swapaxes(cn, 1, 2)[..., None]
@@ -193,33 +198,62 @@ def _tensor_apply(xp, A, X, p, transpose=False):
 
 class Transfers:
     """The parent-child transfers between two levels for one side's active expansions:
-    edge e joins parent pair `parent[e]` and child pair `child[e]`; `lagrange` (3, E, p, p):
-    the parent's Lagrange polynomials at the child's nodes per axis; `phase` (E, P): the
-    modulation change at the child's nodes times the centres' offset phase."""
+    edge e joins parent pair `parent[e]` and child pair `child[e]`. What an edge applies is
+    made per chunk as it is used (`factors`), from a few numbers an edge: the parent's
+    Lagrange polynomials at the child's nodes, per axis, are the child cluster's
+    (`lagrange[:, cluster[e]]`, shared by all its directions), and the modulation change at
+    the child's nodes is exp(i w[e].node) times the centres' offset phase `offset[e]`."""
 
-    def __init__(self, plan, lv, keys_parent, keys_child, sign, xp, rdtype, cdtype):
+    def __init__(self, plan, lv, keys_parent, keys_child, sign, lagrange, xp, rdtype, cdtype):
         up, dn = plan.levels[lv], plan.levels[lv + 1]
         cl, dr = up.split(keys_parent)
         parent, child_cl = children(plan.tree, lv, cl)
         child_dr = directions.coarser(dr[parent], up.q, dn.q)
         child = np.searchsorted(keys_child, child_cl * dn.ndirs + child_dr)
-        p = plan.settings.order
-        x = chebyshev.nodes(p)
-        m_p, h_p = up.centre[cl[parent]], up.half[cl[parent]]
-        m_c, h_c = dn.centre[child_cl], dn.half[child_cl]
-        t = (m_c[:, None, :] + h_c[:, None, :] * x[None, :, None] - m_p[:, None, :]) / h_p[:, None, :]
-        A = np.stack([chebyshev.lagrange(t[:, :, a], p) for a in range(3)])  # (3, E, child, parent)
-        self.lagrange = xp.asarray(np.swapaxes(A, 2, 3).astype(rdtype))  # [parent node, child node]
+        m_p, m_c, h_c = up.centre[cl[parent]], dn.centre[child_cl], dn.half[child_cl]
         c, c2 = up.dirs[dr[parent]], dn.dirs[child_dr]
-        offsets = _grid(np, p, np.float64)[None] * h_c[:, None, :]  # child nodes - child centre
         k = plan.k
-        # sources: e^{-ik (c - c').b'} at the child's nodes b', e^{ik c.(m - m')} for the
-        # centres; targets: the conjugate phases
-        node = sign * k * ((c - c2)[:, None, :] * offsets).sum(-1)
+        # sources: e^{-ik (c - c').b'} at the child's nodes b' = m' + h' node, e^{ik c.(m - m')}
+        # for the centres; targets: the conjugate phases
+        w = sign * k * (c - c2) * h_c
         centre = -sign * k * ((m_p - m_c) * c).sum(-1)
-        self.phase = xp.asarray(np.exp(1j * (node + centre[:, None])).astype(cdtype))
+        self.lagrange = lagrange
+        self.cluster = xp.asarray(child_cl)
+        self.w = xp.asarray(w.astype(rdtype))
+        self.offset = xp.asarray(np.exp(1j * centre).astype(cdtype))
         self.parent, self.child = xp.asarray(parent), xp.asarray(child)
         self.n_parent = len(cl)
+        self._grid = _grid(xp, plan.settings.order, rdtype)
+        self.xp = xp
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    def factors(self, sl):
+        """(Lagrange factors (3, E, p, p), phases (E, P)) of the edges in slice `sl`."""
+        xp = self.xp
+        phase = xp.exp(1j * (self.w[sl] @ self._grid.T)).astype(self.offset.dtype, copy=False)
+        return self.lagrange[:, self.cluster[sl]], phase * self.offset[sl][:, None]
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a in (self.cluster, self.w, self.offset, self.parent,
+                                            self.child)))
+
+
+def child_lagrange(plan, lv, xp, rdtype):
+    """(3, clusters of level lv + 1, p, p): each cluster's parent's Lagrange polynomials at
+    its own nodes, per axis ([parent node, child node])."""
+    up, dn = plan.levels[lv], plan.levels[lv + 1]
+    owner, child = children(plan.tree, lv, np.arange(len(up.centre)))
+    parent = np.empty(len(dn.centre), np.int64)
+    parent[child] = owner
+    p = plan.settings.order
+    x = chebyshev.nodes(p)
+    t = (dn.centre[:, None, :] + dn.half[:, None, :] * x[None, :, None]
+         - up.centre[parent][:, None, :]) / up.half[parent][:, None, :]
+    A = np.stack([chebyshev.lagrange(t[:, :, a], p) for a in range(3)])  # (3, n, child, parent)
+    return xp.asarray(np.swapaxes(A, 2, 3).astype(rdtype))
 
 
 def _grid(xp, p, rdtype):
@@ -251,10 +285,13 @@ class FarField:
         if levels:  # the leaves of the expansions: the deepest level with directional blocks
             self.rows = Leaves(test_cloud, tree, len(levels) - 1, rows, +1.0, xp, self.rdtype)
             self.cols = Leaves(trial_cloud, tree, len(levels) - 1, cols, -1.0, xp, self.rdtype)
-        self.up = [Transfers(plan, lv, levels[lv].sources, levels[lv + 1].sources, -1.0, xp,
-                             self.rdtype, self.dtype) for lv in range(len(levels) - 1)]
-        self.down = [Transfers(plan, lv, levels[lv].targets, levels[lv + 1].targets, +1.0, xp,
-                               self.rdtype, self.dtype) for lv in range(len(levels) - 1)]
+        lagrange = [child_lagrange(plan, lv, xp, self.rdtype) for lv in range(len(levels) - 1)]
+        self.up = [Transfers(plan, lv, levels[lv].sources, levels[lv + 1].sources, -1.0,
+                             lagrange[lv], xp, self.rdtype, self.dtype)
+                   for lv in range(len(levels) - 1)]
+        self.down = [Transfers(plan, lv, levels[lv].targets, levels[lv + 1].targets, +1.0,
+                               lagrange[lv], xp, self.rdtype, self.dtype)
+                     for lv in range(len(levels) - 1)]
         self.blocks = [self._blocks(lv) for lv in levels]
         self._m2l = None
         if backend.is_gpu:
@@ -264,23 +301,26 @@ class FarField:
     @property
     def device_bytes(self) -> int:
         """What the product keeps on the device (transfers, blocks' geometry, leaf data)."""
-        arrays = [t.lagrange for t in self.up + self.down] + [t.phase for t in self.up + self.down]
+        arrays = [t.lagrange for t in self.up]  # shared by up and down
         arrays += [a for b in self.blocks for a in b.values()]
         arrays += [a for s in (self.rows, self.cols) if s is not None for a in (s.pos, s.weights)]
-        return int(sum(a.nbytes for a in arrays))
+        return int(sum(a.nbytes for a in arrays)) + sum(t.nbytes for t in self.up + self.down)
 
     def _blocks(self, lv):
         """Device arrays of a level's far blocks: target and source pair indices, the boxes'
         half-widths, the centres' offset, the direction and the centres' phase."""
         xp, nd = self.xp, lv.ndirs
         tgt = np.searchsorted(lv.targets, lv.t * nd + lv.d).astype(np.int32)
-        src = np.searchsorted(lv.sources, lv.s * nd + lv.d).astype(np.int32)
+        # the level's source expansions that its blocks read (the others only pass upward):
+        # the product keeps these alone once the level above is made
+        keep, src = np.unique(np.searchsorted(lv.sources, lv.s * nd + lv.d), return_inverse=True)
         c = lv.dirs[lv.d]
         delta = lv.centre[lv.t] - lv.centre[lv.s]
         phase = np.exp(1j * self.k.real * (delta * c).sum(-1))
         arr = (lambda a, dt: np.ascontiguousarray(a.astype(dt))) if not self.backend.is_gpu else \
             (lambda a, dt: xp.asarray(np.ascontiguousarray(a.astype(dt))))
-        return dict(tgt=arr(tgt, np.int32), src=arr(src, np.int32), delta=arr(delta, self.rdtype),
+        return dict(tgt=arr(tgt, np.int32), src=arr(src, np.int32), keep=arr(keep, np.int64),
+                    delta=arr(delta, self.rdtype),
                     ht=arr(lv.half[lv.t], self.rdtype), hs=arr(lv.half[lv.s], self.rdtype),
                     c=arr(c, self.rdtype), phase=arr(phase, self.dtype))
 
@@ -311,46 +351,94 @@ class FarField:
                    b["phase"].view(real), grid, np.int32(P), np.int32(K), real(self.k.real),
                    real(self.k.imag), xp.ascontiguousarray(M).view(real), out.view(real)))
 
+    def work_bytes_per_column(self) -> int:
+        """The product's largest working arrays per column (component x vector): every
+        level's kept source expansions, and the two largest levels' in full."""
+        item = np.dtype(self.dtype).itemsize * self.plan.settings.order ** 3
+        kept = sum(len(b["keep"]) for b in self.blocks)
+        full = sorted(len(lv.sources) + len(lv.targets) for lv in self.plan.levels)[-2:]
+        return int(item * (kept + sum(full)))
+
+    work_budget = None  # bytes for a product's expansions (None: column_groups' default)
+
+    def column_groups(self, R: int, budget: int | None = None):
+        """The (components, vectors) of each pass of a product of R vectors: all at once
+        where the working arrays fit `budget` (default: a third of the memory free, at least
+        the chunk budget x 8), else fewer (the far field is a sum over its components, so
+        passes add up exactly)."""
+        budget = budget or self.work_budget or max(8 * self.chunk_bytes,
+                                                   available_bytes(self.backend) // 3)
+        per = max(self.work_bytes_per_column(), 1)
+        comps = list(range(self.ncomp))
+        if per * self.ncomp * R <= budget:
+            return [(comps, slice(0, R))]
+        if per * self.ncomp <= budget:
+            step = max(1, budget // (per * self.ncomp))
+            return [(comps, slice(a, min(a + step, R))) for a in range(0, R, step)]
+        step = max(1, budget // per)
+        return [(comps[a:a + step], slice(r, r + 1)) for r in range(R)
+                for a in range(0, self.ncomp, step)]
+
     def matvec(self, x):
         """A_far x for x (n,) or (n, R) in tree order (backend arrays)."""
-        xp, plan = self.xp, self.plan
-        p = plan.settings.order
-        P = p ** 3
+        xp = self.xp
         vec = x.ndim == 1
         X = xp.asarray(x).astype(self.dtype).reshape(x.shape[0], -1)
         R = X.shape[1]
-        if not plan.levels:
+        if not self.plan.levels:
             return xp.zeros(x.shape, self.dtype)
         X = xp.concatenate([X, xp.zeros((1, R), self.dtype)])  # the padding's sink
-        levels = plan.levels
-        K = self.ncomp * R
+        y = xp.zeros((X.shape[0], R), self.dtype)
+        for comps, cols in self.column_groups(R):
+            y[:, cols] += self._pass(X[:, cols], comps)
+        y = y[:-1]
+        return y[:, 0] if vec else y
+
+    def _pass(self, X, comps):
+        """The far field of components `comps` for X (n + 1, R) (padded)."""
+        xp, levels = self.xp, self.plan.levels
+        p = self.plan.settings.order
+        P = p ** 3
+        R = X.shape[1]
+        K = len(comps) * R
         leaf = levels[-1]
         M = [None] * len(levels)
-        M[-1] = self._leaf_pass(leaf, leaf.sources, self.cols, X, K)
+        M[-1] = self._leaf_pass(leaf, leaf.sources, self.cols, X, K, comps)
         for lv in range(len(levels) - 2, -1, -1):  # upward
             tr = self.up[lv]
             out = xp.zeros((tr.n_parent, P, K), self.dtype)
-            for sl in self._chunks(len(tr.parent), P * K * 16 * 4):
-                child = M[lv + 1][tr.child[sl]] * tr.phase[sl][:, :, None]
-                scatter_add(out, tr.parent[sl], _tensor_apply(xp, tr.lagrange[:, sl], child, p))
+            for sl in self._chunks(len(tr), P * K * 16 * 4):
+                lagrange, phase = tr.factors(sl)
+                child = M[lv + 1][tr.child[sl]] * phase[:, :, None]
+                scatter_add(out, tr.parent[sl], _tensor_apply(xp, lagrange, child, p))
+            M[lv + 1] = self._kept(lv + 1, M[lv + 1])
             M[lv] = out
+        M[0] = self._kept(0, M[0])
         Lc = None
         for lv, level in enumerate(levels):  # the blocks, and downward
             here = xp.zeros((len(level.targets), P, K), self.dtype)
             if Lc is not None:
                 tr = self.down[lv - 1]
-                for sl in self._chunks(len(tr.parent), P * K * 16 * 4):
-                    moved = _tensor_apply(xp, tr.lagrange[:, sl], Lc[tr.parent[sl]], p, transpose=True)
-                    scatter_add(here, tr.child[sl], moved * tr.phase[sl][:, :, None])
-            self._interactions(lv, M[lv], here)
+                for sl in self._chunks(len(tr), P * K * 16 * 4):
+                    lagrange, phase = tr.factors(sl)
+                    moved = _tensor_apply(xp, lagrange, Lc[tr.parent[sl]], p, transpose=True)
+                    scatter_add(here, tr.child[sl], moved * phase[:, :, None])
+            if M[lv] is not None:
+                self._interactions(lv, M[lv], here)
             M[lv] = None
             Lc = here
         y = xp.zeros((X.shape[0], R), self.dtype)
-        self._leaf_pass(leaf, leaf.targets, self.rows, Lc, K, y)
-        y = y[:-1]
-        return y[:, 0] if vec else y
+        self._leaf_pass(leaf, leaf.targets, self.rows, Lc, K, comps, y)
+        return y
 
-    def _leaf_pass(self, level, keys, side, data, K, y=None):
+    def _kept(self, lv, M):
+        """Level lv's source expansions that its blocks read (None: no blocks)."""
+        keep = self.blocks[lv]["keep"]
+        if not len(keep):
+            return None
+        return M if len(keep) == len(M) else M[keep]
+
+    def _leaf_pass(self, level, keys, side, data, K, comps, y=None):
         """Sources: the leaves' expansions (pairs, P, K) of `data` (x); targets: y += the
         fields of the expansions `data`. A chunk of clusters at a time, each with all its
         directions (keys sorted by cluster), padded to the chunk's most."""
@@ -359,7 +447,7 @@ class FarField:
         clusters, first, count = np.unique(cl, return_index=True, return_counts=True)
         out = None if y is not None else xp.zeros((len(keys), P, K), self.dtype)
         slots = int(count.max(initial=1))
-        for sl in self._chunks(len(clusters), side.cluster_bytes(P, slots, K)):
+        for sl in self._chunks(len(clusters), side.cluster_bytes(P, slots, K, len(comps))):
             c, f, n = clusters[sl], first[sl], count[sl]
             S = int(n.max())
             pair = f[:, None] + np.arange(S)[None, :]
@@ -368,7 +456,7 @@ class FarField:
             dirs = np.where(real[..., None], level.dirs[dr[pair]], 0.0)  # padding: direction 0
             args = (xp.asarray(c), xp.asarray(dirs.astype(self.rdtype)),
                     xp.asarray(level.centre[c].astype(self.rdtype)),
-                    xp.asarray(level.half[c].astype(self.rdtype)), self.k.real, p, self.dtype)
+                    xp.asarray(level.half[c].astype(self.rdtype)), self.k.real, p, self.dtype, comps)
             take = xp.asarray(pair[real])
             if y is None:
                 out[take] = side.moments(data, *args)[xp.asarray(real)]

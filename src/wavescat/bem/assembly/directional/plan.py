@@ -40,6 +40,10 @@ class DirectionalSettings:
     # the diameter of a level that its direction grid is made for: this quantile of its
     # clusters' (a few bisection slivers are much longer; their pairs split instead)
     quantile: float = 0.9
+    # where the expansions start from the points: the cluster tree's leaves (few points and
+    # few directions each, moved up level by level by the transfers), or else the deepest
+    # level with directional blocks (large clusters, each with many directions)
+    tree_leaves: bool = True
 
     def __post_init__(self):
         if not (isinstance(self.order, (int, np.integer)) and 2 <= self.order <= 12):
@@ -155,8 +159,9 @@ def build_plan(tree, k: float, settings: DirectionalSettings, eta_aca: float = 1
         pos = np.arange(len(owner)) - np.repeat(np.cumsum(nt * ns) - nt * ns, nt * ns)
         t = ct[st_[owner] + pos // ns[owner]]
         s = cs[ss_[owner] + pos % ns[owner]]
-    while far and not len(far[-1][0]):  # expansions only down to the last directional level
-        far.pop()
+    if not settings.tree_leaves or not any(len(f[0]) for f in far):
+        while far and not len(far[-1][0]):  # expansions only down to the last directional level
+            far.pop()
     levels = _active_levels(tree, grids, far)
     return DirectionalPlan(tree, settings, k, levels, _joined(near), _joined(aca))
 

@@ -115,6 +115,10 @@ def case_at(frequency, args):
     if args.kd_max is not None:
         kd = None if args.kd_max.lower() == "none" else float(args.kd_max)
         case["solver"]["hmatrix"] = {**(case["solver"].get("hmatrix") or {}), "kd_max": kd}
+    if args.directional:
+        aca, eta2, order = args.directional.split(":")
+        case["solver"]["directional"] = {"aca_kd_max": float(aca), "eta2": float(eta2),
+                                         "order": int(order)}
     if args.boundary:
         case["boundary"] = json.loads(args.boundary)
     cfg["run"] = ["submarine"]
@@ -288,7 +292,8 @@ def compare_storages(args):
     base = ["--freq", *(f"{f:g}" for f in args.freq), "--backend", args.backend,
             "--precision", args.precision, "--format", args.format]
     for flag, value in (("--kd-max", args.kd_max), ("--work-gib", args.work_gib or None),
-                        ("--mesh", args.mesh), ("--mesh-dir", args.mesh_dir)):
+                        ("--mesh", args.mesh), ("--mesh-dir", args.mesh_dir),
+                        ("--directional", args.directional)):
         if value:
             base += [flag, str(value)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -338,6 +343,8 @@ def main(argv=None):
     ap.add_argument("--precision", default="double", choices=["double", "single"])
     ap.add_argument("--format", default="hmatrix", choices=["auto", "dense", "hmatrix", "directional"])
     ap.add_argument("--kd-max", default=None, help="override solver.hmatrix.kd_max (a number or none)")
+    ap.add_argument("--directional", default="", metavar="ACA_KD_MAX:ETA2:ORDER",
+                    help="--format directional: override solver.directional")
     ap.add_argument("--boundary", default="",
                     help="a boundary block as JSON in place of the case's (any boundary kind)")
     ap.add_argument("--work-gib", type=float, default=0.0,

@@ -11,7 +11,10 @@ settings (solver.hmatrix) and the directional format at each ACA_KD_MAX:ETA2:ORD
 per row the assembly time, what is stored (near field and ACA blocks; the far field stores
 nothing) and the dense near field's share of it, the far field's own device arrays, the
 product time of one vector (median of 3, after a first product), and the product's distance
-from the H-matrix's (relative, 2-norm, over a random vector).
+from the H-matrix's (relative, 2-norm, over a random vector). `--stages`: the far field's
+product stage by stage (leaf passes, transfers, the blocks' kernel products; seconds summed
+over the timed products, the device synchronised around each), its passes over the
+components and the working bytes per column.
 Storage growth per doubling of the frequency is the ratio of one row's storage to the row
 of the same configuration at half the frequency.
 """
@@ -60,6 +63,28 @@ def release(be):
         be.xp.get_default_memory_pool().free_all_blocks()
 
 
+STAGES: dict = {}
+
+
+def time_stages(be):
+    """Wrap the far field's product stages with synchronised timers (summed in STAGES)."""
+    from wavescat.bem.assembly.directional import farfield as ff
+
+    def timed(name, fn):
+        def wrapped(*a, **k):
+            be.synchronize()
+            t0 = time.perf_counter()
+            out = fn(*a, **k)
+            be.synchronize()
+            STAGES[name] = STAGES.get(name, 0.0) + time.perf_counter() - t0
+            return out
+        return wrapped
+
+    ff.FarField._leaf_pass = timed("leaves", ff.FarField._leaf_pass)
+    ff.FarField._interactions = timed("blocks", ff.FarField._interactions)
+    ff._tensor_apply = timed("transfers", ff._tensor_apply)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mesh-dir", required=True)
@@ -69,10 +94,13 @@ def main(argv=None):
                     help="ACA_KD_MAX:ETA2:ORDER of each directional run")
     ap.add_argument("--ops", nargs="+", default=["double_layer", "hypersingular"])
     ap.add_argument("--no-reference", action="store_true", help="skip the plain H-matrix")
+    ap.add_argument("--stages", action="store_true", help="time the far field's product stages")
     ap.add_argument("--split", type=int, default=0, metavar="N",
                     help="use the mesh of f / 2^N Hz split into four N times")
     args = ap.parse_args(argv)
     be = get_backend(args.backend)
+    if args.stages:
+        time_stages(be)
     hm = SolverSettings.from_dict({}).hmatrix.options()
     print(f"# bench_directional on {be.device_name} ({be.name}); H-matrix {hm}", flush=True)
     print("f_Hz  dofs  operator  format  assembly_s  stored_GiB  dense_GiB  far_GiB  product_s  "
@@ -113,6 +141,7 @@ def main(argv=None):
                                              **{**hm, "kd_max": float(aca)}, settings=st)
                 be.synchronize()
                 ta = time.perf_counter() - t0
+                STAGES.clear()
                 y, tp = timed_products(D, xd, be)
                 y = be.asnumpy(y) if be.is_gpu else y
                 diff = np.linalg.norm(y - ref) / np.linalg.norm(ref) if ref is not None else float("nan")
@@ -123,6 +152,10 @@ def main(argv=None):
                       f"{rep['storage_bytes'] / 2**30:.3f} {dense_gib(D):.3f} "
                       f"{far['device_bytes'] / 2**30:.3f} "
                       f"{tp:.3f} {diff:.2e} {far['blocks_per_level']}", flush=True)
+                if args.stages and hasattr(D, "far"):
+                    print(f"  stages (4 products): { {a: round(b, 3) for a, b in STAGES.items()} }, "
+                          f"passes {len(D.far.column_groups(1))}, working "
+                          f"{D.far.work_bytes_per_column() / 2**30:.2f} GiB a column", flush=True)
                 del D
                 release(be)
 

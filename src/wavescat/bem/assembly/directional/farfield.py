@@ -293,6 +293,7 @@ class FarField:
                                lagrange[lv], xp, self.rdtype, self.dtype)
                      for lv in range(len(levels) - 1)]
         self.blocks = [self._blocks(lv) for lv in levels]
+        self._leaf_cache = {}
         self._m2l = None
         if backend.is_gpu:
             defines = f"#define IS_DOUBLE {int(self.rdtype == np.float64)}\n#define DAMPED {int(self.k.imag != 0)}\n"
@@ -443,10 +444,29 @@ class FarField:
         fields of the expansions `data`. A chunk of clusters at a time, each with all its
         directions (keys sorted by cluster), padded to the chunk's most."""
         xp, p, P = self.xp, self.plan.settings.order, self.plan.settings.order ** 3
+        out = None if y is not None else xp.zeros((len(keys), P, K), self.dtype)
+        for c, dirs, centre, half, take, real in self._leaf_chunks(level, keys, side, P, K, comps):
+            args = (c, dirs, centre, half, self.k.real, p, self.dtype, comps)
+            if y is None:
+                out[take] = side.moments(data, *args)[real]
+            else:
+                local = xp.zeros((len(c), dirs.shape[1], P, K), self.dtype)
+                local[real] = data[take]
+                side.evaluate(local, y, *args)
+        return out
+
+    def _leaf_chunks(self, level, keys, side, P, K, comps):
+        """The leaf pass's chunks as backend arrays (clusters, their directions padded with
+        direction 0, boxes, expansion indices, the real slots), made once per chunking:
+        every product of the same shape reuses them (no host work or uploads per product)."""
+        key = (id(side), K, len(comps))
+        if key in self._leaf_cache:
+            return self._leaf_cache[key]
+        xp = self.xp
         cl, dr = level.split(keys)
         clusters, first, count = np.unique(cl, return_index=True, return_counts=True)
-        out = None if y is not None else xp.zeros((len(keys), P, K), self.dtype)
         slots = int(count.max(initial=1))
+        chunks = []
         for sl in self._chunks(len(clusters), side.cluster_bytes(P, slots, K, len(comps))):
             c, f, n = clusters[sl], first[sl], count[sl]
             S = int(n.max())
@@ -454,14 +474,9 @@ class FarField:
             real = np.arange(S)[None, :] < n[:, None]
             pair = np.where(real, pair, 0)
             dirs = np.where(real[..., None], level.dirs[dr[pair]], 0.0)  # padding: direction 0
-            args = (xp.asarray(c), xp.asarray(dirs.astype(self.rdtype)),
-                    xp.asarray(level.centre[c].astype(self.rdtype)),
-                    xp.asarray(level.half[c].astype(self.rdtype)), self.k.real, p, self.dtype, comps)
-            take = xp.asarray(pair[real])
-            if y is None:
-                out[take] = side.moments(data, *args)[xp.asarray(real)]
-            else:
-                local = xp.zeros((len(c), S, P, K), self.dtype)
-                local[xp.asarray(real)] = data[take]
-                side.evaluate(local, y, *args)
-        return out
+            chunks.append((xp.asarray(c), xp.asarray(dirs.astype(self.rdtype)),
+                           xp.asarray(level.centre[c].astype(self.rdtype)),
+                           xp.asarray(level.half[c].astype(self.rdtype)),
+                           xp.asarray(pair[real]), xp.asarray(real)))
+        self._leaf_cache[key] = chunks
+        return chunks

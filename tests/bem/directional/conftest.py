@@ -30,3 +30,14 @@ def tube_space():
 def small_tube_space():
     """A coarser, shorter tube: the CUDA emulation runs a fiber per GPU thread."""
     return spaces.p1(tube(nt=8, nz=96))
+
+
+def sheets(length=8.0, width=1.0, gap=0.4, nx=160, ny=20) -> SurfaceMesh:
+    """Two flat parallel sheets facing each other (every cluster flat; the double layer
+    between the sheets is not zero)."""
+    X, Y = np.meshgrid(np.linspace(0, length, nx), np.linspace(0, width, ny), indexing="ij")
+    v = np.stack([X, Y, 0 * X], -1).reshape(-1, 3)
+    a = np.arange(nx * ny).reshape(nx, ny)
+    t = np.concatenate([np.stack([a[:-1, :-1], a[1:, :-1], a[1:, 1:]], -1).reshape(-1, 3),
+                        np.stack([a[:-1, :-1], a[1:, 1:], a[:-1, 1:]], -1).reshape(-1, 3)])
+    return SurfaceMesh(np.concatenate([v, v + [0, 0, gap]]), np.concatenate([t, t[:, ::-1] + len(v)]))

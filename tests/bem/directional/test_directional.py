@@ -18,7 +18,7 @@ from wavescat.bem.discretisation import quadrature as q
 from wavescat.bem.discretisation import spaces
 from wavescat.errors import InputError
 
-from .conftest import tube
+from .conftest import sheets, tube
 
 K = 8.0
 SETTINGS = DirectionalSettings(order=5)
@@ -131,6 +131,22 @@ def test_far_field_approximates_the_regular_entries(request, which, name, tol):
     x = np.random.default_rng(0).standard_normal((n, 2)) + 0j
     y = FarField(plan, name, K, cloud, cloud, get_backend("cpu"), np.complex128).matvec(x)
     assert np.linalg.norm(y - A @ x) <= tol * np.linalg.norm(A @ x)
+
+
+def test_single_precision_holds_on_flat_clusters():
+    """Flat clusters (their boxes' thin sides widened) keep the single-precision double layer
+    (a normal derivative across the thin side: the most sensitive) at single precision's
+    rounding from the double-precision one. Measured with chebyshev.MIN_ASPECT 0.2: 8.5e-6
+    (V 2.7e-6, W 3.4e-6); at 1e-3 1.3e-3, where a GMRES on a box's faces stalled above its
+    tolerance on such rounding."""
+    space = spaces.p1(sheets())
+    plan, cloud = _plan(space)
+    assert plan.far_blocks > 10000
+    x = np.random.default_rng(4).standard_normal(cloud.n) + 1j
+    cpu = get_backend("cpu")
+    ref = FarField(plan, "double_layer", K, cloud, cloud, cpu, np.complex128).matvec(x)
+    got = FarField(plan, "double_layer", K, cloud, cloud, cpu, np.complex64).matvec(x)
+    assert np.linalg.norm(got - ref) <= 3e-5 * np.linalg.norm(ref)
 
 
 def test_products_in_several_passes_add_up(carried_plan):

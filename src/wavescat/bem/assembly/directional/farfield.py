@@ -71,8 +71,8 @@ def _real_times(A, Z):
 
 
 class Leaves:
-    """One side's leaf bases: the clusters of level `lv` (the deepest with directional
-    blocks) as padded point sets, and the component weights; `moments` (sources) and
+    """One side's leaf bases: the clusters of level `lv` (the plan's last: the tree's leaves,
+    or the deepest level with directional blocks) as padded point sets, and the component weights; `moments` (sources) and
     `evaluate` (targets) apply them."""
 
     def __init__(self, cloud, tree, lv, comps, sign, xp, rdtype):
@@ -282,7 +282,7 @@ class FarField:
         # chunks would cost)
         self.chunk_bytes = chunk_bytes or ((1 << 30) if backend.is_gpu else (128 << 20))
         self.rows = self.cols = None
-        if levels:  # the leaves of the expansions: the deepest level with directional blocks
+        if levels:  # the expansions' leaves: the plan's last level (plan.py, tree_leaves)
             self.rows = Leaves(test_cloud, tree, len(levels) - 1, rows, +1.0, xp, self.rdtype)
             self.cols = Leaves(trial_cloud, tree, len(levels) - 1, cols, -1.0, xp, self.rdtype)
         lagrange = [child_lagrange(plan, lv, xp, self.rdtype) for lv in range(len(levels) - 1)]

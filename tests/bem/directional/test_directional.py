@@ -163,7 +163,7 @@ def test_products_in_several_passes_add_up(carried_plan):
 
 
 def test_device_kernels_match_the_cpu(small_tube_space, device):
-    """The CUDA M2L (emulated on the CPU, or on a GPU) gives the CPU's far field, damped k
+    """The CUDA M2L and transfers (emulated on the CPU, or on a GPU) give the CPU's far field, damped k
     and several columns included."""
     plan, cloud = _plan(small_tube_space, kd_max=2.0, settings=DirectionalSettings(order=3),
                         leaf_size=8)

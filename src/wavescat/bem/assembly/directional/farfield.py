@@ -218,11 +218,12 @@ class Transfers:
         w = sign * k * (c - c2) * h_c
         centre = -sign * k * ((m_p - m_c) * c).sum(-1)
         self.lagrange = lagrange
-        self.cluster = xp.asarray(child_cl)
+        self.cluster = xp.asarray(child_cl.astype(np.int32))
         self.w = xp.asarray(w.astype(rdtype))
         self.offset = xp.asarray(np.exp(1j * centre).astype(cdtype))
-        self.parent, self.child = xp.asarray(parent), xp.asarray(child)
+        self.parent, self.child = (xp.asarray(a.astype(np.int32)) for a in (parent, child))
         self.n_parent = len(cl)
+        self.sign = sign
         self._grid = _grid(xp, plan.settings.order, rdtype)
         self.xp = xp
 
@@ -235,10 +236,36 @@ class Transfers:
         phase = xp.exp(1j * (self.w[sl] @ self._grid.T)).astype(self.offset.dtype, copy=False)
         return self.lagrange[:, self.cluster[sl]], phase * self.offset[sl][:, None]
 
+    def launch(self, kernel, X, Y, p):
+        """The transfers by the CUDA kernel `kernel` (m2l.cu, dir_transfer): sources
+        Y[parent] += T X[child], targets Y[child] += T^* X[parent]; False where one
+        column's working set does not fit the shared memory (the caller's chunks then)."""
+        xp, P, K = self.xp, p ** 3, X.shape[2]
+        real = self.w.dtype.type
+        per_column = 4 * P * real().itemsize
+        tk = min(K, _TRANSFER_TILE, (_TRANSFER_SHARED - 3 * p * p * real().itemsize) // per_column)
+        if tk < 1:
+            return False
+        if not len(self):
+            return True
+        up = self.sign < 0
+        src, dst = (self.child, self.parent) if up else (self.parent, self.child)
+        kernel((len(self), (K + tk - 1) // tk), (_TRANSFER_THREADS,),
+               (src, dst, self.cluster, self.w, self.offset.view(real), self.lagrange,
+                np.int64(self.lagrange.shape[1]), self._grid, np.int32(p), np.int32(K),
+                np.int32(tk), np.int32(up), xp.ascontiguousarray(X).view(real), Y.view(real)),
+               shared_mem=int(per_column * tk + 3 * p * p * real().itemsize))
+        return True
+
     @property
     def nbytes(self) -> int:
         return int(sum(a.nbytes for a in (self.cluster, self.w, self.offset, self.parent,
                                             self.child)))
+
+
+# dir_transfer's launch: threads per block, at most this many columns per block, and the
+# dynamic shared memory it may take (the default limit, 48 KiB, needs no opt-in)
+_TRANSFER_THREADS, _TRANSFER_TILE, _TRANSFER_SHARED = 256, 8, 48 << 10
 
 
 def child_lagrange(plan, lv, xp, rdtype):
@@ -253,7 +280,7 @@ def child_lagrange(plan, lv, xp, rdtype):
     t = (dn.centre[:, None, :] + dn.half[:, None, :] * x[None, :, None]
          - up.centre[parent][:, None, :]) / up.half[parent][:, None, :]
     A = np.stack([chebyshev.lagrange(t[:, :, a], p) for a in range(3)])  # (3, n, child, parent)
-    return xp.asarray(np.swapaxes(A, 2, 3).astype(rdtype))
+    return xp.asarray(np.ascontiguousarray(np.swapaxes(A, 2, 3), dtype=rdtype))
 
 
 def _grid(xp, p, rdtype):
@@ -294,10 +321,11 @@ class FarField:
                      for lv in range(len(levels) - 1)]
         self.blocks = [self._blocks(lv) for lv in levels]
         self._leaf_cache = {}
-        self._m2l = None
+        self._m2l = self._transfer = None
         if backend.is_gpu:
             defines = f"#define IS_DOUBLE {int(self.rdtype == np.float64)}\n#define DAMPED {int(self.k.imag != 0)}\n"
             self._m2l = xp.RawKernel(defines + _CUDA, "dir_m2l")
+            self._transfer = xp.RawKernel(defines + _CUDA, "dir_transfer")
 
     @property
     def device_bytes(self) -> int:
@@ -408,10 +436,11 @@ class FarField:
         for lv in range(len(levels) - 2, -1, -1):  # upward
             tr = self.up[lv]
             out = xp.zeros((tr.n_parent, P, K), self.dtype)
-            for sl in self._chunks(len(tr), P * K * 16 * 4):
-                lagrange, phase = tr.factors(sl)
-                child = M[lv + 1][tr.child[sl]] * phase[:, :, None]
-                scatter_add(out, tr.parent[sl], _tensor_apply(xp, lagrange, child, p))
+            if not (self._transfer and tr.launch(self._transfer, M[lv + 1], out, p)):
+                for sl in self._chunks(len(tr), P * K * 16 * 4):
+                    lagrange, phase = tr.factors(sl)
+                    child = M[lv + 1][tr.child[sl]] * phase[:, :, None]
+                    scatter_add(out, tr.parent[sl], _tensor_apply(xp, lagrange, child, p))
             M[lv + 1] = self._kept(lv + 1, M[lv + 1])
             M[lv] = out
         M[0] = self._kept(0, M[0])
@@ -420,7 +449,9 @@ class FarField:
             here = xp.zeros((len(level.targets), P, K), self.dtype)
             if Lc is not None:
                 tr = self.down[lv - 1]
-                for sl in self._chunks(len(tr), P * K * 16 * 4):
+                chunks = [] if self._transfer and tr.launch(self._transfer, Lc, here, p) else \
+                    self._chunks(len(tr), P * K * 16 * 4)
+                for sl in chunks:
                     lagrange, phase = tr.factors(sl)
                     moved = _tensor_apply(xp, lagrange, Lc[tr.parent[sl]], p, transpose=True)
                     scatter_add(here, tr.child[sl], moved * phase[:, :, None])

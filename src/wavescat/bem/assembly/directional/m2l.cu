@@ -1,5 +1,7 @@
-// The far blocks' kernel products of the directional far field (farfield.py), on the GPU.
-// Thread (b, nu) of tile z: target node nu of block b, columns [8 z, 8 z + 8) of the
+// The directional far field's product on the GPU (farfield.py): the far blocks' kernel
+// products (dir_m2l) and the parent-child transfers (dir_transfer).
+//
+// dir_m2l: thread (b, nu) of tile z: target node nu of block b, columns [8 z, 8 z + 8) of the
 // expansions; the modulated Green's function of each node pair is evaluated as it is used,
 // and the block's product is added into its target expansion with atomics (several blocks
 // share a target). Expansions are laid out (expansion, node, column), complex interleaved.
@@ -63,5 +65,89 @@ extern "C" __global__ void dir_m2l(
     for (int t = 0; t < ncol; ++t) {
         atomicAdd(o + 2 * t, are[t] * phr - aim[t] * phi);
         atomicAdd(o + 2 * t + 1, are[t] * phi + aim[t] * phr);
+    }
+}
+
+// dir_transfer: block (e, z) applies edge e of a level's transfers to columns
+// [tk z, tk z + tk) of the expansions (expansion, node, column; complex interleaved).
+//   up (sources):    Y[to[e]] += (A0 x A1 x A2) (phase . X[from[e]])
+//   down (targets):  Y[to[e]] += phase . (A0 x A1 x A2)^T X[from[e]]
+// A_a = lagrange[a, cluster[e]] ([parent node, child node], p x p, x slowest in a node's
+// index), phase[n] = exp(i w[e].grid[n]) offset[e] on the child's nodes. The columns sit in
+// shared memory while the three axes are swept one after another; several edges add into
+// one expansion, hence the atomics.
+extern "C" __global__ void dir_transfer(
+    const int* from, const int* to, const int* cluster, const real* w, const real* offset,
+    const real* lagrange, long long nclusters, const real* grid, int p, int ncols, int tk,
+    int up, const real* X, real* Y)
+{
+    extern __shared__ double pool[];
+    const int P = p * p * p, pp = p * p;
+    real* a = (real*)pool;  // P x tk complex
+    real* b = a + 2 * P * tk;  // P x tk complex
+    real* A = b + 2 * P * tk;  // 3 x p x p
+    const long long e = blockIdx.x;
+    const int col0 = blockIdx.y * tk;
+    const int ncol = ncols - col0 < tk ? ncols - col0 : tk;
+    const long long cl = cluster[e];
+    for (int i = threadIdx.x; i < 3 * pp; i += blockDim.x)
+        A[i] = lagrange[((i / pp) * nclusters + cl) * pp + i % pp];
+    const real w0 = w[3 * e], w1 = w[3 * e + 1], w2 = w[3 * e + 2];
+    const real ore = offset[2 * e], oim = offset[2 * e + 1];
+    const real* x = X + 2 * ((long long)from[e] * P * ncols + col0);
+    for (int n = threadIdx.x; n < P; n += blockDim.x) {
+        real pre = 1, pim = 0;
+        if (up) {
+            real sn, cs;
+            SINCOS(w0 * grid[3 * n] + w1 * grid[3 * n + 1] + w2 * grid[3 * n + 2], &sn, &cs);
+            pre = cs * ore - sn * oim;
+            pim = cs * oim + sn * ore;
+        }
+        for (int t = 0; t < ncol; ++t) {
+            const real xr = x[2 * ((long long)n * ncols + t)], xi = x[2 * ((long long)n * ncols + t) + 1];
+            a[2 * (n * tk + t)] = xr * pre - xi * pim;
+            a[2 * (n * tk + t) + 1] = xr * pim + xi * pre;
+        }
+    }
+    __syncthreads();
+    // sweep axis ax (stride s of its index in a node's): out[.. i ..] = sum_j F[i, j] in[.. j ..],
+    // F = A_ax (up: parent i, child j) or its transpose (down)
+    real* in = a;
+    real* out = b;
+    for (int ax = 2; ax >= 0; --ax) {
+        const int s = ax == 2 ? 1 : (ax == 1 ? p : pp);
+        const real* F = A + ax * pp;
+        for (int item = threadIdx.x; item < P * ncol; item += blockDim.x) {
+            const int n = item / ncol, t = item % ncol;
+            const int i = (n / s) % p, base = n - i * s;
+            real re = 0, im = 0;
+            for (int j = 0; j < p; ++j) {
+                const real f = up ? F[i * p + j] : F[j * p + i];
+                const int m = base + j * s;
+                re += f * in[2 * (m * tk + t)];
+                im += f * in[2 * (m * tk + t) + 1];
+            }
+            out[2 * (n * tk + t)] = re;
+            out[2 * (n * tk + t) + 1] = im;
+        }
+        __syncthreads();
+        real* swap = in;
+        in = out;
+        out = swap;
+    }
+    real* y = Y + 2 * ((long long)to[e] * P * ncols + col0);
+    for (int n = threadIdx.x; n < P; n += blockDim.x) {
+        real pre = 1, pim = 0;
+        if (!up) {
+            real sn, cs;
+            SINCOS(w0 * grid[3 * n] + w1 * grid[3 * n + 1] + w2 * grid[3 * n + 2], &sn, &cs);
+            pre = cs * ore - sn * oim;
+            pim = cs * oim + sn * ore;
+        }
+        for (int t = 0; t < ncol; ++t) {
+            const real vr = in[2 * (n * tk + t)], vi = in[2 * (n * tk + t) + 1];
+            atomicAdd(y + 2 * ((long long)n * ncols + t), vr * pre - vi * pim);
+            atomicAdd(y + 2 * ((long long)n * ncols + t) + 1, vr * pim + vi * pre);
+        }
     }
 }

@@ -51,12 +51,34 @@ def components(op: Operator, k: complex):
             Operator.adjoint_double_layer: (deriv, plain)}[op]
 
 
-def _weights(cloud, key, axis):
-    if key == "w":
-        return cloud.w
+def _element_weights(el, key, axis):
+    """(m, nq, nloc): a component's weight of each element's local function at its points
+    (rule weight x area x basis value, surface curl, or value x the normal's axis)."""
     if key == "curl":
-        return cloud.curl[..., axis]
-    return cloud.w * cloud.nrm[..., axis]
+        return el.wts[:, :, None] * el.curl[:, None, :, axis]
+    w = el.wts[:, :, None] * el.phi[None, :, :]
+    return w if key == "w" else w * el.nrm[:, None, None, axis]
+
+
+def _leaf_elements(el, n, tree, lv):
+    """Per cluster of level lv (of n dofs in tree order), the elements its dofs touch,
+    padded to the most with the sink element m: (elements (clusters, emax), the cluster's
+    dof of each local function or the sink dof n where another cluster holds it
+    (clusters, emax, nloc))."""
+    m, nloc = el.dofs.shape
+    starts, sizes = tree.starts[lv], tree.sizes[lv]
+    owner = np.full(n, -1, np.int64)
+    owner[np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())] = \
+        np.repeat(np.arange(len(sizes)), sizes)
+    pairs = np.unique(owner[el.dofs] * m + np.arange(m)[:, None])  # (cluster, element)
+    cl, e = pairs // m, pairs % m
+    count = np.bincount(cl, minlength=len(tree.starts[lv]))
+    slot = np.arange(len(pairs)) - np.repeat(np.cumsum(count) - count, count)
+    elements = np.full((len(count), max(int(count.max(initial=1)), 1)), m, np.int64)
+    elements[cl, slot] = e
+    dofs = np.concatenate([el.dofs, np.full((1, nloc), n)])[elements]
+    held = np.concatenate([owner, [-1]])[dofs] == np.arange(len(count))[:, None, None]
+    return elements, np.where(held, dofs, n)
 
 
 def _real_times(A, Z):
@@ -72,43 +94,48 @@ def _real_times(A, Z):
 
 class Leaves:
     """One side's leaf bases: the clusters of level `lv` (the plan's last: the tree's leaves,
-    or the deepest level with directional blocks) as padded point sets, and the component weights; `moments` (sources) and
-    `evaluate` (targets) apply them."""
+    or the deepest level with directional blocks) as the quadrature points of the elements
+    their dofs touch (each point once, whichever of its element's functions the cluster
+    holds), with the components' weights; `moments` (sources) and `evaluate` (targets)
+    apply them."""
 
     def __init__(self, cloud, tree, lv, comps, sign, xp, rdtype):
         self.xp, self.rdtype, self.sign, self.comps = xp, rdtype, sign, comps
-        starts, sizes = tree.starts[lv], tree.sizes[lv]
-        self.smax = int(sizes.max())
-        self.q = cloud.q
-        idx = starts[:, None] + np.arange(self.smax)[None, :]
-        valid = np.arange(self.smax)[None, :] < sizes[:, None]
-        self.dofs = xp.asarray(np.where(valid, idx, cloud.n).astype(np.int64))  # n: a sink
+        el = cloud.elements
+        if el is None:
+            raise ValueError("the directional far field needs the cloud's elements")
+        elements, dofs = _leaf_elements(el, cloud.n, tree, lv)
+        self.elements, self.dofs = xp.asarray(elements), xp.asarray(dofs)
+        self.nq, self.nloc = el.wts.shape[1], el.dofs.shape[1]
+        self.npts = elements.shape[1] * self.nq
 
         def pad(a):
             return np.concatenate([a, np.zeros((1,) + a.shape[1:], a.dtype)])
 
-        self.pos = xp.asarray(pad(cloud.pos).astype(rdtype))
-        self.nrm = xp.asarray(pad(cloud.nrm).astype(rdtype))
-        self.weights = xp.asarray(np.stack([pad(_weights(cloud, key, axis)) for key, axis, *_ in comps],
-                                           axis=-1).astype(rdtype))  # (n + 1, Q, C)
+        self.pos = xp.asarray(pad(el.pts).astype(rdtype))  # (m + 1, nq, 3)
+        self.nrm = xp.asarray(pad(el.nrm).astype(rdtype))  # (m + 1, 3)
+        self.weights = xp.asarray(np.stack([pad(_element_weights(el, key, axis))
+                                            for key, axis, *_ in comps],
+                                           axis=-1).astype(rdtype))  # (m + 1, nq, nloc, C)
         self.deriv = any(c[2] for c in comps)
-        self.npts = self.smax * self.q
 
     def cluster_bytes(self, P, slots, K, C) -> int:
         """Working memory of one cluster of a leaf pass with `slots` directions, K columns
         and C of the components."""
         real = self.rdtype().itemsize
         return self.npts * (P * (4 if self.deriv else 1) * real * 2 + slots * (K + 2) * real * 6
-                            + C * real)
+                            + C * real * self.nloc)
 
     def _bases(self, clusters, dirs, centre, half, k, p):
         """Per cluster (B of them) and its directions dirs (B, S, 3) (padded with zeros):
         the Lagrange tensors [g] (B, npts, P) (g = 0: values; 1..3: the gradient's axes),
         the modulations (B, S, npts), the normal derivative's factor of the values tensor
-        (B, S, npts), the normals, the component weights and the dofs."""
+        (B, S, npts), the points' normals, the elements' component weights
+        (B, emax, nq, nloc, C) and the local functions' dofs (B, emax, nloc)."""
         xp = self.xp
-        dofs = self.dofs[clusters]  # (B, smax)
-        pts = self.pos[dofs].reshape(len(clusters), self.npts, 3)
+        elements = self.elements[clusters]  # (B, emax)
+        B = len(clusters)
+        pts = self.pos[elements].reshape(B, self.npts, 3)
         local = pts - centre[:, None, :]
         t = xp.clip(local / half[:, None, :], -1, 1)
         vals = [chebyshev.lagrange(t[..., a], p, xp=xp) for a in range(3)]  # (B, npts, p)
@@ -126,12 +153,12 @@ class Leaves:
                     for a in range(3)]
             mats += [tensor(ders[0], vals[1], vals[2]), tensor(vals[0], ders[1], vals[2]),
                      tensor(vals[0], vals[1], ders[2])]
-            nrm = self.nrm[dofs].reshape(pts.shape)
+            nrm = xp.broadcast_to(self.nrm[elements][:, :, None, :],
+                                  (B, elements.shape[1], self.nq, 3)).reshape(pts.shape)
             # d/dn of e^{sign ik c.x} L = e^{...} (n.grad L + sign ik (c.n) L)
             cn = ik * xp.matmul(dirs, xp.swapaxes(nrm, 1, 2))
         phase = xp.exp(ik * xp.matmul(dirs, xp.swapaxes(local, 1, 2)))  # (B, S, npts)
-        wts = self.weights[dofs].reshape(len(clusters), self.npts, -1)
-        return mats, phase, nrm, cn, wts, dofs
+        return mats, phase, nrm, cn, self.weights[elements], self.dofs[clusters]
 
     def moments(self, x, clusters, dirs, centre, half, k, p, dtype, comps):
         """Source expansions (B, S, P, C R) of the clusters' directions from x (n + 1, R),
@@ -139,12 +166,15 @@ class Leaves:
         xp = self.xp
         mats, phase, nrm, cn, wts, dofs = self._bases(clusters, dirs, centre, half, k, p)
         B, S, R = len(clusters), dirs.shape[1], x.shape[1]
-        xv = xp.broadcast_to(x[dofs][:, :, None, :], (B, self.smax, self.q, R)).reshape(B, self.npts, R)
+        xa = x[dofs]  # (B, emax, nloc, R): the cluster's own coefficients, 0 for the others'
         out = []
         for ci in comps:
             deriv = self.comps[ci][2]
-            # (B, npts, S, R): every direction's modulated charges side by side
-            v = (xp.swapaxes(phase, 1, 2)[..., None] * (wts[..., ci, None] * xv)[:, :, None, :]).astype(dtype)
+            # the points' charges (B, npts, R), then every direction's modulated charges side
+            # by side (B, npts, S, R)
+            rho = sum(wts[..., a, ci, None] * xa[:, :, None, a, :] for a in range(self.nloc))
+            rho = rho.reshape(B, self.npts, R)
+            v = (xp.swapaxes(phase, 1, 2)[..., None] * rho[:, :, None, :]).astype(dtype)
             lt = xp.swapaxes(mats[0], 1, 2)
             if not deriv:
                 m = _real_times(lt, v.reshape(B, self.npts, S * R))
@@ -164,6 +194,7 @@ class Leaves:
         B, S = len(clusters), dirs.shape[1]
         lcs = xp.moveaxis(locals_.reshape(B, S, p ** 3, len(comps), -1), 1, 2)  # (B, P, S, C, R)
         R = lcs.shape[-1]
+        emax = dofs.shape[1]
         acc = 0
         for j, ci in enumerate(comps):
             deriv, factor = self.comps[ci][2], self.comps[ci][3]
@@ -173,11 +204,10 @@ class Leaves:
                 f = f * xp.swapaxes(cn, 1, 2)[..., None]
                 for a in range(3):
                     f += nrm[..., a, None, None] * _real_times(mats[a + 1], lc).reshape(B, self.npts, S, R)
-            # the directions' fields, each modulated, summed
-            f = (f * xp.swapaxes(phase, 1, 2)[..., None]).sum(axis=2)
-            acc = acc + (factor * wts[..., ci])[..., None] * f
-        per_dof = acc.reshape(B, self.smax, self.q, -1).sum(axis=2)
-        scatter_add(y, dofs.reshape(-1), per_dof.reshape(B * self.smax, -1).astype(y.dtype))
+            # the directions' fields, each modulated, summed; then onto the local functions
+            f = (f * xp.swapaxes(phase, 1, 2)[..., None]).sum(axis=2).reshape(B, emax, self.nq, 1, R)
+            acc = acc + (factor * (wts[..., ci, None] * f)).sum(axis=2)  # (B, emax, nloc, R)
+        scatter_add(y, dofs.reshape(-1), acc.reshape(B * emax * self.nloc, -1).astype(y.dtype))
 
 
 def _tensor_apply(xp, A, X, p, transpose=False):

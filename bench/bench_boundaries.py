@@ -39,6 +39,7 @@ from wavescat.configuration.case import Case
 from wavescat.configuration.config import prepare_config, solve_case
 from wavescat.errors import InputError
 from wavescat.geometry import mesh_case
+from wavescat.planning.resources import solve_format
 from wavescat.reference.sphere import sphere_series
 from wavescat.solve.driver import solve_frequency
 from wavescat.surface import SurfaceMesh
@@ -131,7 +132,7 @@ def run(ka: float, name: str, mesh: SurfaceMesh, mesh_s: float, config: dict,
     case = solve_case(config, "sphere")
     f = config["cases"]["sphere"]["frequencies_hz"][0]
     t0 = time.perf_counter()
-    res = solve_frequency(case, mesh, f)
+    res = solve_frequency(case, mesh, f, choose_format=solve_format)  # auto: as `wavescat solve`
     solve_s = time.perf_counter() - t0
     try:
         exact = sphere_series(case.boundary).far_field(

@@ -66,6 +66,7 @@ from wavescat.bem.assembly.hmatrix.report import host_peak_bytes
 from wavescat.bem.formulations import formulation_for_case
 from wavescat.configuration.case import Case
 from wavescat.configuration.config import prepare_config, solve_case
+from wavescat.planning.resources import solve_format
 from wavescat.solve.driver import assemble_system, far_fields, solve_system
 
 
@@ -181,7 +182,9 @@ def run_frequency(frequency, args, be, peak):
         say(operator_line(key, op, seconds) + peak.live())
 
     work = {"work_bytes": int(args.work_gib * 2**30)} if args.work_gib else {}
-    assembled = assemble_system(case, mesh, k, each=each, hmatrix_options=work)
+    # --format auto: as `wavescat solve` resolves it, against this machine's memory
+    assembled = assemble_system(case, mesh, k, each=each, hmatrix_options=work,
+                                choose_format=solve_format)
     formulation, space, system = assembled.formulation, assembled.space, assembled.system
     timings.update(assembled.timings)
     t0 = time.perf_counter()
@@ -191,7 +194,8 @@ def run_frequency(frequency, args, be, peak):
     timings["preconditioner"] += time.perf_counter() - t0
     peak.sample()
     say(f"  {space.n_dofs} DOFs ({formulation.n_unknowns(space)} unknowns), "
-        f"{assembled.operator_format}; preconditioner {timings['preconditioner']:.2f} s")
+        f"{assembled.operator_format} ({assembled.format_reason}); preconditioner "
+        f"{timings['preconditioner']:.2f} s")
     solved = solve_system(assembled, rhs, case.solver.gmres, frequency)  # the solver's GMRES
     timings["solve"] = solved.seconds
     its = solved.iterations.tolist()

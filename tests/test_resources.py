@@ -280,3 +280,125 @@ def test_the_default_mpiexec_leaves_open_mpi_ranks_unbound(tmp_path, version, fl
         launcher.chmod(0o755)
     quoted = f"'{launcher}'"
     assert resources.mpiexec_command(quoted).split(quoted)[1].split() == flags
+
+
+# -- operator_format auto against the machine's memory ---------------------------------------
+H200 = 150.1e9  # bytes CuPy reports for one H200 (139.8 GiB)
+
+
+def _submarine(default, frequency, **solver):
+    cfg = _prepared(default, submarine__frequencies_hz=[frequency],
+                    submarine__solver={"operator_format": "auto", **solver})
+    return Case.from_config(prepare_config(cfg, base_dir=ROOT), "submarine")
+
+
+def test_operator_models_lie_a_little_above_the_submarines_measured_bytes(default):
+    """K + W of the default submarine at 10 elements per wavelength on one H200 (complex64
+    blocks): hmatrix 4.23 / 23.5 / 140.5 GiB and directional 8:10:7 2.55 / 10.22 / 47.29 GiB
+    at 1, 2 and 4 kHz (75,650 / 299,154 / 1,196,610 DOFs). The models lie at or above each,
+    and within 12% of the 4 kHz size's: n log2 n alone put the H-matrix's at 118 GiB, which
+    fits the card it did not fit."""
+    area = _submarine(default, 1000.0).bodies[0].geometry.area()
+    gib = 2**30
+    for f, n, hmatrix, directional in ((1000.0, 75_650, 4.23, 2.55),
+                                       (2000.0, 299_154, 23.5, 10.22),
+                                       (4000.0, 1_196_610, 140.5, 47.29)):
+        a = area * (f / 1500.0) ** 2
+        h = resources.hmatrix_operator_bytes(n, a, 2, 8) / gib
+        d = resources.directional_operator_bytes(n, a, 2, 8) / gib
+        assert hmatrix <= h and directional <= d <= 1.12 * directional, (f, h, d)
+    assert h <= 1.12 * hmatrix
+    # below the square wavelengths the directional model was measured on: the H-matrix's
+    assert resources.directional_operator_bytes(10**6, 100.0) == \
+        resources.hmatrix_operator_bytes(10**6, 100.0, itemsize=8)
+
+
+@pytest.mark.parametrize("frequency, memory, gpu, expected", [
+    (1000.0, H200, True, "hmatrix"),        # 6.5 GB: fits
+    (2000.0, H200, True, "hmatrix"),        # 29 GB: fits, and is faster
+    (4000.0, H200, True, "directional"),    # 160 GB does not fit, 55 GB does
+    (4000.0, 40e9, True, "hmatrix"),        # neither fits: the pre-flight decides
+    (2000.0, 20e9, True, "directional"),    # 29 GB does not fit, 12 GB does
+    (2000.0, 20e9, False, "hmatrix"),       # a CPU solve: host memory, 43 GB: neither fits
+    (2000.0, 35e9, False, "directional"),   # host: 43 GB does not fit, 26 GB does
+    (2000.0, 64e9, False, "hmatrix"),
+    (4000.0, None, True, "hmatrix"),        # the machine not known: by size alone
+])
+def test_auto_takes_hmatrix_where_it_fits_else_directional_where_that_fits(
+        default, frequency, memory, gpu, expected):
+    est = resources.case_estimates(_submarine(default, frequency), gpu, memory)
+    assert est["format"] == expected, est["format_reason"]
+    assert est["format_reason"].startswith("auto: ")
+    if memory is not None:
+        need = est["solve_gpu_bytes"] if gpu else est["solve_host_bytes"]
+        assert (need <= memory) == (expected == "directional" or "fits the" in
+                                    est["format_reason"])
+
+
+def test_auto_is_hmatrix_on_several_ranks_and_dense_when_small(default):
+    case = _submarine(default, 4000.0, ranks=2)
+    est = resources.case_estimates(case, True, H200)
+    assert est["format"] == "hmatrix" and "2 ranks" in est["format_reason"]
+    small = _submarine(default, 100.0)  # ~1,000 DOFs, under dense_below = 6000
+    est = resources.case_estimates(small, True, 1.0)
+    assert est["format"] == "dense" and "dense_below" in est["format_reason"]
+    forced = _submarine(default, 4000.0, operator_format="hmatrix")
+    assert resources.case_estimates(forced, True, H200)["format"] == "hmatrix"
+
+
+def test_format_choice_rule():
+    """SolverSettings.format_choice on its own, with the solve's bytes in each format given."""
+    from wavescat.configuration.case import SolverSettings
+
+    need = {"hmatrix": 10e9, "directional": 4e9}.__getitem__
+    auto = SolverSettings.from_dict({"operator_format": "auto"})
+    assert auto.format_for(5999, memory=1.0, need=need) == "dense"
+    assert auto.format_for(6000) == "hmatrix"  # no machine: as before
+    assert auto.format_for(6000, memory=10e9, need=need) == "hmatrix"
+    assert auto.format_for(6000, memory=9e9, need=need) == "directional"
+    assert auto.format_for(6000, memory=3e9, need=need) == "hmatrix"
+    assert auto.format_for(6000, ranks=2, memory=9e9, need=need) == "hmatrix"
+    assert auto.format_for(100, ranks=2) == "hmatrix"
+    fmt, why = auto.format_choice(6000, memory=9e9, need=need, where="GPU memory")
+    assert why == ("auto: the hmatrix solve (about 10 GB estimated) does not fit the 9 GB of "
+                   "GPU memory; the directional one (about 4 GB) fits")
+    assert SolverSettings.from_dict({"operator_format": "hmatrix"}).format_for(
+        6000, memory=1.0, need=need) == "hmatrix"
+
+
+def test_preflight_takes_the_format_auto_picks(default, monkeypatch):
+    """The check before the run estimates the format auto picks for the machine: the 4 kHz
+    submarine on one H200 passes in directional; on a 40 GB card, with 100 GB of host
+    memory, neither fits and the hmatrix solve is refused."""
+    monkeypatch.setattr(preflight, "gpu_memory_bytes", lambda: H200)
+    cfg = _prepared(default, submarine__frequencies_hz=[4000.0],
+                    submarine__solver={"operator_format": "auto", "backend": "gpu"})
+    cfg["limits"] = {"host_memory_gb": 256}
+    preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["submarine"])
+    cfg["limits"] = {"host_memory_gb": 100, "gpu_memory_gb": 40}
+    with pytest.raises(ConfigError, match=r"the hmatrix solve \(its blocks on the GPU or moved"):
+        preflight.check_limits(prepare_config(cfg, base_dir=ROOT), ["submarine"])
+
+
+def test_the_solve_asks_the_machine_only_where_auto_depends_on_it(default, monkeypatch):
+    """solve_format (what `wavescat solve` resolves auto with, solve.driver's choose_format):
+    the mesh's DOFs and area at this wavenumber against the memory of this machine's GPU (or
+    host), asked only for auto on one rank above dense_below."""
+    asked = []
+    monkeypatch.setattr(resources, "gpu_memory_bytes", lambda: asked.append("gpu") or H200)
+    monkeypatch.setattr(resources, "host_memory_bytes", lambda: asked.append("host") or 128e9)
+    cfg = prepare_config(_prepared(default, submarine__solver={"operator_format": "auto"}),
+                         base_dir=ROOT)
+    from wavescat.configuration.config import solve_case
+
+    case = solve_case(cfg, "submarine")  # as the solve job has it: no frequencies
+    k4, area = 2 * np.pi * 4000.0 / 1500.0, 1332.8
+    assert resources.solve_format(case, 1_196_610, k4, area, True)[0] == "directional"
+    assert resources.solve_format(case, 1_196_610, k4 / 2, area, True)[0] == "hmatrix"
+    assert asked == ["gpu", "gpu"]
+    assert resources.solve_format(case, 1_196_610, k4, area, False)[0] == "directional"
+    assert asked[-1] == "host"
+    asked.clear()
+    assert resources.solve_format(case, 5000, k4, area, True)[0] == "dense"
+    assert resources.solve_format(case, 1_196_610, k4, area, True, ranks=2)[0] == "hmatrix"
+    assert asked == []

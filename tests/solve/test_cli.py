@@ -78,6 +78,10 @@ def test_farfield_csv_and_summary(run):
     assert s["dofs"] == mesh.n_vertices and s["elements"] == mesh.n_triangles
     assert s["backend"] == "cpu" and s["precision"] == "double" and s["device"]
     assert s["backend_reason"] == "requested cpu"
+    # the operator format and why (auto's choice against the machine, or the config's)
+    assert s["operator_format"] == "dense"
+    assert s["operator_format_reason"] == "operator_format: dense"
+    assert {f["operator_format"] for f in s["frequencies"]} == {"dense"}
     assert [f["frequency_hz"] for f in s["frequencies"]] == pytest.approx(freqs)
     for f in s["frequencies"]:
         assert set(f["stage_times_s"]) == set(records.STAGES) and f["iterations"][0] > 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from ..planning.resources import solve_format
 from ..planning.sensitivity import solve_preflight
 from ..progress import announce_compilation
 from ..solve.driver import solve_frequency
@@ -26,7 +27,9 @@ def run_solve(args) -> int:
         for w in cautions:
             log.warning(w)
         announce_compilation(log)
-        result = solve_frequency(case, mesh, float(args.frequency), ranks=ranks)
+        # operator_format auto against this machine's memory (planning.resources)
+        result = solve_frequency(case, mesh, float(args.frequency), ranks=ranks,
+                                 choose_format=solve_format)
         if not ranks.is_root:  # rank 0 writes what every rank solved
             return 0
         result.warnings.extend(w for w in cautions if w not in result.warnings)

@@ -119,14 +119,43 @@ class SolverSettings:
         except (TypeError, InputError) as exc:
             raise ConfigError(f"solver: {exc}") from None
 
-    def format_for(self, n_dofs: int, ranks: int | None = None) -> str:
-        """The operator format: `auto` is dense below `hmatrix.dense_below` DOFs, else
-        H-matrices; on several ranks (`ranks`, default `self.ranks`: those of the solve)
-        H-matrices, whose blocks are what the ranks share."""
+    def format_for(self, n_dofs: int, ranks: int | None = None, memory: float | None = None,
+                   need=None) -> str:
+        """The operator format (`format_choice`'s, without its reason)."""
+        return self.format_choice(n_dofs, ranks, memory, need)[0]
+
+    def format_choice(self, n_dofs: int, ranks: int | None = None, memory: float | None = None,
+                      need=None, where: str = "memory") -> tuple[str, str]:
+        """(operator format, why). `auto`: dense below `hmatrix.dense_below` DOFs; on
+        several `ranks` (default `self.ranks`: those of the solve) H-matrices, whose blocks
+        are what the ranks share; else H-matrices where they fit the `memory` (bytes) the
+        solve will have, `need(format)` being the solve's estimated bytes in that format
+        (wavescat.planning.resources), and where they do not but the directional format's
+        do, `directional`; H-matrices when neither fits (the pre-flight then refuses the
+        case) or when `memory` or `need` is not given (a caller that does not know the
+        machine). `where` names the memory in the reason."""
         if self.operator_format != "auto":
-            return self.operator_format
-        several = (self.ranks if ranks is None else ranks) > 1
-        return "hmatrix" if n_dofs >= self.hmatrix.dense_below or several else "dense"
+            return self.operator_format, f"operator_format: {self.operator_format}"
+        ranks = self.ranks if ranks is None else ranks
+        if ranks > 1:
+            return "hmatrix", f"auto: {ranks} ranks share the H-matrix's blocks"
+        if n_dofs < self.hmatrix.dense_below:
+            return "dense", (f"auto: {n_dofs} DOFs, under hmatrix.dense_below = "
+                             f"{self.hmatrix.dense_below}")
+        if memory is None or need is None:
+            return "hmatrix", (f"auto: {n_dofs} DOFs, at least hmatrix.dense_below = "
+                               f"{self.hmatrix.dense_below}")
+        gb = 1e9
+        hmatrix = need("hmatrix")
+        if hmatrix <= memory:
+            return "hmatrix", (f"auto: the hmatrix solve (about {hmatrix / gb:.3g} GB "
+                               f"estimated) fits the {memory / gb:.3g} GB of {where}")
+        directional = need("directional")
+        verdict = "fits" if directional <= memory else "does not fit either"
+        return ("directional" if directional <= memory else "hmatrix"), (
+            f"auto: the hmatrix solve (about {hmatrix / gb:.3g} GB estimated) does not fit "
+            f"the {memory / gb:.3g} GB of {where}; the directional one (about "
+            f"{directional / gb:.3g} GB) {verdict}")
 
     def as_dict(self) -> dict:
         return json.loads(self.block)

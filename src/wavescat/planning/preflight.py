@@ -52,7 +52,10 @@ def check_limits(config: dict, cases) -> None:
         if gpu_here is None and solver.backend != "cpu":
             gpu_here = gpu_memory_bytes()
         gpu = _gpu_runs(solver, bool(gpu_here))
-        est = case_estimates(case, gpu)
+        if gpu:
+            gpu_limit, gpu_from = _limit(limits, "gpu_memory_gb", lambda: gpu_here)
+        # operator_format auto: the format whose solve fits the memory it will have
+        est = case_estimates(case, gpu, gpu_limit if gpu else host)
         where = f"case {name!r} at {f:g} Hz (about {est['unknowns']:.3g} unknowns)"
         max_n = limits.get("max_unknowns")
         unit = unit_hint(case.geometry, case.where)
@@ -63,7 +66,7 @@ def check_limits(config: dict, cases) -> None:
                   (f"the {est['format']} solve", est["solve_host_bytes"], host, "host memory",
                    host_from)]
         if gpu:
-            limit, limit_from = _limit(limits, "gpu_memory_gb", lambda: gpu_here)
+            limit, limit_from = gpu_limit, gpu_from
             movable = est.get("solve_gpu_movable_bytes", 0)
             if limit is not None:
                 checks.append((f"the {est['format']} solve on the GPU",

@@ -16,7 +16,7 @@ import subprocess
 
 import numpy as np
 
-from ..backend import complex_dtype
+from ..backend import complex_dtype, gpu_memory_bytes
 from ..bem.assembly.hmatrix.assembly import stored_dtype
 from ..bem.formulations import formulation_for
 from ..bem.formulations.muller_preconditioner import estimated_bytes
@@ -24,6 +24,7 @@ from ..bem.formulations.osrc import PROCESS_UNKNOWNS
 from ..bem.linalg.gmres import least_basis_bytes
 from ..configuration.config import ClusterSettings
 from ..geometry.sizing import element_sizes
+from ..memory import host_memory_bytes
 
 # Mean triangle area of a mesh with edge length h is about sqrt(3)/4 h^2; vertices ~ triangles / 2.
 _TRIANGLE_AREA_FACTOR = math.sqrt(3.0) / 4.0
@@ -151,6 +152,28 @@ _MESH_BYTES_PER_UNKNOWN = 2_500  # gmsh surface mesh, checks, .msh writing (meas
 _SOLVE_BASE_BYTES = 600e6  # NumPy, Numba kernels, gmsh, h5py loaded
 _SOLVE_BYTES_PER_UNKNOWN = 40_000  # mesh, quadrature data, sparse OSRC factors, far field
 _HMATRIX_BYTES_PER_NLOGN = 10_500  # two compressed operators at eps = 1e-4 (complex128)
+# At high frequency the H-matrix's ranks grow with the wavenumber, and the constant above
+# underestimated it. K + W of the default submarine (rigid Burton-Miller) at 10 elements per
+# wavelength on one H200, blocks in complex64 (hmatrix's defaults), against this model:
+#   f        DOFs       square wavelengths   hmatrix measured   model (n log2 n alone)
+#   1 kHz     75,650        592                 4.23 GiB          6.0 GiB
+#   2 kHz    299,154      2,369                23.5 GiB          26.6 GiB
+#   4 kHz  1,196,610      9,478               140.5 GiB         118.1 GiB (16% under: it said
+#                                                                the 4 kHz size fits an H200)
+# It grew 5.6 and 6.0 times per doubling of frequency against n log2 n's 4.4. The model is
+# multiplied by (A / A0)^0.22 from A0 on, A the body's area in square wavelengths (2 -> 4 kHz:
+# the ratio measured / model grew as A^0.215): 147.5 GiB at the 4 kHz size, 5% above the
+# measured; below A0 it is as before, above the measured.
+_HMATRIX_GROWTH_FROM_SQUARE_WAVELENGTHS = 3450.0
+_HMATRIX_GROWTH_EXPONENT = 0.22
+# The directional format (solver.directional 8:10:7, the schema's defaults) on the same
+# operators: 2.55, 10.22 and 47.29 GiB (stored blocks and the far field's working arrays),
+# 2,233, 2,017 and 2,102 bytes per n log2 n in complex64 storage (it grew 4.0 and 4.6 times
+# per doubling): 2,240 for two operators, its 1 kHz figure rounded up (11% and 7% above the
+# others). Below 500 square wavelengths (the submarine at 1 kHz: 592) it was not measured
+# and the format keeps few far blocks (aca_kd_max): its estimate is then the H-matrix's.
+_DIRECTIONAL_BYTES_PER_NLOGN = 2_240  # two operators, complex64 storage
+_DIRECTIONAL_FROM_SQUARE_WAVELENGTHS = 500.0
 # a sparse LU worker process (osrc.factorise, from PROCESS_UNKNOWNS on): Python, NumPy and
 # SciPy (59 MB measured), its factors counted per unknown above; one per OSRC factor, at most
 # the Padé terms' eight, the inverse's and the mass matrix's, shared out over the ranks
@@ -175,12 +198,47 @@ def _stored_itemsize(solver) -> int:
                         solver.hmatrix.eps).itemsize
 
 
-def _fluid_preconditioner_bytes(case, gpu: bool) -> tuple[float, float]:
+def hmatrix_operator_bytes(n: int, square_wavelengths: float | None = None,
+                           operators: float = 2, itemsize: int = 16) -> float:
+    """Estimated bytes of `operators` H-matrices (hmatrix's defaults, blocks of `itemsize`
+    bytes an entry) of n DOFs on a surface of `square_wavelengths` (its area over the
+    wavelength squared; None: not known, the low-frequency model)."""
+    growth = 1.0
+    if square_wavelengths and square_wavelengths > _HMATRIX_GROWTH_FROM_SQUARE_WAVELENGTHS:
+        growth = (square_wavelengths
+                  / _HMATRIX_GROWTH_FROM_SQUARE_WAVELENGTHS) ** _HMATRIX_GROWTH_EXPONENT
+    return (operators / 2 * _HMATRIX_BYTES_PER_NLOGN * n * math.log2(max(n, 2)) * growth
+            * itemsize / 16)
+
+
+def directional_operator_bytes(n: int, square_wavelengths: float | None = None,
+                               operators: float = 2, itemsize: int = 8) -> float:
+    """Estimated bytes of `operators` operators in the directional format (its blocks of
+    `itemsize` bytes an entry, its far field's arrays); the H-matrix's estimate on surfaces
+    of fewer square wavelengths than it was calibrated on, or not known."""
+    if not square_wavelengths or square_wavelengths < _DIRECTIONAL_FROM_SQUARE_WAVELENGTHS:
+        return hmatrix_operator_bytes(n, square_wavelengths, operators, itemsize)
+    return operators / 2 * _DIRECTIONAL_BYTES_PER_NLOGN * n * math.log2(max(n, 2)) * itemsize / 8
+
+
+def square_wavelengths(case) -> float | None:
+    """The area of the case's body over the wavelength squared at its highest frequency
+    (None where not known: a file not read, nested bodies, no frequency)."""
+    if case.nested or not case.bodies or not case.frequencies_hz:
+        return None
+    area = case.bodies[0].geometry.area()
+    if area is None:
+        return None
+    return area * (max(case.frequencies_hz) / case.medium.sound_speed) ** 2
+
+
+def _fluid_preconditioner_bytes(case, gpu: bool, fmt: str) -> tuple[float, float]:
     """(bytes held, bytes of set-up work arrays) of the Müller preconditioners of the case's
     fluid interfaces (each body's contrast to the region outside it;
-    muller_preconditioner.estimated_bytes), in the operators' storage precision."""
+    muller_preconditioner.estimated_bytes), in the operators' storage precision (`fmt`:
+    their format)."""
     solver, bodies = case.solver, case.bodies
-    itemsize = (_stored_itemsize(solver) if solver.format_for(p1_dofs_estimate(case)) == "hmatrix"
+    itemsize = (_stored_itemsize(solver) if fmt in ("hmatrix", "directional")
                 else np.dtype(complex_dtype(solver.precision)).itemsize)
     held = work = 0.0
     for body, n in zip(bodies, surface_vertex_estimates(case)):
@@ -195,19 +253,44 @@ def _fluid_preconditioner_bytes(case, gpu: bool) -> tuple[float, float]:
     return held, work
 
 
-def case_estimates(case, gpu: bool) -> dict:
+def case_estimates(case, gpu: bool, memory: float | None = None, *, dofs: int | None = None,
+                   wavelengths: float | None = None) -> dict:
     """Unknowns (P1 DOFs: the vertices of all its surfaces; `system_unknowns`: the solved
     traces, two per vertex of a fluid interface, one of a rigid or pressure-release surface)
     and peak bytes of the mesh and solve jobs of a case (case.Case) at its highest
     frequency (a solve on several ranks: of each rank, which holds its share of the
-    operators)."""
-    solver = case.solver
+    operators), in the operator `format` the solve takes and `format_reason`, why:
+    `operator_format: auto` chooses by the `memory` (bytes) the solve will have, the GPU's
+    for a GPU solve (`gpu`), the host's for a CPU one (SolverSettings.format_choice); without
+    it, by size alone. `dofs` and `wavelengths` (the surface's area in square wavelengths):
+    a mesh's, where the solve knows them, over the estimates from the geometry."""
     if case.nested:
         # nested: three operators (V, K, W; K' = K^T) per region over its surfaces' vertices
         n, unknowns, regions = _nested_estimate(case)
+        if dofs is not None:
+            regions = [m * dofs / n for m in regions]
+            unknowns = round(unknowns * dofs / n)
+            n = dofs
     else:
-        n, unknowns, regions = p1_dofs_estimate(case), None, None
-    fmt = solver.format_for(n)
+        n, unknowns, regions = p1_dofs_estimate(case) if dofs is None else dofs, None, None
+    if wavelengths is None:
+        wavelengths = square_wavelengths(case)
+
+    def estimate(fmt: str) -> dict:
+        return _estimates_in(case, gpu, fmt, n, unknowns, regions, wavelengths)
+
+    def need(fmt: str) -> float:
+        est = estimate(fmt)
+        return est["solve_gpu_bytes"] if gpu else est["solve_host_bytes"]
+
+    fmt, why = case.solver.format_choice(n, memory=memory, need=need,
+                                         where="GPU memory" if gpu else "host memory")
+    return {**estimate(fmt), "format_reason": why}
+
+
+def _estimates_in(case, gpu: bool, fmt: str, n: int, unknowns, regions, wavelengths) -> dict:
+    """case_estimates in the operator format `fmt`."""
+    solver = case.solver
     if regions is None:
         form = formulation_for(case.boundary)
         count = len(form.operator_specs(1.0, fmt))  # operators the formulation assembles
@@ -215,23 +298,23 @@ def case_estimates(case, gpu: bool) -> dict:
     # the least the solve needs: one direction's basis (the driver widens batches to the
     # memory it finds free)
     krylov = least_basis_bytes(unknowns, min(solver.gmres.restart, solver.gmres.maxiter))
+    compressed = {"hmatrix": hmatrix_operator_bytes,
+                  "directional": directional_operator_bytes}.get(fmt)
+    itemsize = _stored_itemsize(solver) if compressed else None
     if regions is not None:
         if fmt == "dense":
             operators = sum(dense_assembly_bytes(m, solver.precision, gpu, 3)
                             for m in regions)
         else:
-            operators = sum(1.5 * _HMATRIX_BYTES_PER_NLOGN * m * math.log2(max(m, 2))
-                            for m in regions)
+            operators = sum(compressed(m, None, 3, itemsize) for m in regions)
     elif fmt == "dense":
         operators = dense_assembly_bytes(n, solver.precision, gpu, count)
     else:
-        operators = count / 2 * _HMATRIX_BYTES_PER_NLOGN * n * math.log2(max(n, 2))
-    if fmt == "hmatrix":  # the model's bytes are complex128 blocks'
-        operators *= _stored_itemsize(solver) / 16
+        operators = compressed(n, wavelengths, count, itemsize)
     operators /= solver.ranks  # each rank its share of the blocks
     # a fluid body's preconditioner: its factors, and its set-up's work arrays (freed
     # before GMRES's basis is made)
-    held, work = _fluid_preconditioner_bytes(case, gpu)
+    held, work = _fluid_preconditioner_bytes(case, gpu, fmt)
     operators += held
     krylov = max(krylov, work)
     host = _SOLVE_BASE_BYTES + _SOLVE_BYTES_PER_UNKNOWN * n
@@ -247,3 +330,22 @@ def case_estimates(case, gpu: bool) -> dict:
             "mesh_bytes": _MESH_BASE_BYTES + _MESH_BYTES_PER_UNKNOWN * n,
             "solve_host_bytes": host, "solve_gpu_bytes": device,
             "solve_gpu_movable_bytes": movable}
+
+
+def solve_format(case, n_dofs: int, k: float, area: float, gpu: bool, ranks: int = 1
+                 ) -> tuple[str, str]:
+    """(operator format, why) of a solve of `n_dofs` DOFs at wavenumber k on a mesh of
+    surface `area`, on the GPU (`gpu`) or the CPU, over `ranks` ranks: `operator_format: auto`
+    against this machine's memory (the GPU's or the host's, as the pre-flight checks take
+    them), asked only where the choice depends on it (solve.driver.assemble_system's
+    `choose_format`)."""
+    solver = case.solver
+    if not (solver.operator_format == "auto" and ranks == 1
+            and n_dofs >= solver.hmatrix.dense_below):
+        return solver.format_choice(n_dofs, ranks)
+    memory = gpu_memory_bytes() if gpu else host_memory_bytes()
+    # the case at this solve's frequency (a solve job's case holds none)
+    case = case.with_frequencies([k * case.medium.sound_speed / (2 * math.pi)])
+    est = case_estimates(case, gpu, memory, dofs=n_dofs,
+                         wavelengths=area * (k / (2 * math.pi)) ** 2)
+    return est["format"], est["format_reason"]

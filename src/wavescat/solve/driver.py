@@ -80,28 +80,36 @@ class Assembled:
 
     formulation: object  # bem.formulations class instance
     space: object  # the unknown's function space
-    operator_format: str  # dense or hmatrix (`auto` resolved)
+    operator_format: str  # dense, hmatrix or directional (`auto` resolved)
     operators: dict  # {key: operator} of formulation.operator_specs
     system: object  # matvec, rhs, solution (bem/formulations/: burton_miller, transmission, nested)
     backend: object  # backend.Backend
     timings: dict  # seconds: assembly, preconditioner
+    format_reason: str = ""  # why this format (SolverSettings.format_choice)
 
 
 def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None,
-                    ranks=parallel.ONE) -> Assembled:
+                    ranks=parallel.ONE, choose_format=None) -> Assembled:
     """The operators of the case's formulation on `mesh` at wavenumber k, in the case's
     format, backend, precision and quadrature, and its preconditioned system: what
     solve_frequency solves, and what the benchmarks time their sweeps on. `each`: see
     assemble_operators; `hmatrix_options`: keywords of assemble_hmatrix over the case's
     (a benchmark's working memory); `ranks`: the solve's processes (solve/parallel.py),
-    each of which calls this and keeps its share of the H-matrices."""
+    each of which calls this and keeps its share of the H-matrices; `choose_format(case,
+    n_dofs, k, area, gpu, ranks)` -> (format, why), `area` the mesh's: how
+    `operator_format: auto` is resolved (`wavescat solve` passes
+    planning.resources.solve_format: against the machine's memory); by default by size
+    alone (SolverSettings.format_choice)."""
     settings = case.solver
     be = get_backend(settings.backend)
     formulation = formulation_for_case(case)
     space = formulation.space(mesh)
-    fmt = settings.format_for(space.n_dofs, ranks.size)
-    log.info("%d DOFs, %d elements, k = %.6g, %s on %s (%s)", space.n_dofs, mesh.n_triangles,
-             k, fmt, be.name, be.device_name)
+    if choose_format is None:
+        fmt, why = settings.format_choice(space.n_dofs, ranks.size)
+    else:
+        fmt, why = choose_format(case, space.n_dofs, k, mesh.total_area, be.is_gpu, ranks.size)
+    log.info("%d DOFs, %d elements, k = %.6g, %s on %s (%s); %s", space.n_dofs,
+             mesh.n_triangles, k, fmt, be.name, be.device_name, why)
     options = {**settings.hmatrix.options(),
                **(settings.directional.options() if fmt == "directional" else {}),
                **(hmatrix_options or {})}
@@ -134,7 +142,7 @@ def assemble_system(case, mesh, k: float, each=None, hmatrix_options=None,
                                 **({} if ahead is None else {"ahead": ahead}))
     # (started beside the assembly: only what was left of it once the assembly was done)
     timings["preconditioner"] = time.perf_counter() - t0
-    return Assembled(formulation, space, fmt, ops, system, be, timings)
+    return Assembled(formulation, space, fmt, ops, system, be, timings, why)
 
 
 def elements_per_wavelength(mesh, k: float) -> float:
@@ -166,14 +174,15 @@ class FrequencyResult:
     warnings: list = field(default_factory=list)
     residual_history: list = field(default_factory=list)
     parallel: dict = field(default_factory=dict)  # ranks, reductions, per-rank times and memory
+    operator_format_reason: str = ""  # why operator_format (SolverSettings.format_choice)
 
 
-def solve_frequency(case, mesh, frequency_hz: float,
-                    ranks: parallel.Ranks = parallel.ONE) -> FrequencyResult:
+def solve_frequency(case, mesh, frequency_hz: float, ranks: parallel.Ranks = parallel.ONE,
+                    choose_format=None) -> FrequencyResult:
     """Solve `case` (case.Case) on `mesh` at `frequency_hz`, on `ranks` (default: this one
     process): those that parallel.start gave the process for `solver.ranks`, started where
     the process begins (commands/solve.py), before anything touches CuPy. Every rank calls
-    it, and rank 0's result holds the far field."""
+    it, and rank 0's result holds the far field. `choose_format`: see assemble_system."""
     if not frequency_hz > 0 or not math.isfinite(frequency_hz):
         raise InputError(f"frequency = {frequency_hz!r}: must be a positive finite number (Hz)")
     c, k = case.medium.sound_speed, case.medium.wavenumber(frequency_hz)
@@ -190,7 +199,7 @@ def solve_frequency(case, mesh, frequency_hz: float,
         warnings.append(msg)
 
     log.info("%.2f elements per wavelength", epw)
-    assembled = assemble_system(case, mesh, k, ranks=ranks)
+    assembled = assemble_system(case, mesh, k, ranks=ranks, choose_format=choose_format)
     formulation, space, system, be = (assembled.formulation, assembled.space,
                                       assembled.system, assembled.backend)
     fmt, timings = assembled.operator_format, dict(assembled.timings)
@@ -214,7 +223,8 @@ def solve_frequency(case, mesh, frequency_hz: float,
         receivers=receivers, surface_pressure=solved.pressure, far_field=far,
         monostatic_far_field=mono, iterations=solved.iterations, residuals=solved.residuals,
         timings=timings,
-        settings=settings, operator_format=fmt, backend=be.describe(),
+        settings=settings, operator_format=fmt,
+        operator_format_reason=assembled.format_reason, backend=be.describe(),
         formulation=formulation, dofs=space.n_dofs,
         elements=mesh.n_triangles, elements_per_wavelength=epw,
         mesh_fingerprint=mesh.fingerprint(), warnings=warnings,

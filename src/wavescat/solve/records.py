@@ -5,11 +5,12 @@ reference_farfield.csv, in the same format) and summary.json.
 HDF5 layout (all angles in degrees, complex data as complex128):
   attrs: frequency_hz, wavenumber, sound_speed, formulation, space ("P1"), unknown (what
          surface_pressure holds), boundary (JSON: the case's boundary block,
-         bem/formulations/), solver_settings
-         (JSON), operator_format, mesh_fingerprint, dofs, elements, elements_per_wavelength,
-         backend, device, precision, time_<stage>_s for assembly/preconditioner/solve/far_field,
-         warnings (JSON list), parallel (JSON: MPI ranks, reductions, each rank's stage times
-         and memory, solve/parallel.py), monostatic (bool), wavescat_version
+         bem/formulations/), solver_settings (JSON), operator_format,
+         operator_format_reason (why that format: auto's choice), mesh_fingerprint, dofs,
+         elements, elements_per_wavelength, backend, device, precision, time_<stage>_s for
+         assembly/preconditioner/solve/far_field, warnings (JSON list), parallel (JSON: MPI
+         ranks, reductions, each rank's stage times and memory, solve/parallel.py),
+         monostatic (bool), wavescat_version
   vertices (nv, 3), triangles (m, 3)                          the mesh the solution lives on
   surface_ids (m,) [nested bodies]     the surface of each triangle (surface.py)
   incident_directions (ni, 3), aspect_deg (ni,) [aspect sweeps]
@@ -57,6 +58,7 @@ def write_solution(path, result, mesh, case_name: str = "") -> None:
             a[key] = value
         a["solver_settings"] = json.dumps(result.settings.as_dict(), sort_keys=True)
         a["operator_format"] = result.operator_format
+        a["operator_format_reason"] = result.operator_format_reason
         a["mesh_fingerprint"] = result.mesh_fingerprint
         a["dofs"], a["elements"] = result.dofs, result.elements
         a["elements_per_wavelength"] = result.elements_per_wavelength
@@ -231,6 +233,7 @@ def summary(solutions, case_name: str = "", reference=None, mesh_warnings=()) ->
            "backend": first["backend"], "device": first["device"],
            "backend_reason": str(first.get("backend_reason", "")), "precision": first["precision"],
            "operator_format": first["operator_format"],
+           "operator_format_reason": str(first.get("operator_format_reason", "")),
            "solver_settings": first["solver_settings"],
            "incidence_directions": int(len(first["incident_directions"])),
            "monostatic": bool(first["monostatic"]), "frequencies": [],
@@ -240,6 +243,8 @@ def summary(solutions, case_name: str = "", reference=None, mesh_warnings=()) ->
                  "dofs": int(s["dofs"]), "elements": int(s["elements"]),
                  "mesh_fingerprint": s["mesh_fingerprint"],
                  "elements_per_wavelength": float(s["elements_per_wavelength"]),
+                 "operator_format": s["operator_format"],
+                 "operator_format_reason": str(s.get("operator_format_reason", "")),
                  "iterations": [int(i) for i in s["iterations"]],
                  "max_iterations": int(np.max(s["iterations"])),
                  "max_residual": float(np.max(s["residuals"])),

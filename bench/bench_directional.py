@@ -82,7 +82,8 @@ def time_stages(be):
 
     ff.FarField._leaf_pass = timed("leaves", ff.FarField._leaf_pass)
     ff.FarField._interactions = timed("blocks", ff.FarField._interactions)
-    ff._tensor_apply = timed("transfers", ff._tensor_apply)
+    ff._tensor_apply = timed("transfers", ff._tensor_apply)  # the CPU's transfers
+    ff.Transfers.launch = timed("transfers", ff.Transfers.launch)  # the GPU's (dir_transfer)
 
 
 def main(argv=None):

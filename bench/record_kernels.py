@@ -6,7 +6,8 @@ with empty caches and record every kernel they compile.
 
 The solves: each boundary kind on a small sphere in the dense and the H-matrix formats, in
 double and single precision, and the default submarine on a stored mesh (the workflow's
-solver settings), each through the solver's own path (solve/driver.py). What they compile
+solver settings; `--submarine-formats`, default auto and directional: the directional far
+field's kernels too), each through the solver's own path (solve/driver.py). What they compile
 is merged into the manifest at exit (every compile request is recorded, whether the caches
 held it or not); a kernel a later code change adds compiles on first use
 until the manifest is made again.
@@ -35,12 +36,16 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--submarine-mesh", help="a stored mesh of the default submarine")
     ap.add_argument("--submarine-frequency", type=float, default=500.0)
+    ap.add_argument("--submarine-formats", nargs="+", default=["auto", "directional"],
+                    help="the submarine's operator formats (directional: its far field's kernels)")
+    ap.add_argument("--spheres", action=argparse.BooleanOptionalAction, default=True,
+                    help="the small spheres' solves (--no-spheres: the submarine's alone)")
     ap.add_argument("--backend", default="gpu", choices=["gpu", "cpu"], help="cpu: a dry run")
     args = ap.parse_args(argv)
     if args.backend == "gpu" and not os.environ.get("WAVESCAT_RECORD_KERNELS"):
         ap.error("set WAVESCAT_RECORD_KERNELS to the manifest to write")
     f = 3.0 * MEDIUM["sound_speed"] / (2 * math.pi)  # ka = 3 on the unit sphere
-    for boundary in BOUNDARIES:
+    for boundary in BOUNDARIES if args.spheres else []:
         for fmt in ("dense", "hmatrix"):
             for precision in ("double", "single"):
                 solver = {"operator_format": fmt, "backend": args.backend,
@@ -57,13 +62,15 @@ def main(argv=None):
         root = Path(__file__).resolve().parents[1]
         cfg = yaml.safe_load((root / "config" / "config.yaml").read_text())
         block = cfg["cases"]["submarine"]
-        block["solver"] = {**(block.get("solver") or {}), "backend": args.backend}
-        case = Case.from_dict(block, cfg.get("medium") or MEDIUM)
-        t0 = time.perf_counter()
-        solve_frequency(case, SurfaceMesh.from_file(args.submarine_mesh),
-                        args.submarine_frequency)
-        print(f"submarine {args.submarine_frequency:g} Hz: {time.perf_counter() - t0:.1f} s",
-              flush=True)
+        mesh = SurfaceMesh.from_file(args.submarine_mesh)
+        for fmt in args.submarine_formats:
+            block["solver"] = {**(block.get("solver") or {}), "backend": args.backend,
+                               "operator_format": fmt}
+            case = Case.from_dict(block, cfg.get("medium") or MEDIUM)
+            t0 = time.perf_counter()
+            solve_frequency(case, mesh, args.submarine_frequency)
+            print(f"submarine {args.submarine_frequency:g} Hz, {fmt}: "
+                  f"{time.perf_counter() - t0:.1f} s", flush=True)
 
 
 if __name__ == "__main__":

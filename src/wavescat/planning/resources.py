@@ -167,12 +167,12 @@ _HMATRIX_BYTES_PER_NLOGN = 10_500  # two compressed operators at eps = 1e-4 (com
 _HMATRIX_GROWTH_FROM_SQUARE_WAVELENGTHS = 3450.0
 _HMATRIX_GROWTH_EXPONENT = 0.22
 # The directional format (solver.directional 8:10:7, the schema's defaults) on the same
-# operators: 2.55, 10.22 and 47.29 GiB (stored blocks and the far field's working arrays),
-# 2,233, 2,017 and 2,102 bytes per n log2 n in complex64 storage (it grew 4.0 and 4.6 times
-# per doubling): 2,240 for two operators, its 1 kHz figure rounded up (11% and 7% above the
+# operators: 2.28, 9.10 and 42.61 GiB (stored blocks and the far field's arrays), 1,995,
+# 1,795 and 1,894 bytes per n log2 n in complex64 storage (it grew 4.0 and 4.7 times per
+# doubling): 2,000 for two operators, its 1 kHz figure rounded up (11% and 6% above the
 # others). Below 500 square wavelengths (the submarine at 1 kHz: 592) it was not measured
 # and the format keeps few far blocks (aca_kd_max): its estimate is then the H-matrix's.
-_DIRECTIONAL_BYTES_PER_NLOGN = 2_240  # two operators, complex64 storage
+_DIRECTIONAL_BYTES_PER_NLOGN = 2_000  # two operators, complex64 storage
 _DIRECTIONAL_FROM_SQUARE_WAVELENGTHS = 500.0
 # a sparse LU worker process (osrc.factorise, from PROCESS_UNKNOWNS on): Python, NumPy and
 # SciPy (59 MB measured), its factors counted per unknown above; one per OSRC factor, at most

@@ -530,10 +530,10 @@ def normalise(case: dict, where: str, base_dir: Path, medium: Medium) -> None:
         _normalise_averages(where, case)
     solver = case.get("solver") or {}
     ranks = solver.get("ranks", 1)
-    if ranks > 1 and solver.get("operator_format") in ("dense", "directional"):
-        raise ConfigError(f"{where}.solver.operator_format = {solver['operator_format']!r} with "
-                          f"{ranks} ranks: a solve over several ranks shares H-matrix blocks "
-                          "(use hmatrix or auto)")
+    if ranks > 1 and solver.get("operator_format") == "dense":
+        raise ConfigError(f"{where}.solver.operator_format = 'dense' with {ranks} ranks: a "
+                          "solve over several ranks shares H-matrix blocks (use hmatrix, "
+                          "directional or auto)")
     if "near_field" in case and inc is not None:
         count = len(incident_directions(inc).directions)
         if case["near_field"]["incidence"] >= count:

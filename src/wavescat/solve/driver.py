@@ -35,7 +35,8 @@ def boundary_operator(name, space, k, *, operator_format, backend, precision, qu
     """The seam between formats: an object with `shape`, `dtype` and `op @ X` for (n, r)
     arrays of the backend, for boundary operator `name` on `space` (trial = test);
     `hmatrix_options`: the keywords of assemble_hmatrix (HmatrixSettings.options). On
-    several `ranks` this rank's share of an H-matrix whose products sum over the ranks."""
+    several `ranks` this rank's share of an H-matrix (or directional one) whose products sum
+    over the ranks."""
     if operator_format == "dense":
         return operators.assemble(name, space, space, k, backend=backend, precision=precision,
                                   quadrature=quadrature)
@@ -48,7 +49,7 @@ def boundary_operator(name, space, k, *, operator_format, backend, precision, qu
                                 quadrature=quadrature, **(hmatrix_options or {}))
     if operator_format == "directional":
         return assemble_directional(name, space, space, k, backend=backend, precision=precision,
-                                    quadrature=quadrature, **(hmatrix_options or {}))
+                                    quadrature=quadrature, ranks=ranks, **(hmatrix_options or {}))
     raise InputError(f"operator format = {operator_format!r}: must be dense, hmatrix or "
                      "directional")
 

@@ -1,6 +1,8 @@
 """The directional far field (bem/assembly/directional) against the entries it approximates,
 on a tube long enough for its blocks to reach several levels, and its parts against their
 definitions."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ from wavescat.bem.assembly.directional import DirectionalSettings, assemble_dire
 from wavescat.bem.assembly.directional import chebyshev, directions
 from wavescat.bem.assembly.directional.farfield import FarField
 from wavescat.bem.assembly.directional.plan import build_plan
-from wavescat.bem.assembly.hmatrix import assemble_hmatrix
+from wavescat.bem.assembly.hmatrix import assemble_hmatrix, batched_aca
 from wavescat.bem.assembly.hmatrix.block_tree import box_distance
 from wavescat.bem.assembly.hmatrix.clouds import space_cloud
 from wavescat.bem.assembly.hmatrix.cluster_tree import build_cluster_tree
@@ -191,6 +193,48 @@ def test_directional_operator_is_the_h_matrix_within_its_tolerance():
     assert D.report["directional"]["blocks"] > 300 and D.report["blocks"]["admissible"] > 1000
     for ref, got in ((H @ x, D @ x), (H.T @ x, D.T @ x)):
         assert np.linalg.norm(got - ref) <= 2e-4 * np.linalg.norm(ref)
+
+
+class _Rank(SimpleNamespace):
+    """One of `size` ranks without MPI: its collectives see its own part alone, so its
+    operator's `local` product is its partial product."""
+
+    def sum(self, y):
+        return y
+
+    def allgather(self, item):
+        return [item]
+
+
+@pytest.mark.parametrize("name, by", [("double_layer", "blocks"), ("hypersingular", "components")])
+def test_the_ranks_partial_directional_operators_sum_to_the_whole(small_tube_space, name, by,
+                                                                 monkeypatch):
+    """On two ranks each assembles its share of the near field and ACA blocks and applies
+    its share of the far field (every other block of a level for the double layer's one
+    component, every other component of the hypersingular's six): the partial products add
+    up to the one-rank product, transposes included, and neither rank holds it all.
+    Double storage and each ACA block by its point matrix, as for the H-matrix's shares
+    (tests/solve/test_parallel.py)."""
+    monkeypatch.setattr(batched_aca._Route, "PROBE", 10**9)
+    opts = dict(backend="cpu", storage="double", leaf_size=8, kd_max=2.0,
+                settings=DirectionalSettings(order=3), eps=1e-6)
+    x = np.random.default_rng(4).standard_normal((small_tube_space.n_dofs, 2)) + 1j
+    whole = assemble_directional(name, small_tube_space, small_tube_space, K, **opts)
+    assert whole.report["directional"]["blocks"] > 100
+    parts = [assemble_directional(name, small_tube_space, small_tube_space, K,
+                                  ranks=_Rank(rank=r, size=2), **opts).local for r in range(2)]
+    for get in (lambda D: D, lambda D: D.T):
+        ref = get(whole) @ x
+        got = sum(get(p) @ x for p in parts)
+        assert np.linalg.norm(got - ref) <= 1e-12 * np.linalg.norm(ref)
+    fars = [p.far for p in parts]
+    if by == "components":
+        assert [f.comps for f in fars] == [[0, 2, 4], [1, 3, 5]]
+    else:
+        blocks = [sum(len(b["tgt"]) for b in f.blocks) for f in fars]
+        assert sum(blocks) == whole.report["directional"]["blocks"] and min(blocks) > 0
+    stored = [p.report["storage_bytes"] for p in parts]
+    assert max(stored) < 0.7 * whole.report["storage_bytes"]
 
 
 def test_bad_settings_are_refused():

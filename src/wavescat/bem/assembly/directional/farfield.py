@@ -323,9 +323,15 @@ _CUDA = Path(__file__).with_name("m2l.cu").read_text()
 
 
 class FarField:
-    """y = A_far x for one operator on one space's plan (host plan, backend arrays)."""
+    """y = A_far x for one operator on one space's plan (host plan, backend arrays).
 
-    def __init__(self, plan, op, k, test_cloud, trial_cloud, backend, dtype, chunk_bytes=None):
+    `share` = (rank, size): this process's part of a far field whose products sum over
+    `size` processes (one solve's ranks): every `size`-th of its components from `rank` on
+    where it has as many components as processes (the hypersingular's six), else every
+    `size`-th of each level's blocks (the expansions' passes up and down are every rank's)."""
+
+    def __init__(self, plan, op, k, test_cloud, trial_cloud, backend, dtype, chunk_bytes=None,
+                 share=(0, 1)):
         self.plan, self.op = plan, Operator.named(op) if isinstance(op, str) else op
         self.k = complex(k)
         self.backend, self.xp = backend, backend.xp
@@ -334,6 +340,11 @@ class FarField:
         xp = self.xp
         rows, cols = components(self.op, self.k)
         self.ncomp = len(rows)
+        self.share = rank, size = share
+        by_components = self.ncomp >= size
+        self.comps = list(range(self.ncomp))[rank::size] if by_components else \
+            list(range(self.ncomp))
+        self._block_share = (0, 1) if by_components else share
         tree, levels = plan.tree, plan.levels
         # working arrays per chunk of expansions or blocks (launches are what a GPU's small
         # chunks would cost)
@@ -369,18 +380,20 @@ class FarField:
         """Device arrays of a level's far blocks: target and source pair indices, the boxes'
         half-widths, the centres' offset, the direction and the centres' phase."""
         xp, nd = self.xp, lv.ndirs
-        tgt = np.searchsorted(lv.targets, lv.t * nd + lv.d).astype(np.int32)
+        rank, size = self._block_share
+        t, s, d = lv.t[rank::size], lv.s[rank::size], lv.d[rank::size]
+        tgt = np.searchsorted(lv.targets, t * nd + d).astype(np.int32)
         # the level's source expansions that its blocks read (the others only pass upward):
         # the product keeps these alone once the level above is made
-        keep, src = np.unique(np.searchsorted(lv.sources, lv.s * nd + lv.d), return_inverse=True)
-        c = lv.dirs[lv.d]
-        delta = lv.centre[lv.t] - lv.centre[lv.s]
+        keep, src = np.unique(np.searchsorted(lv.sources, s * nd + d), return_inverse=True)
+        c = lv.dirs[d]
+        delta = lv.centre[t] - lv.centre[s]
         phase = np.exp(1j * self.k.real * (delta * c).sum(-1))
         arr = (lambda a, dt: np.ascontiguousarray(a.astype(dt))) if not self.backend.is_gpu else \
             (lambda a, dt: xp.asarray(np.ascontiguousarray(a.astype(dt))))
         return dict(tgt=arr(tgt, np.int32), src=arr(src, np.int32), keep=arr(keep, np.int64),
                     delta=arr(delta, self.rdtype),
-                    ht=arr(lv.half[lv.t], self.rdtype), hs=arr(lv.half[lv.s], self.rdtype),
+                    ht=arr(lv.half[t], self.rdtype), hs=arr(lv.half[s], self.rdtype),
                     c=arr(c, self.rdtype), phase=arr(phase, self.dtype))
 
     def _chunks(self, n, per_item):
@@ -428,15 +441,15 @@ class FarField:
         budget = budget or self.work_budget or max(8 * self.chunk_bytes,
                                                    available_bytes(self.backend) // 3)
         per = max(self.work_bytes_per_column(), 1)
-        comps = list(range(self.ncomp))
-        if per * self.ncomp * R <= budget:
+        comps, C = self.comps, len(self.comps)
+        if per * C * R <= budget:
             return [(comps, slice(0, R))]
-        if per * self.ncomp <= budget:
-            step = max(1, budget // (per * self.ncomp))
+        if per * C <= budget:
+            step = max(1, budget // (per * C))
             return [(comps, slice(a, min(a + step, R))) for a in range(0, R, step)]
         step = max(1, budget // per)
         return [(comps[a:a + step], slice(r, r + 1)) for r in range(R)
-                for a in range(0, self.ncomp, step)]
+                for a in range(0, C, step)]
 
     def matvec(self, x):
         """A_far x for x (n,) or (n, R) in tree order (backend arrays)."""

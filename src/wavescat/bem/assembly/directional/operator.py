@@ -17,6 +17,7 @@ from ....errors import InputError
 from ..hmatrix.assembly import SYMMETRIC_OPERATORS, BlockPlan, _compressed_share
 from ..hmatrix.block_tree import BlockTree
 from ..hmatrix.cluster_tree import build_cluster_tree
+from ..hmatrix.distributed import DistributedHMatrix, distribution
 from ..hmatrix.galerkin import assemble_hmatrix
 from ...kernels.green import Operator
 from .farfield import FarField
@@ -74,7 +75,7 @@ class DirectionalHMatrix:
         op = {Operator.double_layer: Operator.adjoint_double_layer,
               Operator.adjoint_double_layer: Operator.double_layer}.get(self.far.op, self.far.op)
         far = FarField(self.far.plan, op, self.far.k, self.clouds[1], self.clouds[0],
-                       self.far.backend, self.far.dtype)
+                       self.far.backend, self.far.dtype, share=self.far.share)
         return DirectionalHMatrix(self.near.T, far, self.perm,
                                   {**self.report, "transpose_of": self.report.get("operator")},
                                   self.clouds[::-1])
@@ -84,11 +85,13 @@ def assemble_directional(name, trial, test, k, *, backend=None, precision="doubl
                          eps=HMATRIX["eps"], eta=HMATRIX["eta"], leaf_size=HMATRIX["leaf_size"],
                          kd_max=HMATRIX["kd_max"], storage=HMATRIX["storage"], recompression=True,
                          quadrature=None, work_bytes=None, settings=None, order=None, eta2=None,
-                         devices=None):
+                         devices=None, ranks=None):
     """The directional H-matrix of operator `name` (trial = test: one space). The ACA blocks
     are the H-matrix's of size k diam <= kd_max (`eps`, `eta`); larger admissible pairs go to
     the directional far field (`settings`: DirectionalSettings, or its `order` and `eta2`
-    over the defaults)."""
+    over the defaults). On several `ranks` (solve/parallel.Ranks): this rank's share of the
+    near field and ACA blocks (as hmatrix/distributed.py shares an H-matrix's) and of the far
+    field (FarField's `share`), in a DistributedHMatrix whose products sum over the ranks."""
     if trial is not test:
         raise InputError("operator_format directional takes one space as trial and test")
     if settings is None:
@@ -112,13 +115,17 @@ def assemble_directional(name, trial, test, k, *, backend=None, precision="doubl
         return BlockPlan(plan.tree, plan.tree, btree, compressed,
                          len(compressed) < len(btree.far["r0"]))
 
+    several = ranks is not None and ranks.size > 1
     near = assemble_hmatrix(name, trial, test, k, backend=be, precision=precision, eps=eps,
                             eta=eta, leaf_size=leaf_size, kd_max=kd_max, storage=storage,
                             recompression=recompression, quadrature=quadrature,
-                            work_bytes=work_bytes, planner=planner)
+                            work_bytes=work_bytes, planner=planner,
+                            **({"distribution": distribution(ranks), "devices": 1} if several
+                               else {}))
     t1 = time.perf_counter()
     plan, cloud = held["plan"], held["cloud"].permuted(held["plan"].tree.perm)
-    far = FarField(plan, name, k, cloud, cloud, be, _far_dtype(near))
+    far = FarField(plan, name, k, cloud, cloud, be, _far_dtype(near),
+                   share=(ranks.rank, ranks.size) if several else (0, 1))
     be.synchronize()
     t_far = time.perf_counter() - t1
     report = dict(near.report)
@@ -134,6 +141,8 @@ def assemble_directional(name, trial, test, k, *, backend=None, precision="doubl
     report["time_s"] = {**report["time_s"], "directional_setup": t_far,
                         "total": report["time_s"]["total"] + t_far}
     H = DirectionalHMatrix(near, far, plan.tree.perm, report, (cloud, cloud))
+    if several:
+        H = DistributedHMatrix(H, ranks)
     log.info("directional %s: %d far blocks over levels %s, %d expansions, set up in %.2f s "
              "(near and ACA %.1f s)", name, plan.far_blocks, report["directional"]["blocks_per_level"],
              report["directional"]["expansions"], t_far, t1 - t0)

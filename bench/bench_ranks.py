@@ -4,7 +4,8 @@ the far field against the first run's.
 
     PYTHONUNBUFFERED=1 python bench/bench_ranks.py --case submarine --freq 1000 \
         --ranks 1 2 4 [--backend gpu] [--mesh hull.msh | --mesh-dir meshes/] \
-        [--reduction auto mpi nccl] [--work DIR] [--config config/config.yaml]
+        [--reduction auto mpi nccl] [--work DIR] [--config config/config.yaml] \
+        [--format directional]
 
 The case is `--case` of `--config` (default: the workflow's config/config.yaml) at one
 frequency, with `solver.ranks` set to each count and `--backend`; its mesh is `--mesh`, else
@@ -53,6 +54,8 @@ def case_and_medium(args):
     case = cfg["cases"][args.case]
     case["frequencies_hz"] = [float(args.freq)]
     case["solver"] = {**(case.get("solver") or {}), "backend": args.backend}
+    if args.format:
+        case["solver"]["operator_format"] = args.format
     cfg["run"] = [args.case]
     prepared = prepare_config(cfg, base_dir=ROOT)
     return (json.loads(case_json(prepared, args.case, SOLVE_KEYS)),
@@ -165,6 +168,8 @@ def main(argv=None):
     p.add_argument("--freq", type=float, required=True)
     p.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 4])
     p.add_argument("--backend", default="auto", choices=["auto", "cpu", "gpu"])
+    p.add_argument("--format", default="", choices=["", "hmatrix", "directional"],
+                   help="solver.operator_format over the case's (auto: hmatrix on several ranks)")
     p.add_argument("--mesh", default="")
     p.add_argument("--mesh-dir", default="")
     p.add_argument("--reduction", nargs="+", default=["auto"], choices=["auto", "mpi", "nccl"])

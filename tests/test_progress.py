@@ -76,9 +76,9 @@ def test_a_bar_that_does_not_advance_still_reports(monkeypatch, capsys):
     leave the log silent: the heartbeat redraws the open bar every interval."""
     import time
 
-    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "1")
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "0.5")  # the heartbeat's own tick
     with progress(3, "first step compiles", "steps") as bar:
-        time.sleep(4.5)
+        time.sleep(2.5)
         bar.update(3)
     lines = capsys.readouterr().err.splitlines()
     waiting = [line for line in lines if line.startswith("first step compiles:   0%")]
@@ -94,8 +94,8 @@ def test_a_job_outside_any_bar_still_reports(monkeypatch, capsys):
     from wavescat.cli import main
     from wavescat.commands import dg
 
-    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "1")
-    monkeypatch.setattr(dg, "verify_dg", lambda args: time.sleep(3.5))
+    monkeypatch.setenv("WAVESCAT_PROGRESS_INTERVAL", "0.5")
+    monkeypatch.setattr(dg, "verify_dg", lambda args: time.sleep(2.5))
     assert main(["verify-dg", "--csv", "a.csv", "--plot", "a.png"]) == 0
     lines = capsys.readouterr().err.splitlines()
     assert len([line for line in lines if line.startswith("wavescat verify-dg: running for 00:0")]) >= 2

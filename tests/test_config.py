@@ -189,6 +189,16 @@ def test_bad_config_names_key_and_value(default, mutate, message):
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize("fmt", ["hmatrix", "directional", "auto"])
+def test_formats_that_share_blocks_take_several_ranks(default, fmt):
+    """H-matrix and directional operators are shared out among the ranks of one solve (the
+    directional far field by its components or blocks): only dense is refused above."""
+    cfg = copy.deepcopy(default)
+    _set(["cases", "sphere_ka5", "solver"], {"operator_format": fmt, "ranks": 2})(cfg)
+    solver = prepare_config(cfg, base_dir=ROOT)["cases"]["sphere_ka5"]["solver"]
+    assert solver["operator_format"] == fmt and solver["ranks"] == 2
+
+
 def test_user_list_replaces_default_list(default, tmp_path):
     """Snakemake merges --configfile dicts key by key and replaces lists: check our view of it."""
     from snakemake.utils import update_config

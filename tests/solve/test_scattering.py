@@ -155,6 +155,18 @@ def test_directional_format_agrees_with_dense(spheres, monkeypatch):
     assert np.linalg.norm(res.far_field - dense) < 1e-4 * np.linalg.norm(dense)
 
 
+def test_directional_settings_off_the_verified_ones_are_flagged():
+    """Only the defaults' target strength is checked against hmatrix (the test below, the
+    submarine in docs/scaling.md): a solve at other settings says so in its warnings (the
+    summary and the console), naming both."""
+    f = _freq(2.0)
+    case = workflow_case(frequency=f, solver={"operator_format": "directional", "backend": "cpu",
+                                              "directional": {"order": 5, "eta2": 3.0}})
+    res = solve_frequency(case, icosphere(2), f)
+    flagged = [w for w in res.warnings if "solver.directional" in w]
+    assert len(flagged) == 1 and "'order': 5" in flagged[0] and "'order': 7" in flagged[0]
+
+
 def test_directional_defaults_agree_with_hmatrix(monkeypatch):
     """operator_format directional at the schema's own `solver.directional` settings (what the
     workflow runs; none given here) against hmatrix on the same mesh: a rigid cylinder 3 m
@@ -190,6 +202,7 @@ def test_directional_defaults_agree_with_hmatrix(monkeypatch):
             mesh, _ = mesh_case(case.with_frequencies([f]))
         res = solve_frequency(case, mesh, f)
         assert res.operator_format == fmt
+        assert not any("solver.directional" in w for w in res.warnings)
         far[fmt] = res.far_field[:, 0]
     settings = case.solver.directional
     assert settings.options() == {"kd_max": defaults.SOLVER["directional"]["aca_kd_max"],

@@ -20,6 +20,7 @@ from ..bem.assembly.hmatrix import assemble_hmatrix, host_blocks
 from ..bem.assembly.hmatrix.distributed import assemble_distributed
 from ..bem.formulations import formulation_for_case, sub_space
 from ..bem.linalg.gmres import gmres, krylov_batches, least_basis_bytes
+from ..defaults import SOLVER
 from ..errors import InputError, SolverError
 from ..memory import available_bytes
 from ..problem import farfield
@@ -28,6 +29,10 @@ from . import parallel
 log = logging.getLogger(__name__)
 
 MIN_ELEMENTS_PER_WAVELENGTH = 5.0
+# the directional format's settings that the accuracy checks verify: the schema's defaults
+_VERIFIED_DIRECTIONAL = {"kd_max": float(SOLVER["directional"]["aca_kd_max"]),
+                         "order": int(SOLVER["directional"]["order"]),
+                         "eta2": float(SOLVER["directional"]["eta2"])}
 
 
 def boundary_operator(name, space, k, *, operator_format, backend, precision, quadrature=None,
@@ -204,6 +209,13 @@ def solve_frequency(case, mesh, frequency_hz: float, ranks: parallel.Ranks = par
     formulation, space, system, be = (assembled.formulation, assembled.space,
                                       assembled.system, assembled.backend)
     fmt, timings = assembled.operator_format, dict(assembled.timings)
+    if fmt == "directional" and settings.directional.options() != _VERIFIED_DIRECTIONAL:
+        msg = (f"solver.directional = {settings.directional.options()} differs from the "
+               f"defaults {_VERIFIED_DIRECTIONAL}, the settings whose target strength the "
+               "tests and the submarine check against hmatrix; compare with operator_format: "
+               "hmatrix on a smaller case before trusting these results")
+        log.warning(msg)
+        warnings.append(msg)
     t0 = time.perf_counter()
     rhs = formulation.rhs(system, space, k, incidence.directions)
     timings["preconditioner"] += time.perf_counter() - t0  # the data are its work too

@@ -82,8 +82,7 @@ def time_stages(be):
 
     ff.FarField._leaf_pass = timed("leaves", ff.FarField._leaf_pass)
     ff.FarField._interactions = timed("blocks", ff.FarField._interactions)
-    ff._tensor_apply = timed("transfers", ff._tensor_apply)  # the CPU's transfers
-    ff.Transfers.launch = timed("transfers", ff.Transfers.launch)  # the GPU's (dir_transfer)
+    ff.FarField._apply_transfers = timed("transfers", ff.FarField._apply_transfers)
 
 
 def main(argv=None):

@@ -130,10 +130,8 @@ def test_hmatrix_format_agrees_with_dense(spheres):
     assert np.linalg.norm(res.far_field - dense) < 1e-4 * np.linalg.norm(dense)
 
 
-def test_directional_format_agrees_with_dense(spheres, monkeypatch):
-    """operator_format directional through the workflow's settings: the far field of the
-    dense solve, with directional blocks in the operators (a small aca_kd_max leaves the
-    sphere's distant pairs to the directional far field)."""
+def _spy_on_directional(monkeypatch) -> list:
+    """The directional operators the solver assembles, in order (their reports)."""
     from wavescat.bem.assembly import directional
 
     made = []
@@ -144,6 +142,14 @@ def test_directional_format_agrees_with_dense(spheres, monkeypatch):
         return made[-1]
 
     monkeypatch.setattr("wavescat.solve.driver.assemble_directional", spy)
+    return made
+
+
+def test_directional_format_agrees_with_dense(spheres, monkeypatch):
+    """operator_format directional through the workflow's settings: the far field of the
+    dense solve, with directional blocks in the operators (a small aca_kd_max leaves the
+    sphere's distant pairs to the directional far field)."""
+    made = _spy_on_directional(monkeypatch)
     case = _case(solver={"operator_format": "directional", "backend": "cpu",
                          "hmatrix": {"eps": 1e-6, "leaf_size": 16},
                          "directional": {"aca_kd_max": 2.0, "eta2": 3.0, "order": 7}})
@@ -178,17 +184,9 @@ def test_directional_defaults_agree_with_hmatrix(monkeypatch):
     does not amplify it much: bounds 1e-3 relative L2 and 0.01 dB RMS (measured 6e-7 and
     1e-5 dB). Dropping the far field's products instead moves the far field by 2.5%, 0.54 dB."""
     from wavescat import defaults
-    from wavescat.bem.assembly import directional
     from wavescat.geometry import mesh_case
 
-    made = []
-    real = directional.assemble_directional
-
-    def spy(*args, **kw):
-        made.append(real(*args, **kw))
-        return made[-1]
-
-    monkeypatch.setattr("wavescat.solve.driver.assemble_directional", spy)
+    made = _spy_on_directional(monkeypatch)
     f = _freq(40.0 / 3.0)
     far = {}
     for fmt in ("directional", "hmatrix"):

@@ -479,11 +479,7 @@ class FarField:
         for lv in range(len(levels) - 2, -1, -1):  # upward
             tr = self.up[lv]
             out = xp.zeros((tr.n_parent, P, K), self.dtype)
-            if not (self._transfer and tr.launch(self._transfer, M[lv + 1], out, p)):
-                for sl in self._chunks(len(tr), P * K * 16 * 4):
-                    lagrange, phase = tr.factors(sl)
-                    child = M[lv + 1][tr.child[sl]] * phase[:, :, None]
-                    scatter_add(out, tr.parent[sl], _tensor_apply(xp, lagrange, child, p))
+            self._apply_transfers(tr, M[lv + 1], out, p)
             M[lv + 1] = self._kept(lv + 1, M[lv + 1])
             M[lv] = out
         M[0] = self._kept(0, M[0])
@@ -491,13 +487,7 @@ class FarField:
         for lv, level in enumerate(levels):  # the blocks, and downward
             here = xp.zeros((len(level.targets), P, K), self.dtype)
             if Lc is not None:
-                tr = self.down[lv - 1]
-                chunks = [] if self._transfer and tr.launch(self._transfer, Lc, here, p) else \
-                    self._chunks(len(tr), P * K * 16 * 4)
-                for sl in chunks:
-                    lagrange, phase = tr.factors(sl)
-                    moved = _tensor_apply(xp, lagrange, Lc[tr.parent[sl]], p, transpose=True)
-                    scatter_add(here, tr.child[sl], moved * phase[:, :, None])
+                self._apply_transfers(self.down[lv - 1], Lc, here, p)
             if M[lv] is not None:
                 self._interactions(lv, M[lv], here)
             M[lv] = None
@@ -505,6 +495,21 @@ class FarField:
         y = xp.zeros((X.shape[0], R), self.dtype)
         self._leaf_pass(leaf, leaf.targets, self.rows, Lc, K, comps, y)
         return y
+
+    def _apply_transfers(self, tr, X, Y, p):
+        """Sources (tr.sign < 0): Y[parent] += T X[child]; targets: Y[child] += T^* X[parent]
+        (the CUDA kernel where it takes them, else chunks of batched products)."""
+        if self._transfer and tr.launch(self._transfer, X, Y, p):
+            return
+        xp, up = self.xp, tr.sign < 0
+        for sl in self._chunks(len(tr), p ** 3 * X.shape[2] * 16 * 4):
+            lagrange, phase = tr.factors(sl)
+            if up:
+                moved = _tensor_apply(xp, lagrange, X[tr.child[sl]] * phase[:, :, None], p)
+                scatter_add(Y, tr.parent[sl], moved)
+            else:
+                moved = _tensor_apply(xp, lagrange, X[tr.parent[sl]], p, transpose=True)
+                scatter_add(Y, tr.child[sl], moved * phase[:, :, None])
 
     def _kept(self, lv, M):
         """Level lv's source expansions that its blocks read (None: no blocks)."""

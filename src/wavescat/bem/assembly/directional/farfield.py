@@ -293,6 +293,13 @@ class Transfers:
                                             self.child)))
 
 
+def _even(n: int, most: int) -> int:
+    """The step that cuts n into as few parts of at most `most` (>= 1) as possible, of sizes
+    as even as can be (6 by at most 4: 3 + 3, not 4 + 2)."""
+    parts = -(-n // max(1, most))
+    return -(-n // parts)
+
+
 # dir_transfer's launch: threads per block, at most this many columns per block, and the
 # dynamic shared memory it may take (the default limit, 48 KiB, needs no opt-in)
 _TRANSFER_THREADS, _TRANSFER_TILE, _TRANSFER_SHARED = 256, 8, 48 << 10
@@ -424,30 +431,44 @@ class FarField:
                    real(self.k.imag), xp.ascontiguousarray(M).view(real), out.view(real)))
 
     def work_bytes_per_column(self) -> int:
-        """The product's largest working arrays per column (component x vector): every
-        level's kept source expansions, and the two largest levels' in full."""
+        """The expansions a pass holds at its peak, per column (component x vector), as
+        `_pass` keeps them: going up, a level and its parent in full with the kept ones of
+        the levels below; going down, a level and its parent's local expansions with the
+        kept sources of this level and those below."""
         item = np.dtype(self.dtype).itemsize * self.plan.settings.order ** 3
-        kept = sum(len(b["keep"]) for b in self.blocks)
-        full = sorted(len(lv.sources) + len(lv.targets) for lv in self.plan.levels)[-2:]
-        return int(item * (kept + sum(full)))
+        levels = self.plan.levels
+        src = [len(lv.sources) for lv in levels]
+        tgt = [len(lv.targets) for lv in levels]
+        kept = [len(b["keep"]) for b in self.blocks]
+        below = np.concatenate([np.cumsum(kept[::-1])[::-1], [0]])  # kept of levels >= lv
+        peak = max(src, default=0)
+        for lv in range(len(levels) - 1):
+            peak = max(peak, src[lv + 1] + src[lv] + below[lv + 2])
+        for lv in range(len(levels)):
+            peak = max(peak, tgt[lv] + (tgt[lv - 1] if lv else 0) + below[lv])
+        return int(item * peak)
 
     work_budget = None  # bytes for a product's expansions (None: column_groups' default)
 
     def column_groups(self, R: int, budget: int | None = None):
         """The (components, vectors) of each pass of a product of R vectors: all at once
-        where the working arrays fit `budget` (default: a third of the memory free, at least
-        the chunk budget x 8), else fewer (the far field is a sum over its components, so
-        passes add up exactly)."""
-        budget = budget or self.work_budget or max(8 * self.chunk_bytes,
-                                                   available_bytes(self.backend) // 3)
+        where the working arrays fit `budget` (default: 3/4 of the memory free less the
+        leaf passes' and transfers' chunks, at least the chunk budget x 8; on the host, its
+        share among the ranks), else as few passes as fit, of even sizes (the far field is
+        a sum over its components, so passes add up exactly)."""
+        if budget is None and self.work_budget is None:
+            free = available_bytes(self.backend) * 3 // 4 - 4 * self.chunk_bytes
+            budget = max(8 * self.chunk_bytes,
+                         free if self.backend.is_gpu else free // self.share[1])
+        budget = budget or self.work_budget
         per = max(self.work_bytes_per_column(), 1)
         comps, C = self.comps, len(self.comps)
         if per * C * R <= budget:
             return [(comps, slice(0, R))]
         if per * C <= budget:
-            step = max(1, budget // (per * C))
+            step = _even(R, budget // (per * C))
             return [(comps, slice(a, min(a + step, R))) for a in range(0, R, step)]
-        step = max(1, budget // per)
+        step = _even(C, budget // per)
         return [(comps[a:a + step], slice(r, r + 1)) for r in range(R)
                 for a in range(0, C, step)]
 

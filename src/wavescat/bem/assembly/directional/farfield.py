@@ -160,53 +160,61 @@ class Leaves:
         phase = xp.exp(ik * xp.matmul(dirs, xp.swapaxes(local, 1, 2)))  # (B, S, npts)
         return mats, phase, nrm, cn, self.weights[elements], self.dofs[clusters]
 
+    def _deriv_mask(self, comps):
+        """(C,) 1 where a component of `comps` is a normal derivative, else 0; None: none is."""
+        flags = [self.comps[ci][2] for ci in comps]
+        return self.xp.asarray(np.array(flags, self.rdtype)) if any(flags) else None
+
     def moments(self, x, clusters, dirs, centre, half, k, p, dtype, comps):
         """Source expansions (B, S, P, C R) of the clusters' directions from x (n + 1, R),
-        of the components `comps` (indices)."""
+        of the components `comps` (indices). The components' charges go side by side into
+        one product with each Lagrange tensor: the tensors are read once a pass."""
         xp = self.xp
         mats, phase, nrm, cn, wts, dofs = self._bases(clusters, dirs, centre, half, k, p)
-        B, S, R = len(clusters), dirs.shape[1], x.shape[1]
+        B, S, R, C = len(clusters), dirs.shape[1], x.shape[1], len(comps)
         xa = x[dofs]  # (B, emax, nloc, R): the cluster's own coefficients, 0 for the others'
-        out = []
-        for ci in comps:
-            deriv = self.comps[ci][2]
-            # the points' charges (B, npts, R), then every direction's modulated charges side
-            # by side (B, npts, S, R)
-            rho = sum(wts[..., a, ci, None] * xa[:, :, None, a, :] for a in range(self.nloc))
-            rho = rho.reshape(B, self.npts, R)
-            v = (xp.swapaxes(phase, 1, 2)[..., None] * rho[:, :, None, :]).astype(dtype)
-            lt = xp.swapaxes(mats[0], 1, 2)
-            if not deriv:
-                m = _real_times(lt, v.reshape(B, self.npts, S * R))
-            else:
-                m = _real_times(lt, (v * xp.swapaxes(cn, 1, 2)[..., None]).reshape(B, self.npts, S * R))
-                for a in range(3):
-                    m += _real_times(xp.swapaxes(mats[a + 1], 1, 2),
-                                     (v * nrm[..., a, None, None]).reshape(B, self.npts, S * R))
-            out.append(m.reshape(B, p ** 3, S, R))
-        return xp.moveaxis(xp.stack(out, axis=3), 2, 1).reshape(B, S, p ** 3, -1)  # comp-major
+        # the points' charges of every component (B, npts, C, R), then every direction's
+        # modulated charges side by side (B, npts, S, C, R)
+        rho = (wts[..., comps][..., None] * xa[:, :, None, :, None, :]).sum(axis=3)
+        rho = rho.reshape(B, self.npts, 1, C, R)
+        v = (xp.swapaxes(phase, 1, 2)[..., None, None] * rho).astype(dtype)
+        lt = xp.swapaxes(mats[0], 1, 2)
+        deriv = self._deriv_mask(comps)
+        if deriv is None:
+            m = _real_times(lt, v.reshape(B, self.npts, S * C * R))
+        else:  # d/dn: (c.n) ik on the values' tensor, n . grad through the gradient's
+            on = deriv[:, None]
+            scale = xp.swapaxes(cn, 1, 2)[..., None, None] * on + (1 - on)
+            m = _real_times(lt, (v * scale).reshape(B, self.npts, S * C * R))
+            for a in range(3):
+                m += _real_times(xp.swapaxes(mats[a + 1], 1, 2),
+                                 (v * (nrm[..., a, None, None, None] * on)).reshape(B, self.npts, S * C * R))
+        return xp.moveaxis(m.reshape(B, p ** 3, S, C * R), 2, 1)  # (B, S, P, C R), comp-major
 
     def evaluate(self, locals_, y, clusters, dirs, centre, half, k, p, dtype, comps):
         """y[dofs] += the clusters' fields from their directions' local expansions
-        (B, S, P, C R) of the components `comps` (padding slots hold zeros)."""
+        (B, S, P, C R) of the components `comps` (padding slots hold zeros), all components
+        in one product with each Lagrange tensor."""
         xp = self.xp
         mats, phase, nrm, cn, wts, dofs = self._bases(clusters, dirs, centre, half, k, p)
-        B, S = len(clusters), dirs.shape[1]
-        lcs = xp.moveaxis(locals_.reshape(B, S, p ** 3, len(comps), -1), 1, 2)  # (B, P, S, C, R)
-        R = lcs.shape[-1]
+        B, S, C = len(clusters), dirs.shape[1], len(comps)
+        lc = xp.ascontiguousarray(xp.moveaxis(locals_, 1, 2)).reshape(B, p ** 3, -1)  # (B, P, S C R)
+        R = lc.shape[-1] // (S * C)
         emax = dofs.shape[1]
-        acc = 0
-        for j, ci in enumerate(comps):
-            deriv, factor = self.comps[ci][2], self.comps[ci][3]
-            lc = xp.ascontiguousarray(lcs[:, :, :, j]).reshape(B, p ** 3, S * R)
-            f = _real_times(mats[0], lc).reshape(B, self.npts, S, R)
-            if deriv:
-                f = f * xp.swapaxes(cn, 1, 2)[..., None]
-                for a in range(3):
-                    f += nrm[..., a, None, None] * _real_times(mats[a + 1], lc).reshape(B, self.npts, S, R)
-            # the directions' fields, each modulated, summed; then onto the local functions
-            f = (f * xp.swapaxes(phase, 1, 2)[..., None]).sum(axis=2).reshape(B, emax, self.nq, 1, R)
-            acc = acc + (factor * (wts[..., ci, None] * f)).sum(axis=2)  # (B, emax, nloc, R)
+        f = _real_times(mats[0], lc).reshape(B, self.npts, S, C, R)
+        deriv = self._deriv_mask(comps)
+        if deriv is not None:
+            on = deriv[:, None]
+            f = f * (xp.swapaxes(cn, 1, 2)[..., None, None] * on + (1 - on))
+            for a in range(3):
+                f += (nrm[..., a, None, None, None] * on) * \
+                    _real_times(mats[a + 1], lc).reshape(B, self.npts, S, C, R)
+        # the directions' fields, each modulated, summed; then onto the local functions
+        f = (f * xp.swapaxes(phase, 1, 2)[..., None, None]).sum(axis=2)  # (B, npts, C, R)
+        f = f.reshape(B, emax, self.nq, 1, C, R)
+        factor = xp.asarray(np.array([self.comps[ci][3] for ci in comps], np.complex128))
+        w = wts[..., comps] * factor.astype(f.dtype)  # (B, emax, nq, nloc, C)
+        acc = (w[..., None] * f).sum(axis=(2, 4))  # (B, emax, nloc, R)
         scatter_add(y, dofs.reshape(-1), acc.reshape(B * emax * self.nloc, -1).astype(y.dtype))
 
 

@@ -174,6 +174,12 @@ _HMATRIX_GROWTH_EXPONENT = 0.22
 # and the format keeps few far blocks (aca_kd_max): its estimate is then the H-matrix's.
 _DIRECTIONAL_BYTES_PER_NLOGN = 2_000  # two operators, complex64 storage
 _DIRECTIONAL_FROM_SQUARE_WAVELENGTHS = 500.0
+# Its products hold the far field's expansions of a pass (farfield.work_bytes_per_column):
+# one column (component x vector) of the hypersingular took 2.68 and 12.98 GiB at 2 and
+# 4 kHz (299,154 and 1,179,847 DOFs: 529 and 585 bytes per n log2 n in complex64), more
+# where the memory free allows (passes of several columns). A solve needs at least one
+# column beside its operators; on several ranks every rank holds it.
+_DIRECTIONAL_WORK_BYTES_PER_NLOGN = 600
 # a sparse LU worker process (osrc.factorise, from PROCESS_UNKNOWNS on): Python, NumPy and
 # SciPy (59 MB measured), its factors counted per unknown above; one per OSRC factor, at most
 # the Padé terms' eight, the inverse's and the mass matrix's, shared out over the ranks
@@ -219,6 +225,15 @@ def directional_operator_bytes(n: int, square_wavelengths: float | None = None,
     if not square_wavelengths or square_wavelengths < _DIRECTIONAL_FROM_SQUARE_WAVELENGTHS:
         return hmatrix_operator_bytes(n, square_wavelengths, operators, itemsize)
     return operators / 2 * _DIRECTIONAL_BYTES_PER_NLOGN * n * math.log2(max(n, 2)) * itemsize / 8
+
+
+def directional_work_bytes(n: int, square_wavelengths: float | None = None,
+                           itemsize: int = 8) -> float:
+    """The least working memory of the directional far field's products: one column of
+    expansions (none below the square wavelengths the format was measured on)."""
+    if not square_wavelengths or square_wavelengths < _DIRECTIONAL_FROM_SQUARE_WAVELENGTHS:
+        return 0.0
+    return _DIRECTIONAL_WORK_BYTES_PER_NLOGN * n * math.log2(max(n, 2)) * itemsize / 8
 
 
 def square_wavelengths(case) -> float | None:
@@ -312,6 +327,9 @@ def _estimates_in(case, gpu: bool, fmt: str, n: int, unknowns, regions, waveleng
     else:
         operators = compressed(n, wavelengths, count, itemsize)
     operators /= solver.ranks  # each rank its share of the blocks
+    # the directional products' expansions: every rank holds them, beside GMRES's basis
+    products = directional_work_bytes(n, wavelengths, itemsize) \
+        if fmt == "directional" and regions is None else 0.0
     # a fluid body's preconditioner: its factors, and its set-up's work arrays (freed
     # before GMRES's basis is made)
     held, work = _fluid_preconditioner_bytes(case, gpu, fmt)
@@ -320,9 +338,9 @@ def _estimates_in(case, gpu: bool, fmt: str, n: int, unknowns, regions, waveleng
     host = _SOLVE_BASE_BYTES + _SOLVE_BYTES_PER_UNKNOWN * n
     if n >= PROCESS_UNKNOWNS:
         host += _LU_WORKER_BYTES * math.ceil(_LU_WORKERS / solver.ranks)
-    device = operators + krylov if gpu else 0
+    device = operators + krylov + products if gpu else 0
     if not gpu:
-        host += operators + krylov
+        host += operators + krylov + products
     # a GPU's H-matrix blocks may move to host memory when the card runs short
     # (hmatrix/host_blocks.py): they need the two memories together, not the card alone
     movable = operators if gpu and fmt == "hmatrix" else 0

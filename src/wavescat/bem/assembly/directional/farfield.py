@@ -160,10 +160,24 @@ class Leaves:
         phase = xp.exp(ik * xp.matmul(dirs, xp.swapaxes(local, 1, 2)))  # (B, S, npts)
         return mats, phase, nrm, cn, self.weights[elements], self.dofs[clusters]
 
-    def _deriv_mask(self, comps):
-        """(C,) 1 where a component of `comps` is a normal derivative, else 0; None: none is."""
+    def _deriv_scales(self, comps, cn, nrm):
+        """The normal derivative's factors of a pass's components, broadcast over (B, npts,
+        S, C, R): (on the values' tensor, on each gradient axis'), or None where none of
+        `comps` is a derivative; a component that is not takes 1 and 0."""
         flags = [self.comps[ci][2] for ci in comps]
-        return self.xp.asarray(np.array(flags, self.rdtype)) if any(flags) else None
+        if not any(flags):
+            return None
+        xp = self.xp
+        cn = xp.swapaxes(cn, 1, 2)[..., None, None]
+        axes = [nrm[..., a, None, None, None] for a in range(3)]
+        if all(flags):
+            return cn, axes
+        on = xp.asarray(np.array(flags, self.rdtype))[:, None]
+        return cn * on + (1 - on), [n * on for n in axes]
+
+    def _weights(self, wts, comps):
+        """The elements' weights (B, emax, nq, nloc, C) of the components `comps`."""
+        return wts if list(comps) == list(range(wts.shape[-1])) else wts[..., list(comps)]
 
     def moments(self, x, clusters, dirs, centre, half, k, p, dtype, comps):
         """Source expansions (B, S, P, C R) of the clusters' directions from x (n + 1, R),
@@ -175,20 +189,20 @@ class Leaves:
         xa = x[dofs]  # (B, emax, nloc, R): the cluster's own coefficients, 0 for the others'
         # the points' charges of every component (B, npts, C, R), then every direction's
         # modulated charges side by side (B, npts, S, C, R)
-        rho = (wts[..., comps][..., None] * xa[:, :, None, :, None, :]).sum(axis=3)
+        W = self._weights(wts, comps)
+        rho = sum(W[..., a, :, None] * xa[:, :, None, a, None, :] for a in range(self.nloc))
         rho = rho.reshape(B, self.npts, 1, C, R)
         v = (xp.swapaxes(phase, 1, 2)[..., None, None] * rho).astype(dtype)
         lt = xp.swapaxes(mats[0], 1, 2)
-        deriv = self._deriv_mask(comps)
-        if deriv is None:
+        scales = self._deriv_scales(comps, cn, nrm)
+        if scales is None:
             m = _real_times(lt, v.reshape(B, self.npts, S * C * R))
         else:  # d/dn: (c.n) ik on the values' tensor, n . grad through the gradient's
-            on = deriv[:, None]
-            scale = xp.swapaxes(cn, 1, 2)[..., None, None] * on + (1 - on)
-            m = _real_times(lt, (v * scale).reshape(B, self.npts, S * C * R))
+            on_values, on_axes = scales
+            m = _real_times(lt, (v * on_values).reshape(B, self.npts, S * C * R))
             for a in range(3):
                 m += _real_times(xp.swapaxes(mats[a + 1], 1, 2),
-                                 (v * (nrm[..., a, None, None, None] * on)).reshape(B, self.npts, S * C * R))
+                                 (v * on_axes[a]).reshape(B, self.npts, S * C * R))
         return xp.moveaxis(m.reshape(B, p ** 3, S, C * R), 2, 1)  # (B, S, P, C R), comp-major
 
     def evaluate(self, locals_, y, clusters, dirs, centre, half, k, p, dtype, comps):
@@ -202,19 +216,19 @@ class Leaves:
         R = lc.shape[-1] // (S * C)
         emax = dofs.shape[1]
         f = _real_times(mats[0], lc).reshape(B, self.npts, S, C, R)
-        deriv = self._deriv_mask(comps)
-        if deriv is not None:
-            on = deriv[:, None]
-            f = f * (xp.swapaxes(cn, 1, 2)[..., None, None] * on + (1 - on))
+        scales = self._deriv_scales(comps, cn, nrm)
+        if scales is not None:
+            on_values, on_axes = scales
+            f = f * on_values
             for a in range(3):
-                f += (nrm[..., a, None, None, None] * on) * \
-                    _real_times(mats[a + 1], lc).reshape(B, self.npts, S, C, R)
+                f += on_axes[a] * _real_times(mats[a + 1], lc).reshape(B, self.npts, S, C, R)
         # the directions' fields, each modulated, summed; then onto the local functions
         f = (f * xp.swapaxes(phase, 1, 2)[..., None, None]).sum(axis=2)  # (B, npts, C, R)
         f = f.reshape(B, emax, self.nq, 1, C, R)
-        factor = xp.asarray(np.array([self.comps[ci][3] for ci in comps], np.complex128))
-        w = wts[..., comps] * factor.astype(f.dtype)  # (B, emax, nq, nloc, C)
-        acc = (w[..., None] * f).sum(axis=(2, 4))  # (B, emax, nloc, R)
+        W = self._weights(wts, comps)
+        acc = 0
+        for j, ci in enumerate(comps):
+            acc = acc + (self.comps[ci][3] * (W[..., j, None] * f[..., j, :])).sum(axis=2)
         scatter_add(y, dofs.reshape(-1), acc.reshape(B * emax * self.nloc, -1).astype(y.dtype))
 
 

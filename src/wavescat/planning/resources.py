@@ -167,12 +167,12 @@ _HMATRIX_BYTES_PER_NLOGN = 10_500  # two compressed operators at eps = 1e-4 (com
 _HMATRIX_GROWTH_FROM_SQUARE_WAVELENGTHS = 3450.0
 _HMATRIX_GROWTH_EXPONENT = 0.22
 # The directional format (solver.directional 8:10:7, the schema's defaults) on the same
-# operators: 2.28, 9.10 and 42.61 GiB (stored blocks and the far field's arrays), 1,995,
-# 1,795 and 1,894 bytes per n log2 n in complex64 storage (it grew 4.0 and 4.7 times per
-# doubling): 2,000 for two operators, its 1 kHz figure rounded up (11% and 6% above the
+# operators: 2.21, 8.81 and 41.53 GiB (stored blocks and the far field's arrays), 1,935,
+# 1,738 and 1,846 bytes per n log2 n in complex64 storage (it grew 4.0 and 4.7 times per
+# doubling): 1,940 for two operators, its 1 kHz figure rounded up (12% and 5% above the
 # others). Below 500 square wavelengths (the submarine at 1 kHz: 592) it was not measured
 # and the format keeps few far blocks (aca_kd_max): its estimate is then the H-matrix's.
-_DIRECTIONAL_BYTES_PER_NLOGN = 2_000  # two operators, complex64 storage
+_DIRECTIONAL_BYTES_PER_NLOGN = 1_940  # two operators, complex64 storage
 _DIRECTIONAL_FROM_SQUARE_WAVELENGTHS = 500.0
 # Its products hold the far field's expansions of a pass (farfield.work_bytes_per_column):
 # one column (component x vector) of the hypersingular took 2.68 and 12.98 GiB at 2 and

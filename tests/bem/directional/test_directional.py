@@ -275,3 +275,17 @@ def test_the_working_estimate_is_what_a_pass_holds(tube_plan):
     finally:
         tracemalloc.stop()
     assert expected <= peak <= expected + 8 * far.chunk_bytes, (expected, peak)
+
+
+def test_one_space_keeps_one_set_of_leaf_arrays(carried_plan):
+    """On one space the two sides' leaf arrays are the same (the weights of W's curls and
+    normals, of K's values on both sides), counted once; another cloud keeps its own."""
+    plan, cloud = carried_plan
+    cpu = get_backend("cpu")
+    for name in ("hypersingular", "double_layer"):
+        far = FarField(plan, name, K, cloud, cloud, cpu, np.complex64)
+        assert far.rows.weights is far.cols.weights and far.rows.pos is far.cols.pos
+        other = FarField(plan, name, K, cloud.permuted(np.arange(cloud.n)), cloud, cpu, np.complex64)
+        assert other.rows.weights is not other.cols.weights
+        assert other.device_bytes - far.device_bytes == sum(
+            a.nbytes for a in (other.rows.pos, other.rows.weights, other.rows.elements, other.rows.dofs))

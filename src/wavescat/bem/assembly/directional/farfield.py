@@ -99,25 +99,32 @@ class Leaves:
     holds), with the components' weights; `moments` (sources) and `evaluate` (targets)
     apply them."""
 
-    def __init__(self, cloud, tree, lv, comps, sign, xp, rdtype):
+    def __init__(self, cloud, tree, lv, comps, sign, xp, rdtype, like=None):
+        """like: a Leaves of the same cloud, tree level and components' weights (the other
+        side of an operator on one space), whose arrays this one shares."""
         self.xp, self.rdtype, self.sign, self.comps = xp, rdtype, sign, comps
+        self.deriv = any(c[2] for c in comps)
+        if like is not None:
+            self.elements, self.dofs, self.pos, self.nrm, self.weights = \
+                like.elements, like.dofs, like.pos, like.nrm, like.weights
+            self.nq, self.nloc, self.npts = like.nq, like.nloc, like.npts
+            return
         el = cloud.elements
         if el is None:
             raise ValueError("the directional far field needs the cloud's elements")
         elements, dofs = _leaf_elements(el, cloud.n, tree, lv)
         self.elements, self.dofs = xp.asarray(elements), xp.asarray(dofs)
-        self.nq, self.nloc = el.wts.shape[1], el.dofs.shape[1]
+        m, self.nq = el.wts.shape
+        self.nloc = el.dofs.shape[1]
         self.npts = elements.shape[1] * self.nq
-
-        def pad(a):
-            return np.concatenate([a, np.zeros((1,) + a.shape[1:], a.dtype)])
-
-        self.pos = xp.asarray(pad(el.pts).astype(rdtype))  # (m + 1, nq, 3)
-        self.nrm = xp.asarray(pad(el.nrm).astype(rdtype))  # (m + 1, 3)
-        self.weights = xp.asarray(np.stack([pad(_element_weights(el, key, axis))
-                                            for key, axis, *_ in comps],
-                                           axis=-1).astype(rdtype))  # (m + 1, nq, nloc, C)
-        self.deriv = any(c[2] for c in comps)
+        # element m: the padding's, all zeros
+        pos = np.zeros((m + 1, self.nq, 3), rdtype)
+        nrm = np.zeros((m + 1, 3), rdtype)
+        weights = np.zeros((m + 1, self.nq, self.nloc, len(comps)), rdtype)
+        pos[:m], nrm[:m] = el.pts, el.nrm
+        for j, (key, axis, *_) in enumerate(comps):
+            weights[:m, ..., j] = _element_weights(el, key, axis)
+        self.pos, self.nrm, self.weights = xp.asarray(pos), xp.asarray(nrm), xp.asarray(weights)
 
     def cluster_bytes(self, P, slots, K, C) -> int:
         """Working memory of one cluster of a leaf pass with `slots` directions, K columns
@@ -380,8 +387,11 @@ class FarField:
         self.chunk_bytes = chunk_bytes or ((1 << 30) if backend.is_gpu else (128 << 20))
         self.rows = self.cols = None
         if levels:  # the expansions' leaves: the plan's last level (plan.py, tree_leaves)
-            self.rows = Leaves(test_cloud, tree, len(levels) - 1, rows, +1.0, xp, self.rdtype)
             self.cols = Leaves(trial_cloud, tree, len(levels) - 1, cols, -1.0, xp, self.rdtype)
+            # one space with the same weights on both sides (V, W, K, K'): one set of arrays
+            same = test_cloud is trial_cloud and [c[:2] for c in rows] == [c[:2] for c in cols]
+            self.rows = Leaves(test_cloud, tree, len(levels) - 1, rows, +1.0, xp, self.rdtype,
+                               like=self.cols if same else None)
         lagrange = [child_lagrange(plan, lv, xp, self.rdtype) for lv in range(len(levels) - 1)]
         self.up = [Transfers(plan, lv, levels[lv].sources, levels[lv + 1].sources, -1.0,
                              lagrange[lv], xp, self.rdtype, self.dtype)
@@ -402,8 +412,10 @@ class FarField:
         """What the product keeps on the device (transfers, blocks' geometry, leaf data)."""
         arrays = [t.lagrange for t in self.up]  # shared by up and down
         arrays += [a for b in self.blocks for a in b.values()]
-        arrays += [a for s in (self.rows, self.cols) if s is not None for a in (s.pos, s.weights)]
-        return int(sum(a.nbytes for a in arrays)) + sum(t.nbytes for t in self.up + self.down)
+        arrays += [a for s in (self.rows, self.cols) if s is not None
+                   for a in (s.pos, s.weights, s.elements, s.dofs)]
+        unique = {id(a): a for a in arrays}.values()  # the sides may share theirs
+        return int(sum(a.nbytes for a in unique)) + sum(t.nbytes for t in self.up + self.down)
 
     def _blocks(self, lv):
         """Device arrays of a level's far blocks: target and source pair indices, the boxes'

@@ -96,6 +96,34 @@ def test_check_config_runs_the_workflow_checks(repo):
     assert "builds 1 case(s): ball" in out.stdout
 
 
+SEVERAL = """\
+run: [a, b]
+cases:
+  a:
+    geometry: {kind: sphre, radius: 1}
+    frequencies_hz: [50]
+  b:
+    geometry: {kind: sphere, radius: -1}
+    frequencies_hz: [50]
+    solver: {precison: single}
+"""
+
+
+def test_check_config_names_every_error_it_finds(repo):
+    """Three mistakes in one file: the most relevant first, then each other one on its own
+    line with its place, in the file's order, so all are fixed in one go."""
+    (repo / "my.yaml").write_text(SEVERAL)
+    out = check_config(repo, "my.yaml")
+    assert out.returncode == 2 and stack_free(out.stderr)
+    lines = out.stderr.splitlines()
+    assert lines[0].startswith("wavescat check-config: error: invalid configuration in my.yaml, "
+                               "line 9, column 14: cases.b.solver: unknown key 'precison'")
+    assert lines[1].startswith("  also in my.yaml, line 4, column 16: cases.a.geometry.kind = "
+                               "'sphre': unknown geometry kind")
+    assert lines[2] == "  also in my.yaml, line 7, column 30: cases.b.geometry.radius = -1: must be > 0"
+    assert len(lines) == 3, out.stderr
+
+
 def test_locate_takes_the_last_file_and_dotted_case_names(tmp_path):
     first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
     first.write_text("cases:\n  sub.v2:\n    frequencies_hz: [1, 2]\n")

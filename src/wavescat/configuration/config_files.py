@@ -118,9 +118,17 @@ def locate(key: str, paths):
 
 
 def config_error(exc: ConfigError, paths) -> str:
-    """One line for a config error: the file and line that set the offending key where one of
-    `paths` does, then the message (which names the key and the value)."""
-    message = str(exc)
+    """A line for a config error: the file and line that set the offending key where one of
+    `paths` does, then the message (which names the key and the value); then a line for each
+    other error found with it (`exc.also`), in the order of the files' lines."""
+    first = _placed(str(exc), paths)
+    more = sorted((_placed(message, paths) for message in getattr(exc, "also", ())),
+                  key=lambda placed: placed[1])
+    return "\n".join([f"invalid configuration{first[0]}"] + [f"  also{m[0]}" for m in more])
+
+
+def _placed(message: str, paths):
+    """(' in FILE, line L, column C: MESSAGE' or ': MESSAGE', sort key) of one error."""
     match = _KEY_AT_START.match(message)
     if match:
         key = "" if match.group("key") == "top level" else match.group("key")
@@ -130,5 +138,6 @@ def config_error(exc: ConfigError, paths) -> str:
         found = locate(key, paths) if key else None
         if found:
             path, line, column = found
-            return f"invalid configuration in {shown(path)}, line {line}, column {column}: {message}"
-    return f"invalid configuration: {message}"
+            return (f" in {shown(path)}, line {line}, column {column}: {message}",
+                    (str(path), line, column))
+    return f": {message}", ("~", 0, 0)

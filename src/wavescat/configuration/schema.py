@@ -130,8 +130,13 @@ def read_exponent_numbers(validator, cfg) -> None:
 
 
 def raise_first(validator, cfg, prefix=()) -> None:
-    """ConfigError of the most relevant schema error of `cfg`, its path under `prefix`."""
+    """ConfigError of the most relevant schema error of `cfg`, its path under `prefix`; the
+    other errors' messages in its `also` (a user fixes them all in one go)."""
     errors = list(validator.iter_errors(cfg))
     if errors:
         best = exceptions.best_match(errors, key=exceptions.relevance)
-        raise ConfigError(_describe(_best_error([best] + list(best.context or [])), prefix))
+        first = _describe(_best_error([best] + list(best.context or [])), prefix)
+        others = (_describe(_best_error([e] + list(e.context or [])), prefix) for e in errors)
+        exc = ConfigError(first)
+        exc.also = tuple(dict.fromkeys(m for m in others if m != first))
+        raise exc

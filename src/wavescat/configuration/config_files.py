@@ -128,7 +128,8 @@ def config_error(exc: ConfigError, paths) -> str:
 
 
 def _placed(message: str, paths):
-    """(' in FILE, line L, column C: MESSAGE' or ': MESSAGE', sort key) of one error."""
+    """(' in FILE, line L, column C: MESSAGE' or ': MESSAGE', its place to sort by) of one
+    error."""
     match = _KEY_AT_START.match(message)
     if match:
         key = "" if match.group("key") == "top level" else match.group("key")
@@ -139,5 +140,5 @@ def _placed(message: str, paths):
         if found:
             path, line, column = found
             return (f" in {shown(path)}, line {line}, column {column}: {message}",
-                    (str(path), line, column))
-    return f": {message}", ("~", 0, 0)
+                    (False, str(path), line, column))
+    return f": {message}", (True, "", 0, 0)  # no place: after the placed ones

@@ -222,7 +222,7 @@ def directional_operator_bytes(n: int, square_wavelengths: float | None = None,
     """Estimated bytes of `operators` operators in the directional format (its blocks of
     `itemsize` bytes an entry, its far field's arrays); the H-matrix's estimate on surfaces
     of fewer square wavelengths than it was calibrated on, or not known."""
-    if not square_wavelengths or square_wavelengths < _DIRECTIONAL_FROM_SQUARE_WAVELENGTHS:
+    if not _directional_measured(square_wavelengths):
         return hmatrix_operator_bytes(n, square_wavelengths, operators, itemsize)
     return operators / 2 * _DIRECTIONAL_BYTES_PER_NLOGN * n * math.log2(max(n, 2)) * itemsize / 8
 
@@ -231,9 +231,14 @@ def directional_work_bytes(n: int, square_wavelengths: float | None = None,
                            itemsize: int = 8) -> float:
     """The least working memory of the directional far field's products: one column of
     expansions (none below the square wavelengths the format was measured on)."""
-    if not square_wavelengths or square_wavelengths < _DIRECTIONAL_FROM_SQUARE_WAVELENGTHS:
+    if not _directional_measured(square_wavelengths):
         return 0.0
     return _DIRECTIONAL_WORK_BYTES_PER_NLOGN * n * math.log2(max(n, 2)) * itemsize / 8
+
+
+def _directional_measured(square_wavelengths: float | None) -> bool:
+    """Whether a surface is as large as those the directional models were measured on."""
+    return bool(square_wavelengths) and square_wavelengths >= _DIRECTIONAL_FROM_SQUARE_WAVELENGTHS
 
 
 def square_wavelengths(case) -> float | None:

@@ -490,11 +490,11 @@ class FarField:
         leaf passes' and transfers' chunks, at least the chunk budget x 8; on the host, its
         share among the ranks), else as few passes as fit, of even sizes (the far field is
         a sum over its components, so passes add up exactly)."""
-        if budget is None and self.work_budget is None:
+        budget = budget or self.work_budget
+        if budget is None:
             free = available_bytes(self.backend) * 3 // 4 - 4 * self.chunk_bytes
             budget = max(8 * self.chunk_bytes,
                          free if self.backend.is_gpu else free // self.share[1])
-        budget = budget or self.work_budget
         per = max(self.work_bytes_per_column(), 1)
         comps, C = self.comps, len(self.comps)
         if per * C * R <= budget:
